@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what the real-daemon tests need,
+# starts the local SLURM testbed, runs every Go test with the race detector, and
+# stops what it started. Usage: bash scripts/test.sh [go test flags...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GRIDSUB_WORKLOADS="${GRIDSUB_WORKLOADS:-$(cd .. && pwd)/shared/workloads}"
+started_testbed=0
+if [ -x scripts/slurm-testbed.sh ] && [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
+  bash scripts/slurm-testbed.sh start
+  started_testbed=1
+  # shellcheck disable=SC1091
+  source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-testbed}/testbed.env"
+fi
+cleanup() { if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi; }
+trap cleanup EXIT
+go vet ./...
+go test -race -count=1 -timeout 20m "$@" ./...
