@@ -10,7 +10,7 @@ if [ -x scripts/slurm-testbed.sh ] && [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
   bash scripts/slurm-testbed.sh start
   started_testbed=1
   # shellcheck disable=SC1091
-  source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-testbed}/testbed.env"
+  source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}/testbed.env"
 fi
 cleanup() { if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi; }
 trap cleanup EXIT
