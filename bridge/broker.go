@@ -1,0 +1,634 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// Sentinel errors of the broker.
+var (
+	// ErrUnknownSite: a request names a site the broker does not have.
+	ErrUnknownSite = errors.New("unknown site")
+	// ErrBadRequest: a request cannot be queued as given.
+	ErrBadRequest = errors.New("bad request")
+	// ErrFinal: the job has already ended.
+	ErrFinal = errors.New("job already ended")
+)
+
+// SiteConfig is one site the broker dispatches to.
+type SiteConfig struct {
+	Name    string
+	Backend backends.Backend
+	H       float64 // heterogeneity factor (1 = reference machine)
+	// Simulated sites get the job's real behaviour (SimHints) and count the
+	// input transfer inside the allocation, as paper 000's model does.
+	Simulated bool
+}
+
+// Options configure a Broker.
+type Options struct {
+	Sites     []SiteConfig
+	Planner   policy.Planner
+	Store     Store          // nil = a MemStore
+	Links     [][]policy.Link // Links[i][j] between Sites[i] and Sites[j]; nil = free
+	MultiSite float64         // p >= 1
+	// MaxAttempts bounds dispatch attempts of one job when a site loses it or
+	// refuses it for a retryable reason (default 3).
+	MaxAttempts int
+	Logger      *slog.Logger
+	// OnEvent, when set, sees every job event after it is stored (progress
+	// displays). It must not call back into the broker.
+	OnEvent func(job *Job, e Event)
+}
+
+// Broker is the grid broker. It is safe for concurrent use; cycles are
+// serialised.
+type Broker struct {
+	opts    Options
+	sites   []SiteConfig
+	siteIdx map[string]int
+	store   Store
+	log     *slog.Logger
+
+	cycleMu sync.Mutex // one cycle (or cancel) at a time
+
+	mu      sync.Mutex
+	jobs    map[string]*Job // every job the broker knows, live or ended
+	queue   []string        // ids of queued jobs in FCFS order
+	live    []string        // ids of dispatched or running jobs, in dispatch order
+	pending []pendingEvent  // events to hand to OnEvent once the lock is released
+}
+
+type pendingEvent struct {
+	job *Job
+	ev  Event
+}
+
+// New checks the options and returns a broker.
+func New(opts Options) (*Broker, error) {
+	if len(opts.Sites) == 0 {
+		return nil, fmt.Errorf("%w: no sites configured", ErrBadRequest)
+	}
+	if opts.Planner == nil {
+		return nil, fmt.Errorf("%w: no planner configured", ErrBadRequest)
+	}
+	b := &Broker{opts: opts, sites: opts.Sites, siteIdx: map[string]int{}, store: opts.Store,
+		log: opts.Logger, jobs: map[string]*Job{}}
+	if b.store == nil {
+		b.store = NewMemStore()
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.opts.MaxAttempts <= 0 {
+		b.opts.MaxAttempts = 3
+	}
+	for i, s := range opts.Sites {
+		if s.Backend == nil {
+			return nil, fmt.Errorf("%w: site %q has no backend", ErrBadRequest, s.Name)
+		}
+		if _, dup := b.siteIdx[s.Name]; dup {
+			return nil, fmt.Errorf("%w: site %q configured twice", ErrBadRequest, s.Name)
+		}
+		if s.H <= 0 {
+			b.sites[i].H = 1
+		}
+		b.siteIdx[s.Name] = i
+	}
+	if opts.Links != nil && len(opts.Links) != len(opts.Sites) {
+		return nil, fmt.Errorf("%w: links matrix is %d×?, want %d×%d", ErrBadRequest, len(opts.Links), len(opts.Sites), len(opts.Sites))
+	}
+	return b, nil
+}
+
+// SiteNames lists the configured sites in order.
+func (b *Broker) SiteNames() []string {
+	out := make([]string, len(b.sites))
+	for i, s := range b.sites {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Site returns the backend of a site by name.
+func (b *Broker) Site(name string) (backends.Backend, bool) {
+	i, ok := b.siteIdx[name]
+	if !ok {
+		return nil, false
+	}
+	return b.sites[i].Backend, true
+}
+
+func (b *Broker) checkSites(field string, names []string) error {
+	for _, n := range names {
+		if _, ok := b.siteIdx[n]; !ok {
+			return fmt.Errorf("%w: %s names %q; known sites: %s", ErrUnknownSite, field, n, strings.Join(b.SiteNames(), ", "))
+		}
+	}
+	return nil
+}
+
+// Submit validates a request and queues it. It returns the new job (a copy).
+func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, error) {
+	switch {
+	case req.Nodes < 1:
+		return nil, fmt.Errorf("%w: nodes must be >= 1, got %d", ErrBadRequest, req.Nodes)
+	case req.Estimate <= 0:
+		return nil, fmt.Errorf("%w: walltime must be > 0, got %s", ErrBadRequest, req.Estimate)
+	case len(req.Command) == 0 && req.Script == "":
+		return nil, fmt.Errorf("%w: a job needs a command or a script", ErrBadRequest)
+	}
+	if req.Origin != "" {
+		if err := b.checkSites("origin", []string{req.Origin}); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.checkSites("sites", req.Sites); err != nil {
+		return nil, err
+	}
+	if err := b.checkSites("prefer", req.Prefer); err != nil {
+		return nil, err
+	}
+	seq, err := b.store.NextID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("allocating a job id: %w", err)
+	}
+	j := &Job{ID: fmt.Sprintf("g%06d", seq), Req: req, State: Queued, Submit: now, ExitCode: -1}
+	b.mu.Lock()
+	b.addEvent(j, now, "submitted", "", fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate))
+	if err := b.store.Put(ctx, j); err != nil {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("storing job: %w", err)
+	}
+	b.jobs[j.ID] = j
+	b.queue = append(b.queue, j.ID)
+	c := j.Clone()
+	b.mu.Unlock()
+	b.flushEvents()
+	return c, nil
+}
+
+// Job returns a copy of a job.
+func (b *Broker) Job(id string) (*Job, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, ok := b.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return j.Clone(), nil
+}
+
+// Jobs returns copies of every job in submission order.
+func (b *Broker) Jobs() []*Job {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*Job, 0, len(b.jobs))
+	for _, j := range b.jobs {
+		out = append(out, j.Clone())
+	}
+	slices.SortFunc(out, func(x, y *Job) int { return strings.Compare(x.ID, y.ID) })
+	return out
+}
+
+// Idle reports whether no job is queued or live.
+func (b *Broker) Idle() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) == 0 && len(b.live) == 0
+}
+
+// addEvent appends an event to the job; b.mu must be held.
+func (b *Broker) addEvent(j *Job, t time.Time, kind, site, msg string) {
+	e := Event{Time: t, Kind: kind, Site: site, Msg: msg}
+	j.Events = append(j.Events, e)
+	if b.opts.OnEvent != nil {
+		b.pending = append(b.pending, pendingEvent{j.Clone(), e})
+	}
+}
+
+func (b *Broker) flushEvents() {
+	if b.opts.OnEvent == nil {
+		return
+	}
+	b.mu.Lock()
+	p := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	for _, e := range p {
+		b.opts.OnEvent(e.job, e.ev)
+	}
+}
+
+// persist writes the job; b.mu must be held. A store failure is logged and
+// returned: the caller must not act on a change it could not record.
+func (b *Broker) persist(ctx context.Context, j *Job) error {
+	if err := b.store.Put(ctx, j); err != nil {
+		b.log.Error("store write failed", "job", j.ID, "err", err)
+		return err
+	}
+	return nil
+}
+
+// CycleReport says what one cycle did.
+type CycleReport struct {
+	Polled, Started, Replicated, Rejected, Ended int
+	Errors                                       []error
+}
+
+// Cycle runs one scheduling cycle at time now: poll, track, snapshot, plan,
+// dispatch. Per-site failures are reported in the CycleReport (and as job
+// events), not as an error: an error means the cycle itself could not run.
+func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
+	b.cycleMu.Lock()
+	defer b.cycleMu.Unlock()
+	defer b.flushEvents()
+	var rep CycleReport
+	b.poll(ctx, now, &rep)
+	b.mu.Lock()
+	queued := len(b.queue)
+	b.mu.Unlock()
+	if queued == 0 {
+		return rep, nil
+	}
+	snap, err := b.snapshot(ctx, now, &rep)
+	if err != nil {
+		return rep, err
+	}
+	plan, err := b.opts.Planner.Plan(ctx, snap)
+	if err != nil {
+		return rep, fmt.Errorf("policy %s: %w", b.opts.Planner.Name(), err)
+	}
+	b.dispatch(ctx, now, snap, plan, &rep)
+	return rep, nil
+}
+
+// poll asks every site, in one batched call, for the state of the live
+// components it runs, and folds the answers into the jobs.
+func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
+	type ref struct {
+		job  string
+		comp int
+	}
+	b.mu.Lock()
+	ids := make([][]backends.JobID, len(b.sites))
+	refs := make([][]ref, len(b.sites))
+	for _, id := range b.live {
+		j := b.jobs[id]
+		for k, c := range j.Comps {
+			if c.State.Final() {
+				continue
+			}
+			s := b.siteIdx[c.Site]
+			ids[s] = append(ids[s], c.RemoteID)
+			refs[s] = append(refs[s], ref{id, k})
+		}
+	}
+	b.mu.Unlock()
+
+	results := make([][]backends.JobStatus, len(b.sites))
+	errs := make([]error, len(b.sites))
+	b.eachSite(func(s int) {
+		if len(ids[s]) == 0 {
+			return
+		}
+		results[s], errs[s] = b.sites[s].Backend.Status(ctx, ids[s])
+		if errs[s] == nil && len(results[s]) != len(ids[s]) {
+			errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
+		}
+	})
+
+	b.mu.Lock()
+	touched := map[string]bool{}
+	for s := range b.sites {
+		if errs[s] != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: status: %w", b.sites[s].Name, errs[s]))
+			b.log.Warn("status poll failed", "site", b.sites[s].Name, "err", errs[s])
+			continue
+		}
+		rep.Polled += len(results[s])
+		for i, st := range results[s] {
+			r := refs[s][i]
+			c := &b.jobs[r.job].Comps[r.comp]
+			if st.State == c.State {
+				continue
+			}
+			c.State, c.Reason = st.State, st.Reason
+			if st.State.Final() {
+				c.ExitCode = st.ExitCode
+				c.End = orNow(st.End, now)
+			}
+			if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
+				c.Start = orNow(st.Start, now)
+			}
+			touched[r.job] = true
+		}
+	}
+	var cancels []cancelReq
+	for _, id := range b.live {
+		if touched[id] {
+			cancels = append(cancels, b.track(ctx, b.jobs[id], now, rep)...)
+		}
+	}
+	b.compactLive()
+	b.mu.Unlock()
+	b.doCancels(ctx, now, cancels)
+	b.fetchEnded(ctx, now)
+}
+
+func orNow(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
+}
+
+type cancelReq struct {
+	job, site string
+	id        backends.JobID
+	why       string
+}
+
+// track folds component states into the job state. b.mu is held. It returns
+// the remote cancels to issue (siblings of a failed component, losing copies).
+func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
+	var cancels []cancelReq
+	if len(j.Comps) > 0 && j.Comps[0].Replica {
+		// Replicated job: the first copy to run wins, the others are withdrawn.
+		win := -1
+		for k, c := range j.Comps {
+			if c.State == backends.StateRunning || c.State == backends.StateCompleted {
+				win = k
+				break
+			}
+		}
+		if win >= 0 {
+			for k, c := range j.Comps {
+				if k != win && !c.State.Final() {
+					cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "copy withdrawn: " + j.Comps[win].Site + " started first"})
+				}
+			}
+			w := j.Comps[win]
+			w.Replica = false
+			j.Comps = []Component{w}
+			b.addEvent(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
+		} else {
+			allFailed := true
+			for _, c := range j.Comps {
+				allFailed = allFailed && c.State.Final()
+			}
+			if !allFailed {
+				_ = b.persist(ctx, j)
+				return nil
+			}
+		}
+	}
+
+	allRunning, allDone, failedAt := true, true, -1
+	for k, c := range j.Comps {
+		if c.State != backends.StateRunning && c.State != backends.StateCompleted {
+			allRunning = false
+		}
+		if c.State != backends.StateCompleted {
+			allDone = false
+		}
+		if c.State.Final() && c.State != backends.StateCompleted && failedAt < 0 {
+			failedAt = k
+		}
+	}
+	switch {
+	case failedAt >= 0:
+		c := j.Comps[failedAt]
+		for _, o := range j.Comps {
+			if !o.State.Final() {
+				cancels = append(cancels, cancelReq{j.ID, o.Site, o.RemoteID, "sibling component at " + c.Site + " ended " + c.State.String()})
+			}
+		}
+		reason := fmt.Sprintf("component at %s ended %s", c.Site, c.State)
+		if c.State == backends.StateFailed {
+			reason += fmt.Sprintf(" with exit code %d", c.ExitCode)
+		}
+		if c.Reason != "" {
+			reason += " (" + c.Reason + ")"
+		}
+		if c.State == backends.StateLost && j.Attempts < b.opts.MaxAttempts {
+			b.requeue(j, now, reason)
+			break
+		}
+		j.State, j.Reason, j.End, j.ExitCode = Failed, reason, now, c.ExitCode
+		b.addEvent(j, now, "failed", c.Site, reason)
+		rep.Ended++
+	case allDone:
+		j.State, j.End, j.ExitCode = Completed, now, 0
+		for _, c := range j.Comps {
+			if c.End.After(j.End) || j.End.Equal(now) {
+				j.End = c.End
+			}
+		}
+		b.addEvent(j, now, "completed", "", "every component ended with exit code 0")
+		rep.Ended++
+	case allRunning && j.State != Running:
+		j.State = Running
+		j.Start = now
+		for _, c := range j.Comps {
+			if c.Start.After(j.Start) || j.Start.Equal(now) {
+				j.Start = c.Start
+			}
+		}
+		b.addEvent(j, now, "running", "", "running on "+j.Sites())
+	}
+	_ = b.persist(ctx, j)
+	return cancels
+}
+
+// requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
+func (b *Broker) requeue(j *Job, now time.Time, why string) {
+	j.State, j.Comps = Queued, nil
+	b.addEvent(j, now, "requeued", "", fmt.Sprintf("attempt %d lost: %s; queued again", j.Attempts, why))
+	// FCFS: by submission time, then id.
+	pos, _ := slices.BinarySearchFunc(b.queue, j, func(id string, t *Job) int {
+		q := b.jobs[id]
+		if c := q.Submit.Compare(t.Submit); c != 0 {
+			return c
+		}
+		return strings.Compare(q.ID, t.ID)
+	})
+	b.queue = slices.Insert(b.queue, pos, j.ID)
+}
+
+// compactLive drops ended or requeued jobs from the live list. b.mu held.
+func (b *Broker) compactLive() {
+	b.live = slices.DeleteFunc(b.live, func(id string) bool {
+		s := b.jobs[id].State
+		return s != Dispatched && s != Running
+	})
+}
+
+func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
+	for _, c := range cs {
+		err := b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
+		b.mu.Lock()
+		j := b.jobs[c.job]
+		if err != nil {
+			b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+		} else {
+			b.addEvent(j, now, "cancelled-remote", c.site, c.why)
+		}
+		_ = b.persist(ctx, j)
+		b.mu.Unlock()
+	}
+}
+
+// fetchEnded brings back the outputs of completed and failed jobs that asked
+// for an output directory and have not been fetched yet.
+func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
+	type fetch struct {
+		job  string
+		k    int
+		dir  string
+		spec *backends.JobSpec
+	}
+	var todo []fetch
+	b.mu.Lock()
+	for _, j := range b.jobs {
+		if j.Req.OutputDir == "" || (j.State != Completed && j.State != Failed) || j.Outputs != nil || len(j.Comps) == 0 {
+			continue
+		}
+		j.Outputs = []string{} // fetched (or tried) once
+		for k, c := range j.Comps {
+			dir := j.Req.OutputDir
+			if len(j.Comps) > 1 {
+				dir = filepath.Join(dir, fmt.Sprintf("%d-%s", k, c.Site))
+			}
+			todo = append(todo, fetch{j.ID, k, dir, b.spec(j, k, len(j.Comps), c.Site, c.Nodes, policy.Option{})})
+		}
+	}
+	b.mu.Unlock()
+	for _, f := range todo {
+		b.mu.Lock()
+		c := b.jobs[f.job].Comps[f.k]
+		b.mu.Unlock()
+		fe, ok := b.sites[b.siteIdx[c.Site]].Backend.(backends.Fetcher)
+		if !ok {
+			continue
+		}
+		paths, err := fe.FetchOutputs(ctx, c.RemoteID, f.spec, f.dir)
+		b.mu.Lock()
+		j := b.jobs[f.job]
+		if err != nil {
+			b.addEvent(j, now, "fetch-failed", c.Site, err.Error())
+		} else {
+			j.Outputs = append(j.Outputs, paths...)
+			b.addEvent(j, now, "outputs", c.Site, fmt.Sprintf("%d file(s) in %s", len(paths), f.dir))
+		}
+		_ = b.persist(ctx, j)
+		b.mu.Unlock()
+	}
+}
+
+// eachSite runs fn for every site: concurrently for real sites, in order for
+// simulated ones (they answer at once, and order keeps replays deterministic).
+func (b *Broker) eachSite(fn func(s int)) {
+	var wg sync.WaitGroup
+	for s := range b.sites {
+		if b.sites[s].Simulated {
+			fn(s)
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(s) }()
+	}
+	wg.Wait()
+}
+
+// snapshot builds the policy's view of the world.
+func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) (*policy.Snapshot, error) {
+	infos := make([]*backends.SiteInfo, len(b.sites))
+	errs := make([]error, len(b.sites))
+	b.eachSite(func(s int) { infos[s], errs[s] = b.sites[s].Backend.Info(ctx) })
+	snap := &policy.Snapshot{Now: now, Sites: make([]policy.Site, len(b.sites)), Links: b.opts.Links, MultiSite: b.opts.MultiSite}
+	for s, sc := range b.sites {
+		ps := policy.Site{Name: sc.Name, H: sc.H}
+		if errs[s] != nil || infos[s] == nil {
+			ps.Down = true
+			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", sc.Name, errs[s]))
+		} else {
+			in := infos[s]
+			ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
+			ps.Busy = make([]policy.Hold, len(in.Busy))
+			for i, a := range in.Busy {
+				ps.Busy[i] = policy.Hold{Nodes: a.Nodes, Until: a.Until}
+			}
+		}
+		snap.Sites[s] = ps
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	snap.Queue = make([]policy.Job, 0, len(b.queue))
+	for _, id := range b.queue {
+		j := b.jobs[id]
+		r := &j.Req
+		pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
+			DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit}
+		if r.Origin != "" {
+			pj.Origin = b.siteIdx[r.Origin]
+		}
+		for _, n := range r.Sites {
+			pj.Allowed = append(pj.Allowed, b.siteIdx[n])
+		}
+		for _, n := range r.Prefer {
+			pj.Preferred = append(pj.Preferred, b.siteIdx[n])
+		}
+		snap.Queue = append(snap.Queue, pj)
+	}
+	return snap, nil
+}
+
+// spec builds the JobSpec of component k of n of job j at a site. For
+// simulated sites the walltime and the real run time include the predicted
+// input transfer (the nodes are held while the data moves, as in paper 000).
+func (b *Broker) spec(j *Job, k, n int, site string, nodes int, opt policy.Option) *backends.JobSpec {
+	r := &j.Req
+	sp := &backends.JobSpec{GridID: j.ID, Component: k, Components: n, Name: r.Name,
+		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Nodes: nodes, CoresPerNode: r.CoresPerNode,
+		Inputs: r.Inputs, Outputs: r.Outputs, Env: map[string]string{}}
+	for key, v := range r.Env {
+		sp.Env[key] = v
+	}
+	sp.Env["GRIDSUB_JOB_ID"] = j.ID
+	sp.Env["GRIDSUB_COMPONENT"] = fmt.Sprint(k)
+	sp.Env["GRIDSUB_COMPONENTS"] = fmt.Sprint(n)
+	run := opt.Runtime
+	if run <= 0 {
+		run = r.Estimate
+	}
+	sp.Walltime = ceilSecond(run)
+	if b.sites[b.siteIdx[site]].Simulated {
+		actual := r.Sim.Runtime // may exceed the estimate: the site then kills it at its walltime
+		if actual <= 0 {
+			actual = r.Estimate
+		}
+		scale := float64(run) / float64(r.Estimate)
+		sp.Sim = backends.SimHints{Runtime: ceilSecond(time.Duration(math.Round(float64(actual)*scale)) + opt.Transfer), ExitCode: r.Sim.ExitCode}
+		sp.Walltime = ceilSecond(run + opt.Transfer)
+	}
+	return sp
+}
+
+func ceilSecond(d time.Duration) time.Duration {
+	if r := d % time.Second; r != 0 {
+		d += time.Second - r
+	}
+	return d
+}

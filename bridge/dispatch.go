@@ -1,0 +1,195 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// dispatch acts on a plan: every decision is recorded on the job before the
+// remote call, and the job's queue position is given up only once the
+// outcome is known.
+func (b *Broker) dispatch(ctx context.Context, now time.Time, snap *policy.Snapshot, plan *policy.Plan, rep *CycleReport) {
+	names := b.SiteNames()
+	for _, d := range plan.Decisions {
+		b.mu.Lock()
+		j, ok := b.jobs[d.Job]
+		if !ok || j.State != Queued {
+			b.mu.Unlock()
+			continue
+		}
+		switch d.Action {
+		case policy.Reject:
+			j.State, j.Reason, j.End = Rejected, strings.Join(d.Status.Reasons, "; "), now
+			if j.Reason == "" {
+				j.Reason = "rejected by policy " + b.opts.Planner.Name()
+			}
+			b.addEvent(j, now, "rejected", "", j.Reason)
+			b.dequeue(j.ID)
+			_ = b.persist(ctx, j)
+			rep.Rejected++
+			b.mu.Unlock()
+		case policy.Reserve:
+			first := j.Predicted.Parts == nil
+			j.Predicted, j.SiteNames = d.Chosen, names
+			if first {
+				b.addEvent(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
+					partsString(names, d.Chosen.Parts), d.Chosen.Start.Format(time.RFC3339), d.Chosen.End().Format(time.RFC3339)))
+				_ = b.persist(ctx, j)
+			}
+			b.mu.Unlock()
+		case policy.Start, policy.Replicate:
+			j.Attempts++
+			j.Predicted, j.Beaten, j.SiteNames = d.Chosen, d.Beaten, names
+			verb := "dispatching to "
+			if d.Action == policy.Replicate {
+				verb = "replicating to "
+			}
+			msg := verb + partsString(names, d.Chosen.Parts)
+			if d.Backfilled {
+				msg += " (backfilled)"
+			}
+			b.addEvent(j, now, "dispatch", "", fmt.Sprintf("attempt %d: %s", j.Attempts, msg))
+			if err := b.persist(ctx, j); err != nil {
+				b.mu.Unlock()
+				rep.Errors = append(rep.Errors, err)
+				continue
+			}
+			specs := make([]*backends.JobSpec, len(d.Chosen.Parts))
+			for k, p := range d.Chosen.Parts {
+				n := len(d.Chosen.Parts)
+				if d.Action == policy.Replicate {
+					specs[k] = b.spec(j, 0, 1, names[p.Site], p.Nodes, d.Chosen)
+				} else {
+					specs[k] = b.spec(j, k, n, names[p.Site], p.Nodes, d.Chosen)
+				}
+			}
+			b.mu.Unlock()
+			b.submitParts(ctx, now, j.ID, d, specs, rep)
+		}
+	}
+}
+
+// submitParts submits every component. If any submission fails, the ones that
+// succeeded are cancelled and the job goes back to the queue (or fails, when
+// the error cannot be cured by waiting or the attempts are used up). A
+// replicated job only needs one copy to be accepted.
+func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
+	names := b.SiteNames()
+	comps := make([]Component, len(specs))
+	errs := make([]error, len(specs))
+	for k, p := range d.Chosen.Parts {
+		site := names[p.Site]
+		rid, err := b.sites[p.Site].Backend.Submit(ctx, specs[k])
+		comps[k] = Component{Site: site, Nodes: p.Nodes, RemoteID: rid, State: backends.StatePending, ExitCode: -1,
+			Replica: d.Action == policy.Replicate}
+		errs[k] = err
+	}
+	b.mu.Lock()
+	j := b.jobs[id]
+	var ok []Component
+	var firstErr error
+	for k, c := range comps {
+		if errs[k] != nil {
+			b.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
+			if firstErr == nil {
+				firstErr = errs[k]
+			}
+			continue
+		}
+		b.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
+		ok = append(ok, c)
+	}
+	if firstErr == nil || (d.Action == policy.Replicate && len(ok) > 0) {
+		j.Comps, j.State = ok, Dispatched
+		b.dequeue(id)
+		b.live = append(b.live, id)
+		_ = b.persist(ctx, j)
+		if d.Action == policy.Replicate {
+			rep.Replicated++
+		} else {
+			rep.Started++
+		}
+		b.mu.Unlock()
+		return
+	}
+	// Undo the partial dispatch.
+	var undo []cancelReq
+	for _, c := range ok {
+		undo = append(undo, cancelReq{id, c.Site, c.RemoteID, "another component could not be submitted"})
+	}
+	if backends.Retryable(firstErr) && j.Attempts < b.opts.MaxAttempts {
+		b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
+	} else {
+		why := fmt.Sprintf("submission failed: %v", firstErr)
+		if !backends.Retryable(firstErr) && !errors.Is(firstErr, context.Canceled) {
+			why += " (not retryable)"
+		}
+		j.State, j.Reason, j.End = Failed, why, now
+		b.addEvent(j, now, "failed", "", why)
+		b.dequeue(id)
+	}
+	_ = b.persist(ctx, j)
+	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", id, firstErr))
+	b.mu.Unlock()
+	b.doCancels(ctx, now, undo)
+}
+
+// dequeue removes a job from the global queue. b.mu held.
+func (b *Broker) dequeue(id string) {
+	if i := slices.Index(b.queue, id); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+	}
+}
+
+// Cancel cancels a job: a queued job leaves the queue, a dispatched or
+// running job is cancelled at every site.
+func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
+	b.cycleMu.Lock()
+	defer b.cycleMu.Unlock()
+	defer b.flushEvents()
+	b.mu.Lock()
+	j, ok := b.jobs[id]
+	if !ok {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if j.State.Final() {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: %s is %s", ErrFinal, id, j.State)
+	}
+	var cs []cancelReq
+	for _, c := range j.Comps {
+		if !c.State.Final() {
+			cs = append(cs, cancelReq{id, c.Site, c.RemoteID, "cancelled by the user"})
+		}
+	}
+	j.State, j.End, j.Reason = Cancelled, now, "cancelled by the user"
+	b.addEvent(j, now, "cancelled", "", "cancelled by the user")
+	b.dequeue(id)
+	b.compactLive()
+	err := b.persist(ctx, j)
+	b.mu.Unlock()
+	b.doCancels(ctx, now, cs)
+	return err
+}
+
+func partsString(names []string, parts []policy.Part) string {
+	var sb strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			sb.WriteByte('+')
+		}
+		fmt.Fprintf(&sb, "%s:%d", names[p.Site], p.Nodes)
+	}
+	return sb.String()
+}
+
+// PartsString formats a placement as "Beijing:32+Shanghai:16".
+func PartsString(names []string, parts []policy.Part) string { return partsString(names, parts) }

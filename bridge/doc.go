@@ -1,0 +1,21 @@
+// Package bridge is the broker: the global queue, the scheduling cycle, the
+// dispatch of plans through one backends.Backend per site, and the tracking of
+// every grid job to a final state with an event history.
+//
+// One cycle, Cycle(ctx, now), does, in order:
+//
+//	poll      one batched Status call per site for every live component there
+//	track     fold component states into job states; cancel the siblings of a
+//	          failed component; withdraw the losing copies of a replicated job;
+//	          fetch outputs of ended jobs
+//	snapshot  Info from every site + the queue → policy.Snapshot
+//	plan      policy.Planner.Plan (pure, deterministic)
+//	dispatch  Start → submit every component; Replicate → submit a copy per
+//	          site; Reject → fail the job with the policy's reasons;
+//	          Reserve → note the predicted start
+//
+// The broker never reads the wall clock: now is an argument, so the same code
+// runs live and inside a trace replay on virtual time. Every state change is
+// written to a Store before it is acted on; the in-memory store here is the
+// default until the durable store lands (bridge/store).
+package bridge

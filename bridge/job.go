@@ -1,0 +1,115 @@
+package bridge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// JobState is a grid job's state in the broker.
+type JobState string
+
+// Grid job states. Completed, Failed, Cancelled and Rejected are final.
+const (
+	Queued     JobState = "queued"     // in the global queue, waiting for the policy
+	Dispatched JobState = "dispatched" // submitted to its site(s), not yet running everywhere
+	Running    JobState = "running"    // every component runs
+	Completed  JobState = "completed"  // every component ended with exit code 0
+	Failed     JobState = "failed"     // a component failed, timed out or was lost, and no retry is left
+	Cancelled  JobState = "cancelled"  // cancelled by the user
+	Rejected   JobState = "rejected"   // the policy found it can never run
+)
+
+// Final reports whether the state can no longer change.
+func (s JobState) Final() bool {
+	return s == Completed || s == Failed || s == Cancelled || s == Rejected
+}
+
+// Request is what a user asks the broker to run: a job file, resolved.
+type Request struct {
+	Name         string
+	Command      []string
+	Script       string
+	Env          map[string]string
+	WorkDir      string
+	Nodes        int
+	CoresPerNode int
+	Estimate     time.Duration // the user's walltime estimate on the reference machine
+	Inputs       []backends.StageFile
+	Outputs      []string
+	Origin       string   // submit site; "" = none
+	DataSize     int64    // bytes
+	Sites        []string // allowed sites; nil = all
+	Prefer       []string
+	NoSplit      bool
+	Deadline     time.Time
+	QoS          string
+	// Sim describes the job's real behaviour on simulated sites: run time on
+	// the reference machine and exit code. Runtime 0 means "runs its estimate".
+	Sim       backends.SimHints
+	OutputDir string // local directory for fetched outputs ("" = none fetched)
+}
+
+// Component is the share of a job placed on one site.
+type Component struct {
+	Site     string
+	Nodes    int
+	RemoteID backends.JobID
+	State    backends.State
+	ExitCode int
+	Reason   string
+	Start    time.Time
+	End      time.Time
+	Replica  bool // one copy of a replicated job (Sabin multi-queue); not a co-allocated share
+}
+
+// Event is one entry of a job's history.
+type Event struct {
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	Site string    `json:"site,omitempty"`
+	Msg  string    `json:"msg"`
+}
+
+// Job is a grid job as the broker tracks it.
+type Job struct {
+	ID        string
+	Req       Request
+	State     JobState
+	Submit    time.Time
+	Start     time.Time // when every component ran
+	End       time.Time
+	Attempts  int
+	Comps     []Component
+	Predicted policy.Option   // the chosen placement as predicted at dispatch (or the current reservation)
+	Beaten    []policy.Option // alternatives it beat
+	SiteNames []string        // site names indexing Predicted/Beaten parts
+	Reason    string          // why it failed or was rejected
+	ExitCode  int
+	Outputs   []string // local paths of fetched outputs
+	Events    []Event
+}
+
+// Sites lists the sites of the job's placement ("Beijing:32+Shanghai:16").
+func (j *Job) Sites() string {
+	s := ""
+	for i, c := range j.Comps {
+		if i > 0 {
+			s += "+"
+		}
+		s += fmt.Sprintf("%s:%d", c.Site, c.Nodes)
+	}
+	return s
+}
+
+// Clone returns a deep copy safe to hand out.
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Comps = append([]Component(nil), j.Comps...)
+	c.Events = append([]Event(nil), j.Events...)
+	c.Beaten = append([]policy.Option(nil), j.Beaten...)
+	c.Outputs = append([]string(nil), j.Outputs...)
+	return &c
+}
