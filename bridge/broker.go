@@ -40,7 +40,7 @@ type SiteConfig struct {
 type Options struct {
 	Sites     []SiteConfig
 	Planner   policy.Planner
-	Store     Store          // nil = a MemStore
+	Store     Store           // nil = a MemStore
 	Links     [][]policy.Link // Links[i][j] between Sites[i] and Sites[j]; nil = free
 	MultiSite float64         // p >= 1
 	// MaxAttempts bounds dispatch attempts of one job when a site loses it or
