@@ -1,0 +1,169 @@
+package simbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gridsub/gridsub/simbackend/swf"
+)
+
+// ReplayJob is one job of a single-site replay, times in integer seconds
+// from the trace's origin.
+type ReplayJob struct {
+	ID       int64
+	Submit   int64
+	Start    int64
+	End      int64
+	Width    int
+	Estimate int64
+	Run      int64
+}
+
+// Wait is Start - Submit.
+func (j ReplayJob) Wait() int64 { return j.Start - j.Submit }
+
+// ReplayResult is a finished replay: the jobs in trace order and the usual
+// aggregates.
+type ReplayResult struct {
+	Procs int
+	Jobs  []ReplayJob
+	// Read and Kept count the trace's job lines and those the filter kept.
+	Read, Kept int
+	Summary    Summary
+}
+
+// ReplayOptions configure ReplayEASY.
+type ReplayOptions struct {
+	EASY EASYOptions
+	// Filter, when non-nil, filters and repairs each job before it is
+	// replayed (swf.StrongFilter reproduces the reference input).
+	Filter func(*swf.Job) bool
+}
+
+// ReplayEASY replays an SWF trace (plain or gzip, streamed) on one site of
+// procs processors under the package's EASY scheduler, driven by the
+// discrete-event engine as fast as possible. Each job asks for Width()
+// processors with estimate ReqTime and runs for Run seconds (the filter is
+// expected to cap Run at ReqTime; a job running past its estimate is killed
+// at it). With opts.EASY.ReferenceCompatible and swf.StrongFilter{338} on
+// CTC-SP2 this reproduces the pyss reference schedule.
+func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions) (*ReplayResult, error) {
+	if procs < 1 {
+		return nil, fmt.Errorf("simbackend: replay: procs must be >= 1, got %d", procs)
+	}
+	rd, err := swf.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("simbackend: replay: %w", err)
+	}
+	defer rd.Close()
+
+	const sec = int64(time.Second)
+	e := NewEngine(time.Unix(0, 0).UTC(), 0)
+	res := &ReplayResult{Procs: procs}
+	endClass := ClassEarly
+	if opts.EASY.ReferenceCompatible {
+		endClass = ClassLate
+	}
+	type rjob struct {
+		sjob
+		idx int
+		run int64
+	}
+	var sched *easy
+	sched = newEASY(procs, opts.EASY, func(j *sjob, now int64) {
+		rj := j.owner.(*rjob)
+		res.Jobs[rj.idx].Start = now / sec
+		end := now + min(rj.run, j.est)
+		e.mu.Lock()
+		e.schedule(end, endClass, func() {
+			t := e.nowNS()
+			res.Jobs[rj.idx].End = t / sec
+			sched.end(j, t)
+		})
+		e.mu.Unlock()
+	})
+
+	var readErr error
+	var next func()
+	// next reads the following kept job and schedules its submission.
+	next = func() {
+		for {
+			sj, err := rd.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				readErr = err
+				return
+			}
+			res.Read++
+			if opts.Filter != nil && !opts.Filter(&sj) {
+				continue
+			}
+			w := sj.Width()
+			switch {
+			case w < 1 || int(w) > procs:
+				readErr = fmt.Errorf("line %d: job %d asks for %d processors; the site has 1..%d (filter the trace)", rd.Line(), sj.ID, w, procs)
+			case sj.ReqTime <= 0:
+				readErr = fmt.Errorf("line %d: job %d has no runtime estimate (requested time %d); filter the trace", rd.Line(), sj.ID, sj.ReqTime)
+			case sj.Run < 0:
+				readErr = fmt.Errorf("line %d: job %d has a negative run time %d", rd.Line(), sj.ID, sj.Run)
+			case sj.Submit*sec < e.nowNS():
+				readErr = fmt.Errorf("line %d: job %d submitted at %d, before the previous job: submit times must not decrease", rd.Line(), sj.ID, sj.Submit)
+			}
+			if readErr != nil {
+				return
+			}
+			res.Kept++
+			idx := len(res.Jobs)
+			res.Jobs = append(res.Jobs, ReplayJob{ID: sj.ID, Submit: sj.Submit, Width: int(w), Estimate: sj.ReqTime, Run: sj.Run, Start: -1, End: -1})
+			rj := &rjob{sjob: sjob{width: int(w), est: sj.ReqTime * sec}, idx: idx, run: sj.Run * sec}
+			rj.owner = rj
+			e.mu.Lock()
+			e.schedule(sj.Submit*sec, ClassDefault, func() {
+				sched.submit(&rj.sjob, e.nowNS())
+				next()
+			})
+			e.mu.Unlock()
+			return
+		}
+	}
+	next()
+	for n := 0; ; n++ {
+		if n&4095 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if readErr != nil || !e.Step() {
+			break
+		}
+	}
+	if readErr != nil {
+		return nil, fmt.Errorf("simbackend: replay: %w", readErr)
+	}
+	for _, j := range res.Jobs {
+		if j.End < 0 {
+			return nil, errors.New("simbackend: replay: a job never ended (scheduler bug)")
+		}
+	}
+	res.Summary = SummarizeReplay(res.Jobs, procs)
+	return res, nil
+}
+
+// SummarizeReplay computes the metrics of a single-site replay.
+func SummarizeReplay(jobs []ReplayJob, procs int) Summary {
+	recs := make([]Record, len(jobs))
+	for i, j := range jobs {
+		recs[i] = Record{
+			Submit: time.Unix(j.Submit, 0),
+			Start:  time.Unix(j.Start, 0),
+			End:    time.Unix(j.End, 0),
+			Width:  j.Width,
+		}
+	}
+	return Compute(recs, []SiteCapacity{{Nodes: procs}})
+}

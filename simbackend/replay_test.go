@@ -1,0 +1,132 @@
+package simbackend
+
+import (
+	"context"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gridsub/gridsub/simbackend/swf"
+)
+
+// Reference aggregates of the pyss EASY schedule of CTC-SP2 (workloads README).
+const refMeanBSLD = 49.5713
+
+func workloadFile(tb testing.TB, name string) string {
+	tb.Helper()
+	dir, ok := swf.WorkloadsDir()
+	if !ok {
+		tb.Skipf("workload traces not found (set GRIDSUB_WORKLOADS or put them in ../shared/workloads; looked in %q)", dir)
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("trace %s not found: %v", p, err)
+	}
+	return p
+}
+
+func replayCTC(tb testing.TB) *ReplayResult {
+	tb.Helper()
+	f, err := os.Open(workloadFile(tb, "CTC-SP2-1996-3.1-cln.swf.gz"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	res, err := ReplayEASY(context.Background(), f, 338, ReplayOptions{
+		EASY:   EASYOptions{ReferenceCompatible: true},
+		Filter: swf.StrongFilter{MaxProcs: 338}.Apply,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+// referenceStarts reads the pyss output: job id -> start (submit + wait).
+func referenceStarts(tb testing.TB) map[int64]int64 {
+	tb.Helper()
+	r, err := swf.Open(workloadFile(tb, filepath.Join("reference", "CTC-SP2.pyss-easy-backfill.swf.gz")))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	m := make(map[int64]int64, 77199)
+	for {
+		j, err := r.Next()
+		if err == io.EOF {
+			return m
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m[j.ID] = j.Submit + j.Wait
+	}
+}
+
+func TestCTCEasyMatchesReference(t *testing.T) {
+	res := replayCTC(t)
+	ref := referenceStarts(t)
+	if res.Kept != 77199 || len(ref) != 77199 {
+		t.Fatalf("kept %d jobs, reference has %d; want 77199 each", res.Kept, len(ref))
+	}
+	match, firstBad := 0, -1
+	for i, j := range res.Jobs {
+		rs, ok := ref[j.ID]
+		if !ok {
+			t.Fatalf("job %d is not in the reference", j.ID)
+		}
+		if rs == j.Start {
+			match++
+		} else if firstBad < 0 {
+			firstBad = i
+		}
+	}
+	pct := 100 * float64(match) / float64(len(res.Jobs))
+	bsld := res.Summary.MeanBSLD
+	dev := math.Abs(bsld-refMeanBSLD) / refMeanBSLD
+	t.Logf("start times identical for %d of %d jobs (%.3f %%); mean bsld %.4f (reference %.4f, off by %.4f %%); mean wait %.1f s, mean response %.1f s",
+		match, len(res.Jobs), pct, bsld, refMeanBSLD, 100*dev, res.Summary.MeanWait, res.Summary.MeanResponse)
+	if firstBad >= 0 {
+		j := res.Jobs[firstBad]
+		t.Logf("first mismatch: job %d submit %d start %d, reference start %d", j.ID, j.Submit, j.Start, ref[j.ID])
+	}
+	if pct < 99.9 {
+		t.Errorf("only %.3f %% of start times match the reference (want >= 99.9 %%)", pct)
+	}
+	if dev > 0.005 {
+		t.Errorf("mean bsld %.4f deviates %.3f %% from the reference %.4f (want <= 0.5 %%)", bsld, 100*dev, refMeanBSLD)
+	}
+}
+
+func BenchmarkCTCEasyReference(b *testing.B) {
+	data, err := os.ReadFile(workloadFile(b, "CTC-SP2-1996-3.1-cln.swf.gz"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := ReplayEASY(context.Background(), bytesReader(data), 338, ReplayOptions{
+			EASY:   EASYOptions{ReferenceCompatible: true},
+			Filter: swf.StrongFilter{MaxProcs: 338}.Apply,
+		})
+		if err != nil || res.Kept != 77199 {
+			b.Fatal(err)
+		}
+	}
+}
+
+func bytesReader(b []byte) io.Reader { return &sliceReader{b: b} }
+
+type sliceReader struct{ b []byte }
+
+func (r *sliceReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
