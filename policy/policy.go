@@ -158,6 +158,15 @@ type Decision struct {
 // decision simply keep waiting.
 type Plan struct {
 	Decisions []Decision
+	// Pending optionally explains the jobs left waiting without a decision
+	// (blocked behind a reservation, or nowhere to run while sites are down).
+	Pending []Pending
+}
+
+// Pending is a queued job a Plan leaves waiting, and why.
+type Pending struct {
+	Job    string
+	Status Status
 }
 
 // Planner is a policy.

@@ -1,0 +1,61 @@
+package coalloc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gridsub/gridsub/policy"
+)
+
+// Sabin is the multi-queue baseline of Sabin et al. (2003): every job is
+// copied to the local queue of every site that could ever run it alone; the
+// first site to start a copy runs it and the broker withdraws the others.
+// Jobs are never split, so a job wider than the largest allowed site is
+// rejected. Each queued job gets one Replicate decision whose Parts name
+// every target site with the full width; the sites' own schedulers do the
+// FCFS and backfilling. Chosen.Start is Now and Runtime/Transfer are those of
+// the fastest target, for information only.
+type Sabin struct{}
+
+var _ policy.Planner = (*Sabin)(nil)
+
+// Name implements policy.Planner.
+func (*Sabin) Name() string { return "sabin" }
+
+// Plan implements policy.Planner.
+func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	plan := &policy.Plan{}
+	for qi := range s.Queue {
+		if qi%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("coalloc: plan interrupted at job %d of %d: %w", qi, len(s.Queue), err)
+			}
+		}
+		j := &s.Queue[qi]
+		sites, d, pend := admit(s, j, true, "sabin")
+		if d != nil {
+			plan.Decisions = append(plan.Decisions, *d)
+			continue
+		}
+		if pend != nil {
+			plan.Pending = append(plan.Pending, *pend)
+			continue
+		}
+		var parts []policy.Part
+		for _, i := range sites {
+			if s.Sites[i].Nodes >= j.Width {
+				parts = append(parts, policy.Part{Site: i, Nodes: j.Width})
+			}
+		}
+		// sites are h ascending: the first is the fastest target.
+		first := parts[:1]
+		dec := policy.Decision{
+			Job:    j.ID,
+			Action: policy.Replicate,
+			Chosen: policy.Option{Parts: parts, Start: s.Now, Runtime: s.Runtime(j, first), Transfer: s.Transfer(j, first)},
+			Status: policy.NewStatus(policy.Success, "sabin", fmt.Sprintf("copied to %d site queues: %s", len(parts), partList(s, parts))),
+		}
+		plan.Decisions = append(plan.Decisions, dec)
+	}
+	return plan, nil
+}

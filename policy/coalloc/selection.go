@@ -1,0 +1,368 @@
+package coalloc
+
+import (
+	"cmp"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/gridsub/gridsub/policy"
+)
+
+// Selector is a resource-selection strategy (paper 000 §4.2): it evaluates
+// placements of one job on the current State and offers each to the
+// Collector, which keeps the best and a few runners-up.
+//
+// Contract: Select reads st and never changes its profiles; it is
+// deterministic (ties are settled by the Collector's total order, so the
+// order of evaluation does not matter); sites are the job's eligible sites
+// (allowed, not down) in h-ascending order, at least one; it offers only
+// placements that fit the profiles (immediate ones on nodes free over their
+// whole hold, reserved ones at their earliest common start). It returns an
+// error only when it cannot work at all (Optimal over too many sites).
+type Selector interface {
+	Name() string
+	Select(st *State, j *policy.Job, sites []int, k *Collector) error
+}
+
+var (
+	_ Selector = Greedy{}
+	_ Selector = (*Optimal)(nil)
+	_ Selector = SingleSite{}
+	_ Selector = NonAdaptive{}
+)
+
+// Greedy is Algorithm 3: sites sorted by h; for every window size l, the
+// first l sites, sliding (drop the window's site with the fewest free, resp.
+// total, nodes; add the next site) until they hold the width; evaluate;
+// keep the best. A window never has more sites than the job has nodes.
+//
+// Cost per job: O(N·L·log L) for N sites and L = min(N, width) in the worst
+// case (scarce nodes), O(L²) when the first sites suffice.
+type Greedy struct{}
+
+// Name implements Selector.
+func (Greedy) Name() string { return "greedy" }
+
+// Select implements Selector.
+func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
+	lmax := min(len(sites), j.Width)
+	if j.NoSplit {
+		lmax = 1
+	}
+	// Immediate: windows by free nodes now.
+	vals := st.vals[:0]
+	sum := 0
+	for _, s := range sites {
+		f := max(st.FreeNow(s), 0)
+		vals = append(vals, f)
+		sum += f
+	}
+	st.vals = vals
+	if sum >= j.Width {
+		windows(vals, j.Width, lmax, func(win []int) {
+			st.place(j, positions(sites, win), 0, k)
+		})
+	}
+	// Reserved: windows by total nodes (what the site will have once free).
+	vals = st.vals[:0]
+	for _, s := range sites {
+		vals = append(vals, max(st.Eventual(s), 0))
+	}
+	st.vals = vals
+	windows(vals, j.Width, lmax, func(win []int) {
+		st.reserveAt(j, positions(sites, win), k)
+	})
+	return nil
+}
+
+// positions maps window positions (into sites, sorted) to site indices, in a
+// fresh slice.
+func positions(sites, win []int) []int {
+	out := make([]int, len(win))
+	for i, w := range win {
+		out[i] = sites[w]
+	}
+	return out
+}
+
+// windows runs Algorithm 3's window for every l in 1..lmax over vals (the
+// free or total nodes of the sites in h order) and calls fn with each window
+// that reaches w, as sorted positions. For a fixed l, after dropping the
+// minimum and adding the next site s times the window is exactly the l-1
+// largest values of the first l+s-1 sites plus site l+s-1, so one min-heap of
+// size l-1 walks it in O(N log l). Values equal: the later (slower) site is
+// dropped first.
+func windows(vals []int, w, lmax int, fn func(win []int)) {
+	n := len(vals)
+	if n == 0 {
+		return
+	}
+	// top[l] = sum of the l largest values: no window of l sites can exceed it.
+	sorted := slices.Clone(vals)
+	slices.SortFunc(sorted, func(a, b int) int { return b - a })
+	top := make([]int, n+1)
+	for i, v := range sorted {
+		top[i+1] = top[i] + v
+	}
+	less := func(a, b int) bool { // a leaves before b
+		if vals[a] != vals[b] {
+			return vals[a] < vals[b]
+		}
+		return a > b
+	}
+	h := make([]int, 0, lmax)
+	win := make([]int, 0, lmax)
+	for l := 1; l <= lmax; l++ {
+		if top[l] < w {
+			continue
+		}
+		h = h[:0]
+		s := 0
+		for i := 0; i < l-1; i++ {
+			h = heapPush(h, i, less)
+			s += vals[i]
+		}
+		for k := l - 1; k < n; k++ {
+			if s+vals[k] >= w {
+				win = append(append(win[:0], h...), k)
+				slices.Sort(win)
+				fn(win)
+				break
+			}
+			if l == 1 {
+				continue
+			}
+			h = heapPush(h, k, less)
+			s += vals[k]
+			var m int
+			h, m = heapPop(h, less)
+			s -= vals[m]
+		}
+	}
+}
+
+func heapPush(h []int, x int, less func(a, b int) bool) []int {
+	h = append(h, x)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+func heapPop(h []int, less func(a, b int) bool) ([]int, int) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && less(h[l], h[m]) {
+			m = l
+		}
+		if r < len(h) && less(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return h, top
+}
+
+// DefaultMaxOptimalSites is the most sites Optimal enumerates by default
+// (2^16 subsets, tens of milliseconds per job); HardMaxOptimalSites is the
+// most it can be configured to.
+const (
+	DefaultMaxOptimalSites = 16
+	HardMaxOptimalSites    = 24
+)
+
+// Optimal is Algorithm 2: every single site and every subset, immediate on
+// free nodes, reserved at the subset's earliest common start; min completion
+// wins. O(2^N) in the eligible sites, so it refuses more than MaxSites.
+type Optimal struct {
+	MaxSites int
+}
+
+// Name implements Selector.
+func (*Optimal) Name() string { return "optimal" }
+
+// Select implements Selector.
+func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
+	n := len(sites)
+	if n > o.MaxSites {
+		return fmt.Errorf("%w: job %s may use %d sites, optimal selection enumerates at most %d (use greedy, or restrict Allowed)",
+			ErrTooManySites, j.ID, n, o.MaxSites)
+	}
+	set := make([]int, 0, n)
+	for mask := uint32(1); mask < 1<<n; mask++ {
+		m := bits.OnesCount32(mask)
+		if m > j.Width || (j.NoSplit && m > 1) {
+			continue
+		}
+		set = set[:0]
+		free, total, lastFree, lastTotal := 0, 0, 0, 0
+		for b := 0; b < n; b++ {
+			if mask&(1<<b) != 0 {
+				s := sites[b]
+				set = append(set, s)
+				lastFree, lastTotal = max(st.FreeNow(s), 0), max(st.Eventual(s), 0)
+				free += lastFree
+				total += lastTotal
+			}
+		}
+		if total < j.Width {
+			continue
+		}
+		// A set whose slowest site is not needed is a smaller set's option.
+		if m > 1 && total-lastTotal >= j.Width && free-lastFree >= j.Width {
+			continue
+		}
+		run, xfer := st.model(j, set)
+		if hold(run, xfer) > k.Limit() {
+			continue // cannot enter the collector even starting now
+		}
+		if free >= j.Width && st.place(j, set, 0, k) {
+			continue // an immediate placement: no reserved one can end sooner
+		}
+		st.reserveAt(j, set, k)
+	}
+	return nil
+}
+
+// SingleSite is the Yahyapour single-site strategy: each eligible site alone,
+// local or remote, immediate if it can, else at its earliest start; earliest
+// completion wins. O(N) per job.
+type SingleSite struct{}
+
+// Name implements Selector.
+func (SingleSite) Name() string { return "single-site" }
+
+// Select implements Selector.
+func (SingleSite) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
+	one := make([]int, 1)
+	for _, s := range sites {
+		if st.Eventual(s) < j.Width {
+			continue
+		}
+		one[0] = s
+		if st.FreeNow(s) >= j.Width && st.place(j, one, 0, k) {
+			continue
+		}
+		st.reserveAt(j, one, k)
+	}
+	return nil
+}
+
+// NonAdaptive is Yahyapour's multi-site strategy under a homogeneity
+// assumption: it ignores h and p and prefers, in order, the local site, a
+// remote single site (least transfer), then several sites (most free nodes
+// first, the local one first), starting now if any of those can; otherwise
+// the earliest start, ties again local > remote > multi-site. The predicted
+// times it reports are still the real model's (equations 1–3), because that
+// is what will happen.
+type NonAdaptive struct{}
+
+// Name implements Selector.
+func (NonAdaptive) Name() string { return "non-adaptive" }
+
+// Select implements Selector.
+func (NonAdaptive) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
+	// Order: local, then remote by transfer time, then index.
+	order := slices.Clone(sites)
+	slices.SortStableFunc(order, func(a, b int) int {
+		if (a == j.Origin) != (b == j.Origin) {
+			if a == j.Origin {
+				return -1
+			}
+			return 1
+		}
+		ta := st.Snap.TransferTime(j.Origin, a, j.DataSize)
+		tb := st.Snap.TransferTime(j.Origin, b, j.DataSize)
+		if ta != tb {
+			return cmp.Compare(ta, tb)
+		}
+		return a - b
+	})
+	// Each class is tried in turn; the first class with an immediate
+	// placement wins, judged by preference, not by predicted end.
+	one := make([]int, 1)
+	for _, s := range order {
+		one[0] = s
+		tmp := newCollector(0)
+		if st.FreeNow(s) >= j.Width && st.place(j, one, 0, tmp) {
+			k.Add(*tmp.Best())
+			return nil
+		}
+	}
+	multi := func(vals func(int) int) []int {
+		if j.NoSplit {
+			return nil
+		}
+		ms := slices.Clone(order)
+		slices.SortStableFunc(ms, func(a, b int) int {
+			if (a == j.Origin) != (b == j.Origin) {
+				if a == j.Origin {
+					return -1
+				}
+				return 1
+			}
+			return vals(b) - vals(a)
+		})
+		sum := 0
+		for i, s := range ms {
+			sum += max(vals(s), 0)
+			if sum >= j.Width {
+				return ms[:i+1]
+			}
+		}
+		return nil
+	}
+	if set := multi(st.FreeNow); len(set) > 1 {
+		tmp := newCollector(0)
+		if st.place(j, set, 0, tmp) {
+			k.Add(*tmp.Best())
+			return nil
+		}
+	}
+	// Nothing now: earliest start, ties by preference class.
+	var best *Candidate
+	var bestRank int
+	consider := func(c *Candidate, rank int) {
+		if c == nil {
+			return
+		}
+		if best == nil || c.Start < best.Start || (c.Start == best.Start && rank < bestRank) {
+			cc := *c
+			best, bestRank = &cc, rank
+		}
+	}
+	for i, s := range order {
+		if st.Eventual(s) < j.Width {
+			continue
+		}
+		one[0] = s
+		tmp := newCollector(0)
+		st.reserveAt(j, one, tmp)
+		consider(tmp.Best(), i)
+	}
+	if set := multi(st.Eventual); len(set) > 1 {
+		tmp := newCollector(0)
+		st.reserveAt(j, set, tmp)
+		consider(tmp.Best(), len(order))
+	}
+	if best != nil {
+		k.Add(*best)
+	}
+	return nil
+}

@@ -1,0 +1,298 @@
+package coalloc
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gridsub/gridsub/policy"
+)
+
+// State is the scheduler's view during one Plan pass: the snapshot plus one
+// availability profile per site, updated as the pass starts and reserves
+// jobs. Selection strategies read it; only the framework changes it.
+type State struct {
+	Snap  *policy.Snapshot
+	prof  []profile
+	scr   []policy.Part
+	ptr   []int
+	elig  []int
+	vals  []int
+	caps  []int
+	order []int
+}
+
+// NewState builds the pass state for s. It does not modify s.
+func NewState(s *policy.Snapshot) *State {
+	st := &State{Snap: s, prof: make([]profile, len(s.Sites))}
+	for i := range s.Sites {
+		st.prof[i] = newProfile(&s.Sites[i], s.Now)
+	}
+	return st
+}
+
+// FreeNow is the nodes of site i free now, after this pass's starts.
+func (st *State) FreeNow(i int) int { return st.prof[i].free[0] }
+
+// MinFree is the fewest free nodes of site i over [t, t+d), t an offset from Now.
+func (st *State) MinFree(i int, t, d time.Duration) int { return st.prof[i].minFree(t, d) }
+
+// Eventual is the free nodes of site i once all known holds have ended.
+func (st *State) Eventual(i int) int { return st.prof[i].eventual() }
+
+// Take holds parts over [t, t+d) in the profiles.
+func (st *State) Take(parts []policy.Part, t, d time.Duration) {
+	for _, p := range parts {
+		st.prof[p.Site].take(t, d, p.Nodes)
+	}
+}
+
+// model is the run and transfer time of j on the given sites (equations 1–3).
+func (st *State) model(j *policy.Job, sites []int) (run, xfer time.Duration) {
+	st.scr = st.scr[:0]
+	for _, s := range sites {
+		st.scr = append(st.scr, policy.Part{Site: s, Nodes: 1})
+	}
+	run = st.Snap.Runtime(j, st.scr)
+	xfer = st.Snap.Transfer(j, st.scr)
+	return run, xfer
+}
+
+// hold is how long a placement holds its nodes: transfer, then run, at least 1ns.
+func hold(run, xfer time.Duration) time.Duration {
+	if d := addDur(run, xfer); d > 0 {
+		return d
+	}
+	return 1
+}
+
+// earliestCommon is the first offset t at which the sites together keep w
+// nodes free for d (each site counting its fewest free nodes over the
+// window), or false when that happens no earlier than limit-d.
+func (st *State) earliestCommon(sites []int, w int, d, limit time.Duration) (time.Duration, bool) {
+	if len(sites) == 1 {
+		t, ok := st.prof[sites[0]].earliest(0, w, d)
+		if !ok || addDur(t, d) > limit {
+			return never, false
+		}
+		return t, true
+	}
+	st.ptr = st.ptr[:0]
+	for range sites {
+		st.ptr = append(st.ptr, 1)
+	}
+	t := time.Duration(0)
+	for {
+		if addDur(t, d) > limit {
+			return never, false
+		}
+		sum := 0
+		for _, s := range sites {
+			if f := st.prof[s].minFree(t, d); f > 0 {
+				sum += f
+				if sum >= w {
+					return t, true
+				}
+			}
+		}
+		// Next candidate: the next step start (after t) where some site's
+		// free count rises; a start where it falls cannot help.
+		next := never
+		for k, s := range sites {
+			p := &st.prof[s]
+			for st.ptr[k] < len(p.at) && (p.at[st.ptr[k]] <= t || p.free[st.ptr[k]] <= p.free[st.ptr[k]-1]) {
+				st.ptr[k]++
+			}
+			if st.ptr[k] < len(p.at) && p.at[st.ptr[k]] < next {
+				next = p.at[st.ptr[k]]
+			}
+		}
+		if next == never {
+			return never, false
+		}
+		t = next
+	}
+}
+
+// Candidate is one evaluated placement (offsets relative to Snapshot.Now).
+type Candidate struct {
+	Parts     []policy.Part
+	Start     time.Duration
+	Run, Xfer time.Duration
+	Immediate bool
+	Preferred bool // uses a preferred site
+}
+
+// End is the completion offset.
+func (c *Candidate) End() time.Duration { return addDur(addDur(c.Start, c.Xfer), c.Run) }
+
+// Hold is how long the placement holds its nodes.
+func (c *Candidate) Hold() time.Duration { return hold(c.Run, c.Xfer) }
+
+// better is the total order of candidates: earlier end; then immediate; then
+// fewer sites; then a preferred site; then lower site indices.
+func better(a, b *Candidate) bool {
+	if ae, be := a.End(), b.End(); ae != be {
+		return ae < be
+	}
+	if a.Immediate != b.Immediate {
+		return a.Immediate
+	}
+	if len(a.Parts) != len(b.Parts) {
+		return len(a.Parts) < len(b.Parts)
+	}
+	if a.Preferred != b.Preferred {
+		return a.Preferred
+	}
+	return siteKey(a.Parts) < siteKey(b.Parts)
+}
+
+// siteKey compares site sets: sorted indices, lexicographically.
+func siteKey(p []policy.Part) string {
+	b := make([]byte, 0, 4*len(p))
+	ix := make([]int, len(p))
+	for i := range p {
+		ix[i] = p[i].Site
+	}
+	slices.Sort(ix)
+	for _, i := range ix {
+		b = append(b, byte(i>>24), byte(i>>16), byte(i>>8), byte(i))
+	}
+	return string(b)
+}
+
+func sameSites(a, b []policy.Part) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.ContainsFunc(b, func(y policy.Part) bool { return y.Site == x.Site }) {
+			return false
+		}
+	}
+	return true
+}
+
+// Collector keeps the best candidate and the next few, one per site set.
+type Collector struct {
+	keep int
+	c    []Candidate // sorted best first, len <= keep+1
+}
+
+func newCollector(beaten int) *Collector { return &Collector{keep: beaten} }
+
+// Limit is the end a new candidate must not exceed to enter the collector:
+// the worst kept end once it is full, else never. Strategies prune with it.
+func (k *Collector) Limit() time.Duration {
+	if len(k.c) <= k.keep {
+		return never
+	}
+	return k.c[len(k.c)-1].End()
+}
+
+// Add offers a candidate (its Parts are copied).
+func (k *Collector) Add(c Candidate) {
+	for i := range k.c {
+		if sameSites(k.c[i].Parts, c.Parts) {
+			if !better(&c, &k.c[i]) {
+				return
+			}
+			k.c = slices.Delete(k.c, i, i+1)
+			break
+		}
+	}
+	if len(k.c) > k.keep && !better(&c, &k.c[len(k.c)-1]) {
+		return
+	}
+	c.Parts = slices.Clone(c.Parts)
+	i, _ := slices.BinarySearchFunc(k.c, c, func(x, y Candidate) int {
+		if better(&x, &y) {
+			return -1
+		}
+		return 1
+	})
+	k.c = slices.Insert(k.c, i, c)
+	if len(k.c) > k.keep+1 {
+		k.c = k.c[:k.keep+1]
+	}
+}
+
+// Best is the best candidate, or nil.
+func (k *Collector) Best() *Candidate {
+	if len(k.c) == 0 {
+		return nil
+	}
+	return &k.c[0]
+}
+
+// Beaten is the kept candidates after the best.
+func (k *Collector) Beaten() []Candidate {
+	if len(k.c) < 2 {
+		return nil
+	}
+	return k.c[1:]
+}
+
+// place evaluates j on sites (in fill order) starting at offset t: each site
+// offers its fewest free nodes over the hold window, the width is filled in
+// order, and sites left with nothing drop out (the model is then recomputed
+// for the sites actually used, which can only shorten the hold). It adds the
+// candidate to k and reports whether the sites could hold j at t.
+func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector) bool {
+	run, xfer := st.model(j, sites)
+	d := hold(run, xfer)
+	st.caps = st.caps[:0]
+	sum := 0
+	for _, s := range sites {
+		c := st.prof[s].minFree(t, d)
+		if c < 0 {
+			c = 0
+		}
+		st.caps = append(st.caps, c)
+		sum += c
+	}
+	if sum < j.Width {
+		return false
+	}
+	parts := make([]policy.Part, 0, len(sites))
+	left := j.Width
+	for i, s := range sites {
+		if left == 0 {
+			break
+		}
+		n := min(st.caps[i], left)
+		if n == 0 {
+			continue
+		}
+		parts = append(parts, policy.Part{Site: s, Nodes: n})
+		left -= n
+	}
+	used := st.order[:0]
+	for _, p := range parts {
+		used = append(used, p.Site)
+	}
+	st.order = used
+	if len(used) != len(sites) {
+		run, xfer = st.model(j, used)
+	}
+	c := Candidate{Parts: parts, Start: t, Run: run, Xfer: xfer, Immediate: t == 0}
+	for _, p := range parts {
+		if slices.Contains(j.Preferred, p.Site) {
+			c.Preferred = true
+			break
+		}
+	}
+	k.Add(c)
+	return true
+}
+
+// reserveAt evaluates j on sites at their earliest common start.
+func (st *State) reserveAt(j *policy.Job, sites []int, k *Collector) bool {
+	run, xfer := st.model(j, sites)
+	d := hold(run, xfer)
+	lim := k.Limit()
+	t, ok := st.earliestCommon(sites, j.Width, d, addDur(lim, 0))
+	if !ok {
+		return false
+	}
+	return st.place(j, sites, t, k)
+}
