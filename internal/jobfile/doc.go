@@ -1,0 +1,60 @@
+// Package jobfile reads gridsub job files: the job.yaml a user hands to
+// `gridsub job.yaml`.
+//
+// Parse works on the yaml.v3 node tree, so every problem is reported with the
+// file, line and column, the field path and what would be valid, e.g.
+//
+//	examples/invalid/negative-nodes.yaml:7:10: resources.nodes: must be a whole number >= 1, got -4
+//
+// All problems of a file are collected into one ErrorList (each a *FieldError
+// wrapping one of the package's sentinel errors), not just the first. Unknown
+// fields are errors, with a did-you-mean by edit distance. The parser is pure:
+// it never reads the clock (relative times such as "+4h" stay relative until
+// Job.Resolve is given the submission time) nor the file system (Load resolves
+// and checks input files).
+//
+// # Schema
+//
+// The annotated examples/reference.yaml shows every field; in brief:
+//
+//	name         required; 1-64 of [A-Za-z0-9._-], starting with a letter or digit
+//	command      argv list (a single word may be a plain string); or
+//	script       a bash script body; exactly one of command and script
+//	args         words appended to command (not allowed with script)
+//	env          mapping of variable names ([A-Za-z_][A-Za-z0-9_]*, not GRIDSUB_*,
+//	             SLURM_*, PBS_*) to string values
+//	workdir      directory relative to the job directory (no absolute path, no ..)
+//	inputs       list of local paths (relative to the job file's directory) or
+//	             {local, remote, mode}; remote defaults to the base name, is
+//	             relative and confined to the job directory, and unique
+//	outputs      list of relative paths confined to the job directory; a
+//	             trailing "/" marks a directory
+//	resources:
+//	  nodes          width, whole number >= 1 (required)
+//	  cores_per_node whole number >= 1 (default: the site's)
+//	  walltime       estimate on the reference machine, > 0 (required):
+//	                 "90m", "1h30m", "2d", "01:30:00", "1-12:00:00"
+//	scheduling:
+//	  origin       submit site (where the data comes from)
+//	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; needs origin
+//	  sites        allowed sites (default: all)
+//	  prefer       preferred sites (among sites, if sites is given)
+//	  no_split     forbid co-allocation across sites (default false)
+//	  deadline     RFC 3339 time or "+<duration>" after submission
+//	  qos          auto (default) | high | low | none (SPEC.md §5)
+//	  benefit      {a > 0, b > 0, c >= 0}, the SPEC.md §4 benefit function; needs deadline
+//	  reservation  {earliest_start, latest_end | flexibility in [0,1)} (SPEC.md §2)
+//	simulate:      simulated sites only
+//	  runtime      actual run time on the reference machine (default: walltime)
+//	  exit_code    0..255 (default 0)
+//
+// Site names are checked against a configuration by Job.CheckSites, which
+// reports each unknown name at its line with the list of known sites.
+//
+// # Using a job
+//
+// Job.Spec(gridID) gives the backends.JobSpec for the whole job (the broker
+// scales Walltime and Sim.Runtime per site and splits Nodes for co-allocated
+// parts); Job.PolicyJob gives the policy.Job a planner reads; Job.Resolve turns
+// relative times into absolute ones given the submission time.
+package jobfile
