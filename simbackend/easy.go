@@ -443,6 +443,21 @@ func (s *easy) admit(start, end int64, n int, now int64) bool {
 	return s.buildProfile(now).minFree(max(start, now), end) >= n
 }
 
+// adopt turns a running job of a deleted reservation into an ordinary
+// running job (it keeps its nodes until its estimated end).
+func (s *easy) adopt(j *sjob) {
+	if !j.running || j.resv == nil {
+		return
+	}
+	j.resv.inUse -= j.width
+	j.resv = nil
+	i := sort.Search(len(s.running), func(i int) bool { return s.running[i].estEnd > j.estEnd })
+	s.running = append(s.running, nil)
+	copy(s.running[i+1:], s.running[i:])
+	s.running[i] = j
+	s.used += j.width
+}
+
 func (s *easy) addResv(r *resvState) {
 	s.resvs = append(s.resvs, r)
 	sort.SliceStable(s.resvs, func(a, b int) bool { return s.resvs[a].start < s.resvs[b].start })
