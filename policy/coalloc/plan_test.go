@@ -229,6 +229,13 @@ func TestSelectionTable(t *testing.T) {
 	}
 }
 
+// tb is what test helpers need from *testing.T and *rapid.T alike.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // near compares predicted durations to a microsecond: the model multiplies
 // by float factors such as 1.4, which are not exact in binary.
 func near(a, b time.Duration) bool { return a-b < time.Microsecond && b-a < time.Microsecond }
@@ -484,7 +491,7 @@ func TestOptimalRefusesTooManySites(t *testing.T) {
 // checkNoOverbooking replays the plan's starts (and, when resv, its
 // reservations) onto fresh profiles and fails if any site ever goes below
 // zero free nodes or a start exceeds the site's free nodes.
-func checkNoOverbooking(t testing.TB, s *policy.Snapshot, plan *policy.Plan, resv bool) {
+func checkNoOverbooking(t tb, s *policy.Snapshot, plan *policy.Plan, resv bool) {
 	t.Helper()
 	st := NewState(s)
 	startNodes := make([]int, len(s.Sites))
