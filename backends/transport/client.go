@@ -1,0 +1,464 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// Reconnect backoff: the n-th consecutive failed dial waits
+// min(reconnectBase*2^(n-1), reconnectMax) (plus up to 20% jitter) before the
+// next one. One call tries at most dialAttempts times.
+const (
+	reconnectBase = 250 * time.Millisecond
+	reconnectMax  = 30 * time.Second
+	dialAttempts  = 3
+	// Backoff between session requests the server refused.
+	refusalBase = 50 * time.Millisecond
+	refusalMax  = 2 * time.Second
+)
+
+// Client is one SSH connection to one site, shared by every caller. It is
+// safe for concurrent use. See the package documentation for the design.
+type Client struct {
+	cfg  Config
+	log  *slog.Logger
+	hk   *hostKeys
+	cred *credentials
+	sem  chan struct{} // one token per open session, MaxSessions in all
+	est  *Estimator
+
+	dialTok chan struct{} // held by the one goroutine (re)dialing
+	closeCh chan struct{}
+
+	mu       sync.Mutex
+	cur      *conn
+	closed   bool
+	failures int       // consecutive failed dials
+	nextDial time.Time // no dial before this (backoff)
+	lastErr  error     // of the last failed dial
+	orphans  []string  // temp files a failed Put could not remove yet
+}
+
+var _ backends.Runner = (*Client)(nil)
+
+// conn is one SSH connection; a Client replaces it when it dies.
+type conn struct {
+	ssh  *ssh.Client
+	dead chan struct{} // closed when the connection has ended
+	err  error         // why it ended; read only after <-dead
+
+	sftpTok chan struct{} // held while the SFTP client is being created
+	sftpMu  sync.Mutex
+	sftp    *sftp.Client
+}
+
+func (cn *conn) alive() bool {
+	select {
+	case <-cn.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Dial connects to the site and returns a Client holding the connection.
+// Dial and handshake are bounded by ctx and by cfg.DialTimeout, whichever
+// ends first. Errors wrap ErrHostKeyChanged, ErrHostKeyUnknown,
+// ErrHostKeyRevoked, ErrAuth, or backends.ErrUnavailable (network, timeout).
+func Dial(ctx context.Context, cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	hk, err := newHostKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := loadCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:     cfg,
+		log:     cfg.Logger.With("site", cfg.addr()),
+		hk:      hk,
+		cred:    cred,
+		sem:     make(chan struct{}, cfg.MaxSessions),
+		est:     NewEstimator(0),
+		dialTok: make(chan struct{}, 1),
+		closeCh: make(chan struct{}),
+	}
+	cn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.cur = cn
+	return c, nil
+}
+
+// Estimator returns the bandwidth and latency estimate of this site, fed by
+// every transfer of every Stager of this Client.
+func (c *Client) Estimator() *Estimator { return c.est }
+
+// Close closes the connection (and its SFTP client). Later calls fail with
+// ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closeCh)
+	cn := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	if cn == nil {
+		return nil
+	}
+	cn.sftpMu.Lock()
+	if cn.sftp != nil {
+		cn.sftp.Close()
+	}
+	cn.sftpMu.Unlock()
+	if err := cn.ssh.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("closing ssh connection to %s: %w", c.cfg.addr(), err)
+	}
+	return nil
+}
+
+// dial makes one connection attempt: TCP dial and SSH handshake, both
+// bounded by ctx and DialTimeout.
+func (c *Client) dial(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	defer cancel()
+	addr := c.cfg.addr()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, unavailable("dial %s: %w", addr, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	}
+	// x/crypto/ssh has no context: closing the socket aborts the handshake.
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+
+	auth, closeAgent, offered := c.cred.authMethod()
+	defer closeAgent()
+	var hostKeyErr error
+	conf := &ssh.ClientConfig{
+		User: c.cfg.User,
+		Auth: []ssh.AuthMethod{auth},
+		HostKeyCallback: func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+			hostKeyErr = c.hk.cb(hostname, remote, key)
+			return hostKeyErr
+		},
+		HostKeyAlgorithms: c.hk.algos,
+	}
+	sc, chans, reqs, err := ssh.NewClientConn(nc, addr, conf)
+	if !stop() {
+		if err == nil {
+			sc.Close()
+		}
+		return nil, unavailable("ssh handshake with %s: %w", addr, ctx.Err())
+	}
+	if err != nil {
+		nc.Close()
+		switch {
+		case hostKeyErr != nil:
+			return nil, hostKeyErr
+		case strings.Contains(err.Error(), "unable to authenticate"):
+			if offered == "" {
+				offered = "nothing"
+			}
+			return nil, fmt.Errorf("%w: %s accepted none of the credentials offered: %s (%v)", ErrAuth, c.cfg.target(), offered, err)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) { // the socket deadline set from ctx
+			return nil, unavailable("ssh handshake with %s: %w (%v)", addr, context.DeadlineExceeded, err)
+		}
+		return nil, unavailable("ssh handshake with %s: %w", addr, err)
+	}
+	nc.SetDeadline(time.Time{})
+	cn := &conn{
+		ssh:     ssh.NewClient(sc, chans, reqs),
+		dead:    make(chan struct{}),
+		sftpTok: make(chan struct{}, 1),
+	}
+	go func() {
+		cn.err = cn.ssh.Wait()
+		close(cn.dead)
+		c.log.Info("ssh connection ended", "err", cn.err)
+	}()
+	if c.cfg.KeepAlive > 0 {
+		go c.keepalive(cn)
+	}
+	c.log.Info("ssh connected", "user", c.cfg.User, "server_version", string(sc.ServerVersion()))
+	return cn, nil
+}
+
+// keepalive sends keepalive@openssh.com every KeepAlive; an unanswered
+// request (no reply within another KeepAlive) closes the connection, so the
+// next caller reconnects instead of hanging on a dead TCP connection.
+func (c *Client) keepalive(cn *conn) {
+	t := time.NewTicker(c.cfg.KeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-cn.dead:
+			return
+		case <-t.C:
+		}
+		res := make(chan error, 1)
+		go func() {
+			// Any reply (OpenSSH answers "failure" to this request) proves
+			// the connection is alive.
+			_, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil)
+			res <- err
+		}()
+		timeout := time.NewTimer(c.cfg.KeepAlive)
+		select {
+		case err := <-res:
+			timeout.Stop()
+			if err != nil {
+				c.log.Warn("ssh keepalive failed; closing the connection", "err", err)
+				cn.ssh.Close()
+				return
+			}
+		case <-timeout.C:
+			c.log.Warn("ssh keepalive unanswered; closing the connection", "waited", c.cfg.KeepAlive)
+			cn.ssh.Close()
+			return
+		case <-cn.dead:
+			timeout.Stop()
+			return
+		}
+	}
+}
+
+// get returns the live connection, redialing (one goroutine at a time, with
+// exponential backoff across failures) when it has died.
+func (c *Client) get(ctx context.Context) (*conn, error) {
+	for attempt := 1; ; attempt++ {
+		if cn, err := c.current(); err != nil || cn != nil {
+			return cn, err
+		}
+		select {
+		case c.dialTok <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting to reconnect to %s: %w", c.cfg.addr(), ctx.Err())
+		case <-c.closeCh:
+			return nil, ErrClosed
+		}
+		cn, err := c.redial(ctx)
+		<-c.dialTok
+		if err == nil {
+			return cn, nil
+		}
+		if !errors.Is(err, backends.ErrUnavailable) || ctx.Err() != nil || attempt >= dialAttempts {
+			return nil, err
+		}
+	}
+}
+
+// current returns the live connection, nil if there is none.
+func (c *Client) current() (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.cur != nil && c.cur.alive() {
+		return c.cur, nil
+	}
+	return nil, nil
+}
+
+// redial is called holding dialTok.
+func (c *Client) redial(ctx context.Context) (*conn, error) {
+	if cn, err := c.current(); err != nil || cn != nil {
+		return cn, err // someone else reconnected meanwhile
+	}
+	c.mu.Lock()
+	wait, failures, lastErr := time.Until(c.nextDial), c.failures, c.lastErr
+	c.mu.Unlock()
+	if wait > 0 {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return nil, unavailable("%s is in reconnect backoff for another %s after %d failed attempts (last: %v)",
+				c.cfg.addr(), wait.Round(time.Millisecond), failures, lastErr)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("reconnect backoff for %s: %w", c.cfg.addr(), err)
+		}
+	}
+	c.log.Info("ssh reconnecting", "after_failures", failures)
+	cn, err := c.dial(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.failures++
+		d := min(reconnectBase<<min(c.failures-1, 16), reconnectMax)
+		d += time.Duration(rand.Int64N(int64(d)/5 + 1))
+		c.nextDial = time.Now().Add(d)
+		c.lastErr = err
+		c.log.Warn("ssh reconnect failed", "err", err, "failures", c.failures, "next_in", d)
+		return nil, err
+	}
+	if c.closed {
+		cn.ssh.Close()
+		return nil, ErrClosed
+	}
+	c.failures, c.nextDial, c.lastErr = 0, time.Time{}, nil
+	c.cur = cn
+	return cn, nil
+}
+
+// acquire takes one session slot; release gives it back.
+func (c *Client) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case c.sem <- struct{}{}:
+		return func() { <-c.sem }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: all %d session slots to %s stayed busy: %w", ErrSessionLimit, c.cfg.MaxSessions, c.cfg.addr(), ctx.Err())
+	case <-c.closeCh:
+		return nil, ErrClosed
+	}
+}
+
+// session opens a session (the caller holds a slot), retrying with backoff
+// while the server refuses ("administratively prohibited": sshd's
+// MaxSessions counts sessions this Client cannot see, e.g. ones still
+// closing) and reconnecting once if the connection turns out dead.
+func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
+	reconnected := false
+	for {
+		cn, err := c.get(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := c.openOn(ctx, cn)
+		if err == nil || reconnected || !errors.Is(err, errConnDead) || ctx.Err() != nil {
+			return s, cn, err
+		}
+		reconnected = true
+	}
+}
+
+// errConnDead marks a session open that failed because the connection is
+// gone (as opposed to a refusal).
+var errConnDead = errors.New("connection lost")
+
+// openOn opens a session on cn, backing off while the server refuses.
+func (c *Client) openOn(ctx context.Context, cn *conn) (*ssh.Session, error) {
+	delay := refusalBase
+	for refusals := 0; ; refusals++ {
+		s, err := cn.ssh.NewSession()
+		if err == nil {
+			return s, nil
+		}
+		var oce *ssh.OpenChannelError
+		if !errors.As(err, &oce) {
+			cn.ssh.Close() // make sure: the next get redials
+			return nil, unavailable("opening a session on %s: %w: %w", c.cfg.addr(), errConnDead, err)
+		}
+		if oce.Reason != ssh.Prohibited && oce.Reason != ssh.ResourceShortage {
+			return nil, unavailable("%s refused a session: %w", c.cfg.addr(), err)
+		}
+		if refusals == 0 {
+			c.log.Debug("ssh server refused a session; backing off", "err", err)
+		}
+		if err := sleep(ctx, delay+time.Duration(rand.Int64N(int64(delay)/4+1))); err != nil {
+			return nil, fmt.Errorf("%w: %s refused %d session requests (%v; sshd MaxSessions?): %w",
+				ErrSessionLimit, c.cfg.addr(), refusals+1, oce, err)
+		}
+		delay = min(2*delay, refusalMax)
+	}
+}
+
+// Run runs argv on the site's login node. The words are quoted with Quote,
+// so each reaches the remote program literally. stdin may be nil. A non-zero
+// exit is returned in Result.ExitCode with a nil error. A lost connection or
+// a missing exit status is an error wrapping backends.ErrUnavailable; the
+// command is then NOT retried (it may have run, e.g. sbatch). When ctx ends
+// while the command runs, the remote process is sent SIGTERM, the session is
+// closed and Run returns at once with ctx.Err() wrapped.
+func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	var res backends.Result
+	if len(argv) == 0 {
+		return res, fmt.Errorf("%w: empty argv (want a program and its arguments)", backends.ErrInvalidSpec)
+	}
+	for i, w := range argv {
+		if strings.IndexByte(w, 0) >= 0 {
+			return res, fmt.Errorf("%w: argv[%d] contains a NUL byte, which no remote program can receive", backends.ErrInvalidSpec, i)
+		}
+	}
+	start := time.Now()
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	s, _, err := c.session(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer s.Close()
+	var stdout, stderr bytes.Buffer
+	s.Stdout, s.Stderr = &stdout, &stderr
+	if stdin != nil {
+		s.Stdin = stdin
+	}
+	if err := s.Start(Quote(argv)); err != nil {
+		return res, unavailable("starting %s on %s: %w", argv[0], c.cfg.addr(), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		s.Signal(ssh.SIGTERM) // OpenSSH >= 7.9 delivers it; then close anyway
+		s.Close()
+		res.Duration = time.Since(start)
+		return res, fmt.Errorf("running %s on %s: %w", argv[0], c.cfg.addr(), ctx.Err())
+	}
+	res.Stdout, res.Stderr, res.Duration = stdout.Bytes(), stderr.Bytes(), time.Since(start)
+	var ee *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitStatus()
+	case errors.As(err, &missing):
+		return res, unavailable("%s on %s ended without an exit status (connection lost?): %w", argv[0], c.cfg.addr(), err)
+	default:
+		return res, unavailable("running %s on %s: %w", argv[0], c.cfg.addr(), err)
+	}
+	return res, nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,112 @@
+package transport
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Defaults applied by Dial to zero Config fields.
+const (
+	DefaultPort        = 22
+	DefaultMaxSessions = 8 // below OpenSSH's default MaxSessions 10
+	DefaultKeepAlive   = 30 * time.Second
+	DefaultDialTimeout = 20 * time.Second
+	// DefaultSFTPRequests is the number of concurrent SFTP requests in
+	// flight per file when concurrency is on.
+	DefaultSFTPRequests = 64
+)
+
+// Config describes how to reach one site's login node.
+type Config struct {
+	Host string
+	Port int // 0 means 22
+	User string
+
+	// KeyFiles are private key files (OpenSSH or PEM). Encrypted keys are
+	// refused with a clear error: load them into an agent instead.
+	KeyFiles []string
+	// UseAgent offers the keys of the ssh-agent at $SSH_AUTH_SOCK.
+	UseAgent bool
+
+	// KnownHosts are known_hosts files. Several keys per host,
+	// "[host]:port" entries, hashed host names, @cert-authority and @revoked
+	// lines are understood. Empty means ~/.ssh/known_hosts.
+	KnownHosts []string
+	// InsecureIgnoreHostKey skips the host key check. Every connect logs a
+	// WARN with the key's fingerprint. Never the default.
+	InsecureIgnoreHostKey bool
+
+	// MaxSessions bounds the concurrent sessions on the one connection
+	// (commands plus the SFTP session). 0 means 8, below OpenSSH's default
+	// MaxSessions of 10.
+	MaxSessions int
+	// KeepAlive is the interval of keepalive@openssh.com requests; a request
+	// unanswered for that long again closes the connection. 0 means 30s; a
+	// negative value disables keepalives.
+	KeepAlive time.Duration
+	// DialTimeout bounds dial plus handshake when ctx has no earlier
+	// deadline. 0 means 20s.
+	DialTimeout time.Duration
+
+	// SFTPSequential turns off pkg/sftp's concurrent reads and writes (for
+	// comparisons and for servers that mishandle them).
+	SFTPSequential bool
+	// SFTPRequests is the number of concurrent requests per file. 0 means 64.
+	SFTPRequests int
+
+	Logger *slog.Logger
+}
+
+// withDefaults validates cfg and fills in defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Host == "" {
+		return cfg, fmt.Errorf("transport config: host is empty (want a host name or IP address)")
+	}
+	if cfg.User == "" {
+		return cfg, fmt.Errorf("transport config: user is empty for host %s (want the login name at the site)", cfg.Host)
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return cfg, fmt.Errorf("transport config: port %d out of range (want 1-65535)", cfg.Port)
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxSessions < 1 {
+		return cfg, fmt.Errorf("transport config: max sessions %d (want >= 1; 2 or more when staging files)", cfg.MaxSessions)
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.SFTPRequests <= 0 {
+		cfg.SFTPRequests = DefaultSFTPRequests
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if len(cfg.KnownHosts) == 0 && !cfg.InsecureIgnoreHostKey {
+		if home, err := os.UserHomeDir(); err == nil {
+			cfg.KnownHosts = []string{filepath.Join(home, ".ssh", "known_hosts")}
+		}
+	}
+	if len(cfg.KeyFiles) == 0 && !cfg.UseAgent {
+		return cfg, fmt.Errorf("%w: no credentials for %s: set key files or use the agent", ErrAuth, cfg.target())
+	}
+	return cfg, nil
+}
+
+// addr is "host:port" for dialing.
+func (cfg Config) addr() string { return net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)) }
+
+// target is "user@host:port" for messages.
+func (cfg Config) target() string { return cfg.User + "@" + cfg.addr() }

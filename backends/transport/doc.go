@@ -1,0 +1,98 @@
+// Package transport is gridsub's way into a site: SSH command execution and
+// SFTP file staging over one long-lived connection per site, with transfer
+// accounting for the policies' transfer-cost term.
+//
+// # Connection
+//
+// Dial opens one SSH connection (x/crypto/ssh) and returns a Client that
+// every caller for that site shares. Dial and handshake are bounded by the
+// context (x/crypto has no DialContext: net.Dialer.DialContext, then
+// ssh.NewClientConn on a socket whose deadline comes from ctx and which is
+// closed if ctx ends first) and by Config.DialTimeout. A keepalive@openssh.com
+// request goes out every Config.KeepAlive; one left unanswered for another
+// interval closes the connection, so nobody waits on a dead TCP connection.
+//
+// When the connection has died the next caller redials transparently (only
+// one goroutine dials; the others wait for it). Consecutive failed dials back
+// off exponentially (250ms doubling to 30s, with jitter); a caller whose
+// deadline ends before the backoff does is told so at once with an error
+// wrapping backends.ErrUnavailable. A command is never re-sent after it was
+// started (it may have run: sbatch is not idempotent); only opening a session
+// is retried, once, on a fresh connection.
+//
+// # Sessions
+//
+// OpenSSH's sshd refuses more than MaxSessions (10 by default) sessions per
+// connection. A semaphore of Config.MaxSessions (default 8) slots bounds the
+// sessions this Client opens; the SFTP client holds one slot for as long as
+// it lives. If the server still refuses a session ("administratively
+// prohibited", e.g. a lower MaxSessions or sessions still closing), opening
+// backs off (50ms doubling to 2s) and retries until ctx ends, then fails with
+// ErrSessionLimit (which also matches backends.ErrUnavailable).
+//
+// Run implements backends.Runner. A non-zero exit is Result.ExitCode, not an
+// error; a missing exit status (connection lost) is an error wrapping
+// backends.ErrUnavailable. When ctx ends during Run, the remote process is
+// sent SIGTERM (OpenSSH >= 7.9 delivers signal requests), the session is
+// closed and Run returns at once with ctx.Err() wrapped. A signal reaches the
+// process the remote shell runs, not necessarily all its children.
+//
+// # Quoting
+//
+// The SSH protocol carries one command string, which the login shell parses.
+// Run builds it with Quote: every word that is not made of safe characters
+// is single-quoted, so "$(touch /tmp/owned); rm -rf ~", quotes, newlines,
+// globs and spaces reach the program literally. The login shell must be
+// POSIX-like (sh, bash, dash, ksh, zsh). Environment variables are argv words
+// of the caller's choosing (e.g. env VAR=value sbatch ...).
+//
+// # Host keys and authentication
+//
+// Host keys are checked against known_hosts files with
+// golang.org/x/crypto/ssh/knownhosts: "[host]:port" entries, several keys per
+// host (round-robin login nodes), hashed names, @cert-authority and @revoked
+// lines. The host key algorithms of the keys known for the host are asked for
+// first, as OpenSSH does, so a server with several host keys does not look
+// "changed". A key that differs from the known ones fails with
+// ErrHostKeyChanged naming host, port, the offered fingerprint, the
+// known_hosts file and line, and the ssh-keygen -R command to run after
+// verifying the new key with the site's admins; an unknown host fails with
+// ErrHostKeyUnknown and the ssh-keyscan line to add it. The check is skipped
+// only with Config.InsecureIgnoreHostKey, which logs a WARN on every connect.
+//
+// Authentication is public key only: key files (passphrase-protected ones
+// are refused with advice to use ssh-agent) and/or the ssh-agent at
+// $SSH_AUTH_SOCK (which also lets a site with MFA reuse an agent the user
+// unlocked). Failure is ErrAuth naming user@host:port and what was offered.
+// No password is ever asked for, stored or logged.
+//
+// # Staging
+//
+// Client.Stager(root) returns a backends.Stager confined to root. Remote
+// paths are cleaned; absolute paths and paths leaving root via ".." are
+// refused with ErrPathEscape (which matches backends.ErrInvalidSpec). Symbolic
+// links on the server are out of scope: a link inside root pointing outside
+// it is followed by the server.
+//
+// All transfers use the connection's one SFTP client (pkg/sftp) with
+// concurrent reads and writes (Config.SFTPRequests requests in flight per
+// file) unless Config.SFTPSequential. Put is atomic: it writes
+// ".<name>.gridsub-tmp-<random>" in the target directory (parents created),
+// hashes the bytes with SHA-256 while streaming, fsyncs when the server
+// offers fsync@openssh.com, closes (checking the error), verifies the size,
+// and renames over the final name with posix-rename@openssh.com. On failure
+// the temp file is removed; if the connection died and it cannot be, the
+// Client remembers it and removes it after reconnecting.
+//
+// # Accounting
+//
+// Every Put and Get returns a backends.Transfer (bytes, duration, SHA-256)
+// and feeds the Client's Estimator, an exponentially weighted least-squares
+// fit of seconds = latency + secPerByte*bytes (see Estimator).
+//
+// # Errors
+//
+// See the sentinel block in errors.go. Connection-level failures match
+// backends.ErrUnavailable (retryable); host-key and authentication failures
+// do not.
+package transport

@@ -1,0 +1,8 @@
+package transport
+
+import (
+	"crypto/rand"
+	"io"
+)
+
+func randReader() io.Reader { return rand.Reader }

@@ -1,0 +1,154 @@
+package transport
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// hostKeys is the host key policy of one Config.
+type hostKeys struct {
+	cb    ssh.HostKeyCallback
+	algos []string // HostKeyAlgorithms: the algorithms of known keys first
+}
+
+// newHostKeys reads the known_hosts files (a missing file counts as empty,
+// so that the error for an unknown host says which file to add it to).
+func newHostKeys(cfg Config) (*hostKeys, error) {
+	if cfg.InsecureIgnoreHostKey {
+		log := cfg.Logger
+		return &hostKeys{cb: func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+			log.Warn("ssh host key NOT CHECKED (InsecureIgnoreHostKey is set): this connection can be intercepted",
+				"host", cfg.Host, "port", cfg.Port, "key_type", key.Type(), "fingerprint", ssh.FingerprintSHA256(key))
+			return nil
+		}}, nil
+	}
+	var files []string
+	for _, f := range cfg.KnownHosts {
+		if _, err := os.Stat(f); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("known_hosts file %s: %w", f, err)
+		}
+		files = append(files, f)
+	}
+	var kh ssh.HostKeyCallback
+	if len(files) > 0 {
+		var err error
+		if kh, err = knownhosts.New(files...); err != nil {
+			return nil, fmt.Errorf("reading known_hosts: %w", err)
+		}
+	} else {
+		kh = func(string, net.Addr, ssh.PublicKey) error { return &knownhosts.KeyError{} }
+	}
+	hk := &hostKeys{}
+	hk.cb = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		return explainHostKeyError(cfg, key, kh(hostname, remote, key))
+	}
+	hk.algos = preferredHostKeyAlgos(cfg, kh)
+	return hk, nil
+}
+
+// preferredHostKeyAlgos asks the known_hosts database which keys it holds
+// for the host (by checking a throw-away key) and puts their algorithms
+// first, the way OpenSSH does; otherwise a server with several host keys
+// could present one that known_hosts does not list and look "changed".
+func preferredHostKeyAlgos(cfg Config, kh ssh.HostKeyCallback) []string {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil
+	}
+	probe, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil
+	}
+	remote := &net.TCPAddr{IP: net.ParseIP(cfg.Host), Port: cfg.Port}
+	if remote.IP == nil {
+		remote.IP = net.IPv4zero
+	}
+	var ke *knownhosts.KeyError
+	if !errors.As(kh(cfg.addr(), remote, probe.PublicKey()), &ke) || len(ke.Want) == 0 {
+		return nil // nothing known (or only a CA): keep the library default
+	}
+	var algos []string
+	for _, k := range ke.Want {
+		switch t := k.Key.Type(); t {
+		case ssh.KeyAlgoRSA:
+			algos = append(algos, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
+		default:
+			algos = append(algos, t)
+		}
+	}
+	algos = append(algos, ssh.SupportedAlgorithms().HostKeys...)
+	var out []string
+	for _, a := range algos {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// knownHostsName is the host as known_hosts and ssh-keygen -R spell it.
+func knownHostsName(cfg Config) string {
+	if cfg.Port == 22 {
+		return cfg.Host
+	}
+	return "[" + cfg.Host + "]:" + strconv.Itoa(cfg.Port)
+}
+
+// explainHostKeyError turns a knownhosts error into one of the sentinels
+// with a message that says what happened and what to do.
+func explainHostKeyError(cfg Config, key ssh.PublicKey, err error) error {
+	if err == nil {
+		return nil
+	}
+	fp := ssh.FingerprintSHA256(key)
+	file := "~/.ssh/known_hosts"
+	if len(cfg.KnownHosts) > 0 {
+		file = cfg.KnownHosts[0]
+	}
+	var rev *knownhosts.RevokedError
+	if errors.As(err, &rev) {
+		return fmt.Errorf("%w: %s offered %s key %s, which %s:%d marks @revoked; ask the site admins for the current key",
+			ErrHostKeyRevoked, knownHostsName(cfg), key.Type(), fp, rev.Revoked.Filename, rev.Revoked.Line)
+	}
+	var ke *knownhosts.KeyError
+	if !errors.As(err, &ke) {
+		return fmt.Errorf("checking host key of %s: %w", knownHostsName(cfg), err)
+	}
+	if len(ke.Want) == 0 {
+		portFlag := ""
+		if cfg.Port != 22 {
+			portFlag = "-p " + strconv.Itoa(cfg.Port) + " "
+		}
+		return fmt.Errorf("%w: %s offered %s key %s and no known_hosts entry (%s) matches %s. "+
+			"Verify that fingerprint with the site's admins, then add the key with: ssh-keyscan %s%s >> %s",
+			ErrHostKeyUnknown, cfg.addr(), key.Type(), fp, strings.Join(cfg.KnownHosts, ", "),
+			knownHostsName(cfg), portFlag, cfg.Host, file)
+	}
+	var known, fix []string
+	seen := map[string]bool{}
+	for _, k := range ke.Want {
+		known = append(known, fmt.Sprintf("%s:%d (%s %s)", k.Filename, k.Line, k.Key.Type(), ssh.FingerprintSHA256(k.Key)))
+		if !seen[k.Filename] {
+			seen[k.Filename] = true
+			fix = append(fix, fmt.Sprintf("ssh-keygen -R '%s' -f %s", knownHostsName(cfg), k.Filename))
+		}
+	}
+	return fmt.Errorf("%w: WARNING: host %s port %d offered %s key %s, which does not match the key(s) known_hosts lists for %s: %s. "+
+		"Someone may be intercepting the connection, or the site replaced its host key. "+
+		"Verify the new fingerprint with the site's admins; only then remove the old entry with: %s (and add the new key)",
+		ErrHostKeyChanged, cfg.Host, cfg.Port, key.Type(), fp, knownHostsName(cfg),
+		strings.Join(known, "; "), strings.Join(fix, " && "))
+}

@@ -1,0 +1,56 @@
+package transport
+
+import "strings"
+
+// Quote turns argv into one POSIX sh command line in which every word stays
+// literal: words made only of safe characters are left as they are, every
+// other word is put in single quotes (an embedded single quote is written as
+// quote, backslash, quote, quote). So "$(touch /tmp/owned); rm -rf ~",
+// quotes, newlines, spaces, globs and a leading "~" or "#" all reach the
+// program as the one word they were. An empty word becomes a pair of single
+// quotes. Words containing "=" are quoted too, so that a word in command
+// position is never taken as a variable assignment.
+//
+// The remote login shell must be POSIX-like (sh, bash, dash, ksh, zsh); csh
+// and fish quote differently. A NUL byte cannot be passed in an argv at all;
+// Client.Run refuses such words (Quote itself leaves them as they are).
+func Quote(argv []string) string {
+	var b strings.Builder
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		quoteWord(&b, w)
+	}
+	return b.String()
+}
+
+func quoteWord(b *strings.Builder, w string) {
+	if w != "" && isSafe(w) {
+		b.WriteString(w)
+		return
+	}
+	b.WriteByte('\'')
+	for i := 0; i < len(w); i++ {
+		if w[i] == '\'' {
+			b.WriteString(`'\''`)
+		} else {
+			b.WriteByte(w[i])
+		}
+	}
+	b.WriteByte('\'')
+}
+
+// isSafe reports whether w needs no quoting in any position.
+func isSafe(w string) bool {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("_-+.,/:@%", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,372 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// Stager stages files over the Client's one SFTP session, confined to a
+// root directory at the site. It is safe for concurrent use.
+type Stager struct {
+	c    *Client
+	root string
+}
+
+var _ backends.Stager = (*Stager)(nil)
+
+// Stager returns a Stager whose remote paths are relative to root (an
+// absolute path at the site, or one relative to the login directory; "" is
+// the login directory).
+func (c *Client) Stager(root string) *Stager {
+	if root == "" {
+		root = "."
+	}
+	return &Stager{c: c, root: path.Clean(root)}
+}
+
+// Root is the directory the Stager is confined to.
+func (s *Stager) Root() string { return s.root }
+
+// resolve turns a path relative to the root into the remote path, refusing
+// absolute paths and paths that leave the root.
+func (s *Stager) resolve(remote string) (string, error) {
+	switch {
+	case remote == "":
+		return "", fmt.Errorf("%w: empty remote path (want a file path relative to %s)", backends.ErrInvalidSpec, s.root)
+	case strings.IndexByte(remote, 0) >= 0:
+		return "", fmt.Errorf("%w: remote path %q contains a NUL byte", backends.ErrInvalidSpec, remote)
+	case path.IsAbs(remote):
+		return "", fmt.Errorf("%w: %q is absolute (want a path relative to %s)", ErrPathEscape, remote, s.root)
+	}
+	clean := path.Clean(remote)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%w: %q leaves %s (want a path inside it, without leading ..)", ErrPathEscape, remote, s.root)
+	}
+	if clean == "." {
+		return "", fmt.Errorf("%w: %q names the staging root itself (want a file inside %s)", backends.ErrInvalidSpec, remote, s.root)
+	}
+	return path.Join(s.root, clean), nil
+}
+
+// sftpClient returns the connection's SFTP client, creating it on first use
+// (it then holds one session slot until the connection dies or the Client
+// is closed). Stale temp files of earlier failed Puts are removed here.
+func (c *Client) sftpClient(ctx context.Context) (*sftp.Client, error) {
+	for attempt := 0; ; attempt++ {
+		cn, err := c.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := c.sftpOn(ctx, cn)
+		if err == nil {
+			c.removeOrphans(sc)
+			return sc, nil
+		}
+		if attempt > 0 || !errors.Is(err, errConnDead) || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftp.Client, error) {
+	cn.sftpMu.Lock()
+	sc := cn.sftp
+	cn.sftpMu.Unlock()
+	if sc != nil {
+		return sc, nil
+	}
+	select {
+	case cn.sftpTok <- struct{}{}:
+		defer func() { <-cn.sftpTok }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the sftp session to %s: %w", c.cfg.addr(), ctx.Err())
+	}
+	cn.sftpMu.Lock()
+	sc = cn.sftp
+	cn.sftpMu.Unlock()
+	if sc != nil {
+		return sc, nil
+	}
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := c.openOn(ctx, cn)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	fail := func(what string, err error) (*sftp.Client, error) {
+		sess.Close()
+		release()
+		return nil, unavailable("starting sftp on %s: %s: %w", c.cfg.addr(), what, err)
+	}
+	w, err := sess.StdinPipe()
+	if err != nil {
+		return fail("stdin", err)
+	}
+	r, err := sess.StdoutPipe()
+	if err != nil {
+		return fail("stdout", err)
+	}
+	if err := sess.RequestSubsystem("sftp"); err != nil {
+		return fail("subsystem request", err)
+	}
+	opts := []sftp.ClientOption{
+		sftp.UseConcurrentWrites(!c.cfg.SFTPSequential),
+		sftp.UseConcurrentReads(!c.cfg.SFTPSequential),
+		sftp.MaxConcurrentRequestsPerFile(c.cfg.SFTPRequests),
+	}
+	sc, err = sftp.NewClientPipe(r, w, opts...)
+	if err != nil {
+		return fail("sftp init", err)
+	}
+	cn.sftpMu.Lock()
+	cn.sftp = sc
+	cn.sftpMu.Unlock()
+	go func() {
+		err := sc.Wait()
+		cn.sftpMu.Lock()
+		if cn.sftp == sc {
+			cn.sftp = nil
+		}
+		cn.sftpMu.Unlock()
+		sess.Close()
+		release()
+		c.log.Debug("sftp session ended", "err", err)
+	}()
+	return sc, nil
+}
+
+// removeOrphans retries the removal of temp files that a failed Put left
+// behind (typically because the connection died under it).
+func (c *Client) removeOrphans(sc *sftp.Client) {
+	c.mu.Lock()
+	orphans := c.orphans
+	c.orphans = nil
+	c.mu.Unlock()
+	var keep []string
+	for _, p := range orphans {
+		if err := sc.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			keep = append(keep, p)
+			continue
+		}
+		c.log.Info("removed temp file of an earlier failed upload", "path", p)
+	}
+	if len(keep) > 0 {
+		c.mu.Lock()
+		c.orphans = append(c.orphans, keep...)
+		c.mu.Unlock()
+	}
+}
+
+// transferErr classifies an SFTP error: a status from the server (no such
+// file, permission denied, ...) is the server's answer; anything else (EOF,
+// connection lost) means the transport failed and is retryable.
+func (c *Client) transferErr(what, p string, err error) error {
+	var se *sftp.StatusError
+	if errors.As(err, &se) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%s %s on %s: %w", what, p, c.cfg.addr(), err)
+	}
+	return unavailable("%s %s on %s: %w", what, p, c.cfg.addr(), err)
+}
+
+// ctxReader stops a copy once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+// Put uploads src to remote (relative to the root) atomically: the bytes go
+// to a temp file ".<name>.gridsub-tmp-<random>" in the same directory, which
+// is fsynced (when the server offers fsync@openssh.com), checked for size,
+// and renamed over the final name with posix-rename@openssh.com. On any
+// failure the temp file is removed (or, if the connection died, removed by
+// the next transfer after reconnecting); the final name never holds a
+// partial file. Missing parent directories inside the root are created.
+// mode 0 means 0644. The Transfer records bytes, duration and the SHA-256
+// computed while streaming, and feeds the Client's Estimator.
+func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.FileMode) (backends.Transfer, error) {
+	var tr backends.Transfer
+	full, err := s.resolve(remote)
+	if err != nil {
+		return tr, err
+	}
+	if mode == 0 {
+		mode = 0o644
+	}
+	c := s.c
+	start := time.Now()
+	sc, err := c.sftpClient(ctx)
+	if err != nil {
+		return tr, err
+	}
+	dir, name := path.Split(full)
+	if dir == "" {
+		dir = "."
+	}
+	if err := sc.MkdirAll(dir); err != nil {
+		return tr, c.transferErr("creating directory", dir, err)
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(dir, "."+name+".gridsub-tmp-"+hex.EncodeToString(rnd[:]))
+	h := sha256.New()
+	n, err := s.upload(ctx, sc, io.TeeReader(ctxReader{ctx, src}, h), tmp, mode)
+	if err == nil {
+		if err = sc.PosixRename(tmp, full); err != nil {
+			err = c.transferErr("renaming into place", full, err)
+		}
+	}
+	if err != nil {
+		if rmErr := sc.Remove(tmp); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			c.mu.Lock()
+			c.orphans = append(c.orphans, tmp)
+			c.mu.Unlock()
+			c.log.Warn("could not remove temp file of a failed upload; will retry after reconnecting", "path", tmp, "err", rmErr)
+		}
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		return tr, err
+	}
+	tr = backends.Transfer{Bytes: n, Duration: time.Since(start), SHA256: hex.EncodeToString(h.Sum(nil))}
+	c.est.Observe(tr)
+	return tr, nil
+}
+
+// upload writes r to tmp and returns the byte count once the file is
+// durable (as far as the server allows) and has the expected size.
+func (s *Stager) upload(ctx context.Context, sc *sftp.Client, r io.Reader, tmp string, mode fs.FileMode) (n int64, err error) {
+	c := s.c
+	f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return 0, c.transferErr("creating", tmp, err)
+	}
+	defer func() {
+		if f != nil {
+			f.Close() // error path only; the success path checks Close
+		}
+	}()
+	if c.cfg.SFTPSequential {
+		n, err = io.Copy(struct{ io.Writer }{f}, r) // hide ReadFrom: plain sequential writes
+	} else {
+		n, err = f.ReadFromWithConcurrency(r, c.cfg.SFTPRequests)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return n, fmt.Errorf("uploading %s to %s: %w", tmp, c.cfg.addr(), ctx.Err())
+		}
+		return n, c.transferErr("writing", tmp, err)
+	}
+	if err := f.Chmod(mode.Perm()); err != nil {
+		return n, c.transferErr("setting mode of", tmp, err)
+	}
+	if _, ok := sc.HasExtension("fsync@openssh.com"); ok {
+		if err := f.Sync(); err != nil {
+			return n, c.transferErr("fsync of", tmp, err)
+		}
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return n, c.transferErr("closing", tmp, err)
+	}
+	st, err := sc.Stat(tmp)
+	if err != nil {
+		return n, c.transferErr("checking size of", tmp, err)
+	}
+	if st.Size() != n {
+		return n, unavailable("upload of %s to %s is incomplete: wrote %d bytes, the server has %d", tmp, c.cfg.addr(), n, st.Size())
+	}
+	return n, nil
+}
+
+// Get downloads remote (relative to the root) into dst. It checks that the
+// bytes received equal the remote file's size; the Transfer records bytes,
+// duration and SHA-256, and feeds the Client's Estimator. On error dst may
+// hold a prefix of the file.
+func (s *Stager) Get(ctx context.Context, remote string, dst io.Writer) (backends.Transfer, error) {
+	var tr backends.Transfer
+	full, err := s.resolve(remote)
+	if err != nil {
+		return tr, err
+	}
+	c := s.c
+	start := time.Now()
+	sc, err := c.sftpClient(ctx)
+	if err != nil {
+		return tr, err
+	}
+	f, err := sc.Open(full)
+	if err != nil {
+		return tr, c.transferErr("opening", full, err)
+	}
+	defer f.Close() // read-only: a close error cannot lose data
+	st, err := f.Stat()
+	if err != nil {
+		return tr, c.transferErr("stat of", full, err)
+	}
+	h := sha256.New()
+	w := &ctxWriter{ctx: ctx, w: io.MultiWriter(dst, h)}
+	var n int64
+	if c.cfg.SFTPSequential {
+		n, err = io.Copy(w, struct{ io.Reader }{f})
+	} else {
+		n, err = f.WriteTo(w)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return tr, fmt.Errorf("downloading %s from %s: %w", full, c.cfg.addr(), ctx.Err())
+		}
+		if w.err != nil {
+			return tr, fmt.Errorf("downloading %s from %s: writing locally: %w", full, c.cfg.addr(), err)
+		}
+		return tr, c.transferErr("reading", full, err)
+	}
+	if st.Mode().IsRegular() && n != st.Size() {
+		return tr, unavailable("download of %s from %s is incomplete: got %d of %d bytes", full, c.cfg.addr(), n, st.Size())
+	}
+	tr = backends.Transfer{Bytes: n, Duration: time.Since(start), SHA256: hex.EncodeToString(h.Sum(nil))}
+	c.est.Observe(tr)
+	return tr, nil
+}
+
+// ctxWriter stops a copy once ctx is done and remembers local write errors.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+	err error
+}
+
+func (w *ctxWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := w.w.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
