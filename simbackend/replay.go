@@ -63,6 +63,12 @@ func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions)
 	const sec = int64(time.Second)
 	e := NewEngine(time.Unix(0, 0).UTC(), 0)
 	res := &ReplayResult{Procs: procs}
+	// Size the job table from the header when it says how many jobs follow.
+	if n, err := rd.Header.Int("MaxRecords"); err == nil && n > 0 && n < 1<<22 {
+		res.Jobs = make([]ReplayJob, 0, n)
+	} else if n, err := rd.Header.Int("MaxJobs"); err == nil && n > 0 && n < 1<<22 {
+		res.Jobs = make([]ReplayJob, 0, n)
+	}
 	endClass := ClassEarly
 	if opts.EASY.ReferenceCompatible {
 		endClass = ClassLate

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/gridsub/gridsub/simbackend/swf"
@@ -129,4 +130,82 @@ func (r *sliceReader) Read(p []byte) (int, error) {
 	n := copy(p, r.b)
 	r.b = r.b[n:]
 	return n, nil
+}
+
+// BenchmarkCTCReadFilter is the reading share of BenchmarkCTCEasyReference:
+// gunzip, parse and filter the trace without scheduling it.
+func BenchmarkCTCReadFilter(b *testing.B) {
+	data, err := os.ReadFile(workloadFile(b, "CTC-SP2-1996-3.1-cln.swf.gz"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := swf.StrongFilter{MaxProcs: 338}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := swf.NewReader(bytesReader(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		kept := 0
+		for {
+			j, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if f.Apply(&j) {
+				kept++
+			}
+		}
+		if kept != 77199 {
+			b.Fatalf("kept %d", kept)
+		}
+	}
+}
+
+// TestCTCEasyDefaultMode replays CTC in gridsub's default EASY mode (ends
+// before submissions at the same instant, a pass on every submission) and
+// reports how far it is from the reference: the two modes are meant to
+// differ only in those same-instant details.
+func TestCTCEasyDefaultMode(t *testing.T) {
+	f, err := os.Open(workloadFile(t, "CTC-SP2-1996-3.1-cln.swf.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := ReplayEASY(context.Background(), f, 338, ReplayOptions{Filter: swf.StrongFilter{MaxProcs: 338}.Apply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := referenceStarts(t)
+	match := 0
+	for _, j := range res.Jobs {
+		if ref[j.ID] == j.Start {
+			match++
+		}
+	}
+	pct := 100 * float64(match) / float64(len(res.Jobs))
+	t.Logf("default mode: %.3f %% of start times as in the reference, mean bsld %.4f (reference %.4f), mean wait %.1f s",
+		pct, res.Summary.MeanBSLD, refMeanBSLD, res.Summary.MeanWait)
+	if match == len(res.Jobs) {
+		t.Error("default mode reproduces the reference exactly: the options make no difference")
+	}
+	if math.Abs(res.Summary.MeanBSLD-refMeanBSLD)/refMeanBSLD > 0.25 {
+		t.Errorf("default mode mean bsld %.2f is far from the reference %.2f: more than same-instant details differ", res.Summary.MeanBSLD, refMeanBSLD)
+	}
+}
+
+// TestCTCReplayMemory bounds the heap the CTC replay needs (HeapSys is the
+// heap memory obtained from the OS, an upper bound of the peak).
+func TestCTCReplayMemory(t *testing.T) {
+	replayCTC(t)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("HeapSys %.1f MB, TotalAlloc %.1f MB", float64(ms.HeapSys)/1e6, float64(ms.TotalAlloc)/1e6)
+	if ms.HeapSys > 150e6 {
+		t.Errorf("heap of %d MB exceeds 150 MB", ms.HeapSys/1e6)
+	}
 }
