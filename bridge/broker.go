@@ -347,6 +347,21 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	b.fetchEnded(ctx, now)
 }
 
+// latest returns the latest component start and end: a co-allocated job runs
+// once its last part starts and ends when its last part ends. Unknown times
+// count as now.
+func latest(cs []Component, now time.Time) (start, end time.Time) {
+	for _, c := range cs {
+		if s := orNow(c.Start, now); s.After(start) {
+			start = s
+		}
+		if e := orNow(c.End, now); e.After(end) {
+			end = e
+		}
+	}
+	return start, end
+}
+
 func orNow(t, now time.Time) time.Time {
 	if t.IsZero() {
 		return now
@@ -426,26 +441,21 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 			b.requeue(j, now, reason)
 			break
 		}
-		j.State, j.Reason, j.End, j.ExitCode = Failed, reason, now, c.ExitCode
+		j.State, j.Reason, j.ExitCode = Failed, reason, c.ExitCode
+		if j.Start.IsZero() && !c.Start.IsZero() {
+			j.Start, _ = latest(j.Comps, now)
+		}
+		j.End = orNow(c.End, now)
 		b.addEvent(j, now, "failed", c.Site, reason)
 		rep.Ended++
 	case allDone:
-		j.State, j.End, j.ExitCode = Completed, now, 0
-		for _, c := range j.Comps {
-			if c.End.After(j.End) || j.End.Equal(now) {
-				j.End = c.End
-			}
-		}
+		j.State, j.ExitCode = Completed, 0
+		j.Start, j.End = latest(j.Comps, now)
 		b.addEvent(j, now, "completed", "", "every component ended with exit code 0")
 		rep.Ended++
 	case allRunning && j.State != Running:
 		j.State = Running
-		j.Start = now
-		for _, c := range j.Comps {
-			if c.Start.After(j.Start) || j.Start.Equal(now) {
-				j.Start = c.Start
-			}
-		}
+		j.Start, _ = latest(j.Comps, now)
 		b.addEvent(j, now, "running", "", "running on "+j.Sites())
 	}
 	_ = b.persist(ctx, j)
@@ -631,4 +641,14 @@ func ceilSecond(d time.Duration) time.Duration {
 		d += time.Second - r
 	}
 	return d
+}
+
+// SetOutputDir sets where a job's outputs are fetched to, for callers that
+// learn the job id only from Submit. It has no effect once the job ended.
+func (b *Broker) SetOutputDir(id, dir string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if j, ok := b.jobs[id]; ok && !j.State.Final() {
+		j.Req.OutputDir = dir
+	}
 }

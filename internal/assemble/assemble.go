@@ -1,0 +1,234 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/simbackend"
+)
+
+// ErrConfig is wrapped by every error about the configuration's content.
+var ErrConfig = errors.New("configuration")
+
+// SiteSpec is one site to build.
+type SiteSpec struct {
+	Name         string
+	Kind         string // "sim" or "slurm"
+	Nodes        int
+	CoresPerNode int
+	H            float64
+	// Real builds the backend of a non-simulated site. It returns the backend
+	// and what to close at the end.
+	Real func(ctx context.Context) (backends.Backend, io.Closer, error)
+}
+
+// Spec is everything Build needs.
+type Spec struct {
+	Sites     []SiteSpec
+	Links     [][]policy.Link
+	MultiSite float64
+	Planner   string        // a coalloc.ByName name; "" = greedy-easy
+	TimeScale float64       // virtual seconds per wall second for simulated sites (0 = 60)
+	Seed      uint64        // seed of the simulated testbed
+	Interval  time.Duration // cycle interval on real sites (0 = 1s)
+	Epoch     time.Time     // simulated start time (zero = now, rounded to the second)
+	Store     bridge.Store
+}
+
+// Options are knobs of the caller, not of the configuration.
+type Options struct {
+	Logger  *slog.Logger
+	OnEvent func(*bridge.Job, bridge.Event)
+}
+
+// Env is an assembled broker with its sites.
+type Env struct {
+	Broker  *bridge.Broker
+	Engine  *simbackend.Engine // nil when no site is simulated
+	Sites   []SiteSpec
+	spec    Spec
+	closers []io.Closer
+	log     *slog.Logger
+}
+
+// Build assembles the broker. Simulated and real sites cannot be mixed in one
+// broker (a virtual clock cannot wait for a real batch system).
+func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
+	if len(spec.Sites) == 0 {
+		return nil, fmt.Errorf("%w: no sites", ErrConfig)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	env := &Env{Sites: spec.Sites, spec: spec, log: log}
+	nsim := 0
+	for _, s := range spec.Sites {
+		if s.Kind == "sim" {
+			nsim++
+		}
+	}
+	if nsim > 0 && nsim < len(spec.Sites) {
+		return nil, fmt.Errorf("%w: %d simulated and %d real sites in one configuration; use one kind per configuration", ErrConfig, nsim, len(spec.Sites)-nsim)
+	}
+	if nsim > 0 {
+		epoch := spec.Epoch
+		if epoch.IsZero() {
+			epoch = time.Now().UTC().Truncate(time.Second)
+		}
+		env.Engine = simbackend.NewEngine(epoch, spec.Seed)
+	}
+	var sites []bridge.SiteConfig
+	for _, s := range spec.Sites {
+		var be backends.Backend
+		switch s.Kind {
+		case "sim":
+			site, err := simbackend.NewSite(env.Engine, simbackend.SiteConfig{Name: s.Name, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H})
+			if err != nil {
+				return nil, fmt.Errorf("%w: site %s: %w", ErrConfig, s.Name, err)
+			}
+			be = site
+		default:
+			if s.Real == nil {
+				return nil, fmt.Errorf("%w: site %s: kind %q is not supported here (valid: sim, slurm)", ErrConfig, s.Name, s.Kind)
+			}
+			b, c, err := s.Real(ctx)
+			if err != nil {
+				env.Close()
+				return nil, fmt.Errorf("site %s: %w", s.Name, err)
+			}
+			be = b
+			if c != nil {
+				env.closers = append(env.closers, c)
+			}
+		}
+		sites = append(sites, bridge.SiteConfig{Name: s.Name, Backend: be, H: s.H, Simulated: s.Kind == "sim"})
+	}
+	name := spec.Planner
+	if name == "" {
+		name = "greedy-easy"
+	}
+	planner, err := coalloc.ByName(name)
+	if err != nil {
+		env.Close()
+		return nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
+	}
+	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, Links: spec.Links,
+		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent})
+	if err != nil {
+		env.Close()
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	env.Broker = b
+	return env, nil
+}
+
+// Close releases the sites' connections.
+func (e *Env) Close() error {
+	var errs []error
+	for _, c := range e.closers {
+		errs = append(errs, c.Close())
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
+
+// Simulated reports whether the sites are simulated.
+func (e *Env) Simulated() bool { return e.Engine != nil }
+
+// Now is the broker's current time: virtual for simulated sites.
+func (e *Env) Now() time.Time {
+	if e.Engine != nil {
+		return e.Engine.Now()
+	}
+	return time.Now()
+}
+
+// Describe says in one line what the job runs on.
+func (e *Env) Describe() string {
+	var parts []string
+	for _, s := range e.Sites {
+		parts = append(parts, fmt.Sprintf("%s %d", s.Name, s.Nodes))
+	}
+	kind := "real sites"
+	if e.Engine != nil {
+		kind = "the simulated testbed"
+	}
+	return fmt.Sprintf("%s (%s)", kind, strings.Join(parts, ", "))
+}
+
+// Clock paces the cycles of a command that follows jobs.
+type Clock interface {
+	Now() time.Time
+	// Tick waits until the next cycle is due. j, when not nil, is the job being
+	// followed; a simulated clock uses its predicted end to pick its pace.
+	Tick(j *bridge.Job)
+}
+
+// Clock returns the pacing for this environment. scale overrides the
+// configured time scale of simulated sites (0 = configured).
+func (e *Env) Clock(scale float64) Clock {
+	if e.Engine == nil {
+		iv := e.spec.Interval
+		if iv <= 0 {
+			iv = time.Second
+		}
+		return wallClock{iv}
+	}
+	base := e.spec.TimeScale
+	if scale > 0 {
+		base = scale
+	}
+	if base <= 0 {
+		base = 60
+	}
+	return &simClock{e: e.Engine, base: base, fixed: scale > 0, tick: 50 * time.Millisecond}
+}
+
+type wallClock struct{ iv time.Duration }
+
+func (wallClock) Now() time.Time     { return time.Now() }
+func (w wallClock) Tick(*bridge.Job) { time.Sleep(w.iv) }
+
+// simClock advances the engine in scaled wall time. Unless the scale was
+// fixed by the user it speeds up so that a followed job's predicted end is
+// reached within about two seconds of wall time: a demo should not take as
+// long as the job it simulates.
+type simClock struct {
+	e     *simbackend.Engine
+	base  float64
+	fixed bool
+	tick  time.Duration
+}
+
+// targetWall is how long the rest of a followed job may take in wall time.
+const targetWall = 2 * time.Second
+
+func (c *simClock) Now() time.Time { return c.e.Now() }
+
+func (c *simClock) Scale(j *bridge.Job) float64 {
+	s := c.base
+	if c.fixed || j == nil || j.Predicted.Parts == nil {
+		return s
+	}
+	left := j.Predicted.End().Sub(c.e.Now())
+	if left < time.Second {
+		left = time.Second
+	}
+	return max(s, float64(left)/float64(targetWall))
+}
+
+func (c *simClock) Tick(j *bridge.Job) {
+	time.Sleep(c.tick)
+	step := time.Duration(c.Scale(j) * float64(c.tick))
+	c.e.RunUntil(c.e.Now().Add(step))
+}

@@ -1,0 +1,170 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/simbackend"
+	"github.com/gridsub/gridsub/simbackend/swf"
+)
+
+// Site is one simulated site.
+type Site struct {
+	Name  string
+	Nodes int
+	H     float64
+}
+
+// Job is one job of a workload.
+type Job struct {
+	ID       string
+	Submit   time.Duration // from the start of the replay
+	Width    int
+	Estimate time.Duration // the user's estimate on the reference machine
+	Runtime  time.Duration // actual run time on the reference machine (may exceed Estimate: killed)
+	Origin   int           // submit site index, -1 = none
+	Size     int64         // bytes to move to the executing sites
+}
+
+// Setup describes one replay.
+type Setup struct {
+	Sites     []Site
+	Links     [][]policy.Link
+	MultiSite float64
+	Planner   policy.Planner
+	Epoch     time.Time // virtual start (zero = 2000-01-01 UTC)
+	Seed      uint64
+}
+
+// Result is a replay's outcome.
+type Result struct {
+	Records    []simbackend.Record
+	Summary    simbackend.Summary
+	Cycles     int
+	Unfinished int // jobs neither ended nor rejected when nothing was left to happen
+	Failed     int // jobs that ended failed (e.g. killed at walltime)
+}
+
+// FromShaped converts a shaped SWF workload: submit times relative to the
+// first job, estimate = requested time (the run time when missing).
+func FromShaped(in []swf.Shaped) []Job {
+	out := make([]Job, 0, len(in))
+	var t0 int64
+	if len(in) > 0 {
+		t0 = in[0].Submit
+	}
+	for _, s := range in {
+		est := s.ReqTime
+		if est <= 0 {
+			est = s.Run
+		}
+		run := max(s.Run, 0)
+		out = append(out, Job{ID: fmt.Sprint(s.ID), Submit: time.Duration(s.Submit-t0) * time.Second, Width: int(s.Width),
+			Estimate: time.Duration(max(est, 1)) * time.Second, Runtime: time.Duration(run) * time.Second,
+			Origin: s.SubmitSite, Size: s.Size})
+	}
+	return out
+}
+
+// Run replays jobs (sorted by Submit) on the setup. progress, when not nil,
+// is called now and then with the number of jobs submitted so far.
+func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, total int)) (*Result, error) {
+	epoch := s.Epoch
+	if epoch.IsZero() {
+		epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	eng := simbackend.NewEngine(epoch, s.Seed)
+	var sites []bridge.SiteConfig
+	caps := make([]simbackend.SiteCapacity, len(s.Sites))
+	idx := map[string]int{}
+	for i, st := range s.Sites {
+		site, err := simbackend.NewSite(eng, simbackend.SiteConfig{Name: st.Name, Nodes: st.Nodes, H: st.H})
+		if err != nil {
+			return nil, fmt.Errorf("site %s: %w", st.Name, err)
+		}
+		sites = append(sites, bridge.SiteConfig{Name: st.Name, Backend: site, H: st.H, Simulated: true})
+		caps[i] = simbackend.SiteCapacity{Name: st.Name, Nodes: st.Nodes}
+		idx[st.Name] = i
+	}
+	b, err := bridge.New(bridge.Options{Sites: sites, Planner: s.Planner, Links: s.Links, MultiSite: s.MultiSite})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	ids := make([]string, len(jobs))
+	next := 0
+	for {
+		if next&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		t, ok := eng.Peek()
+		if next < len(jobs) {
+			st := epoch.Add(jobs[next].Submit)
+			if !ok || st.Before(t) {
+				t, ok = st, true
+			}
+		}
+		if !ok {
+			break
+		}
+		eng.RunUntil(t)
+		for next < len(jobs) && !epoch.Add(jobs[next].Submit).After(t) {
+			j := &jobs[next]
+			req := bridge.Request{Name: "job-" + j.ID, Command: []string{"replay"}, Nodes: j.Width, Estimate: j.Estimate,
+				DataSize: j.Size, Sim: backends.SimHints{Runtime: j.Runtime}}
+			if j.Runtime == 0 {
+				req.Sim.Runtime = time.Nanosecond // ran for no time; 0 would mean "runs its estimate"
+			}
+			if j.Origin >= 0 && j.Origin < len(s.Sites) {
+				req.Origin = s.Sites[j.Origin].Name
+			}
+			bj, err := b.Submit(ctx, req, t)
+			if err != nil {
+				return nil, fmt.Errorf("job %s: %w", j.ID, err)
+			}
+			ids[next] = bj.ID
+			next++
+			if progress != nil && next%1000 == 0 {
+				progress(next, len(jobs))
+			}
+		}
+		if _, err := b.Cycle(ctx, t); err != nil {
+			return nil, err
+		}
+		res.Cycles++
+	}
+	if progress != nil {
+		progress(next, len(jobs))
+	}
+	res.Records = make([]simbackend.Record, 0, len(jobs))
+	for i, id := range ids {
+		j, err := b.Job(id)
+		if err != nil {
+			return nil, err
+		}
+		r := simbackend.Record{ID: jobs[i].ID, Submit: j.Submit, Start: j.Start, End: j.End, Width: jobs[i].Width}
+		switch j.State {
+		case bridge.Rejected:
+			r.Rejected = true
+		case bridge.Completed, bridge.Failed:
+			if j.State == bridge.Failed {
+				res.Failed++
+			}
+			for _, c := range j.Comps {
+				r.Parts = append(r.Parts, simbackend.Part{Site: idx[c.Site], Nodes: c.Nodes})
+			}
+		default:
+			res.Unfinished++
+			continue
+		}
+		res.Records = append(res.Records, r)
+	}
+	res.Summary = simbackend.Compute(res.Records, caps)
+	return res, nil
+}

@@ -1,0 +1,92 @@
+package replay
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/simbackend/swf"
+)
+
+// paper000 is the three-site testbed of paper 000 with small heterogeneity.
+func paper000() []Site {
+	return []Site{{"Beijing", 128, 1}, {"Shanghai", 64, 1}, {"Harbin", 32, 1}}
+}
+
+func links(n int, bw float64, lat time.Duration) [][]policy.Link {
+	l := make([][]policy.Link, n)
+	for i := range l {
+		l[i] = make([]policy.Link, n)
+		for k := range l[i] {
+			if i != k {
+				l[i][k] = policy.Link{SecPerByte: 1 / bw, Latency: lat}
+			}
+		}
+	}
+	return l
+}
+
+func loadCTC(tb testing.TB, n int, wide bool) []Job {
+	tb.Helper()
+	dir, ok := swf.WorkloadsDir()
+	if !ok {
+		tb.Skip("workload traces not found: set GRIDSUB_WORKLOADS or put ../shared/workloads beside the repository")
+	}
+	r, err := swf.Open(filepath.Join(dir, "CTC-SP2-1996-3.1-cln.swf.gz"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	var jobs []swf.Job
+	f := swf.StrongFilter{MaxProcs: 338}
+	for {
+		j, err := r.Next()
+		if err != nil {
+			break
+		}
+		if f.Apply(&j) {
+			jobs = append(jobs, j)
+		}
+		if n > 0 && len(jobs) >= n {
+			break
+		}
+	}
+	sh, err := swf.Shape(jobs, swf.ShapeOptions{N: n, WidthCap: 32, Sites: 3, Seed: 7, Wide90: wide})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return FromShaped(sh)
+}
+
+// TestReplayPaper000Workload1 replays the first 2,000 CTC jobs of Workload 1
+// through the broker and checks the outcome is complete and sane.
+func TestReplayPaper000Workload1(t *testing.T) {
+	jobs := loadCTC(t, 2000, false)
+	pl, err := coalloc.ByName("greedy-easy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Setup{Sites: paper000(), Links: links(3, 1e6, 575*time.Millisecond), MultiSite: 1.1, Planner: pl}, jobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	t.Logf("cycles %d ran %d rejected %d failed %d AWRT %.0f AWWT %.0f AU %.3f bsld %.2f", res.Cycles, s.Ran, s.Rejected, res.Failed, s.AWRT, s.AWWT, s.AU, s.MeanBSLD)
+	if res.Unfinished != 0 || s.Ran+s.Rejected != len(jobs) {
+		t.Fatalf("%d unfinished, %d ran + %d rejected of %d", res.Unfinished, s.Ran, s.Rejected, len(jobs))
+	}
+	if s.Rejected != 0 {
+		t.Fatalf("no job of width <= 32 may be rejected on 224 nodes, got %d", s.Rejected)
+	}
+	if s.AU <= 0.05 || s.AU > 1 || s.AWWT < 0 || s.AWRT < s.AWWT {
+		t.Fatalf("implausible metrics: %+v", s)
+	}
+	for _, r := range res.Records {
+		if r.Start.Before(r.Submit) || r.End.Before(r.Start) {
+			t.Fatalf("job %s: submit %v start %v end %v", r.ID, r.Submit, r.Start, r.End)
+		}
+	}
+}
