@@ -167,6 +167,9 @@ func (s *Site) Info(ctx context.Context) (*backends.SiteInfo, error) {
 	}
 	free := s.cfg.Nodes
 	for _, j := range s.sched.running {
+		if j.estEnd <= now {
+			continue // ends at this instant (its end is being handled)
+		}
 		free -= j.width
 		info.Busy = append(info.Busy, backends.Allocation{Nodes: j.width, Until: s.e.timeOf(j.estEnd)})
 	}
