@@ -567,7 +567,8 @@ func (s *Site) endResv(rv *siteResv, how string) {
 	s.sched.pass(s.e.nowNS())
 }
 
-// ShowReservation reports a reservation, including ended and deleted ones.
+// ShowReservation reports a pending or active reservation; an ended or
+// deleted one is gone, as on a real batch system (backends.ErrRejected).
 func (s *Site) ShowReservation(ctx context.Context, id backends.ResvID) (*backends.Reservation, error) {
 	if err := s.ctxErr(ctx); err != nil {
 		return nil, err
@@ -577,6 +578,9 @@ func (s *Site) ShowReservation(ctx context.Context, id backends.ResvID) (*backen
 	rv := s.findResv(string(id))
 	if rv == nil {
 		return nil, fmt.Errorf("sim site %s: %w: no reservation %q", s.cfg.Name, backends.ErrRejected, id)
+	}
+	if rv.state == "ended" || rv.state == "deleted" {
+		return nil, fmt.Errorf("sim site %s: %w: reservation %q has %s (a batch system forgets it)", s.cfg.Name, backends.ErrRejected, id, rv.state)
 	}
 	return &backends.Reservation{ID: rv.id, Start: s.e.timeOf(rv.r.start), End: s.e.timeOf(rv.r.end),
 		Nodes: rv.r.nodes, NodeList: fmt.Sprintf("%s[%d nodes]", s.cfg.Name, rv.r.nodes), State: rv.state}, nil

@@ -305,8 +305,8 @@ func TestSiteReservations(t *testing.T) {
 			t.Errorf("job %s: %s %v..%v, want %s %d..%d", w.id, got.State, got.Start.Sub(epoch0), got.End.Sub(epoch0), w.state, w.start, w.end)
 		}
 	}
-	if r, _ := s.ShowReservation(bg, rid); r.State != "ended" {
-		t.Fatalf("reservation state after the end: %s", r.State)
+	if r, err := s.ShowReservation(bg, rid); !errors.Is(err, backends.ErrRejected) || !strings.Contains(err.Error(), "ended") {
+		t.Fatalf("show after the end: %+v, %v", r, err)
 	}
 	if err := s.DeleteReservation(bg, rid); err != nil {
 		t.Fatalf("delete of an ended reservation: %v", err)
