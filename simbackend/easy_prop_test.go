@@ -154,3 +154,123 @@ func atoi(id backends.JobID) int {
 	fmt.Sscan(string(id), &n)
 	return n
 }
+
+// TestReservationInvariants: with random advance reservations among random
+// jobs, ordinary jobs and reservation windows together never exceed the
+// site; a reservation's jobs run inside its window and within its nodes.
+func TestReservationInvariants(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		nodes := rapid.IntRange(2, 12).Draw(rt, "nodes")
+		e := NewEngine(epoch0, 1)
+		s, err := NewSite(e, SiteConfig{Name: "r", Nodes: nodes, EASY: EASYOptions{ReferenceCompatible: rapid.Bool().Draw(rt, "reference")}})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		type iv struct {
+			a, b  time.Time
+			nodes int
+		}
+		var resvs []iv
+		resvID := map[int]backends.ResvID{}
+		jobResv := map[backends.JobID]int{}
+		var ids []backends.JobID
+		nr := rapid.IntRange(1, 4).Draw(rt, "reservations")
+		for k := 0; k < nr; k++ {
+			create := rapid.IntRange(0, 100).Draw(rt, "create")
+			start := create + rapid.IntRange(0, 100).Draw(rt, "bookahead")
+			dur := time.Duration(rapid.IntRange(1, 80).Draw(rt, "dur")) * time.Second
+			want := rapid.IntRange(1, nodes).Draw(rt, "resvNodes")
+			e.At(at(create), func() {
+				id, err := s.CreateReservation(bg, &backends.ReservationSpec{Start: at(start), Duration: dur, Nodes: want})
+				if err == nil {
+					resvID[k] = id
+					resvs = append(resvs, iv{at(start), at(start).Add(dur), want})
+				}
+			})
+		}
+		nj := rapid.IntRange(1, 30).Draw(rt, "jobs")
+		for i := 0; i < nj; i++ {
+			sub := rapid.IntRange(0, 250).Draw(rt, "submit")
+			wall := time.Duration(rapid.IntRange(1, 60).Draw(rt, "wall")) * time.Second
+			width := rapid.IntRange(1, nodes).Draw(rt, "width")
+			into := rapid.IntRange(-2, nr-1).Draw(rt, "into") // < 0: ordinary job
+			e.At(at(sub), func() {
+				sp := spec(fmt.Sprint(i), width, wall, wall)
+				if into >= 0 {
+					rid, ok := resvID[into]
+					if !ok {
+						return
+					}
+					sp.Reservation = string(rid)
+				}
+				id, err := s.Submit(bg, sp)
+				if err != nil {
+					return // reservation ended or too small: refused, fine
+				}
+				ids = append(ids, id)
+				if into >= 0 {
+					jobResv[id] = into
+				}
+			})
+		}
+		e.Run()
+		// Points to check: every start and every reservation start.
+		var pts []time.Time
+		var ord []iv
+		inResv := map[backends.ResvID][]iv{}
+		for _, id := range ids {
+			got := st2(rt, s, id)
+			if !got.State.Final() {
+				rt.Fatalf("job %s not final: %+v", id, got)
+			}
+			if got.Start.IsZero() {
+				continue
+			}
+			w := s.jobs[atoi(id)-1].width
+			pts = append(pts, got.Start)
+			if k, ok := jobResv[id]; ok {
+				rid := resvID[k]
+				inResv[rid] = append(inResv[rid], iv{got.Start, got.End, w})
+			} else {
+				ord = append(ord, iv{got.Start, got.End, w})
+			}
+		}
+		for _, r := range resvs {
+			pts = append(pts, r.a)
+		}
+		for _, p := range pts {
+			used := 0
+			for _, x := range append(append([]iv(nil), ord...), resvs...) {
+				if !p.Before(x.a) && p.Before(x.b) {
+					used += x.nodes
+				}
+			}
+			if used > nodes {
+				rt.Fatalf("%d nodes held at %v on a %d-node site", used, p.Sub(epoch0), nodes)
+			}
+		}
+		for k, rid := range resvID {
+			win := resvs[indexOfResv(resvID, k)]
+			for _, j := range inResv[rid] {
+				if j.a.Before(win.a) || j.b.After(win.b) {
+					rt.Fatalf("job of %s ran %v..%v outside %v..%v", rid, j.a.Sub(epoch0), j.b.Sub(epoch0), win.a.Sub(epoch0), win.b.Sub(epoch0))
+				}
+				used := 0
+				for _, o := range inResv[rid] {
+					if !j.a.Before(o.a) && j.a.Before(o.b) {
+						used += o.nodes
+					}
+				}
+				if used > win.nodes {
+					rt.Fatalf("%s: %d nodes used of %d", rid, used, win.nodes)
+				}
+			}
+		}
+	})
+}
+
+// indexOfResv maps the k-th reservation request to its position among the
+// granted ones (requests are granted in id order).
+func indexOfResv(ids map[int]backends.ResvID, k int) int {
+	return atoi(backends.JobID(string(ids[k])[len("resv"):])) - 1
+}

@@ -173,3 +173,52 @@ func SummarizeReplay(jobs []ReplayJob, procs int) Summary {
 	}
 	return Compute(recs, []SiteCapacity{{Nodes: procs}})
 }
+
+// ReferenceMatch compares a replay with a reference schedule in SWF (field 3
+// holding the simulated wait, as pyss writes it).
+type ReferenceMatch struct {
+	Jobs      int     // jobs in the replay
+	Same      int     // jobs whose start time equals the reference's
+	Missing   int     // replay jobs absent from the reference
+	Percent   float64 // 100 × Same / Jobs
+	FirstDiff int64   // id of the first job (in trace order) that differs; -1 if none
+}
+
+// MatchReference reads a reference schedule (plain or gzip SWF) and compares
+// start times (submit + wait) job by job, by job id.
+func MatchReference(res *ReplayResult, ref io.Reader) (ReferenceMatch, error) {
+	rd, err := swf.NewReader(ref)
+	if err != nil {
+		return ReferenceMatch{}, fmt.Errorf("simbackend: reference: %w", err)
+	}
+	defer rd.Close()
+	starts := make(map[int64]int64, len(res.Jobs))
+	for {
+		j, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return ReferenceMatch{}, fmt.Errorf("simbackend: reference: %w", err)
+		}
+		starts[j.ID] = j.Submit + j.Wait
+	}
+	m := ReferenceMatch{Jobs: len(res.Jobs), FirstDiff: -1}
+	for _, j := range res.Jobs {
+		s, ok := starts[j.ID]
+		switch {
+		case !ok:
+			m.Missing++
+		case s == j.Start:
+			m.Same++
+			continue
+		}
+		if m.FirstDiff < 0 {
+			m.FirstDiff = j.ID
+		}
+	}
+	if m.Jobs > 0 {
+		m.Percent = 100 * float64(m.Same) / float64(m.Jobs)
+	}
+	return m, nil
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gridsub/gridsub/simbackend/swf"
@@ -68,36 +69,46 @@ func referenceStarts(tb testing.TB) map[int64]int64 {
 
 func TestCTCEasyMatchesReference(t *testing.T) {
 	res := replayCTC(t)
-	ref := referenceStarts(t)
-	if res.Kept != 77199 || len(ref) != 77199 {
-		t.Fatalf("kept %d jobs, reference has %d; want 77199 each", res.Kept, len(ref))
+	f, err := os.Open(workloadFile(t, filepath.Join("reference", "CTC-SP2.pyss-easy-backfill.swf.gz")))
+	if err != nil {
+		t.Fatal(err)
 	}
-	match, firstBad := 0, -1
-	for i, j := range res.Jobs {
-		rs, ok := ref[j.ID]
-		if !ok {
-			t.Fatalf("job %d is not in the reference", j.ID)
-		}
-		if rs == j.Start {
-			match++
-		} else if firstBad < 0 {
-			firstBad = i
-		}
+	defer f.Close()
+	m, err := MatchReference(res, f)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pct := 100 * float64(match) / float64(len(res.Jobs))
+	if res.Kept != 77199 || m.Missing != 0 {
+		t.Fatalf("kept %d jobs (want 77199), %d missing from the reference", res.Kept, m.Missing)
+	}
 	bsld := res.Summary.MeanBSLD
 	dev := math.Abs(bsld-refMeanBSLD) / refMeanBSLD
 	t.Logf("start times identical for %d of %d jobs (%.3f %%); mean bsld %.4f (reference %.4f, off by %.4f %%); mean wait %.1f s, mean response %.1f s",
-		match, len(res.Jobs), pct, bsld, refMeanBSLD, 100*dev, res.Summary.MeanWait, res.Summary.MeanResponse)
-	if firstBad >= 0 {
-		j := res.Jobs[firstBad]
-		t.Logf("first mismatch: job %d submit %d start %d, reference start %d", j.ID, j.Submit, j.Start, ref[j.ID])
+		m.Same, m.Jobs, m.Percent, bsld, refMeanBSLD, 100*dev, res.Summary.MeanWait, res.Summary.MeanResponse)
+	if m.FirstDiff >= 0 {
+		t.Logf("first job that differs: %d", m.FirstDiff)
 	}
-	if pct < 99.9 {
-		t.Errorf("only %.3f %% of start times match the reference (want >= 99.9 %%)", pct)
+	if m.Percent < 99.9 {
+		t.Errorf("only %.3f %% of start times match the reference (want >= 99.9 %%)", m.Percent)
 	}
 	if dev > 0.005 {
 		t.Errorf("mean bsld %.4f deviates %.3f %% from the reference %.4f (want <= 0.5 %%)", bsld, 100*dev, refMeanBSLD)
+	}
+	// Reference aggregates from the workloads README.
+	if math.Abs(res.Summary.MeanWait-14272.6) > 0.1 || math.Abs(res.Summary.MeanResponse-25526.8) > 0.1 {
+		t.Errorf("mean wait %.2f / response %.2f, reference 14272.6 / 25526.8", res.Summary.MeanWait, res.Summary.MeanResponse)
+	}
+}
+
+func TestMatchReferenceCountsDifferences(t *testing.T) {
+	res := &ReplayResult{Jobs: []ReplayJob{{ID: 1, Submit: 0, Start: 5}, {ID: 2, Submit: 3, Start: 9}, {ID: 7, Submit: 4, Start: 4}}}
+	ref := "; reference\n1 0 5 10 1 -1 -1 1 10 -1 -1 1 -1 -1 -1 -1 -1 -1\n2 3 5 10 1 -1 -1 1 10 -1 -1 1 -1 -1 -1 -1 -1 -1\n"
+	m, err := MatchReference(res, strings.NewReader(ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Jobs != 3 || m.Same != 1 || m.Missing != 1 || m.FirstDiff != 2 || math.Abs(m.Percent-100.0/3) > 1e-9 {
+		t.Fatalf("%+v", m)
 	}
 }
 
