@@ -1,0 +1,366 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/gridsub/gridsub/configs"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// Site kinds.
+const (
+	KindSim   = "sim"   // a simulated site on virtual time (simbackend)
+	KindSlurm = "slurm" // a SLURM cluster reached over SSH
+	KindPBS   = "pbs"   // a PBS cluster reached over SSH
+)
+
+// Kinds lists the valid site kinds.
+var Kinds = []string{KindSim, KindSlurm, KindPBS}
+
+// Config is a whole gridsub configuration: the sites, the network between
+// them, the broker and the simulator.
+type Config struct {
+	Sites   []Site  `mapstructure:"sites"`
+	Network Network `mapstructure:"network"`
+	Broker  Broker  `mapstructure:"broker"`
+	Sim     Sim     `mapstructure:"sim"`
+
+	// Source names where the configuration came from ("configs/testbed.yaml
+	// (built in)" or the file path); it is not read from the file.
+	Source string `mapstructure:"-"`
+}
+
+// Site is one batch-system cluster.
+type Site struct {
+	Name string `mapstructure:"name"` // unique; [A-Za-z0-9][A-Za-z0-9._-]{0,63}
+	Kind string `mapstructure:"kind"` // sim | slurm | pbs
+	// Nodes is the number of schedulable nodes: required for sim sites; for
+	// slurm/pbs sites 0 means "ask the site" (its Info).
+	Nodes        int     `mapstructure:"nodes"`
+	CoresPerNode int     `mapstructure:"cores_per_node"` // default 1
+	H            float64 `mapstructure:"h"`              // heterogeneity factor > 0; default 1 (the reference machine)
+	// For slurm and pbs sites:
+	SSH       *SSH   `mapstructure:"ssh"`
+	Partition string `mapstructure:"partition"`  // partition (SLURM) or queue (PBS); "" = the site's default
+	RemoteDir string `mapstructure:"remote_dir"` // absolute directory at the site under which job directories are made
+}
+
+// SSH is how gridsub reaches a site's login node. There is deliberately no
+// password field: authentication is by key file or ssh-agent.
+type SSH struct {
+	Host                  string `mapstructure:"host"`
+	Port                  int    `mapstructure:"port"` // default 22
+	User                  string `mapstructure:"user"`
+	KeyFile               string `mapstructure:"key_file"`                 // private key file (unencrypted, or use the agent)
+	KnownHosts            string `mapstructure:"known_hosts"`              // known_hosts file checked against the host key
+	Agent                 bool   `mapstructure:"agent"`                    // also offer the keys of $SSH_AUTH_SOCK
+	InsecureIgnoreHostKey bool   `mapstructure:"insecure_ignore_host_key"` // skip the host key check (testing only)
+	MaxSessions           int    `mapstructure:"max_sessions"`             // concurrent sessions on the one connection; default 8
+}
+
+// Link is the network path between two sites, given in the file.
+type Link struct {
+	From      string        `mapstructure:"from"`
+	To        string        `mapstructure:"to"`
+	Bandwidth Bandwidth     `mapstructure:"bandwidth"`
+	Latency   time.Duration `mapstructure:"latency"`
+}
+
+// Path is a bandwidth and latency.
+type Path struct {
+	Bandwidth Bandwidth     `mapstructure:"bandwidth"`
+	Latency   time.Duration `mapstructure:"latency"`
+}
+
+// Network describes the paths between sites. A link applies in both
+// directions unless the reverse direction is listed too; every pair not
+// listed uses Default. A site to itself is free (SPEC.md §1: t_trans = 0).
+type Network struct {
+	Default         Path    `mapstructure:"default"`
+	Links           []Link  `mapstructure:"links"`
+	MultiSiteFactor float64 `mapstructure:"multi_site_factor"` // p >= 1 of SPEC.md §1 equation (3)
+}
+
+// Broker configures the broker.
+type Broker struct {
+	Policy   string        `mapstructure:"policy"`   // planner name (the policy registry checks it)
+	Interval time.Duration `mapstructure:"interval"` // scheduling interval Δt, > 0
+	// PollInterval is how often each site is asked for the status of its
+	// jobs (one batched call per site), > 0.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	StateDir     string        `mapstructure:"state_dir"` // durable state; default $XDG_STATE_HOME/gridsub or ~/.local/state/gridsub
+	Socket       string        `mapstructure:"socket"`    // the broker's API socket; default <state_dir>/gridsub.sock
+	// Cron holds robfig/cron specs of periodic broker work by name, e.g.
+	// trust_decay: "@every 10m". Each spec is checked at load.
+	Cron map[string]string `mapstructure:"cron"`
+}
+
+// Sim configures the simulated sites.
+type Sim struct {
+	TimeScale float64 `mapstructure:"time_scale"` // virtual seconds per wall second in interactive runs, > 0
+	Seed      uint64  `mapstructure:"seed"`       // seed of every random choice
+}
+
+// defaults are every default value, by key. Keys listed here can also be
+// overridden from the environment: broker.policy by GRIDSUB_BROKER_POLICY,
+// sim.time_scale by GRIDSUB_SIM_TIME_SCALE, and so on (dots become
+// underscores, upper case). Per-site defaults are in siteDefaults.
+var defaults = map[string]any{
+	"network.default.bandwidth": "1MB/s",
+	"network.default.latency":   "575ms",
+	"network.multi_site_factor": 1.1,
+	"broker.policy":             "greedy",
+	"broker.interval":           "1s",
+	"broker.poll_interval":      "2s",
+	"broker.state_dir":          "",
+	"broker.socket":             "",
+	"sim.time_scale":            600,
+	"sim.seed":                  1,
+}
+
+// siteDefaults are applied to each site mapping that lacks the key, and
+// sshDefaults to each ssh mapping.
+var (
+	siteDefaults = map[string]any{"h": 1.0, "cores_per_node": 1}
+	sshDefaults  = map[string]any{"port": 22, "max_sessions": 8}
+)
+
+// EnvName is the environment variable that overrides a defaults key.
+func EnvName(key string) string {
+	return "GRIDSUB_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// EnvKeys lists the keys that GRIDSUB_* environment variables override.
+func EnvKeys() []string {
+	keys := make([]string, 0, len(defaults))
+	for k := range defaults {
+		keys = append(keys, k)
+	}
+	return sortStrings(keys)
+}
+
+// LoadDefault loads the built-in default configuration (configs/testbed.yaml).
+func LoadDefault() (*Config, error) { return Load("") }
+
+// Load reads, expands and validates a configuration. path "" means the
+// built-in configs/testbed.yaml; a path that does not exist but names a
+// built-in configuration ("local-slurm" or "local-slurm.yaml") loads that.
+// On a validation problem the error is an Errors listing every problem.
+func Load(path string) (*Config, error) {
+	data, source, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(source, data, os.LookupEnv)
+}
+
+func read(path string) ([]byte, string, error) {
+	if path == "" {
+		data, err := configs.Read(configs.Default)
+		return data, "configs/" + configs.Default + " (built in)", err
+	}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		return data, path, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(path, filepath.Separator) {
+		if d, e := configs.Read(path); e == nil {
+			return d, "configs/" + strings.TrimSuffix(path, ".yaml") + ".yaml (built in)", nil
+		}
+	}
+	return nil, path, &Error{Source: path, Msg: fmt.Sprintf("%v (built-in configurations: %s)", err, strings.Join(configs.Names(), ", ")), Err: ErrRead}
+}
+
+// Parse reads a configuration from data. source names it in errors; lookup
+// reads the environment (os.LookupEnv in Load; a map in tests) for ${VAR}
+// expansion and GRIDSUB_* overrides.
+func Parse(source string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return nil, Errors{{Source: source, Msg: fmt.Sprintf("not valid YAML: %v", err), Err: ErrRead}}
+	}
+	// Environment overrides for the scalar keys, through the lookup so that
+	// tests need not touch the process environment.
+	for _, k := range EnvKeys() {
+		if val, ok := lookup(EnvName(k)); ok {
+			v.Set(k, val)
+		}
+	}
+	settings := v.AllSettings()
+
+	p := &loader{source: source, lookup: lookup}
+	p.walk(settings, reflect.TypeOf(Config{}), "")
+	p.reportMissing()
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	applyListDefaults(settings)
+
+	cfg := &Config{Source: source}
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		ErrorUnused:      true,
+		WeaklyTypedInput: true,
+		Result:           cfg,
+		TagName:          "mapstructure",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config decoder: %w", err)
+	}
+	if err := dec.Decode(settings); err != nil {
+		return nil, p.decodeErrors(err)
+	}
+	cfg.Source = source
+	if err := cfg.finish(lookup); err != nil {
+		return nil, err
+	}
+	if errs := cfg.validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// applyListDefaults fills per-site and per-ssh defaults into the decoded
+// settings, so that "h missing" becomes 1 while "h: 0" stays an error.
+func applyListDefaults(settings map[string]any) {
+	sites, _ := settings["sites"].([]any)
+	for _, s := range sites {
+		m, ok := s.(map[string]any)
+		if !ok {
+			continue
+		}
+		fill(m, siteDefaults)
+		if ssh, ok := m["ssh"].(map[string]any); ok {
+			fill(ssh, sshDefaults)
+		}
+	}
+}
+
+func fill(m map[string]any, defs map[string]any) {
+	for k, v := range defs {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+}
+
+// finish computes the defaults that depend on the environment.
+func (c *Config) finish(lookup func(string) (string, bool)) error {
+	if c.Broker.StateDir == "" {
+		if x, ok := lookup("XDG_STATE_HOME"); ok && x != "" {
+			c.Broker.StateDir = filepath.Join(x, "gridsub")
+		} else if h, ok := lookup("HOME"); ok && h != "" {
+			c.Broker.StateDir = filepath.Join(h, ".local", "state", "gridsub")
+		} else {
+			return Errors{{Source: c.Source, Key: "broker.state_dir", Msg: "not set and neither XDG_STATE_HOME nor HOME is; give a directory for the broker's durable state", Err: ErrInvalid}}
+		}
+	}
+	if c.Broker.Socket == "" {
+		c.Broker.Socket = filepath.Join(c.Broker.StateDir, "gridsub.sock")
+	}
+	return nil
+}
+
+// SiteNames lists the site names in configuration order.
+func (c *Config) SiteNames() []string {
+	names := make([]string, len(c.Sites))
+	for i, s := range c.Sites {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// SiteIndex returns the index of the named site (names are case-sensitive).
+func (c *Config) SiteIndex(name string) (int, bool) {
+	for i, s := range c.Sites {
+		if s.Name == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// Site returns the named site.
+func (c *Config) Site(name string) (*Site, bool) {
+	if i, ok := c.SiteIndex(name); ok {
+		return &c.Sites[i], true
+	}
+	return nil, false
+}
+
+// TotalNodes is the sum of the configured nodes of every site.
+func (c *Config) TotalNodes() int {
+	n := 0
+	for _, s := range c.Sites {
+		n += s.Nodes
+	}
+	return n
+}
+
+// Path returns the network path from site i to site j: free for i == j, the
+// listed link (or its reverse) if any, else the default.
+func (c *Config) Path(i, j int) Path {
+	if i == j {
+		return Path{}
+	}
+	from, to := c.Sites[i].Name, c.Sites[j].Name
+	var reverse *Link
+	for k := range c.Network.Links {
+		l := &c.Network.Links[k]
+		if l.From == from && l.To == to {
+			return Path{Bandwidth: l.Bandwidth, Latency: l.Latency}
+		}
+		if l.From == to && l.To == from {
+			reverse = l
+		}
+	}
+	if reverse != nil {
+		return Path{Bandwidth: reverse.Bandwidth, Latency: reverse.Latency}
+	}
+	return c.Network.Default
+}
+
+// Links is the Snapshot.Links matrix: Links()[i][j] is the path from site i
+// to site j as the policies read it (seconds per byte and latency).
+func (c *Config) Links() [][]policy.Link {
+	out := make([][]policy.Link, len(c.Sites))
+	for i := range c.Sites {
+		out[i] = make([]policy.Link, len(c.Sites))
+		for j := range c.Sites {
+			p := c.Path(i, j)
+			out[i][j] = policy.Link{SecPerByte: p.Bandwidth.SecPerByte(), Latency: p.Latency}
+		}
+	}
+	return out
+}
+
+// PolicySites are the sites as a policy sees them before any state is known:
+// every node free, h from the configuration.
+func (c *Config) PolicySites() []policy.Site {
+	out := make([]policy.Site, len(c.Sites))
+	for i, s := range c.Sites {
+		out[i] = policy.Site{Name: s.Name, Nodes: s.Nodes, Free: s.Nodes, H: s.H}
+	}
+	return out
+}
+
+// Snapshot is an empty snapshot of the configured grid at now: sites with
+// every node free, the links and the multi-site factor. The broker fills in
+// the live state.
+func (c *Config) Snapshot(now time.Time) *policy.Snapshot {
+	return &policy.Snapshot{Now: now, Sites: c.PolicySites(), Links: c.Links(), MultiSite: c.Network.MultiSiteFactor}
+}

@@ -1,0 +1,34 @@
+// Package config loads gridsub's site configuration: which sites exist (kind
+// sim, slurm or pbs, nodes, cores, heterogeneity h, how to reach them over
+// SSH), the network between them, the broker's settings and the simulator's.
+//
+// Load reads a YAML file with viper (or, for path "", the built-in
+// configs/testbed.yaml; a bare name such as "local-slurm" also finds a
+// built-in file) and then, in this order:
+//
+//  1. applies GRIDSUB_* environment overrides to the scalar keys listed in
+//     EnvKeys (broker.policy by GRIDSUB_BROKER_POLICY, sim.time_scale by
+//     GRIDSUB_SIM_TIME_SCALE, ...). Only those keys: the local testbed's
+//     environment also sets GRIDSUB_SITES and friends, which must not
+//     replace the site list;
+//  2. refuses every key that looks like a secret (password, passphrase,
+//     token, ...) and every value holding an inline private key: use
+//     ssh.key_file or ssh.agent instead;
+//  3. refuses unknown keys, with the valid ones and a did-you-mean;
+//  4. expands ${VAR} and ${VAR:-default} in string values ("$${" is a
+//     literal "${"); an unset variable is an error naming it, the keys that
+//     use it, and the testbed.env file that exports the local testbed's
+//     variables;
+//  5. converts every value to its type (durations as in job files, rates
+//     such as "1MB/s" or "10Mbps", numbers given as strings by ${VAR}),
+//     fills defaults, and validates every value.
+//
+// Every problem is reported (an Errors list of *Error, each wrapping one of
+// the sentinels) with the key path, e.g. "sites[1].ssh.port", and what would
+// be valid. All defaults live in the defaults, siteDefaults and sshDefaults
+// tables of config.go.
+//
+// Config.Links, Config.PolicySites and Config.Snapshot convert the
+// configuration into the policy package's Snapshot pieces; Config.SiteIndex
+// maps a name to its index there.
+package config
