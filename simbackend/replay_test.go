@@ -220,3 +220,49 @@ func TestCTCReplayMemory(t *testing.T) {
 		t.Errorf("heap of %d MB exceeds 150 MB", ms.HeapSys/1e6)
 	}
 }
+
+// TestReplayOtherTraces replays the other PWA traces that carry runtime
+// estimates through the same path (filter at the header's MaxProcs, EASY in
+// reference mode) and checks every job's schedule is well-formed. There is
+// no reference schedule for them here; the aggregates are logged.
+func TestReplayOtherTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays ~650,000 jobs")
+	}
+	for _, name := range []string{"KTH-SP2-1996-2.1-cln", "SDSC-SP2-1998-4.2-cln", "HPC2N-2002-2.2-cln", "LANL-CM5-1994-4.1-cln", "SDSC-BLUE-2000-4.2-cln"} {
+		t.Run(name, func(t *testing.T) {
+			path := workloadFile(t, name+".swf.gz")
+			hr, err := swf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			procs, err := hr.Header.Int("MaxProcs")
+			hr.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			res, err := ReplayEASY(context.Background(), f, int(procs), ReplayOptions{
+				EASY:   EASYOptions{ReferenceCompatible: true},
+				Filter: swf.StrongFilter{MaxProcs: procs}.Apply,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Kept < res.Read/2 {
+				t.Fatalf("kept only %d of %d jobs", res.Kept, res.Read)
+			}
+			for _, j := range res.Jobs {
+				if j.Start < j.Submit || j.End-j.Start != min(j.Run, j.Estimate) || j.Width > int(procs) {
+					t.Fatalf("job %+v is malformed", j)
+				}
+			}
+			s := res.Summary
+			t.Logf("%d procs, %d of %d jobs: mean wait %.0f s, mean bsld %.2f, AU %.3f", procs, res.Kept, res.Read, s.MeanWait, s.MeanBSLD, s.AU)
+		})
+	}
+}

@@ -12,6 +12,10 @@ import (
 	"github.com/gridsub/gridsub/backends"
 )
 
+// maxWalltime bounds job walltimes so that virtual times stay far from
+// int64 overflow.
+const maxWalltime = 100 * 365 * 24 * time.Hour
+
 // SiteConfig describes a simulated site.
 type SiteConfig struct {
 	Name         string
@@ -47,6 +51,7 @@ type Site struct {
 	nQueue int
 	nRun   int
 	notes  []backends.JobStatus
+	down   string // non-empty: the site refuses service (SetDown)
 }
 
 var (
@@ -147,7 +152,34 @@ func (s *Site) ctxErr(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
 	}
+	s.e.mu.Lock()
+	down := s.down
+	s.e.mu.Unlock()
+	if down != "" {
+		return fmt.Errorf("sim site %s: %w: %s", s.cfg.Name, backends.ErrUnavailable, down)
+	}
 	return nil
+}
+
+// SetDown simulates an outage of the site's front end (login node, SSH,
+// controller): until SetUp, every Backend, Finder, Fetcher and Reserver
+// method fails with an error wrapping backends.ErrUnavailable that carries
+// reason. The batch system itself keeps running on the virtual clock: queued
+// jobs start and running jobs end, and OnChange still reports them.
+func (s *Site) SetDown(reason string) {
+	if reason == "" {
+		reason = "site down"
+	}
+	s.lock()
+	s.down = reason
+	s.unlock()
+}
+
+// SetUp ends an outage begun by SetDown.
+func (s *Site) SetUp() {
+	s.lock()
+	s.down = ""
+	s.unlock()
 }
 
 // Info reports the site's state now. Busy has one entry per running job
@@ -202,6 +234,8 @@ func (s *Site) Submit(ctx context.Context, spec *backends.JobSpec) (backends.Job
 		return "", fmt.Errorf("sim site %s: %w: job asks for %d nodes, the site has %d", s.cfg.Name, backends.ErrInvalidSpec, spec.Nodes, s.cfg.Nodes)
 	case spec.CoresPerNode > s.cfg.CoresPerNode:
 		return "", fmt.Errorf("sim site %s: %w: job asks for %d cores per node, nodes have %d", s.cfg.Name, backends.ErrInvalidSpec, spec.CoresPerNode, s.cfg.CoresPerNode)
+	case spec.Walltime > maxWalltime:
+		return "", fmt.Errorf("sim site %s: %w: walltime %s exceeds the simulator's limit of %s", s.cfg.Name, backends.ErrInvalidSpec, spec.Walltime, maxWalltime)
 	case spec.Sim.Runtime < 0:
 		return "", fmt.Errorf("sim site %s: %w: simulated runtime must be >= 0, got %s", s.cfg.Name, backends.ErrInvalidSpec, spec.Sim.Runtime)
 	}

@@ -425,3 +425,40 @@ func TestSiteConcurrentUse(t *testing.T) {
 		t.Fatalf("site not drained: %+v", info)
 	}
 }
+
+func TestSiteDownAndUp(t *testing.T) {
+	var ends int
+	e := NewEngine(epoch0, 1)
+	s, err := NewSite(e, SiteConfig{Name: "harbin", Nodes: 2, OnChange: func(js backends.JobStatus) {
+		if js.State.Final() {
+			ends++
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustSubmit(t, s, spec("a", 1, time.Minute, 10*time.Second))
+	s.SetDown("controller unreachable")
+	for name, err := range map[string]error{
+		"info":   func() error { _, err := s.Info(bg); return err }(),
+		"submit": func() error { _, err := s.Submit(bg, spec("b", 1, time.Minute, 0)); return err }(),
+		"status": func() error { _, err := s.Status(bg, []backends.JobID{id}); return err }(),
+		"cancel": s.Cancel(bg, id),
+		"resv":   func() error { _, err := s.CreateReservation(bg, &backends.ReservationSpec{Start: at(0), Duration: time.Minute, Nodes: 1}); return err }(),
+	} {
+		if !errors.Is(err, backends.ErrUnavailable) || !backends.Retryable(err) || !strings.Contains(err.Error(), "controller unreachable") {
+			t.Errorf("%s while down: %v", name, err)
+		}
+	}
+	e.Run()
+	if ends != 1 {
+		t.Fatalf("the job did not end during the outage (%d ends)", ends)
+	}
+	s.SetUp()
+	if got := st(t, s, id); got.State != backends.StateCompleted || !got.End.Equal(at(10)) {
+		t.Fatalf("after the outage: %+v", got)
+	}
+	if _, err := s.Submit(bg, spec("huge", 1, 200*365*24*time.Hour, 0)); !errors.Is(err, backends.ErrInvalidSpec) {
+		t.Fatalf("absurd walltime: %v", err)
+	}
+}

@@ -305,3 +305,23 @@ func parseNum(s []byte) (int64, float64, error) {
 	}
 	return int64(f), f, nil
 }
+
+// ReadJobs reads jobs from r until EOF or until n have been kept (n <= 0:
+// no limit). keep, when non-nil, filters and may repair each job
+// (StrongFilter.Apply).
+func ReadJobs(r *Reader, keep func(*Job) bool, n int) ([]Job, error) {
+	var out []Job
+	for n <= 0 || len(out) < n {
+		j, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		if keep == nil || keep(&j) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}

@@ -232,3 +232,24 @@ func TestCTCTraceFilter(t *testing.T) {
 		t.Fatalf("read %d, kept %d; want 77222 and 77199", total, kept)
 	}
 }
+
+func TestReadJobs(t *testing.T) {
+	r, err := Open("testdata/small.swf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	jobs, err := ReadJobs(r, StrongFilter{MaxProcs: 8}.Apply, 3)
+	if err != nil || len(jobs) != 3 || jobs[2].ID != 8 {
+		t.Fatalf("ReadJobs = %v, %v; want jobs 1, 2, 8", jobs, err)
+	}
+	rest, err := ReadJobs(r, nil, 0)
+	if err != nil || len(rest) != 1 || rest[0].ID != 9 {
+		t.Fatalf("rest = %v, %v", rest, err)
+	}
+	bad, _ := Open("testdata/bad_field.swf")
+	defer bad.Close()
+	if got, err := ReadJobs(bad, nil, 0); !errors.Is(err, ErrMalformed) || len(got) != 1 {
+		t.Fatalf("malformed: %v, %v", got, err)
+	}
+}
