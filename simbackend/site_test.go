@@ -444,7 +444,10 @@ func TestSiteDownAndUp(t *testing.T) {
 		"submit": func() error { _, err := s.Submit(bg, spec("b", 1, time.Minute, 0)); return err }(),
 		"status": func() error { _, err := s.Status(bg, []backends.JobID{id}); return err }(),
 		"cancel": s.Cancel(bg, id),
-		"resv":   func() error { _, err := s.CreateReservation(bg, &backends.ReservationSpec{Start: at(0), Duration: time.Minute, Nodes: 1}); return err }(),
+		"resv": func() error {
+			_, err := s.CreateReservation(bg, &backends.ReservationSpec{Start: at(0), Duration: time.Minute, Nodes: 1})
+			return err
+		}(),
 	} {
 		if !errors.Is(err, backends.ErrUnavailable) || !backends.Retryable(err) || !strings.Contains(err.Error(), "controller unreachable") {
 			t.Errorf("%s while down: %v", name, err)
