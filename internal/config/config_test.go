@@ -164,7 +164,7 @@ func TestMissingEnv(t *testing.T) {
 	}
 	if !strings.Contains(list[1].Error(), "sites[0].ssh.host: ${GRIDSUB_SSH_HOST} is not set") ||
 		!strings.Contains(list[1].Error(), "(also used by sites[1].ssh.host)") ||
-		!strings.Contains(list[1].Error(), "source "+TestbedEnv) {
+		!strings.Contains(list[1].Error(), "source "+TestbedDir+"/testbed.env") {
 		t.Errorf("error 1 = %q", list[1])
 	}
 }
@@ -332,5 +332,36 @@ func TestEmbeddedNames(t *testing.T) {
 	emb, _ := configs.Read("testbed")
 	if err != nil || string(disk) != string(emb) {
 		t.Error("embedded testbed.yaml differs from configs/testbed.yaml")
+	}
+}
+
+// TestLocalSlurmWithTestbedEnv loads local-slurm.yaml with the environment
+// of a running local testbed, when there is one.
+func TestLocalSlurmWithTestbedEnv(t *testing.T) {
+	dir := os.Getenv("GRIDSUB_TESTBED_DIR")
+	if dir == "" {
+		dir = TestbedDir
+	}
+	data, err := os.ReadFile(dir + "/testbed.env")
+	if err != nil {
+		t.Skipf("no local testbed: %v", err)
+	}
+	e := map[string]string{"HOME": "/h"}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(k, "#") {
+			continue
+		}
+		e[k] = strings.Trim(v, `"'`)
+	}
+	c := parseBuiltin(t, "local-slurm.yaml", e)
+	for i, s := range c.Sites {
+		if s.SSH.Port < 1 || s.SSH.KeyFile == "" || !strings.HasPrefix(s.RemoteDir, "/") || s.Nodes < 1 {
+			t.Errorf("site %d = %+v %+v", i, s, s.SSH)
+		}
+	}
+	if c.Sites[0].SSH.Port == c.Sites[1].SSH.Port {
+		t.Error("both sites on one port")
 	}
 }

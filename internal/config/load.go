@@ -16,8 +16,19 @@ import (
 	"github.com/gridsub/gridsub/internal/jobfile"
 )
 
-// TestbedEnv is the file that exports the local SLURM testbed's environment.
-const TestbedEnv = "/var/tmp/gridsub-testbed/testbed.env"
+// TestbedDir is where scripts/slurm-testbed.sh keeps the local SLURM
+// testbed (and its testbed.env) unless GRIDSUB_TESTBED_DIR says otherwise.
+const TestbedDir = "/var/tmp/gridsub-local-testbed"
+
+// testbedHint tells how to get the local testbed's environment.
+func (p *loader) testbedHint() string {
+	dir := TestbedDir
+	if d, ok := p.lookup("GRIDSUB_TESTBED_DIR"); ok && d != "" {
+		dir = d
+	}
+	return fmt.Sprintf("for the local SLURM testbed run `bash scripts/slurm-testbed.sh start && source %s/testbed.env` "+
+		"(/work/shared/testbed's slurm-sites.sh writes /var/tmp/gridsub-testbed/testbed.env), or export it", dir)
+}
 
 // loader walks the raw settings before they are decoded: it refuses secrets
 // and unknown keys and expands ${VAR} references in strings.
@@ -332,7 +343,7 @@ func (p *loader) reportMissing() {
 		keys := p.missing[name]
 		hint := "export it"
 		if strings.HasPrefix(name, "GRIDSUB_") {
-			hint = fmt.Sprintf("for the local SLURM testbed run `source %s` (after `bash slurm-sites.sh start`), or export it", TestbedEnv)
+			hint = p.testbedHint()
 		}
 		state := "not set"
 		if p.unset[name] {
