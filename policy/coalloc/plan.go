@@ -54,7 +54,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	st := NewState(s)
 	plan := &policy.Plan{}
 	var head *policy.Decision // the first job of this pass left waiting (reserved)
-	var headID string
+	var headID, noneWhy string
 	for qi := range s.Queue {
 		if qi%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -72,15 +72,27 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			continue
 		}
 		if head != nil && p.bf == None {
-			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, string(None),
-				fmt.Sprintf("strict FCFS: waits behind job %s (reserved from %s)", headID, clock(s, head.Chosen.Start)))})
+			if noneWhy == "" {
+				noneWhy = fmt.Sprintf("strict FCFS: waits behind job %s (reserved from %s)", headID, clock(s, head.Chosen.Start))
+			}
+			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, string(None), noneWhy)})
 			continue
 		}
 		k := newCollector(p.beaten)
+		k.immediateOnly = head != nil && p.bf == EASY
 		if err := p.sel.Select(st, j, sites, k); err != nil {
 			return nil, err
 		}
 		best := k.Best()
+		if k.immediateOnly && (best == nil || !best.Immediate) {
+			r := fmt.Sprintf("backfill: cannot start now without delaying job %s (reserved from %s)", headID, clock(s, head.Chosen.Start))
+			if best != nil {
+				r = fmt.Sprintf("backfill: waits for a better placement, %s from %s (end %s), rather than start now; it holds no reservation (EASY reserves only the head, job %s)",
+					partList(s, best.Parts), clock(s, s.Now.Add(best.Start)), clock(s, s.Now.Add(best.End())), headID)
+			}
+			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, string(EASY), r)})
+			continue
+		}
 		if best == nil {
 			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, p.sel.Name(),
 				fmt.Sprintf("needs %d nodes; the known holds never leave that many free at the eligible sites (%s)", j.Width, siteList(s, sites, st.Eventual)))})
@@ -112,11 +124,8 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			if head == nil {
 				head, headID = &dec, j.ID
 			}
-		default: // EASY, a later job that cannot start now
-			r := []string{fmt.Sprintf("backfill: cannot start now without delaying job %s (reserved from %s); best option starts %s at %s",
-				headID, clock(s, head.Chosen.Start), clock(s, dec.Chosen.Start), partList(s, best.Parts))}
-			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, string(EASY), r...)})
-			continue
+		default:
+			return nil, fmt.Errorf("coalloc: internal: EASY backfill candidate %s reached the reserve branch", j.ID)
 		}
 		plan.Decisions = append(plan.Decisions, dec)
 	}

@@ -520,11 +520,11 @@ func checkNoOverbooking(t tb, s *policy.Snapshot, plan *policy.Plan, resv bool) 
 		if startNodes[i] > s.Sites[i].Free {
 			t.Fatalf("site %d: starts take %d nodes, %d free", i, startNodes[i], s.Sites[i].Free)
 		}
-		for k, f := range st.prof[i].free {
+		st.prof[i].steps(func(at time.Duration, f int) {
 			if f < 0 {
-				t.Fatalf("site %d overbooked from +%v: %d free", i, st.prof[i].at[k], f)
+				t.Fatalf("site %d overbooked from +%v: %d free", i, at, f)
 			}
-		}
+		})
 	}
 }
 

@@ -18,26 +18,47 @@ const never = time.Duration(math.MaxInt64)
 // to end; it is not free yet, so it cannot count as free now.
 const overdueGrace = time.Second
 
+// blockMax is the most steps a profile block holds before it splits in two.
+const blockMax = 64
+
 // profile is the availability of one site over time: a step function of free
-// nodes. Step i holds from at[i] (an offset from Snapshot.Now) until at[i+1];
-// the last step lasts for ever. at[0] is always 0, so free[0] is "free now".
+// nodes. Each step holds from its start (an offset from Snapshot.Now) until
+// the next step's start; the last step lasts for ever; the first starts at 0,
+// so its value is "free now".
 //
-// A reservation made in the pass subtracts nodes over its window (take), so
-// every later question (minFree, earliest) sees it. Lookups are a binary
-// search plus a scan of the steps inside the asked window; take inserts at
-// most two steps (a slice insert: O(log n + k) comparisons plus one memmove).
+// The steps are kept in blocks of at most blockMax (an unrolled list), each
+// block with a pending add and the min and max of its stored values. A
+// reservation (take) splits at most two steps and adds to a range: whole
+// blocks get the add lazily. Searches (earliest, minFree, windowMin) skip
+// whole blocks by their min/max. Every operation is O(S/B + B) for S steps
+// and B = blockMax: a few hundred comparisons with thousands of steps, where
+// a flat scan would touch them all.
 type profile struct {
-	at   []time.Duration
-	free []int
+	b []block
 }
+
+type block struct {
+	at     []time.Duration
+	v      []int // stored values; the step's free nodes are v[i]+add
+	add    int
+	mn, mx int // of v
+}
+
+func (b *block) recompute() {
+	b.mn, b.mx = b.v[0], b.v[0]
+	for _, x := range b.v[1:] {
+		b.mn = min(b.mn, x)
+		b.mx = max(b.mx, x)
+	}
+}
+
+// pos is a step: block k, index i.
+type pos struct{ k, i int }
 
 // newProfile builds a site's profile from its free nodes and Busy holds.
 func newProfile(s *policy.Site, now time.Time) profile {
-	p := profile{at: make([]time.Duration, 1, len(s.Busy)+1), free: make([]int, 1, len(s.Busy)+1)}
-	p.free[0] = s.Free
-	if len(s.Busy) == 0 {
-		return p
-	}
+	at := []time.Duration{0}
+	v := []int{s.Free}
 	type rel struct {
 		at time.Duration
 		n  int
@@ -47,11 +68,11 @@ func newProfile(s *policy.Site, now time.Time) profile {
 		if h.Nodes <= 0 {
 			continue
 		}
-		at := h.Until.Sub(now)
-		if at <= 0 {
-			at = overdueGrace
+		t := h.Until.Sub(now)
+		if t <= 0 {
+			t = overdueGrace
 		}
-		rs = append(rs, rel{at, h.Nodes})
+		rs = append(rs, rel{t, h.Nodes})
 	}
 	slices.SortFunc(rs, func(a, b rel) int {
 		switch {
@@ -65,65 +86,182 @@ func newProfile(s *policy.Site, now time.Time) profile {
 	cur := s.Free
 	for _, r := range rs {
 		cur += r.n
-		if last := len(p.at) - 1; p.at[last] == r.at {
-			p.free[last] = cur
+		if last := len(at) - 1; at[last] == r.at {
+			v[last] = cur
 			continue
 		}
-		p.at = append(p.at, r.at)
-		p.free = append(p.free, cur)
+		at = append(at, r.at)
+		v = append(v, cur)
+	}
+	var p profile
+	for len(at) > 0 {
+		n := min(len(at), blockMax/2)
+		b := block{at: slices.Clip(at[:n:n]), v: slices.Clip(v[:n:n])}
+		b.recompute()
+		p.b = append(p.b, b)
+		at, v = at[n:], v[n:]
 	}
 	return p
 }
 
-// find is the index of the step that holds at offset t >= 0.
-func (p *profile) find(t time.Duration) int {
-	return sort.Search(len(p.at), func(i int) bool { return p.at[i] > t }) - 1
+func (p *profile) val(q pos) int             { b := &p.b[q.k]; return b.v[q.i] + b.add }
+func (p *profile) start(q pos) time.Duration { return p.b[q.k].at[q.i] }
+
+// next is the step after q, ok false after the last.
+func (p *profile) next(q pos) (pos, bool) {
+	if q.i+1 < len(p.b[q.k].at) {
+		return pos{q.k, q.i + 1}, true
+	}
+	if q.k+1 < len(p.b) {
+		return pos{q.k + 1, 0}, true
+	}
+	return q, false
+}
+
+// end is when step q ends (never for the last).
+func (p *profile) end(q pos) time.Duration {
+	if n, ok := p.next(q); ok {
+		return p.start(n)
+	}
+	return never
+}
+
+// find is the step that holds at offset t >= 0.
+func (p *profile) find(t time.Duration) pos {
+	k := sort.Search(len(p.b), func(k int) bool { return p.b[k].at[0] > t }) - 1
+	at := p.b[k].at
+	return pos{k, sort.Search(len(at), func(i int) bool { return at[i] > t }) - 1}
+}
+
+func (p *profile) freeNow() int  { return p.val(pos{0, 0}) }
+func (p *profile) eventual() int { k := len(p.b) - 1; return p.val(pos{k, len(p.b[k].v) - 1}) }
+
+// firstWhere is the first step at or after q whose value satisfies ok,
+// skipping whole blocks that cannot (skip(mn, mx) true) and stopping at
+// steps that start at or after stop.
+func (p *profile) firstWhere(q pos, stop time.Duration, ok func(v int) bool, skip func(mn, mx int) bool) (pos, bool) {
+	for k := q.k; k < len(p.b); k++ {
+		b := &p.b[k]
+		i := 0
+		if k == q.k {
+			i = q.i
+		}
+		if b.at[i] >= stop {
+			return q, false
+		}
+		if i == 0 && skip(b.mn+b.add, b.mx+b.add) {
+			continue
+		}
+		for ; i < len(b.at); i++ {
+			if b.at[i] >= stop {
+				return q, false
+			}
+			if ok(b.v[i] + b.add) {
+				return pos{k, i}, true
+			}
+		}
+	}
+	return q, false
 }
 
 // minFree is the fewest free nodes over [t, t+d).
 func (p *profile) minFree(t, d time.Duration) int {
-	i := p.find(t)
-	m := p.free[i]
-	end := addDur(t, d)
-	for j := i + 1; j < len(p.at) && p.at[j] < end; j++ {
-		if p.free[j] < m {
-			m = p.free[j]
-		}
-	}
+	m, _ := p.windowMin(t, addDur(t, d))
 	return m
 }
 
-// eventual is the free nodes once everything known has ended.
-func (p *profile) eventual() int { return p.free[len(p.free)-1] }
-
-// earliest is the first offset t >= from at which n nodes stay free for d, in
-// one forward pass over the steps.
-func (p *profile) earliest(from time.Duration, n int, d time.Duration) (time.Duration, bool) {
-	cand := from
-	for j := p.find(from); j < len(p.at); j++ {
-		if p.free[j] < n {
-			if j+1 == len(p.at) {
-				return never, false
-			}
-			cand = p.at[j+1]
+// windowMin is the fewest free nodes over [t, end) and the start of the step
+// after the last step that has that minimum: no window starting before then
+// (and ending no earlier) can have more. Whole blocks inside the window are
+// read by their min, so the cost is O(blocks + B), not O(steps).
+func (p *profile) windowMin(t, end time.Duration) (int, time.Duration) {
+	q := p.find(t)
+	e := q // the last step starting before end
+	if end == never {
+		k := len(p.b) - 1
+		e = pos{k, len(p.b[k].at) - 1}
+	} else if end > t+1 {
+		e = p.find(end - 1)
+	}
+	scanMin := func(k, from, to int, m int) int { // steps from..to of block k
+		b := &p.b[k]
+		for i := from; i <= to; i++ {
+			m = min(m, b.v[i]+b.add)
+		}
+		return m
+	}
+	m := p.val(q)
+	if q.k == e.k {
+		m = scanMin(q.k, q.i, e.i, m)
+	} else {
+		m = scanMin(q.k, q.i, len(p.b[q.k].at)-1, m)
+		for k := q.k + 1; k < e.k; k++ {
+			m = min(m, p.b[k].mn+p.b[k].add)
+		}
+		m = scanMin(e.k, 0, e.i, m)
+	}
+	// The last step with value m, from the right.
+	for k := e.k; k >= q.k; k-- {
+		b := &p.b[k]
+		hi, lo := len(b.at)-1, 0
+		if k == e.k {
+			hi = e.i
+		}
+		if k == q.k {
+			lo = q.i
+		}
+		if k != e.k && k != q.k && b.mn+b.add != m {
 			continue
 		}
-		if j+1 == len(p.at) || p.at[j+1] >= addDur(cand, d) {
-			return cand, true
+		for i := hi; i >= lo; i-- {
+			if b.v[i]+b.add == m {
+				return m, p.end(pos{k, i})
+			}
 		}
 	}
-	return never, false
+	return m, p.end(q) // unreachable: the minimum is some step's value
 }
 
-// split makes a step start exactly at t and returns its index.
-func (p *profile) split(t time.Duration) int {
-	i := p.find(t)
-	if p.at[i] == t {
-		return i
+// earliest is the first offset t >= from at which n nodes stay free for d.
+func (p *profile) earliest(from time.Duration, n int, d time.Duration) (time.Duration, bool) {
+	cand := from
+	q := p.find(from)
+	below := func(v int) bool { return v < n }
+	atLeast := func(v int) bool { return v >= n }
+	for {
+		s, ok := p.firstWhere(q, addDur(cand, d), below, func(mn, _ int) bool { return mn >= n })
+		if !ok {
+			return cand, true
+		}
+		nx, more := p.next(s)
+		if !more {
+			return never, false
+		}
+		f, ok := p.firstWhere(nx, never, atLeast, func(_, mx int) bool { return mx < n })
+		if !ok {
+			return never, false
+		}
+		cand, q = p.start(f), f
 	}
-	p.at = slices.Insert(p.at, i+1, t)
-	p.free = slices.Insert(p.free, i+1, p.free[i])
-	return i + 1
+}
+
+// split makes a step start exactly at t.
+func (p *profile) split(t time.Duration) {
+	q := p.find(t)
+	b := &p.b[q.k]
+	if b.at[q.i] == t {
+		return
+	}
+	b.at = slices.Insert(b.at, q.i+1, t)
+	b.v = slices.Insert(b.v, q.i+1, b.v[q.i])
+	if len(b.at) > blockMax {
+		h := len(b.at) / 2
+		nb := block{at: slices.Clone(b.at[h:]), v: slices.Clone(b.v[h:]), add: b.add}
+		b.at, b.v = b.at[:h:h], b.v[:h:h]
+		b.recompute()
+		nb.recompute()
+		p.b = slices.Insert(p.b, q.k+1, nb)
+	}
 }
 
 // take holds n nodes over [t, t+d).
@@ -131,14 +269,38 @@ func (p *profile) take(t, d time.Duration, n int) {
 	if d <= 0 {
 		d = 1
 	}
-	i := p.split(t)
 	end := addDur(t, d)
-	k := len(p.at)
+	p.split(t)
 	if end != never {
-		k = p.split(end)
+		p.split(end)
 	}
-	for ; i < k; i++ {
-		p.free[i] -= n
+	q := p.find(t)
+	for k := q.k; k < len(p.b); k++ {
+		b := &p.b[k]
+		i := 0
+		if k == q.k {
+			i = q.i
+		}
+		if b.at[i] >= end {
+			break
+		}
+		if i == 0 && b.at[len(b.at)-1] < end {
+			b.add -= n
+			continue
+		}
+		for ; i < len(b.at) && b.at[i] < end; i++ {
+			b.v[i] -= n
+		}
+		b.recompute()
+	}
+}
+
+// steps calls fn with every step in time order (for tests and debugging).
+func (p *profile) steps(fn func(at time.Duration, free int)) {
+	for k := range p.b {
+		for i := range p.b[k].at {
+			fn(p.b[k].at[i], p.b[k].v[i]+p.b[k].add)
+		}
 	}
 }
 

@@ -204,38 +204,46 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 		return fmt.Errorf("%w: job %s may use %d sites, optimal selection enumerates at most %d (use greedy, or restrict Allowed)",
 			ErrTooManySites, j.ID, n, o.MaxSites)
 	}
+	// Two passes over the subsets: immediate placements first, so the
+	// reserved pass can prune against the best of them.
 	set := make([]int, 0, n)
-	for mask := uint32(1); mask < 1<<n; mask++ {
-		m := bits.OnesCount32(mask)
-		if m > j.Width || (j.NoSplit && m > 1) {
-			continue
-		}
-		set = set[:0]
-		free, total, lastFree, lastTotal := 0, 0, 0, 0
-		for b := 0; b < n; b++ {
-			if mask&(1<<b) != 0 {
-				s := sites[b]
-				set = append(set, s)
-				lastFree, lastTotal = max(st.FreeNow(s), 0), max(st.Eventual(s), 0)
-				free += lastFree
-				total += lastTotal
+	for pass := 0; pass < 2; pass++ {
+		for mask := uint32(1); mask < 1<<n; mask++ {
+			m := bits.OnesCount32(mask)
+			if m > j.Width || (j.NoSplit && m > 1) {
+				continue
 			}
+			set = set[:0]
+			free, total, lastFree := 0, 0, 0
+			for b := 0; b < n; b++ {
+				if mask&(1<<b) != 0 {
+					s := sites[b]
+					set = append(set, s)
+					lastFree = max(st.FreeNow(s), 0)
+					free += lastFree
+					total += max(st.Eventual(s), 0)
+				}
+			}
+			if total < j.Width {
+				continue
+			}
+			// Now, a set whose slowest site is not needed is a smaller
+			// set's placement (the split leaves that site out).
+			if pass == 0 && m > 1 && free-lastFree >= j.Width {
+				continue
+			}
+			run, xfer := st.model(j, set)
+			if hold(run, xfer) > k.Limit() {
+				continue // cannot beat the best even starting now
+			}
+			if pass == 0 {
+				if free >= j.Width {
+					st.place(j, set, 0, k)
+				}
+				continue
+			}
+			st.reserveAt(j, set, k)
 		}
-		if total < j.Width {
-			continue
-		}
-		// A set whose slowest site is not needed is a smaller set's option.
-		if m > 1 && total-lastTotal >= j.Width && free-lastFree >= j.Width {
-			continue
-		}
-		run, xfer := st.model(j, set)
-		if hold(run, xfer) > k.Limit() {
-			continue // cannot enter the collector even starting now
-		}
-		if free >= j.Width && st.place(j, set, 0, k) {
-			continue // an immediate placement: no reserved one can end sooner
-		}
-		st.reserveAt(j, set, k)
 	}
 	return nil
 }
@@ -252,14 +260,14 @@ func (SingleSite) Name() string { return "single-site" }
 func (SingleSite) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
 	one := make([]int, 1)
 	for _, s := range sites {
-		if st.Eventual(s) < j.Width {
-			continue
+		if one[0] = s; st.FreeNow(s) >= j.Width {
+			st.place(j, one, 0, k)
 		}
-		one[0] = s
-		if st.FreeNow(s) >= j.Width && st.place(j, one, 0, k) {
-			continue
+	}
+	for _, s := range sites {
+		if one[0] = s; st.Eventual(s) >= j.Width {
+			st.reserveAt(j, one, k)
 		}
-		st.reserveAt(j, one, k)
 	}
 	return nil
 }

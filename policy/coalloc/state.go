@@ -14,7 +14,6 @@ type State struct {
 	Snap  *policy.Snapshot
 	prof  []profile
 	scr   []policy.Part
-	ptr   []int
 	elig  []int
 	vals  []int
 	caps  []int
@@ -31,7 +30,7 @@ func NewState(s *policy.Snapshot) *State {
 }
 
 // FreeNow is the nodes of site i free now, after this pass's starts.
-func (st *State) FreeNow(i int) int { return st.prof[i].free[0] }
+func (st *State) FreeNow(i int) int { return st.prof[i].freeNow() }
 
 // MinFree is the fewest free nodes of site i over [t, t+d), t an offset from Now.
 func (st *State) MinFree(i int, t, d time.Duration) int { return st.prof[i].minFree(t, d) }
@@ -69,6 +68,9 @@ func hold(run, xfer time.Duration) time.Duration {
 // nodes free for d (each site counting its fewest free nodes over the
 // window), or false when that happens no earlier than limit-d.
 func (st *State) earliestCommon(sites []int, w int, d, limit time.Duration) (time.Duration, bool) {
+	if d > limit {
+		return never, false
+	}
 	if len(sites) == 1 {
 		t, ok := st.prof[sites[0]].earliest(0, w, d)
 		if !ok || addDur(t, d) > limit {
@@ -76,35 +78,23 @@ func (st *State) earliestCommon(sites []int, w int, d, limit time.Duration) (tim
 		}
 		return t, true
 	}
-	st.ptr = st.ptr[:0]
-	for range sites {
-		st.ptr = append(st.ptr, 1)
-	}
+	// Sweep candidate starts in time order. At a failed candidate t every
+	// site's window minimum sits on some step; no start before the earliest
+	// end of those steps can do better, so the sweep jumps there.
 	t := time.Duration(0)
 	for {
-		if addDur(t, d) > limit {
+		end := addDur(t, d)
+		if end > limit {
 			return never, false
 		}
-		sum := 0
+		sum, next := 0, never
 		for _, s := range sites {
-			if f := st.prof[s].minFree(t, d); f > 0 {
-				sum += f
-				if sum >= w {
-					return t, true
-				}
-			}
+			m, j := st.prof[s].windowMin(t, end)
+			sum += max(m, 0)
+			next = min(next, j)
 		}
-		// Next candidate: the next step start (after t) where some site's
-		// free count rises; a start where it falls cannot help.
-		next := never
-		for k, s := range sites {
-			p := &st.prof[s]
-			for st.ptr[k] < len(p.at) && (p.at[st.ptr[k]] <= t || p.free[st.ptr[k]] <= p.free[st.ptr[k]-1]) {
-				st.ptr[k]++
-			}
-			if st.ptr[k] < len(p.at) && p.at[st.ptr[k]] < next {
-				next = p.at[st.ptr[k]]
-			}
+		if sum >= w {
+			return t, true
 		}
 		if next == never {
 			return never, false
@@ -176,17 +166,26 @@ func sameSites(a, b []policy.Part) bool {
 type Collector struct {
 	keep int
 	c    []Candidate // sorted best first, len <= keep+1
+	// immediateOnly: the caller acts only on an immediate best (an EASY
+	// backfill candidate), so with no immediate candidate yet nothing is
+	// worth searching, and after one only what would beat it.
+	immediateOnly bool
 }
 
 func newCollector(beaten int) *Collector { return &Collector{keep: beaten} }
 
-// Limit is the end a new candidate must not exceed to enter the collector:
-// the worst kept end once it is full, else never. Strategies prune with it.
+// Limit is the end a new candidate must not exceed to be worth evaluating:
+// the best end so far, else never. Strategies prune with it (a placement
+// that cannot start early enough is not searched for), so Beaten holds the
+// runner-ups met on the way, not an exhaustive ranking.
 func (k *Collector) Limit() time.Duration {
-	if len(k.c) <= k.keep {
+	if len(k.c) == 0 {
+		if k.immediateOnly {
+			return 0
+		}
 		return never
 	}
-	return k.c[len(k.c)-1].End()
+	return k.c[0].End()
 }
 
 // Add offers a candidate (its Parts are copied).
