@@ -341,9 +341,9 @@ func (c *Client) acquire(ctx context.Context) (release func(), err error) {
 }
 
 // session opens a session (the caller holds a slot), retrying with backoff
-// while the server refuses ("administratively prohibited": sshd's
-// MaxSessions counts sessions this Client cannot see, e.g. ones still
-// closing) and reconnecting once if the connection turns out dead.
+// while the server refuses (sshd's MaxSessions may be lower than ours, or
+// count sessions still closing) and reconnecting once if the connection
+// turns out dead.
 func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
 	reconnected := false
 	for {
@@ -376,7 +376,11 @@ func (c *Client) openOn(ctx context.Context, cn *conn) (*ssh.Session, error) {
 			cn.ssh.Close() // make sure: the next get redials
 			return nil, unavailable("opening a session on %s: %w: %w", c.cfg.addr(), errConnDead, err)
 		}
-		if oce.Reason != ssh.Prohibited && oce.Reason != ssh.ResourceShortage {
+		// OpenSSH refuses a session beyond MaxSessions with "open failed",
+		// as "administratively prohibited" in some versions and "connect
+		// failed" in others (9.2): every reason but an unknown channel type
+		// is a refusal worth waiting out.
+		if oce.Reason == ssh.UnknownChannelType {
 			return nil, unavailable("%s refused a session: %w", c.cfg.addr(), err)
 		}
 		if refusals == 0 {
@@ -396,7 +400,9 @@ func (c *Client) openOn(ctx context.Context, cn *conn) (*ssh.Session, error) {
 // a missing exit status is an error wrapping backends.ErrUnavailable; the
 // command is then NOT retried (it may have run, e.g. sbatch). When ctx ends
 // while the command runs, the remote process is sent SIGTERM, the session is
-// closed and Run returns at once with ctx.Err() wrapped.
+// closed and Run returns at once with ctx.Err() wrapped. (OpenSSH delivers
+// the signal from 7.9 on, and not to root logins; a process that does not
+// get it keeps running, and holding its sshd session, until it ends.)
 func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
 	var res backends.Result
 	if len(argv) == 0 {

@@ -29,7 +29,7 @@ type fixture struct {
 	cfg  Config
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{key: newClientKey(t, ""), host: newEd25519Signer(t)}
 	f.srv = startServer(t, f.key.Pub, f.host)
@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) dial(t *testing.T) *Client {
+func (f *fixture) dial(t testing.TB) *Client {
 	t.Helper()
 	c, err := Dial(context.Background(), f.cfg)
 	if err != nil {
@@ -53,7 +53,7 @@ func (f *fixture) dial(t *testing.T) *Client {
 }
 
 // testWriter sends slog output to t.Log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))

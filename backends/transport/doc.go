@@ -33,9 +33,12 @@
 // Run implements backends.Runner. A non-zero exit is Result.ExitCode, not an
 // error; a missing exit status (connection lost) is an error wrapping
 // backends.ErrUnavailable. When ctx ends during Run, the remote process is
-// sent SIGTERM (OpenSSH >= 7.9 delivers signal requests), the session is
-// closed and Run returns at once with ctx.Err() wrapped. A signal reaches the
-// process the remote shell runs, not necessarily all its children.
+// sent SIGTERM, the session is closed and Run returns at once with ctx.Err()
+// wrapped. OpenSSH delivers signal requests from 7.9 on, to the process group
+// of the command, but refuses them for root logins ("session signalling
+// requires privilege separation"); closing the channel does not kill a
+// command without a pty, so such a command runs on, holding its sshd session,
+// until it ends.
 //
 // # Quoting
 //

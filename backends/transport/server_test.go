@@ -31,7 +31,7 @@ import (
 // present other host keys, reject authentication, refuse sessions beyond a
 // limit, or drop the connection after K bytes of SFTP upload.
 type testServer struct {
-	t    *testing.T
+	t    testing.TB
 	ln   net.Listener
 	Port int
 	Dir  string // working directory of commands and sftp
@@ -68,8 +68,12 @@ func newEd25519Signer(t testing.TB) ssh.Signer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	signerKeys.Store(s, priv)
 	return s
 }
+
+// signerKeys maps test signers to their private keys (to write them out).
+var signerKeys sync.Map
 
 func newECDSASigner(t testing.TB) ssh.Signer {
 	t.Helper()
@@ -116,7 +120,7 @@ func newClientKey(t testing.TB, passphrase string) clientKey {
 	return clientKey{Path: p, Pub: sp}
 }
 
-func startServer(t *testing.T, client ssh.PublicKey, hostKeys ...ssh.Signer) *testServer {
+func startServer(t testing.TB, client ssh.PublicKey, hostKeys ...ssh.Signer) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
