@@ -365,3 +365,28 @@ func TestLocalSlurmWithTestbedEnv(t *testing.T) {
 		t.Error("both sites on one port")
 	}
 }
+
+// FuzzParse: no input makes Parse panic, and an accepted configuration is
+// valid enough to build a snapshot from.
+func FuzzParse(f *testing.F) {
+	for _, n := range configs.Names() {
+		data, _ := configs.Read(n)
+		f.Add(data)
+	}
+	f.Add([]byte("sites: [{name: A, kind: sim, nodes: 1, h: ${X:-2}}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.yaml", data, env(testbedEnv))
+		if err != nil {
+			return
+		}
+		if len(c.Sites) == 0 || c.Network.MultiSiteFactor < 1 {
+			t.Fatalf("accepted an invalid configuration: %+v", c)
+		}
+		for _, s := range c.Sites {
+			if !(s.H > 0) || s.CoresPerNode < 1 {
+				t.Fatalf("accepted site %+v", s)
+			}
+		}
+		_ = c.Snapshot(time.Unix(0, 0))
+	})
+}

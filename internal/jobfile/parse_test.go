@@ -362,3 +362,16 @@ func FuzzParse(f *testing.F) {
 		_, _ = j.Resolve(time.Unix(0, 0))
 	})
 }
+
+func BenchmarkParseReference(b *testing.B) {
+	data, err := os.ReadFile("../../examples/reference.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse("reference.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
