@@ -233,14 +233,21 @@ func (e *Engine) nowNS() int64 { return e.now }
 func (e *Engine) timeOf(ns int64) time.Time { return e.epoch.Add(time.Duration(ns)) }
 
 func (e *Engine) schedule(t int64, class int, fn func()) *Event {
+	ev := &Event{fn: fn}
+	e.scheduleInto(ev, t, class)
+	return ev
+}
+
+// scheduleInto schedules a caller-owned event (fn already set) that is not
+// in the heap; hot paths reuse one Event per object this way.
+func (e *Engine) scheduleInto(ev *Event, t int64, class int) {
 	if t < e.now {
 		t = e.now
 	}
 	e.seq++
-	ev := &Event{e: e, t: t, class: class, seq: e.seq, fn: fn, idx: len(e.heap)}
+	ev.e, ev.t, ev.class, ev.seq, ev.idx = e, t, class, e.seq, len(e.heap)
 	e.heap = append(e.heap, ev)
 	e.up(ev.idx)
-	return ev
 }
 
 func (e *Engine) cancel(ev *Event) bool {

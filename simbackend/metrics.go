@@ -60,63 +60,84 @@ type Summary struct {
 // Compute derives the Summary from per-job records. It is pure: the same
 // records always give the same numbers.
 func Compute(recs []Record, sites []SiteCapacity) Summary {
-	s := Summary{Jobs: len(recs), SiteUtil: make([]float64, len(sites))}
-	var first, last time.Time
-	var sumCost, sumCostResp, sumCostWait float64
-	var sumWait, sumResp, sumBSLD float64
-	area := make([]float64, len(sites)) // node-seconds per site
+	a := newAccum(len(sites))
+	var origin time.Time
+	rejected := 0
 	for _, r := range recs {
 		if r.Rejected {
-			s.Rejected++
+			rejected++
 			continue
 		}
-		s.Ran++
-		if first.IsZero() || r.Submit.Before(first) {
-			first = r.Submit
+		if origin.IsZero() {
+			origin = r.Submit
 		}
-		if last.IsZero() || r.End.After(last) {
-			last = r.End
+		a.add(r.Submit.Sub(origin).Seconds(), r.Start.Sub(origin).Seconds(), r.End.Sub(origin).Seconds(), r.Width, r.Parts)
+	}
+	return a.summary(sites, len(recs), rejected)
+}
+
+// accum gathers the sums behind a Summary, job by job, times in seconds
+// from any common origin.
+type accum struct {
+	n                                  int
+	first, last                        float64
+	sumCost, sumCostResp, sumCostWait  float64
+	sumWait, sumResp, sumBSLD, maxBSLD float64
+	area                               []float64 // node-seconds per site
+}
+
+func newAccum(sites int) *accum { return &accum{area: make([]float64, sites)} }
+
+// add counts one job that ran; parts nil means all of width on site 0.
+func (a *accum) add(submit, start, end float64, width int, parts []Part) {
+	if a.n == 0 || submit < a.first {
+		a.first = submit
+	}
+	if a.n == 0 || end > a.last {
+		a.last = end
+	}
+	a.n++
+	run, wait, resp := end-start, start-submit, end-submit
+	cost := float64(width) * run
+	a.sumCost += cost
+	a.sumCostResp += cost * resp
+	a.sumCostWait += cost * wait
+	a.sumWait += wait
+	a.sumResp += resp
+	b := math.Max(1, resp/math.Max(run, BSLDBound.Seconds()))
+	a.sumBSLD += b
+	a.maxBSLD = math.Max(a.maxBSLD, b)
+	if parts == nil {
+		if len(a.area) > 0 {
+			a.area[0] += cost
 		}
-		run := r.End.Sub(r.Start).Seconds()
-		wait := r.Start.Sub(r.Submit).Seconds()
-		resp := r.End.Sub(r.Submit).Seconds()
-		cost := float64(r.Width) * run
-		sumCost += cost
-		sumCostResp += cost * resp
-		sumCostWait += cost * wait
-		sumWait += wait
-		sumResp += resp
-		b := math.Max(1, resp/math.Max(run, BSLDBound.Seconds()))
-		sumBSLD += b
-		s.MaxBSLD = math.Max(s.MaxBSLD, b)
-		if r.Parts == nil {
-			if len(area) > 0 {
-				area[0] += float64(r.Width) * run
-			}
-		} else {
-			for _, p := range r.Parts {
-				if p.Site >= 0 && p.Site < len(area) {
-					area[p.Site] += float64(p.Nodes) * run
-				}
-			}
+		return
+	}
+	for _, p := range parts {
+		if p.Site >= 0 && p.Site < len(a.area) {
+			a.area[p.Site] += float64(p.Nodes) * run
 		}
 	}
-	if s.Ran == 0 {
+}
+
+func (a *accum) summary(sites []SiteCapacity, jobs, rejected int) Summary {
+	s := Summary{Jobs: jobs, Ran: a.n, Rejected: rejected, SiteUtil: make([]float64, len(sites))}
+	if a.n == 0 {
 		return s
 	}
-	n := float64(s.Ran)
-	s.MeanWait, s.MeanResponse, s.MeanBSLD = sumWait/n, sumResp/n, sumBSLD/n
-	if sumCost > 0 {
-		s.AWRT, s.AWWT = sumCostResp/sumCost, sumCostWait/sumCost
+	n := float64(a.n)
+	s.MeanWait, s.MeanResponse, s.MeanBSLD, s.MaxBSLD = a.sumWait/n, a.sumResp/n, a.sumBSLD/n, a.maxBSLD
+	if a.sumCost > 0 {
+		s.AWRT, s.AWWT = a.sumCostResp/a.sumCost, a.sumCostWait/a.sumCost
 	}
-	s.Makespan = last.Sub(first).Seconds()
+	s.Makespan = a.last - a.first
 	if s.Makespan > 0 {
 		total, used := 0, 0.0
 		for i, c := range sites {
 			total += c.Nodes
-			used += area[i]
+			used += a.area[i]
 			if c.Nodes > 0 {
-				s.SiteUtil[i] = area[i] / (float64(c.Nodes) * s.Makespan)
+				s.SiteUtil[i] = a.area[i] / (float64(c.Nodes) * s.Makespan)
 			}
 		}
 		if total > 0 {

@@ -73,27 +73,37 @@ func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions)
 	if opts.EASY.ReferenceCompatible {
 		endClass = ClassLate
 	}
+	// One allocation per job for the record and its event (reused for the
+	// submission and then the end), plus one closure.
 	type rjob struct {
 		sjob
-		idx int
-		run int64
+		ev      Event
+		idx     int
+		run     int64
+		started bool
 	}
 	var sched *easy
 	sched = newEASY(procs, opts.EASY, func(j *sjob, now int64) {
 		rj := j.owner.(*rjob)
 		res.Jobs[rj.idx].Start = now / sec
-		end := now + min(rj.run, j.est)
+		rj.started = true
 		e.mu.Lock()
-		e.schedule(end, endClass, func() {
-			t := e.nowNS()
-			res.Jobs[rj.idx].End = t / sec
-			sched.end(j, t)
-		})
+		e.scheduleInto(&rj.ev, now+min(rj.run, j.est), endClass)
 		e.mu.Unlock()
 	})
 
 	var readErr error
 	var next func()
+	fire := func(rj *rjob) {
+		t := e.nowNS()
+		if !rj.started {
+			sched.submit(&rj.sjob, t)
+			next()
+			return
+		}
+		res.Jobs[rj.idx].End = t / sec
+		sched.end(&rj.sjob, t)
+	}
 	// next reads the following kept job and schedules its submission.
 	next = func() {
 		for {
@@ -128,11 +138,9 @@ func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions)
 			res.Jobs = append(res.Jobs, ReplayJob{ID: sj.ID, Submit: sj.Submit, Width: int(w), Estimate: sj.ReqTime, Run: sj.Run, Start: -1, End: -1})
 			rj := &rjob{sjob: sjob{width: int(w), est: sj.ReqTime * sec}, idx: idx, run: sj.Run * sec}
 			rj.owner = rj
+			rj.ev.fn = func() { fire(rj) }
 			e.mu.Lock()
-			e.schedule(sj.Submit*sec, ClassDefault, func() {
-				sched.submit(&rj.sjob, e.nowNS())
-				next()
-			})
+			e.scheduleInto(&rj.ev, sj.Submit*sec, ClassDefault)
 			e.mu.Unlock()
 			return
 		}
@@ -160,18 +168,14 @@ func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions)
 	return res, nil
 }
 
-// SummarizeReplay computes the metrics of a single-site replay.
+// SummarizeReplay computes the metrics of a single-site replay (the same
+// accumulator as Compute, fed with integer seconds).
 func SummarizeReplay(jobs []ReplayJob, procs int) Summary {
-	recs := make([]Record, len(jobs))
-	for i, j := range jobs {
-		recs[i] = Record{
-			Submit: time.Unix(j.Submit, 0),
-			Start:  time.Unix(j.Start, 0),
-			End:    time.Unix(j.End, 0),
-			Width:  j.Width,
-		}
+	a := newAccum(1)
+	for _, j := range jobs {
+		a.add(float64(j.Submit), float64(j.Start), float64(j.End), j.Width, nil)
 	}
-	return Compute(recs, []SiteCapacity{{Nodes: procs}})
+	return a.summary([]SiteCapacity{{Nodes: procs}}, len(jobs), 0)
 }
 
 // ReferenceMatch compares a replay with a reference schedule in SWF (field 3
