@@ -1,0 +1,247 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gridsub/gridsub/policy/coalloc"
+)
+
+func (p *parser) validate(e *Experiment) {
+	if e.Name == "" {
+		p.at("name", ErrValue, "missing: every experiment needs a name (letters, digits, . _ -)")
+	} else if !nameRE.MatchString(e.Name) {
+		p.at("name", ErrValue, "%q: use letters, digits, '.', '_' and '-' (at most 64)", e.Name)
+	}
+	switch e.Kind {
+	case KindCoalloc:
+		if _, ok := p.lines["reference"]; ok {
+			p.at("reference", ErrValue, "only for kind %q (this experiment is %q)", KindCTCReference, e.Kind)
+		}
+		p.validateWorkload(e)
+		p.validateTestbed(e)
+		p.validatePolicies(e)
+		p.validateSweep(e)
+	case KindCTCReference:
+		for _, k := range []string{"workload", "testbed", "policies", "sweep"} {
+			if _, ok := p.lines[k]; ok {
+				p.at(k, ErrValue, "not used by kind %q (it replays CTC-SP2 on one site; configure it under reference)", e.Kind)
+			}
+		}
+		r := e.Reference
+		if r.Procs < 1 {
+			p.at("reference.procs", ErrValue, "%d: want at least 1 processor", r.Procs)
+		}
+		if len(r.Modes) == 0 {
+			p.at("reference.modes", ErrValue, "empty: list %q and/or %q", ModeReference, ModeDefault)
+		}
+		for i, m := range r.Modes {
+			if m != ModeReference && m != ModeDefault {
+				p.at(fmt.Sprintf("reference.modes[%d]", i), ErrValue, "%q: valid are %s, %s", m, ModeReference, ModeDefault)
+			} else if slices.Index(r.Modes, m) != i {
+				p.at(fmt.Sprintf("reference.modes[%d]", i), ErrValue, "%q listed twice", m)
+			}
+		}
+		if !(r.MeanBSLD > 0) {
+			p.at("reference.mean_bsld", ErrValue, "want a positive number")
+		}
+	default:
+		p.at("kind", ErrValue, "%q: valid are %s (default) and %s", e.Kind, KindCoalloc, KindCTCReference)
+	}
+	if len(p.errs) == 0 {
+		p.validatePlots(e)
+	}
+}
+
+func (p *parser) validateWorkload(e *Experiment) {
+	w := e.Workload
+	if strings.TrimSpace(w.Trace) == "" {
+		p.at("workload.trace", ErrValue, "missing: name a trace file such as CTC-SP2-1996-3.1-cln.swf.gz (looked up in $GRIDSUB_WORKLOADS or ../shared/workloads)")
+	}
+	if w.Filter != "strong" && w.Filter != "none" {
+		p.at("workload.filter", ErrValue, "%q: valid are strong (predictsim's filter) and none", w.Filter)
+	}
+	if w.MaxProcs < 0 {
+		p.at("workload.max_procs", ErrValue, "%d: want >= 0 (0 = the trace header's MaxProcs)", w.MaxProcs)
+	}
+	if w.Jobs < 0 {
+		p.at("workload.jobs", ErrValue, "%d: want >= 0 (0 = every job)", w.Jobs)
+	}
+	if w.WidthCap < 0 {
+		p.at("workload.width_cap", ErrValue, "%d: want >= 0 (0 = no cap)", w.WidthCap)
+	}
+	if w.Shape != 1 && w.Shape != 2 {
+		p.at("workload.shape", ErrValue, "%d: valid are 1 (Workload 1, the trace) and 2 (90 %% of the jobs wide)", w.Shape)
+	}
+	if len(w.Wide) != 2 || w.Wide[0] < 1 || w.Wide[1] < w.Wide[0] {
+		p.at("workload.wide", ErrValue, "%v: want [min, max] with 1 <= min <= max", w.Wide)
+	}
+	if len(w.SizeMB) != 2 || w.SizeMB[0] < 0 || w.SizeMB[1] < w.SizeMB[0] || w.SizeMB[1] <= 0 || w.SizeMB[1] > 1e6 {
+		p.at("workload.size_mb", ErrValue, "%v: want [min, max] in MB with 0 <= min <= max, 0 < max <= 1e6", w.SizeMB)
+	}
+	if !(w.ArrivalScale > 0) || w.ArrivalScale > 1000 {
+		p.at("workload.arrival_scale", ErrValue, "%v: want a factor in (0, 1000]", w.ArrivalScale)
+	}
+}
+
+func (p *parser) validateTestbed(e *Experiment) {
+	t := e.Testbed
+	if len(t.Sites) == 0 {
+		p.at("testbed.sites", ErrValue, "empty: list at least one site (name, nodes, h)")
+	}
+	seen := map[string]bool{}
+	for i, s := range t.Sites {
+		f := fmt.Sprintf("testbed.sites[%d]", i)
+		switch {
+		case !nameRE.MatchString(s.Name):
+			p.at(f+".name", ErrValue, "%q: a site needs a name of letters, digits, '.', '_' and '-'", s.Name)
+		case seen[s.Name]:
+			p.at(f+".name", ErrValue, "%q: site names must be unique", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Nodes < 1 {
+			p.at(f+".nodes", ErrValue, "%d: want at least 1 node", s.Nodes)
+		}
+		if s.H != nil && !(*s.H > 0 && *s.H <= 100) {
+			p.at(f+".h", ErrValue, "%v: want a heterogeneity factor in (0, 100] (1 = the reference machine)", *s.H)
+		}
+	}
+	for name, h := range t.HSets {
+		f := "testbed.h_sets." + name
+		if !nameRE.MatchString(name) || name == hSetSites {
+			p.at(f, ErrValue, "%q: name h sets with letters, digits, '.', '_' and '-' (not %q)", name, hSetSites)
+		}
+		if len(h) != len(t.Sites) {
+			p.at(f, ErrValue, "%d values for %d sites: give one h per site, in the order of testbed.sites", len(h), len(t.Sites))
+		}
+		for _, v := range h {
+			if !(v > 0 && v <= 100) {
+				p.at(f, ErrValue, "%v: every h must be in (0, 100]", v)
+				break
+			}
+		}
+	}
+	if t.HSet != "" {
+		p.checkHSet(e, "testbed.h_set", t.HSet)
+	}
+	if _, err := ParseBandwidth(t.Bandwidth); err != nil {
+		p.at("testbed.bandwidth", ErrValue, "%v", err)
+	}
+	if _, err := ParseLatency(t.Latency); err != nil {
+		p.at("testbed.latency", ErrValue, "%v", err)
+	}
+	if !validP(*t.P) {
+		p.at("testbed.p", ErrValue, "%v: the multi-site factor must be in [1, 10] (1 = no penalty)", *t.P)
+	}
+}
+
+func validP(v float64) bool { return v >= 1 && v <= 10 && !math.IsNaN(v) }
+
+func (p *parser) checkHSet(e *Experiment, field, name string) {
+	h, ok := e.hSet(name)
+	if !ok {
+		p.at(field, ErrValue, "unknown h set %q: valid are %s (define more under testbed.h_sets)", name, strings.Join(e.hSetNames(), ", "))
+		return
+	}
+	if len(h) != len(e.Testbed.Sites) {
+		p.at(field, ErrValue, "h set %q has %d values but the testbed has %d sites", name, len(h), len(e.Testbed.Sites))
+	}
+}
+
+func (p *parser) validatePolicies(e *Experiment) {
+	if len(e.Policies) == 0 {
+		p.at("policies", ErrValue, "empty: list the policies to compare, e.g. [greedy-easy, single-site-easy]; valid are %s", strings.Join(coalloc.Names(), ", "))
+	}
+	for i, name := range e.Policies {
+		f := fmt.Sprintf("policies[%d]", i)
+		if _, err := coalloc.ByName(name); err != nil {
+			p.at(f, ErrValue, "unknown policy %q: valid are %s", name, strings.Join(coalloc.Names(), ", "))
+		} else if slices.Index(e.Policies, name) != i {
+			p.at(f, ErrValue, "%q listed twice", name)
+		}
+	}
+}
+
+func (p *parser) validateSweep(e *Experiment) {
+	s := e.Sweep
+	for i, v := range s.P {
+		f := fmt.Sprintf("sweep.p[%d]", i)
+		if !validP(v) {
+			p.at(f, ErrValue, "%v: the multi-site factor must be in [1, 10]", v)
+		} else if slices.Index(s.P, v) != i {
+			p.at(f, ErrValue, "%v listed twice", v)
+		}
+	}
+	for i, v := range s.HSet {
+		f := fmt.Sprintf("sweep.h_set[%d]", i)
+		p.checkHSet(e, f, v)
+		if slices.Index(s.HSet, v) != i {
+			p.at(f, ErrValue, "%q listed twice", v)
+		}
+	}
+	for i, v := range s.Bandwidth {
+		f := fmt.Sprintf("sweep.bandwidth[%d]", i)
+		if _, err := ParseBandwidth(v); err != nil {
+			p.at(f, ErrValue, "%v", err)
+		} else if slices.Index(s.Bandwidth, v) != i {
+			p.at(f, ErrValue, "%q listed twice", v)
+		}
+	}
+	for i, v := range s.Workload {
+		f := fmt.Sprintf("sweep.workload[%d]", i)
+		if v != 1 && v != 2 {
+			p.at(f, ErrValue, "%d: valid are 1 and 2 (paper 000's Workload 1 and 2)", v)
+		} else if slices.Index(s.Workload, v) != i {
+			p.at(f, ErrValue, "%d listed twice", v)
+		}
+	}
+}
+
+func (p *parser) validatePlots(e *Experiment) {
+	params := ParamNames(e.Kind)
+	metrics := e.MetricNames()
+	names := map[string]bool{}
+	for i, pl := range e.Plots {
+		f := fmt.Sprintf("plots[%d]", i)
+		switch {
+		case !nameRE.MatchString(pl.Name):
+			p.at(f+".name", ErrValue, "%q: a plot needs a file name of letters, digits, '.', '_' and '-'", pl.Name)
+		case names[pl.Name]:
+			p.at(f+".name", ErrValue, "%q: plot names must be unique", pl.Name)
+		}
+		names[pl.Name] = true
+		if !slices.Contains(params, pl.X) {
+			p.at(f+".x", ErrValue, "%q: the x axis is a parameter: %s", pl.X, strings.Join(params, ", "))
+		}
+		if !slices.Contains(metrics, pl.Y) {
+			p.at(f+".y", ErrValue, "%q: the y axis is a metric: %s", pl.Y, strings.Join(metrics, ", "))
+		}
+		for j, s := range pl.Series {
+			if !slices.Contains(params, s) || s == pl.X {
+				p.at(fmt.Sprintf("%s.series[%d]", f, j), ErrValue, "%q: series are parameters other than x (%s)", s, strings.Join(params, ", "))
+			}
+		}
+		for _, k := range params {
+			if k == pl.X || slices.Contains(pl.Series, k) {
+				continue
+			}
+			if _, ok := pl.Where[k]; ok {
+				continue
+			}
+			if vals := e.axisValues(k); len(vals) > 1 {
+				p.at(f, ErrValue, "the runs differ in %s (%s): add it to series or fix it under where, or the plot would mix them", k, strings.Join(vals, ", "))
+			}
+		}
+		for k, v := range pl.Where {
+			if !slices.Contains(params, k) {
+				p.at(f+".where."+k, ErrValue, "%q: filter on a parameter: %s", k, strings.Join(params, ", "))
+				continue
+			}
+			if vals := e.axisValues(k); !slices.ContainsFunc(vals, func(have string) bool { return paramEqual(k, have, v) }) {
+				p.at(f+".where."+k, ErrValue, "%s = %q matches no run; the runs have %s", k, v, strings.Join(vals, ", "))
+			}
+		}
+	}
+}
