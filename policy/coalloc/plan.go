@@ -115,7 +115,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			st.Take(best.Parts, best.Start, best.Hold())
 			dec.Action = policy.Reserve
 			r := []string{fmt.Sprintf("reserved: earliest start %s at %s, end %s", clock(s, dec.Chosen.Start), partList(s, best.Parts), clock(s, dec.Chosen.End()))}
-			r = append(r, whyNotNow(st, j, sites, dec.Beaten)...)
+			r = append(r, whyNotNow(st, j, sites, dec.Beaten, p.single || j.NoSplit)...)
 			plug := p.sel.Name()
 			if head != nil {
 				plug = string(p.bf)
@@ -212,21 +212,37 @@ func admit(s *policy.Snapshot, j *policy.Job, single bool, name string) ([]int, 
 	return st, nil, nil
 }
 
-// whyNotNow says why a reserved job does not start now.
-func whyNotNow(st *State, j *policy.Job, sites []int, beaten []policy.Option) []string {
-	free := 0
-	for _, i := range sites {
-		free += max(st.FreeNow(i), 0)
-	}
+// whyNotNow says why a reserved job does not start now: per site when the
+// job must run on one site ("Harbin: 16 free < 48 needed"), else in sum.
+func whyNotNow(st *State, j *policy.Job, sites []int, beaten []policy.Option, oneSite bool) []string {
 	for _, o := range beaten {
 		if o.Immediate {
 			return []string{fmt.Sprintf("starting now at %s would end later, %s", partList(st.Snap, o.Parts), clock(st.Snap, o.End()))}
 		}
 	}
+	free := 0
+	for _, i := range sites {
+		free += max(st.FreeNow(i), 0)
+	}
+	if oneSite {
+		var r []string
+		for k, i := range sites {
+			if k == 4 {
+				r = append(r, fmt.Sprintf("and %d more sites", len(sites)-k))
+				break
+			}
+			if f := st.FreeNow(i); f < j.Width {
+				r = append(r, fmt.Sprintf("%s: %d free < %d needed", siteName(st.Snap, i), max(f, 0), j.Width))
+			} else {
+				r = append(r, fmt.Sprintf("%s: %d free, but not for the whole run", siteName(st.Snap, i), f))
+			}
+		}
+		return r
+	}
 	if free >= j.Width {
 		return []string{fmt.Sprintf("%d nodes are free now, but not at sites that can hold the job for its whole run", free)}
 	}
-	return []string{fmt.Sprintf("no immediate start: %d nodes free at the eligible sites, %d needed", free, j.Width)}
+	return []string{fmt.Sprintf("no immediate start: %d nodes free at the eligible sites (%s), %d needed", free, siteList(st.Snap, sites, st.FreeNow), j.Width)}
 }
 
 func beatenReasons(s *policy.Snapshot, b []policy.Option) []string {

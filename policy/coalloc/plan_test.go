@@ -411,6 +411,29 @@ func TestBackfillRules(t *testing.T) {
 	}
 }
 
+func TestReasonsPerSite(t *testing.T) {
+	s := testbed(1.0)
+	busy(s, bj, 100, time.Hour)
+	busy(s, sh, 40, time.Hour)
+	busy(s, hb, 20, time.Hour)
+	s.Queue = []policy.Job{job("w", 48, time.Hour)}
+	d := mustPlan(t, "single-site-easy", s).Decisions[0]
+	want := "Harbin: 12 free < 48 needed; Shanghai: 24 free < 48 needed; Beijing: 28 free < 48 needed"
+	if d.Action != policy.Reserve || !strings.Contains(d.Status.String(), want) {
+		t.Errorf("status %q lacks %q", d.Status, want)
+	}
+	// Greedy l=2: Harbin+Shanghai have 36 < 48 free, so Harbin (fewest)
+	// leaves and Beijing joins: Shanghai 24 + Beijing 24, ending with
+	// Beijing's pace (1.4h) like the 3-site window, which it beats on size.
+	d = mustPlan(t, "greedy-easy", s).Decisions[0]
+	if d.Action != policy.Start || !reflect.DeepEqual(d.Chosen.Parts, []policy.Part{{Site: sh, Nodes: 24}, {Site: bj, Nodes: 24}}) {
+		t.Errorf("greedy: %v %v", d.Chosen.Parts, d.Status)
+	}
+	if !strings.Contains(d.Status.String(), "over Harbin(12)+Shanghai(24)+Beijing(12) now") {
+		t.Errorf("status %q", d.Status)
+	}
+}
+
 func TestNoneStartsInOrder(t *testing.T) {
 	s := testbed(1.0)
 	s.Queue = []policy.Job{job("a", 100, time.Hour), job("b", 100, time.Hour), job("c", 100, time.Hour)}

@@ -136,10 +136,9 @@ func (p *profile) find(t time.Duration) pos {
 func (p *profile) freeNow() int  { return p.val(pos{0, 0}) }
 func (p *profile) eventual() int { k := len(p.b) - 1; return p.val(pos{k, len(p.b[k].v) - 1}) }
 
-// firstWhere is the first step at or after q whose value satisfies ok,
-// skipping whole blocks that cannot (skip(mn, mx) true) and stopping at
-// steps that start at or after stop.
-func (p *profile) firstWhere(q pos, stop time.Duration, ok func(v int) bool, skip func(mn, mx int) bool) (pos, bool) {
+// firstBelow is the first step at or after q with fewer than n free nodes
+// that starts before stop, skipping whole blocks whose min is at least n.
+func (p *profile) firstBelow(q pos, stop time.Duration, n int) (pos, bool) {
 	for k := q.k; k < len(p.b); k++ {
 		b := &p.b[k]
 		i := 0
@@ -149,14 +148,37 @@ func (p *profile) firstWhere(q pos, stop time.Duration, ok func(v int) bool, ski
 		if b.at[i] >= stop {
 			return q, false
 		}
-		if i == 0 && skip(b.mn+b.add, b.mx+b.add) {
+		if i == 0 && b.mn+b.add >= n {
 			continue
 		}
+		lim := n - b.add
 		for ; i < len(b.at); i++ {
 			if b.at[i] >= stop {
 				return q, false
 			}
-			if ok(b.v[i] + b.add) {
+			if b.v[i] < lim {
+				return pos{k, i}, true
+			}
+		}
+	}
+	return q, false
+}
+
+// firstAtLeast is the first step at or after q with at least n free nodes,
+// skipping whole blocks whose max is below n.
+func (p *profile) firstAtLeast(q pos, n int) (pos, bool) {
+	for k := q.k; k < len(p.b); k++ {
+		b := &p.b[k]
+		i := 0
+		if k == q.k {
+			i = q.i
+		}
+		if i == 0 && b.mx+b.add < n {
+			continue
+		}
+		lim := n - b.add
+		for ; i < len(b.at); i++ {
+			if b.v[i] >= lim {
 				return pos{k, i}, true
 			}
 		}
@@ -226,10 +248,8 @@ func (p *profile) windowMin(t, end time.Duration) (int, time.Duration) {
 func (p *profile) earliest(from time.Duration, n int, d time.Duration) (time.Duration, bool) {
 	cand := from
 	q := p.find(from)
-	below := func(v int) bool { return v < n }
-	atLeast := func(v int) bool { return v >= n }
 	for {
-		s, ok := p.firstWhere(q, addDur(cand, d), below, func(mn, _ int) bool { return mn >= n })
+		s, ok := p.firstBelow(q, addDur(cand, d), n)
 		if !ok {
 			return cand, true
 		}
@@ -237,7 +257,7 @@ func (p *profile) earliest(from time.Duration, n int, d time.Duration) (time.Dur
 		if !more {
 			return never, false
 		}
-		f, ok := p.firstWhere(nx, never, atLeast, func(_, mx int) bool { return mx < n })
+		f, ok := p.firstAtLeast(nx, n)
 		if !ok {
 			return never, false
 		}

@@ -80,7 +80,8 @@ func (st *State) earliestCommon(sites []int, w int, d, limit time.Duration) (tim
 	}
 	// Sweep candidate starts in time order. At a failed candidate t every
 	// site's window minimum sits on some step; no start before the earliest
-	// end of those steps can do better, so the sweep jumps there.
+	// end of those steps can do better, so the sweep jumps there, and then on
+	// to the first time some site can hold its even share of the width.
 	t := time.Duration(0)
 	for {
 		end := addDur(t, d)
@@ -99,7 +100,18 @@ func (st *State) earliestCommon(sites []int, w int, d, limit time.Duration) (tim
 		if next == never {
 			return never, false
 		}
-		t = next
+		// Some site must give at least its share ⌈w/len(sites)⌉ for the
+		// whole hold, so no start is feasible before the first time one can.
+		share, lb := (w+len(sites)-1)/len(sites), never
+		for _, s := range sites {
+			if x, ok := st.prof[s].earliest(next, share, d); ok && x < lb {
+				lb = x
+			}
+		}
+		if lb == never {
+			return never, false
+		}
+		t = lb
 	}
 }
 
