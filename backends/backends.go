@@ -153,6 +153,7 @@ type Allocation struct {
 type JobStatus struct {
 	ID       JobID
 	GridID   string
+	Name     string // the job name as the site reports it ("" when the record has none)
 	State    State
 	Reason   string // the batch system's reason (e.g. "Resources", "NonZeroExitCode")
 	ExitCode int    // valid in a final state; -1 when unknown

@@ -1,0 +1,37 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/transport"
+)
+
+// Connect dials the site's login node over SSH (one connection, shared by
+// every command and by SFTP) and returns the backend driving it. cfg.User
+// defaults to ssh.User. Close the backend to close the connection.
+func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, error) {
+	if cfg.User == "" {
+		cfg.User = ssh.User
+	}
+	if cfg.Logger != nil && ssh.Logger == nil {
+		ssh.Logger = cfg.Logger
+	}
+	c, err := transport.Dial(ctx, ssh)
+	if err != nil {
+		return nil, fmt.Errorf("slurm site %s: %w", cfg.Name, err)
+	}
+	b := New(cfg, c, func(root string) backends.Stager { return c.Stager(root) })
+	b.closer = c.Close
+	return b, nil
+}
+
+// Close releases the connection Connect made (a no-op for a Backend built
+// with New, whose Runner belongs to the caller).
+func (b *Backend) Close() error {
+	if b.closer == nil {
+		return nil
+	}
+	return b.closer()
+}

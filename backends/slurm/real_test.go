@@ -1,0 +1,197 @@
+package slurm_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/backendtest"
+	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/backends/transport"
+)
+
+// These tests talk to the real SLURM daemons of the local testbed through
+// its real sshd. Without the testbed they are skipped.
+
+type site struct {
+	name, scratch, jobcomp string
+	ssh                    transport.Config
+}
+
+func testSite(t testing.TB, name string) site {
+	t.Helper()
+	key := os.Getenv("GRIDSUB_SSH_KEY")
+	up := strings.ToUpper(name)
+	port, _ := strconv.Atoi(os.Getenv("GRIDSUB_" + up + "_SSH_PORT"))
+	if key == "" || port == 0 {
+		t.Skipf("no SLURM testbed: run `bash scripts/slurm-testbed.sh start && source ${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}/testbed.env` (as root) to run the real-daemon tests of %s", name)
+	}
+	return site{
+		name: name, scratch: os.Getenv("GRIDSUB_" + up + "_SCRATCH"), jobcomp: os.Getenv("GRIDSUB_" + up + "_JOBCOMP"),
+		ssh: transport.Config{Host: os.Getenv("GRIDSUB_SSH_HOST"), Port: port, User: os.Getenv("GRIDSUB_SSH_USER"),
+			KeyFiles: []string{key}, KnownHosts: []string{os.Getenv("GRIDSUB_SSH_KNOWN_HOSTS")}, MaxSessions: 8},
+	}
+}
+
+func dial(t testing.TB, s site) *transport.Client {
+	t.Helper()
+	c, err := transport.Dial(context.Background(), s.ssh)
+	if err != nil {
+		t.Fatalf("dial %s: %v", s.name, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// counter counts the remote commands by program name.
+type counter struct {
+	backends.Runner
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	name := "?"
+	for i, a := range argv {
+		if a == "squeue" || a == "sbatch" || a == "scontrol" || a == "sinfo" || a == "scancel" || a == "sacct" || a == "grep" {
+			name = a
+			break
+		}
+		if a == "gridsub-submit" && i > 0 {
+			name = "sbatch"
+			break
+		}
+	}
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[name]++
+	c.mu.Unlock()
+	return c.Runner.Run(ctx, argv, stdin)
+}
+
+func (c *counter) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+var seq atomic.Int64
+
+func gridID(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1_000_000_000, seq.Add(1))
+}
+
+func newBackend(t testing.TB, s site, c *transport.Client, run backends.Runner) *slurm.Backend {
+	return slurm.New(slurm.Config{Name: s.name, RemoteDir: s.scratch, User: s.ssh.User},
+		run, func(root string) backends.Stager { return c.Stager(root) })
+}
+
+func TestConformanceSLURM(t *testing.T) {
+	for _, name := range []string{"siteA", "siteB"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := testSite(t, name)
+			c := dial(t, s)
+			b := newBackend(t, s, c, c)
+			backendtest.Run(t, backendtest.Harness{
+				Backend:       b,
+				GridID:        func() string { return gridID("ct") },
+				Wait:          func(ctx context.Context, d time.Duration) { time.Sleep(d) },
+				Poll:          500 * time.Millisecond,
+				JobTimeout:    time.Minute,
+				Parallel:      true,
+				Walltime:      true,
+				TimeoutWall:   time.Minute,
+				Staging:       true,
+				Reservations:  true,
+				NamesReported: true,
+				UnknownID:     "999999",
+				RemoteExists: func(ctx context.Context, p string) (bool, error) {
+					r, err := c.Run(ctx, []string{"test", "-e", p}, nil)
+					return err == nil && r.ExitCode == 0, err
+				},
+			})
+		})
+	}
+}
+
+// TestStatusOneSqueuePerPoll: tracking 500 live jobs costs exactly one
+// squeue (and nothing else) per poll.
+func TestStatusOneSqueuePerPoll(t *testing.T) {
+	s := testSite(t, "siteB")
+	c := dial(t, s)
+	cnt := &counter{Runner: c}
+	b := newBackend(t, s, c, cnt)
+	ctx := context.Background()
+	const n = 500
+	// The jobs go into a reservation that starts in an hour: live (pending,
+	// Reason=Reservation) and harmless.
+	resv, err := b.CreateReservation(ctx, &backends.ReservationSpec{Name: "r-" + gridID("track"),
+		Start: time.Now().Add(time.Hour), Duration: 10 * time.Minute, Nodes: 1})
+	if err != nil {
+		t.Fatalf("CreateReservation: %v", err)
+	}
+	ids := make([]backends.JobID, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 6)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			// Held by a begin time far ahead: live (pending) and harmless.
+			id, err := b.Submit(ctx, &backends.JobSpec{GridID: gridID("track"), Nodes: 1, CoresPerNode: 1,
+				Walltime: time.Minute, Command: []string{"true"}, Env: map[string]string{"N": strconv.Itoa(i)},
+				Reservation: string(resv)})
+			ids[i] = id
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	t.Cleanup(func() {
+		r, err := c.Run(context.Background(), []string{"scancel", "--me"}, nil)
+		if err != nil || r.ExitCode != 0 {
+			t.Logf("scancel --me: %v %s", err, r.Stderr)
+		}
+		time.Sleep(time.Second)
+		if err := b.DeleteReservation(context.Background(), resv); err != nil {
+			t.Logf("DeleteReservation: %v", err)
+		}
+	})
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+	}
+	cnt.reset()
+	for poll := 0; poll < 3; poll++ {
+		st, err := b.Status(ctx, ids)
+		if err != nil {
+			t.Fatalf("Status: %v", err)
+		}
+		calls := cnt.reset()
+		if calls["squeue"] != 1 || len(calls) != 1 {
+			t.Fatalf("poll %d of %d jobs ran %v, want exactly one squeue", poll, n, calls)
+		}
+		for i, x := range st {
+			if x.ID != ids[i] || x.State == backends.StateLost || x.State == backends.StateUnknown {
+				t.Fatalf("poll %d: entry %d = %+v for id %s", poll, i, x, ids[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package slurm
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// Files the wrapper writes in the job directory.
+const (
+	ExitFile   = ".gridsub-exit"   // the exit code, written atomically at the end
+	StdoutFile = "gridsub.out"     // the job's standard output
+	StderrFile = "gridsub.err"     // the job's standard error
+	ScriptFile = ".gridsub-job.sh" // the wrapper itself
+	userScript = ".gridsub-user.sh"
+)
+
+var (
+	gridIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// JobDir is the job's directory relative to the backend's remote directory:
+// gridsub/<grid id> for a single-site job, gridsub/<grid id>-<k> for
+// component k of a co-allocated one.
+func JobDir(spec *backends.JobSpec) string {
+	if spec.Components > 1 {
+		return fmt.Sprintf("gridsub/%s-%d", spec.GridID, spec.Component)
+	}
+	return "gridsub/" + spec.GridID
+}
+
+// relPath checks a path that must stay inside the job directory.
+func relPath(what, p string) (string, error) {
+	c := path.Clean(p)
+	if p == "" || path.IsAbs(p) || c == ".." || strings.HasPrefix(c, "../") || strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("%w: %s %q must be a relative path inside the job directory", backends.ErrInvalidSpec, what, p)
+	}
+	return c, nil
+}
+
+// checkSpec adds this backend's requirements to JobSpec.Validate.
+func checkSpec(spec *backends.JobSpec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if !gridIDRe.MatchString(spec.GridID) {
+		return fmt.Errorf("%w: grid id %q must be 1-128 letters, digits, '.', '_' or '-' (it names the job directory)", backends.ErrInvalidSpec, spec.GridID)
+	}
+	if spec.CoresPerNode < 0 {
+		return fmt.Errorf("%w: cores per node must be >= 0, got %d", backends.ErrInvalidSpec, spec.CoresPerNode)
+	}
+	for k := range spec.Env {
+		if !envKeyRe.MatchString(k) {
+			return fmt.Errorf("%w: environment name %q is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)", backends.ErrInvalidSpec, k)
+		}
+	}
+	if spec.WorkDir != "" {
+		if _, err := relPath("work dir", spec.WorkDir); err != nil {
+			return err
+		}
+	}
+	for _, in := range spec.Inputs {
+		if _, err := relPath("input", in.Remote); err != nil {
+			return err
+		}
+	}
+	for _, o := range spec.Outputs {
+		if _, err := relPath("output", o); err != nil {
+			return err
+		}
+	}
+	if spec.Reservation != "" && !resvNameRe.MatchString(spec.Reservation) {
+		return fmt.Errorf("%w: reservation name %q must be letters, digits, '.', '_' or '-'", backends.ErrInvalidSpec, spec.Reservation)
+	}
+	return nil
+}
+
+// ShellQuote quotes one word for bash: it comes back literally.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// heredocDelim picks a here-document delimiter that is no line of body.
+func heredocDelim(body string) string {
+	d := "GRIDSUB_USER_SCRIPT_END"
+	for i := 0; ; i++ {
+		cand := d
+		if i > 0 {
+			cand = fmt.Sprintf("%s_%d", d, i)
+		}
+		clash := false
+		for _, l := range strings.Split(body, "\n") {
+			if l == cand {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			return cand
+		}
+	}
+}
+
+// Wrapper renders the job script. It runs in the job directory (sbatch is
+// started there, with --chdir to it), exports spec.Env, changes to WorkDir,
+// runs the command (each argv word quoted, so nothing in it is expanded) or
+// the script (written verbatim to .gridsub-user.sh through a quoted
+// here-document), and records the exit code in .gridsub-exit by writing a
+// temporary file and renaming it, so a reader sees the whole code or no file.
+func Wrapper(spec *backends.JobSpec) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	fmt.Fprintf(&b, "# gridsub job wrapper: grid job %s, component %d of %d\n", spec.GridID, spec.Component, max(spec.Components, 1))
+	b.WriteString("gridsub_dir=$PWD\n")
+	b.WriteString("rm -f -- \"$gridsub_dir/" + ExitFile + "\"\n")
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "export %s=%s\n", k, ShellQuote(spec.Env[k]))
+	}
+	fmt.Fprintf(&b, "export GRIDSUB_GRID_ID=%s GRIDSUB_JOB_DIR=\"$gridsub_dir\"\n", ShellQuote(spec.GridID))
+	if spec.Script != "" {
+		d := heredocDelim(spec.Script)
+		body := spec.Script
+		if !strings.HasSuffix(body, "\n") {
+			body += "\n"
+		}
+		fmt.Fprintf(&b, "cat > %s <<'%s'\n%s%s\n", userScript, d, body, d)
+	}
+	if spec.WorkDir != "" {
+		wd, _ := relPath("work dir", spec.WorkDir)
+		fmt.Fprintf(&b, "mkdir -p -- %s && cd -- %s || { echo 'gridsub: cannot enter work dir' >&2; gridsub_rc=126; }\n", ShellQuote(wd), ShellQuote(wd))
+	}
+	b.WriteString("if [ -z \"${gridsub_rc:-}\" ]; then\n  ")
+	if spec.Script != "" {
+		b.WriteString("bash \"$gridsub_dir/" + userScript + "\"")
+	} else {
+		q := make([]string, len(spec.Command))
+		for i, w := range spec.Command {
+			q[i] = ShellQuote(w)
+		}
+		b.WriteString(strings.Join(q, " "))
+	}
+	b.WriteString(" </dev/null\n  gridsub_rc=$?\nfi\n")
+	b.WriteString("printf '%d\\n' \"$gridsub_rc\" > \"$gridsub_dir/" + ExitFile + ".tmp.$$\" && mv -f -- \"$gridsub_dir/" + ExitFile + ".tmp.$$\" \"$gridsub_dir/" + ExitFile + "\"\n")
+	b.WriteString("exit \"$gridsub_rc\"\n")
+	return b.String()
+}
