@@ -78,7 +78,7 @@ func TestBuiltinTestbeds(t *testing.T) {
 			}
 		}
 		if c.TotalNodes() != 224 || c.Network.MultiSiteFactor != 1.1 || c.Network.Default.Bandwidth != 1e6 ||
-			c.Network.Default.Latency != 575*time.Millisecond || c.Broker.Policy != "greedy" || c.Sim.TimeScale != 600 || c.Sim.Seed != 1 {
+			c.Network.Default.Latency != 575*time.Millisecond || c.Broker.Policy != "optimal-easy" || c.Sim.TimeScale != 600 || c.Sim.Seed != 1 {
 			t.Errorf("%s: %+v", tc.file, c)
 		}
 		if c.Broker.StateDir != "/home/u/.local/state/gridsub" || c.Broker.Socket != "/home/u/.local/state/gridsub/gridsub.sock" {

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/internal/config"
+)
+
+// loadConfig loads --config (or GRIDSUB_CONFIG), or the built-in simulated
+// testbed when neither is given.
+func loadConfig(g *globals) (*config.Config, error) {
+	return config.Load(g.config)
+}
+
+// specFromConfig turns a configuration into what assemble builds.
+func specFromConfig(cfg *config.Config) (assemble.Spec, error) {
+	spec := assemble.Spec{
+		Links:     cfg.Links(),
+		MultiSite: cfg.Network.MultiSiteFactor,
+		Planner:   cfg.Broker.Policy,
+		TimeScale: cfg.Sim.TimeScale,
+		Seed:      cfg.Sim.Seed,
+		Interval:  cfg.Broker.PollInterval,
+	}
+	for i := range cfg.Sites {
+		s := &cfg.Sites[i]
+		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H}
+		if s.Kind != config.KindSim {
+			real, err := realSite(s)
+			if err != nil {
+				return spec, err
+			}
+			ss.Real = real
+		}
+		spec.Sites = append(spec.Sites, ss)
+	}
+	return spec, nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes. Scripts can rely on them.
+const (
+	exitOK        = 0 // the job (or command) succeeded
+	exitJobFailed = 1 // the job failed, was rejected or cancelled
+	exitUsage     = 2 // bad command line, job file or configuration
+	exitInternal  = 3 // gridsub itself could not do its work (a site unreachable, a store error)
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &exitError{exitUsage, err} }
+
+// globals are the persistent flags.
+type globals struct {
+	config   string
+	output   string
+	logLevel string
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func (g *globals) json() bool { return g.output == "json" }
+
+func (g *globals) logger() *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+		lvl = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	sub := &submitFlags{}
+	root := &cobra.Command{
+		Use:   "gridsub [job.yaml]",
+		Short: "Run a job on the best of your HPC sites, or across several at once",
+		Long: `gridsub is a meta-scheduler for people with accounts on several clusters.
+
+Write one job.yaml and run "gridsub job.yaml": gridsub picks the site (or
+several sites at once for a co-allocated parallel job), stages the files,
+submits through the site's own batch system (SLURM, PBS), follows the job to
+its end and brings the outputs back.
+
+Without --config it runs on the built-in simulated testbed (paper 000's three
+sites: Beijing 128 nodes, Shanghai 64, Harbin 32), so you can try it anywhere.
+
+Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
+2 a usage, job-file or configuration error; 3 gridsub could not do its work.`,
+		Example: `  gridsub examples/hello.yaml                 # run on the simulated testbed
+  gridsub examples/wide.yaml --output json    # machine-readable summary on stdout
+  gridsub validate examples/*.yaml            # check job files
+  gridsub --config configs/local-slurm.yaml examples/hello.yaml   # real SLURM sites`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			if len(args) > 1 {
+				return usageErr(fmt.Errorf("one job file at a time (got %d arguments); did you mean `gridsub validate %s`?", len(args), strings.Join(args, " ")))
+			}
+			return runSubmit(cmd.Context(), g, sub, args[0])
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.config, "config", "c", os.Getenv("GRIDSUB_CONFIG"), "site configuration file (env GRIDSUB_CONFIG; default: the built-in simulated testbed)")
+	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if g.output != "table" && g.output != "json" {
+			return usageErr(fmt.Errorf("--output must be table or json, got %q", g.output))
+		}
+		return nil
+	}
+	sub.register(root)
+	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g))
+	return root
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code != exitJobFailed {
+			fmt.Fprintln(stderr, "gridsub:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "gridsub:", err)
+	if strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "flag") {
+		return exitUsage
+	}
+	return exitInternal
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gridsub runs the CLI in process from the repository root.
+func gridsub(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Chdir("../..")
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelloRunsOnEmbeddedTestbed(t *testing.T) {
+	out := t.TempDir()
+	start := time.Now()
+	code, stdout, stderr := gridsub(t, "examples/hello.yaml", "--out-dir", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("hello took %s, the README promises under 10 s", d)
+	}
+	for _, want := range []string{"placement:", "predicted start", "it beat:", "completed"} {
+		if !strings.Contains(stderr+stdout, want) {
+			t.Errorf("output lacks %q\nstderr:\n%s\nstdout:\n%s", want, stderr, stdout)
+		}
+	}
+	for _, want := range []string{"state      completed (exit 0)", "sites", "wait", "run time", "output"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*", "*"))
+	if len(files) == 0 {
+		t.Fatalf("no output fetched into %s", out)
+	}
+	data, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(data), "gridsub sim") {
+		t.Errorf("output %s does not say it is simulated: %q", files[0], data)
+	}
+}
+
+func TestWideJobIsCoAllocated(t *testing.T) {
+	// 48 nodes fit Beijing (128) alone on paper 000's testbed, so the
+	// co-allocation is shown on sim-pair, where no single site has 48 nodes.
+	code, stdout, stderr := gridsub(t, "--config", "sim-pair", "examples/wide.yaml", "--output", "json", "--time-scale", "1e6", "--out-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var j struct {
+		State string `json:"state"`
+		Sites []struct {
+			Site  string `json:"site"`
+			Nodes int    `json:"nodes"`
+		} `json:"sites"`
+		ExitCode *int `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if j.State != "completed" || j.ExitCode == nil || *j.ExitCode != 0 {
+		t.Fatalf("state %s exit %v", j.State, j.ExitCode)
+	}
+	total := 0
+	for _, s := range j.Sites {
+		total += s.Nodes
+	}
+	if total != 48 || len(j.Sites) != 2 {
+		t.Fatalf("placement %+v does not add up to 48 nodes", j.Sites)
+	}
+}
+
+func TestTooWideJobIsRejectedClearly(t *testing.T) {
+	code, stdout, stderr := gridsub(t, "examples/toowide.yaml", "--time-scale", "1e6")
+	if code != exitJobFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitJobFailed, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "rejected") || !strings.Contains(stdout, "224") {
+		t.Fatalf("summary does not explain the rejection with the capacity:\n%s", stdout)
+	}
+}
+
+func TestFailingJobExitsNonZero(t *testing.T) {
+	code, stdout, _ := gridsub(t, "examples/failing.yaml", "--time-scale", "1e6", "--out-dir", t.TempDir())
+	if code != exitJobFailed || !strings.Contains(stdout, "failed") {
+		t.Fatalf("exit %d\n%s", code, stdout)
+	}
+}
+
+func TestValidateInvalidExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/invalid/*.yaml")
+	if len(files) < 10 {
+		t.Fatalf("only %d invalid examples", len(files))
+	}
+	for _, f := range files {
+		rel := strings.TrimPrefix(f, "../../")
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			code, stdout, _ := gridsub(t, "validate", rel)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d:\n%s", code, exitUsage, stdout)
+			}
+			if !strings.Contains(stdout, rel+":") {
+				t.Fatalf("message does not name the file and line:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestValidateAllExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	args := []string{"validate"}
+	for _, f := range files {
+		args = append(args, strings.TrimPrefix(f, "../../"))
+	}
+	if code, stdout, stderr := gridsub(t, args...); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+func TestSitesJSON(t *testing.T) {
+	code, stdout, stderr := gridsub(t, "sites", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rows []siteRow
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[0].Name != "Beijing" || rows[0].Nodes != 128 || rows[0].Free == nil || *rows[0].Free != 128 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	if code, _, stderr := gridsub(t, "a.yaml", "b.yaml"); code != exitUsage || !strings.Contains(stderr, "one job file at a time") {
+		t.Fatalf("two files: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := gridsub(t, "nosuch.yaml"); code != exitUsage || !strings.Contains(stderr, "nosuch.yaml") {
+		t.Fatalf("missing file: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := gridsub(t, "--output", "xml", "sites"); code != exitUsage || !strings.Contains(stderr, "table or json") {
+		t.Fatalf("bad output: exit %d %s", code, stderr)
+	}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// jobJSON is the stable JSON shape of a job for scripts.
+type jobJSON struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	State     string         `json:"state"`
+	Sites     []partJSON     `json:"sites"`
+	Submit    time.Time      `json:"submit"`
+	Start     *time.Time     `json:"start,omitempty"`
+	End       *time.Time     `json:"end,omitempty"`
+	WaitSec   *float64       `json:"wait_seconds,omitempty"`
+	RunSec    *float64       `json:"run_seconds,omitempty"`
+	ExitCode  *int           `json:"exit_code,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	Attempts  int            `json:"attempts"`
+	Predicted *optionJSON    `json:"predicted,omitempty"`
+	Beaten    []optionJSON   `json:"alternatives_beaten,omitempty"`
+	Outputs   []string       `json:"outputs,omitempty"`
+	Events    []bridge.Event `json:"events,omitempty"`
+}
+
+type partJSON struct {
+	Site     string `json:"site"`
+	Nodes    int    `json:"nodes"`
+	RemoteID string `json:"remote_id,omitempty"`
+	State    string `json:"state,omitempty"`
+}
+
+type optionJSON struct {
+	Parts       []partJSON `json:"parts"`
+	Start       time.Time  `json:"start"`
+	End         time.Time  `json:"end"`
+	RuntimeSec  float64    `json:"runtime_seconds"`
+	TransferSec float64    `json:"transfer_seconds"`
+	Immediate   bool       `json:"immediate"`
+}
+
+func optJSON(names []string, o policy.Option) optionJSON {
+	oj := optionJSON{Start: o.Start, End: o.End(), RuntimeSec: o.Runtime.Seconds(), TransferSec: o.Transfer.Seconds(), Immediate: o.Immediate}
+	for _, p := range o.Parts {
+		name := fmt.Sprint(p.Site)
+		if p.Site < len(names) {
+			name = names[p.Site]
+		}
+		oj.Parts = append(oj.Parts, partJSON{Site: name, Nodes: p.Nodes})
+	}
+	return oj
+}
+
+func toJSON(j *bridge.Job, events bool) jobJSON {
+	out := jobJSON{ID: j.ID, Name: j.Req.Name, State: string(j.State), Submit: j.Submit, Reason: j.Reason,
+		Attempts: j.Attempts, Outputs: j.Outputs, Sites: []partJSON{}}
+	for _, c := range j.Comps {
+		out.Sites = append(out.Sites, partJSON{Site: c.Site, Nodes: c.Nodes, RemoteID: string(c.RemoteID), State: c.State.String()})
+	}
+	if !j.Start.IsZero() {
+		s := j.Start
+		w := s.Sub(j.Submit).Seconds()
+		out.Start, out.WaitSec = &s, &w
+	}
+	if !j.End.IsZero() {
+		e := j.End
+		out.End = &e
+		if !j.Start.IsZero() {
+			r := e.Sub(j.Start).Seconds()
+			out.RunSec = &r
+		}
+	}
+	if j.State == bridge.Completed || j.State == bridge.Failed {
+		x := j.ExitCode
+		out.ExitCode = &x
+	}
+	if j.Predicted.Parts != nil {
+		p := optJSON(j.SiteNames, j.Predicted)
+		out.Predicted = &p
+	}
+	for _, b := range j.Beaten {
+		out.Beaten = append(out.Beaten, optJSON(j.SiteNames, b))
+	}
+	if events {
+		out.Events = j.Events
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// rel formats t relative to base ("+1m30s").
+func rel(t, base time.Time) string {
+	d := t.Sub(base).Round(time.Second)
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+// placementText explains where the job goes and why.
+func placementText(j *bridge.Job, now time.Time) string {
+	var sb strings.Builder
+	o := j.Predicted
+	where := bridge.PartsString(j.SiteNames, o.Parts)
+	kind := "single site"
+	if len(o.Parts) > 1 {
+		kind = fmt.Sprintf("co-allocated across %d sites", len(o.Parts))
+	}
+	fmt.Fprintf(&sb, "placement: %s (%s)\n", where, kind)
+	fmt.Fprintf(&sb, "  predicted start %s, end %s (run %s", rel(o.Start, now), rel(o.End(), now), o.Runtime.Round(time.Second))
+	if o.Transfer > 0 {
+		fmt.Fprintf(&sb, " + transfer %s", o.Transfer.Round(time.Millisecond))
+	}
+	sb.WriteString(")\n")
+	if len(j.Beaten) == 0 {
+		sb.WriteString("  no other placement was possible\n")
+		return sb.String()
+	}
+	sb.WriteString("  chosen for the earliest predicted completion; it beat:\n")
+	for _, b := range j.Beaten {
+		how := "start reserved later"
+		if b.Immediate {
+			how = "could start now"
+		}
+		diff := b.End().Sub(o.End())
+		later := fmt.Sprintf("%s later", diff.Round(time.Millisecond))
+		if diff <= 0 {
+			later = "same end; ties go to the site listed first"
+		}
+		fmt.Fprintf(&sb, "    %-28s end %s (%s; %s)\n", bridge.PartsString(j.SiteNames, b.Parts), rel(b.End(), now), how, later)
+	}
+	return sb.String()
+}
+
+// progressLine is one line of live progress.
+func progressLine(j *bridge.Job, now time.Time) string {
+	switch j.State {
+	case bridge.Queued:
+		s := fmt.Sprintf("[%s] queued", rel(now, j.Submit))
+		if j.Predicted.Parts != nil {
+			s += fmt.Sprintf(", predicted start %s on %s", rel(j.Predicted.Start, j.Submit), bridge.PartsString(j.SiteNames, j.Predicted.Parts))
+		}
+		return s
+	case bridge.Dispatched:
+		return fmt.Sprintf("[%s] submitted to %s, waiting for every part to start", rel(now, j.Submit), j.Sites())
+	case bridge.Running:
+		el := now.Sub(j.Start)
+		tot := j.Predicted.Runtime
+		if tot <= 0 {
+			tot = j.Req.Estimate
+		}
+		frac := min(1, float64(el)/float64(tot))
+		const w = 24
+		n := int(frac * w)
+		return fmt.Sprintf("[%s] running on %s %s %3.0f%%  %s of ~%s", rel(now, j.Submit), j.Sites(),
+			"▕"+strings.Repeat("█", n)+strings.Repeat("░", w-n)+"▏", frac*100, el.Round(time.Second), tot.Round(time.Second))
+	default:
+		return fmt.Sprintf("[%s] %s", rel(now, j.Submit), j.State)
+	}
+}
+
+// summaryText is the end-of-job summary.
+func summaryText(j *bridge.Job) string {
+	var sb strings.Builder
+	row := func(k, v string) { fmt.Fprintf(&sb, "  %-10s %s\n", k, v) }
+	fmt.Fprintf(&sb, "summary of %s (%s)\n", j.ID, j.Req.Name)
+	state := string(j.State)
+	if j.State == bridge.Completed || j.State == bridge.Failed {
+		state += fmt.Sprintf(" (exit %d)", j.ExitCode)
+	}
+	row("state", state)
+	if j.Reason != "" {
+		row("reason", j.Reason)
+	}
+	if s := j.Sites(); s != "" {
+		row("sites", s)
+	}
+	if !j.Start.IsZero() {
+		row("wait", j.Start.Sub(j.Submit).Round(time.Second).String())
+		if !j.End.IsZero() {
+			row("run time", j.End.Sub(j.Start).Round(time.Second).String())
+		}
+	}
+	if j.Attempts > 1 {
+		row("attempts", fmt.Sprint(j.Attempts))
+	}
+	if len(j.Outputs) > 0 {
+		row("output", strings.Join(j.Outputs, "\n             "))
+	} else if j.Req.OutputDir != "" && (j.State == bridge.Completed || j.State == bridge.Failed) {
+		row("output", "(none fetched) "+j.Req.OutputDir)
+	}
+	return sb.String()
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/internal/jobfile"
+)
+
+type submitFlags struct {
+	outDir    string
+	timeScale float64
+	quiet     bool
+}
+
+func (f *submitFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&f.outDir, "out-dir", "gridsub-out", "directory for fetched outputs; each job gets <out-dir>/<job-id>/")
+	fl.Float64Var(&f.timeScale, "time-scale", 0, "simulated sites only: virtual seconds per wall second (default: from the config, raised so a job ends in a few seconds)")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no placement or progress on stderr, only the summary")
+}
+
+func newSubmitCmd(g *globals) *cobra.Command {
+	f := &submitFlags{}
+	c := &cobra.Command{
+		Use:   "submit job.yaml",
+		Short: "Run a job and follow it to its end (same as `gridsub job.yaml`)",
+		Long: `Submit runs one job: it validates the job file, asks the scheduler where the job
+goes (printing the placement, its predicted start and end, and the alternatives
+it beat), shows progress until the job ends, fetches the outputs and prints a
+summary. Placement and progress go to stderr; the summary goes to stdout
+(--output json for scripts). Ctrl-C cancels the job everywhere.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSubmit(cmd.Context(), g, f, args[0])
+		},
+	}
+	f.register(c)
+	return c
+}
+
+// loadJob loads and checks a job file against the configured sites.
+func loadJob(path string, sites []string) (*jobfile.Job, error) {
+	j, err := jobfile.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.CheckSites(sites); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// toRequest turns a job file into a broker request submitted at now.
+func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, error) {
+	t, err := j.Resolve(now)
+	if err != nil {
+		return bridge.Request{}, err
+	}
+	spec := j.Spec("")
+	s := j.Scheduling
+	return bridge.Request{
+		Name: j.Name, Command: spec.Command, Script: spec.Script, Env: spec.Env, WorkDir: spec.WorkDir,
+		Nodes: spec.Nodes, CoresPerNode: spec.CoresPerNode, Estimate: spec.Walltime,
+		Inputs: spec.Inputs, Outputs: spec.Outputs,
+		Origin: s.Origin, DataSize: s.DataSize, Sites: s.Sites, Prefer: s.Prefer, NoSplit: s.NoSplit,
+		Deadline: t.Deadline, QoS: string(s.QoS), Sim: spec.Sim, OutputDir: outDir,
+	}, nil
+}
+
+func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) error {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return usageErr(err)
+	}
+	job, err := loadJob(path, cfg.SiteNames())
+	if err != nil {
+		return usageErr(err)
+	}
+	spec, err := specFromConfig(cfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})
+	if err != nil {
+		return &exitError{exitInternal, err}
+	}
+	defer env.Close()
+
+	now := env.Now()
+	req, err := toRequest(job, now, "")
+	if err != nil {
+		return usageErr(err)
+	}
+	j, err := env.Broker.Submit(ctx, req, now)
+	if err != nil {
+		return usageErr(err)
+	}
+	if f.outDir != "" {
+		// The id is known only now; the output directory is per job.
+		req.OutputDir = filepath.Join(f.outDir, j.ID)
+		env.Broker.SetOutputDir(j.ID, req.OutputDir)
+	}
+	p := newProgress(g, f, env, j)
+	p.header(job, path)
+
+	final, err := follow(ctx, env, j.ID, f, p)
+	if err != nil {
+		return &exitError{exitInternal, err}
+	}
+	p.done(final)
+	if g.json() {
+		if err := writeJSON(g.stdout, toJSON(final, true)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(g.stdout, summaryText(final))
+	}
+	if final.State != bridge.Completed {
+		return &exitError{exitJobFailed, fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)}
+	}
+	return nil
+}
+
+// follow runs broker cycles until the job ends. On Ctrl-C it cancels the job
+// and keeps going until the cancel is recorded.
+func follow(ctx context.Context, env *assemble.Env, id string, f *submitFlags, p *progress) (*bridge.Job, error) {
+	clock := env.Clock(f.timeScale)
+	cancelled := false
+	for {
+		now := clock.Now()
+		if _, err := env.Broker.Cycle(context.WithoutCancel(ctx), now); err != nil {
+			return nil, err
+		}
+		j, err := env.Broker.Job(id)
+		if err != nil {
+			return nil, err
+		}
+		p.update(j, now)
+		if j.State.Final() {
+			return j, nil
+		}
+		if ctx.Err() != nil && !cancelled {
+			cancelled = true
+			p.note("interrupted: cancelling " + id + " at every site")
+			if err := env.Broker.Cancel(context.WithoutCancel(ctx), id, now); err != nil && !errors.Is(err, bridge.ErrFinal) {
+				return nil, err
+			}
+			continue
+		}
+		clock.Tick(j)
+	}
+}
+
+// progress renders placement and live progress on stderr.
+type progress struct {
+	g        *globals
+	quiet    bool
+	tty      bool
+	env      *assemble.Env
+	placed   bool
+	reserved bool
+	last     string
+	lastLen  int
+}
+
+func newProgress(g *globals, f *submitFlags, env *assemble.Env, _ *bridge.Job) *progress {
+	tty := false
+	if fd, ok := g.stderr.(*os.File); ok {
+		tty = term.IsTerminal(int(fd.Fd()))
+	}
+	return &progress{g: g, quiet: f.quiet, tty: tty, env: env}
+}
+
+func (p *progress) printf(format string, a ...any) {
+	if !p.quiet {
+		p.clearLine()
+		fmt.Fprintf(p.g.stderr, format, a...)
+	}
+}
+
+func (p *progress) clearLine() {
+	if p.tty && p.lastLen > 0 {
+		fmt.Fprintf(p.g.stderr, "\r%*s\r", p.lastLen, "")
+		p.lastLen = 0
+	}
+}
+
+func (p *progress) note(s string) { p.printf("%s\n", s) }
+
+func (p *progress) header(job *jobfile.Job, path string) {
+	p.printf("gridsub: %s (%s): %d node(s), walltime %s, on %s\n", path, job.Name, job.Resources.Nodes,
+		job.Resources.Walltime, p.env.Describe())
+}
+
+func (p *progress) update(j *bridge.Job, now time.Time) {
+	if j.Predicted.Parts != nil && !p.placed && (j.State != bridge.Queued || !p.reserved) {
+		if j.State == bridge.Queued {
+			p.reserved = true
+			p.printf("waiting: no placement is free now\n%s", placementText(j, j.Submit))
+		} else {
+			p.placed = true
+			p.printf("%s", placementText(j, j.Submit))
+		}
+	}
+	line := progressLine(j, now)
+	if p.quiet || line == p.last {
+		return
+	}
+	if p.tty {
+		p.clearLine()
+		fmt.Fprint(p.g.stderr, line)
+		p.lastLen = len([]rune(line))
+	} else if progressKey(line) != progressKey(p.last) {
+		fmt.Fprintln(p.g.stderr, line)
+	}
+	p.last = line
+}
+
+// progressKey reduces a progress line to its state, so a non-terminal gets one
+// line per state change rather than one per tick.
+func progressKey(line string) string {
+	for i := 0; i < len(line); i++ {
+		if line[i] == ']' {
+			rest := line[i+1:]
+			for k, r := range rest {
+				if r == ',' || r == '▕' {
+					return rest[:k]
+				}
+			}
+			return rest
+		}
+	}
+	return line
+}
+
+func (p *progress) done(j *bridge.Job) {
+	p.clearLine()
+	if !p.quiet && p.tty {
+		fmt.Fprintln(p.g.stderr, progressLine(j, j.End))
+	}
+}
