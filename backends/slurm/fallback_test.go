@@ -1,0 +1,171 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// replay is a Runner that answers from the captured outputs: the site has
+// purged every job from squeue (MinJobAge passed), accounting is disabled,
+// and the jobcomp log is the captured one.
+type replay struct {
+	t     *testing.T
+	mu    sync.Mutex
+	calls []string
+	exits map[string]string // exit-code file path -> content
+}
+
+func (r *replay) Run(_ context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	name := cmdName(argv)
+	if name == "scontrol" && strings.Join(argv[len(argv)-2:], " ") == "show config" {
+		name = "scontrol-config"
+	}
+	if name == "grep" && argv[1] == "-H" {
+		name = "grep-exit"
+	}
+	r.mu.Lock()
+	r.calls = append(r.calls, name)
+	r.mu.Unlock()
+	switch name {
+	case "sbatch":
+		if stdin == nil || argv[3] != "gridsub-submit" {
+			r.t.Errorf("submission without wrapper on stdin: %q", argv)
+		}
+		return backends.Result{Stdout: []byte("777\n")}, nil
+	case "squeue":
+		return fixture(r.t, "squeue_invalid"), nil
+	case "scontrol-config":
+		return fixture(r.t, "scontrol_config_jobcomp"), nil
+	case "sacct":
+		return fixture(r.t, "sacct_disabled"), nil
+	case "grep-exit":
+		var out bytes.Buffer
+		for _, p := range argv[4:] {
+			if c, ok := r.exits[p]; ok {
+				out.WriteString(p + ":" + c + "\n")
+			}
+		}
+		return backends.Result{Stdout: out.Bytes(), ExitCode: 2}, nil // rc 2: some file missing
+	case "grep":
+		// grep -E ^JobId=(a|b) -- file over the captured log
+		pat := argv[2]
+		ids := strings.Split(strings.TrimSuffix(strings.TrimPrefix(pat, "^JobId=("), ") "), "|")
+		var out bytes.Buffer
+		for _, l := range lines(fixture(r.t, "jobcomp").Stdout) {
+			for _, id := range ids {
+				if strings.HasPrefix(l, "JobId="+id+" ") {
+					out.WriteString(l + "\n")
+				}
+			}
+		}
+		rc := 0
+		if out.Len() == 0 {
+			rc = 1
+		}
+		return backends.Result{Stdout: out.Bytes(), ExitCode: rc}, nil
+	}
+	r.t.Fatalf("unexpected command %q", argv)
+	return backends.Result{}, nil
+}
+
+func (r *replay) take() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := strings.Join(r.calls, ",")
+	r.calls = nil
+	return s
+}
+
+func TestStatusFallbackChain(t *testing.T) {
+	rp := &replay{t: t, exits: map[string]string{"/scratch/gridsub/g-exit/.gridsub-exit": "0"}}
+	b := New(Config{Name: "siteA", RemoteDir: "/scratch"}, rp, nil)
+	ctx := context.Background()
+	id, err := b.Submit(ctx, &backends.JobSpec{GridID: "g-exit", Nodes: 1, Walltime: time.Minute, Command: []string{"true"}})
+	if err != nil || id != "777" {
+		t.Fatalf("Submit: %q %v", id, err)
+	}
+	rp.take()
+	ids := []backends.JobID{"1", "777", "888", "19", "bogus"}
+	st, err := b.Status(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		state backends.State
+		code  int
+	}{{backends.StateFailed, 3}, {backends.StateCompleted, 0}, {backends.StateLost, -1}, {backends.StateTimeout, 0}, {backends.StateLost, -1}}
+	for i, w := range want {
+		if st[i].ID != ids[i] || st[i].State != w.state || st[i].ExitCode != w.code {
+			t.Errorf("%s: %+v, want %s exit %d", ids[i], st[i], w.state, w.code)
+		}
+	}
+	if !strings.Contains(st[0].Reason, "jobcomp") || !strings.Contains(st[1].Reason, "exit-code file") || st[0].Name == "" {
+		t.Errorf("reasons do not say where the answer came from: %q / %q (name %q)", st[0].Reason, st[1].Reason, st[0].Name)
+	}
+	if got := rp.take(); got != "squeue,scontrol-config,grep,sacct,grep-exit" {
+		t.Errorf("first poll ran %s", got)
+	}
+	// The jobcomp location is cached and sacct is not asked again.
+	if _, err := b.Status(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	if got := rp.take(); got != "squeue,grep,grep-exit" {
+		t.Errorf("second poll ran %s", got)
+	}
+}
+
+func TestStatusControllerDown(t *testing.T) {
+	down := runnerFunc(func(ctx context.Context, argv []string, _ io.Reader) (backends.Result, error) {
+		return backends.Result{ExitCode: 1, Stderr: []byte("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")}, nil
+	})
+	_, err := New(Config{Name: "x"}, down, nil).Status(context.Background(), []backends.JobID{"1"})
+	if !errors.Is(err, backends.ErrUnavailable) || !backends.Retryable(err) {
+		t.Fatalf("err = %v, want retryable ErrUnavailable", err)
+	}
+	garbage := runnerFunc(func(ctx context.Context, argv []string, _ io.Reader) (backends.Result, error) {
+		return backends.Result{Stdout: []byte("JOBID PARTITION NAME USER ST\n42 batch x u R\n")}, nil
+	})
+	_, err = New(Config{Name: "x"}, garbage, nil).Status(context.Background(), []backends.JobID{"42"})
+	if !errors.Is(err, backends.ErrBadOutput) || !strings.Contains(err.Error(), "JOBID PARTITION") {
+		t.Fatalf("err = %v, want ErrBadOutput quoting the text", err)
+	}
+}
+
+func TestCreateReservationWithdrawsClampedGrant(t *testing.T) {
+	var calls []string
+	run := runnerFunc(func(ctx context.Context, argv []string, _ io.Reader) (backends.Result, error) {
+		calls = append(calls, strings.Join(argv[len(argv)-3:], " "))
+		switch {
+		case argv[0] == "scontrol" && argv[1] == "create":
+			return fixture(t, "resv_create_clamped"), nil
+		case strings.Contains(strings.Join(argv, " "), "show reservation"):
+			return fixture(t, "resv_show_clamped"), nil
+		case argv[0] == "scontrol" && argv[1] == "delete":
+			return backends.Result{}, nil
+		}
+		t.Fatalf("unexpected %q", argv)
+		return backends.Result{}, nil
+	})
+	b := New(Config{Name: "siteB", User: "griduser"}, run, nil)
+	_, err := b.CreateReservation(context.Background(), &backends.ReservationSpec{Name: "capr2", Start: time.Now(), Duration: 10 * time.Minute, Nodes: 4})
+	if !errors.Is(err, backends.ErrRejected) || !strings.Contains(err.Error(), "only 2 of the 4") {
+		t.Fatalf("err = %v, want a rejection naming 2 of 4 nodes", err)
+	}
+	if len(calls) != 3 || !strings.Contains(calls[2], "ReservationName=capr2") {
+		t.Fatalf("calls %q: want create, show, delete", calls)
+	}
+}
+
+type runnerFunc func(context.Context, []string, io.Reader) (backends.Result, error)
+
+func (f runnerFunc) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	return f(ctx, argv, stdin)
+}
