@@ -251,14 +251,14 @@ func (s *testServer) serveConn(nc net.Conn) {
 		if err != nil {
 			continue
 		}
-		if n := active.Add(1); n > s.MaxActive.Load() {
-			s.MaxActive.Store(n) // racy max, good enough: only grows
+		n := active.Add(1)
+		for m := s.MaxActive.Load(); n > m && !s.MaxActive.CompareAndSwap(m, n); m = s.MaxActive.Load() {
 		}
 		sessions.Add(1)
 		go func() {
 			defer sessions.Done()
-			defer active.Add(-1)
-			s.serveSession(nc, ch, creqs)
+			// Count the session as gone before the client can see it close.
+			s.serveSession(nc, ch, creqs, func() { active.Add(-1) })
 		}()
 	}
 }
@@ -267,8 +267,9 @@ type execMsg struct{ Command string }
 type exitStatusMsg struct{ Status uint32 }
 type signalMsg struct{ Signal string }
 
-func (s *testServer) serveSession(nc net.Conn, ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (s *testServer) serveSession(nc net.Conn, ch ssh.Channel, reqs <-chan *ssh.Request, ended func()) {
 	defer ch.Close()
+	defer ended()
 	var cmd *exec.Cmd
 	done := make(chan struct{})
 	started := false
