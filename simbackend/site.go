@@ -361,7 +361,7 @@ func (s *Site) job(id backends.JobID) *siteJob {
 }
 
 func (s *Site) status(j *siteJob) backends.JobStatus {
-	st := backends.JobStatus{ID: j.id, GridID: j.spec.GridID, State: j.state, Reason: j.reason, ExitCode: -1}
+	st := backends.JobStatus{ID: j.id, GridID: j.spec.GridID, Name: j.spec.Name, State: j.state, Reason: j.reason, ExitCode: -1}
 	if j.state.Final() {
 		st.ExitCode = j.exit
 	}

@@ -105,7 +105,7 @@ func TestSiteLifecycle(t *testing.T) {
 	if ok != "1" || fail != "2" || long != "3" || full != "4" {
 		t.Fatalf("ids %s %s %s %s", ok, fail, long, full)
 	}
-	if got := st(t, s, ok); got.State != backends.StateRunning || !got.Start.Equal(epoch0) || got.ExitCode != -1 {
+	if got := st(t, s, ok); got.State != backends.StateRunning || !got.Start.Equal(epoch0) || got.ExitCode != -1 || got.Name != "ok" {
 		t.Fatalf("ok after submit: %+v", got)
 	}
 	e.Run()
