@@ -48,7 +48,8 @@
 // # EASY backfilling: one scheduler, two modes
 //
 // The same code (type easy) schedules Sites and the trace replay
-// (ReplayEASY). Running jobs are kept sorted by estimated end (at most Nodes
+// (ReplayEASY); TestSiteReplaysCTCReference feeds the CTC trace through a
+// Site's Backend API and gets the replay's schedule job for job. Running jobs are kept sorted by estimated end (at most Nodes
 // entries), so a pass is one walk for the shadow time plus one scan of the
 // queue, without allocation. With EASYOptions.ReferenceCompatible it follows
 // the pyss EasyBackfillScheduler that produced the reference CTC-SP2

@@ -2,6 +2,7 @@ package simbackend
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
 
@@ -264,5 +267,60 @@ func TestReplayOtherTraces(t *testing.T) {
 			s := res.Summary
 			t.Logf("%d procs, %d of %d jobs: mean wait %.0f s, mean bsld %.2f, AU %.3f", procs, res.Kept, res.Read, s.MeanWait, s.MeanBSLD, s.AU)
 		})
+	}
+}
+
+// TestSiteReplaysCTCReference drives a reference-mode Site through the
+// Backend API (JobSpecs, time.Time, engine events) with the filtered CTC
+// trace: the site must give the same schedule as ReplayEASY, which shows the
+// Site and the oracle share one scheduler.
+func TestSiteReplaysCTCReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("submits 77,199 jobs through the Backend API")
+	}
+	want := replayCTC(t)
+	r, err := swf.Open(workloadFile(t, "CTC-SP2-1996-3.1-cln.swf.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	jobs, err := swf.ReadJobs(r, swf.StrongFilter{MaxProcs: 338}.Apply, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(epoch0, 1)
+	site, err := NewSite(e, SiteConfig{Name: "ctc", Nodes: 338, EASY: EASYOptions{ReferenceCompatible: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]backends.JobID, len(jobs))
+	for i, j := range jobs {
+		sp := &backends.JobSpec{GridID: fmt.Sprint(j.ID), Command: []string{"x"}, Nodes: int(j.Width()),
+			Walltime: time.Duration(j.ReqTime) * time.Second, Sim: backends.SimHints{Runtime: time.Duration(j.Run) * time.Second}}
+		e.At(at(int(j.Submit)), func() {
+			id, err := site.Submit(bg, sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = id
+		})
+	}
+	e.Run()
+	sts, err := site.Status(bg, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := 0
+	for i, s := range sts {
+		if s.State != backends.StateCompleted {
+			t.Fatalf("job %s: %s", s.GridID, s.State)
+		}
+		if int64(s.Start.Sub(epoch0)/time.Second) == want.Jobs[i].Start {
+			same++
+		}
+	}
+	t.Logf("site schedule equals the replay for %d of %d jobs", same, len(sts))
+	if same != len(sts) {
+		t.Fatalf("the Site and ReplayEASY disagree on %d jobs", len(sts)-same)
 	}
 }

@@ -24,11 +24,12 @@ type SiteConfig struct {
 	H            float64 // heterogeneity factor reported to the broker (0 = 1.0); run times arrive already scaled
 	EASY         EASYOptions
 	// OnChange, if set, is called after every job state change (submitted
-	// as pending, started, ended, cancelled) with the job's new status, in
-	// the order the changes happened. It runs on the goroutine that caused
-	// the change (a Site method's caller, or the engine's driver for starts
-	// and ends) after the site's lock is released, so it may call Site and
-	// Engine methods; it must not block for long.
+	// as pending, started, ended, cancelled) with the job's new status. It
+	// runs on the goroutine that caused the change (a Site method's caller,
+	// or the engine's driver for starts and ends) after the site's lock is
+	// released, so it may call Site and Engine methods; it must not block
+	// for long. Changes made by one call arrive in the order they happened;
+	// deliveries of calls on different goroutines may interleave.
 	OnChange func(backends.JobStatus)
 }
 
