@@ -366,6 +366,12 @@ func (s *Site) status(j *siteJob) backends.JobStatus {
 	if j.state.Final() {
 		st.ExitCode = j.exit
 	}
+	if j.state == backends.StatePending && j.resv == nil {
+		// As SLURM says it: the head waits for resources, the rest behind it.
+		if q := s.sched.queue; len(q) > 0 && q[0] == &j.sjob {
+			st.Reason = "Resources"
+		}
+	}
 	if j.startSeq > 0 { // the job has started
 		st.Start = s.e.timeOf(j.start)
 		st.NodeList = fmt.Sprintf("%s[%d nodes]", s.cfg.Name, j.width)

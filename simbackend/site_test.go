@@ -155,6 +155,12 @@ func TestSiteEASYBackfill(t *testing.T) {
 	if sum != 4 || !info.Busy[0].Until.Equal(at(60)) || !info.Busy[1].Until.Equal(at(100)) {
 		t.Fatalf("busy %+v", info.Busy)
 	}
+	if got := st(t, s, b); got.Reason != "Resources" {
+		t.Errorf("head pending reason %q, want Resources", got.Reason)
+	}
+	if got := st(t, s, d); got.Reason != "Priority" {
+		t.Errorf("second pending reason %q, want Priority", got.Reason)
+	}
 	e.Run()
 	for _, w := range []struct {
 		id    backends.JobID
