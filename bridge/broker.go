@@ -34,6 +34,9 @@ type SiteConfig struct {
 	// Simulated sites get the job's real behaviour (SimHints) and count the
 	// input transfer inside the allocation, as paper 000's model does.
 	Simulated bool
+	// Pushes means the site reports every change of its jobs through
+	// Broker.Notify, so the broker never polls it.
+	Pushes bool
 }
 
 // Options configure a Broker.
@@ -50,6 +53,9 @@ type Options struct {
 	// OnEvent, when set, sees every job event after it is stored (progress
 	// displays). It must not call back into the broker.
 	OnEvent func(job *Job, e Event)
+	// NoHistory keeps no per-job event history (trace replays of many
+	// thousands of jobs do not need it). States, times and reasons are kept.
+	NoHistory bool
 }
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
@@ -64,10 +70,17 @@ type Broker struct {
 	cycleMu sync.Mutex // one cycle (or cancel) at a time
 
 	mu      sync.Mutex
-	jobs    map[string]*Job // every job the broker knows, live or ended
-	queue   []string        // ids of queued jobs in FCFS order
-	live    []string        // ids of dispatched or running jobs, in dispatch order
-	pending []pendingEvent  // events to hand to OnEvent once the lock is released
+	jobs    map[string]*Job    // every job the broker knows, live or ended
+	queue   []string           // ids of queued jobs in FCFS order
+	live    []string           // ids of dispatched or running jobs, in dispatch order
+	where   map[compKey]string // remote job at a site -> grid job id, for live components
+	pq      []policy.Job       // the policy's view of queue, kept in step with it
+	polling bool               // some site must be polled (does not push its changes)
+	ended   []string           // ids of jobs that ended since the last output fetch
+	pending []pendingEvent     // events to hand to OnEvent once the lock is released
+
+	notesMu sync.Mutex
+	notes   []note // pushed changes not yet applied
 }
 
 type pendingEvent struct {
@@ -84,7 +97,7 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("%w: no planner configured", ErrBadRequest)
 	}
 	b := &Broker{opts: opts, sites: opts.Sites, siteIdx: map[string]int{}, store: opts.Store,
-		log: opts.Logger, jobs: map[string]*Job{}}
+		log: opts.Logger, jobs: map[string]*Job{}, where: map[compKey]string{}}
 	if b.store == nil {
 		b.store = NewMemStore()
 	}
@@ -105,6 +118,7 @@ func New(opts Options) (*Broker, error) {
 			b.sites[i].H = 1
 		}
 		b.siteIdx[s.Name] = i
+		b.polling = b.polling || !s.Pushes
 	}
 	if opts.Links != nil && len(opts.Links) != len(opts.Sites) {
 		return nil, fmt.Errorf("%w: links matrix is %d×?, want %d×%d", ErrBadRequest, len(opts.Links), len(opts.Sites), len(opts.Sites))
@@ -173,6 +187,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	}
 	b.jobs[j.ID] = j
 	b.queue = append(b.queue, j.ID)
+	b.pq = append(b.pq, b.policyJob(j))
 	c := j.Clone()
 	b.mu.Unlock()
 	b.flushEvents()
@@ -211,6 +226,9 @@ func (b *Broker) Idle() bool {
 
 // addEvent appends an event to the job; b.mu must be held.
 func (b *Broker) addEvent(j *Job, t time.Time, kind, site, msg string) {
+	if b.opts.NoHistory {
+		return
+	}
 	e := Event{Time: t, Kind: kind, Site: site, Msg: msg}
 	j.Events = append(j.Events, e)
 	if b.opts.OnEvent != nil {
@@ -277,41 +295,48 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 // poll asks every site, in one batched call, for the state of the live
 // components it runs, and folds the answers into the jobs.
 func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
-	type ref struct {
-		job  string
-		comp int
-	}
 	b.mu.Lock()
-	ids := make([][]backends.JobID, len(b.sites))
-	refs := make([][]ref, len(b.sites))
-	for _, id := range b.live {
-		j := b.jobs[id]
-		for k, c := range j.Comps {
-			if c.State.Final() {
-				continue
+	var ids [][]backends.JobID
+	if b.polling {
+		ids = make([][]backends.JobID, len(b.sites))
+		for _, id := range b.live {
+			for _, c := range b.jobs[id].Comps {
+				if s := b.siteIdx[c.Site]; !c.State.Final() && !b.sites[s].Pushes {
+					ids[s] = append(ids[s], c.RemoteID)
+				}
 			}
-			s := b.siteIdx[c.Site]
-			ids[s] = append(ids[s], c.RemoteID)
-			refs[s] = append(refs[s], ref{id, k})
 		}
 	}
 	b.mu.Unlock()
 
-	results := make([][]backends.JobStatus, len(b.sites))
-	errs := make([]error, len(b.sites))
-	b.eachSite(func(s int) {
-		if len(ids[s]) == 0 {
-			return
-		}
-		results[s], errs[s] = b.sites[s].Backend.Status(ctx, ids[s])
-		if errs[s] == nil && len(results[s]) != len(ids[s]) {
-			errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
-		}
-	})
+	var results [][]backends.JobStatus
+	var errs []error
+	if ids != nil {
+		results = make([][]backends.JobStatus, len(b.sites))
+		errs = make([]error, len(b.sites))
+		b.eachSite(func(s int) {
+			if len(ids[s]) == 0 {
+				return
+			}
+			results[s], errs[s] = b.sites[s].Backend.Status(ctx, ids[s])
+			if errs[s] == nil && len(results[s]) != len(ids[s]) {
+				errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
+			}
+		})
+	}
+	b.notesMu.Lock()
+	notes := b.notes
+	b.notes = nil
+	b.notesMu.Unlock()
 
 	b.mu.Lock()
-	touched := map[string]bool{}
-	for s := range b.sites {
+	var touched []*Job
+	for _, n := range notes {
+		if j := b.apply(n.site, n.st, now); j != nil {
+			touched = append(touched, j)
+		}
+	}
+	for s := range results {
 		if errs[s] != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: status: %w", b.sites[s].Name, errs[s]))
 			b.log.Warn("status poll failed", "site", b.sites[s].Name, "err", errs[s])
@@ -319,32 +344,85 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 		}
 		rep.Polled += len(results[s])
 		for i, st := range results[s] {
-			r := refs[s][i]
-			c := &b.jobs[r.job].Comps[r.comp]
-			if st.State == c.State {
-				continue
+			st.ID = ids[s][i] // answers come in request order; trust the order, not the echo
+			if j := b.apply(s, st, now); j != nil {
+				touched = append(touched, j)
 			}
-			c.State, c.Reason = st.State, st.Reason
-			if st.State.Final() {
-				c.ExitCode = st.ExitCode
-				c.End = orNow(st.End, now)
-			}
-			if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
-				c.Start = orNow(st.Start, now)
-			}
-			touched[r.job] = true
 		}
 	}
 	var cancels []cancelReq
-	for _, id := range b.live {
-		if touched[id] {
-			cancels = append(cancels, b.track(ctx, b.jobs[id], now, rep)...)
+	for _, j := range touched {
+		if j.touched { // once per job, in the order of first change
+			j.touched = false
+			cancels = append(cancels, b.track(ctx, j, now, rep)...)
 		}
 	}
-	b.compactLive()
+	if len(touched) > 0 {
+		b.compactLive()
+	}
 	b.mu.Unlock()
 	b.doCancels(ctx, now, cancels)
-	b.fetchEnded(ctx, now)
+	if len(b.ended) > 0 {
+		b.fetchEnded(ctx, now)
+	}
+}
+
+// apply records one component status and returns its job the first time the
+// job changes in this cycle (nil otherwise). b.mu held.
+func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
+	id, ok := b.where[compKey{site, st.ID}]
+	if !ok {
+		return nil
+	}
+	j := b.jobs[id]
+	if j.State != Dispatched && j.State != Running {
+		return nil
+	}
+	name := b.sites[site].Name
+	for k := range j.Comps {
+		c := &j.Comps[k]
+		if c.Site != name || c.RemoteID != st.ID || c.State.Final() || st.State == c.State {
+			continue
+		}
+		c.State, c.Reason = st.State, st.Reason
+		if st.State.Final() {
+			c.ExitCode = st.ExitCode
+			c.End = orNow(st.End, now)
+		}
+		if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
+			c.Start = orNow(st.Start, now)
+		}
+		if !j.touched {
+			j.touched = true
+			return j
+		}
+		return nil
+	}
+	return nil
+}
+
+// Notify reports a component's new state from a site that pushes its changes
+// (SiteConfig.Pushes). It may be called from any goroutine, also from inside
+// a backend call the broker is making; the change is applied at the start of
+// the next cycle, in the order reported.
+func (b *Broker) Notify(site string, st backends.JobStatus) {
+	s, ok := b.siteIdx[site]
+	if !ok {
+		return
+	}
+	b.notesMu.Lock()
+	b.notes = append(b.notes, note{s, st})
+	b.notesMu.Unlock()
+}
+
+type note struct {
+	site int
+	st   backends.JobStatus
+}
+
+type compKey struct {
+	site int
+	id   backends.JobID
 }
 
 // latest returns the latest component start and end: a co-allocated job runs
@@ -396,6 +474,11 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 			}
 			w := j.Comps[win]
 			w.Replica = false
+			for k, c := range j.Comps {
+				if k != win {
+					delete(b.where, compKey{b.siteIdx[c.Site], c.RemoteID})
+				}
+			}
 			j.Comps = []Component{w}
 			b.addEvent(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
 		} else {
@@ -464,6 +547,7 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 
 // requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
 func (b *Broker) requeue(j *Job, now time.Time, why string) {
+	b.unindex(j)
 	j.State, j.Comps = Queued, nil
 	b.addEvent(j, now, "requeued", "", fmt.Sprintf("attempt %d lost: %s; queued again", j.Attempts, why))
 	// FCFS: by submission time, then id.
@@ -475,13 +559,29 @@ func (b *Broker) requeue(j *Job, now time.Time, why string) {
 		return strings.Compare(q.ID, t.ID)
 	})
 	b.queue = slices.Insert(b.queue, pos, j.ID)
+	b.pq = slices.Insert(b.pq, pos, b.policyJob(j))
 }
 
-// compactLive drops ended or requeued jobs from the live list. b.mu held.
+// unindex forgets the components of a job that left the live set. b.mu held.
+func (b *Broker) unindex(j *Job) {
+	for _, c := range j.Comps {
+		delete(b.where, compKey{b.siteIdx[c.Site], c.RemoteID})
+	}
+}
+
+// compactLive drops ended or requeued jobs from the live list and notes the
+// ended ones whose outputs are to be fetched. b.mu held.
 func (b *Broker) compactLive() {
 	b.live = slices.DeleteFunc(b.live, func(id string) bool {
-		s := b.jobs[id].State
-		return s != Dispatched && s != Running
+		j := b.jobs[id]
+		if j.State == Dispatched || j.State == Running {
+			return false
+		}
+		if (j.State == Completed || j.State == Failed) && j.Req.OutputDir != "" {
+			b.ended = append(b.ended, id)
+		}
+		b.unindex(j)
+		return true
 	})
 }
 
@@ -511,7 +611,10 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 	}
 	var todo []fetch
 	b.mu.Lock()
-	for _, j := range b.jobs {
+	ended := b.ended
+	b.ended = nil
+	for _, id := range ended {
+		j := b.jobs[id]
 		if j.Req.OutputDir == "" || (j.State != Completed && j.State != Failed) || j.Outputs != nil || len(j.Comps) == 0 {
 			continue
 		}
@@ -584,25 +687,28 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 		snap.Sites[s] = ps
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	snap.Queue = make([]policy.Job, 0, len(b.queue))
-	for _, id := range b.queue {
-		j := b.jobs[id]
-		r := &j.Req
-		pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
-			DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit}
-		if r.Origin != "" {
-			pj.Origin = b.siteIdx[r.Origin]
-		}
-		for _, n := range r.Sites {
-			pj.Allowed = append(pj.Allowed, b.siteIdx[n])
-		}
-		for _, n := range r.Prefer {
-			pj.Preferred = append(pj.Preferred, b.siteIdx[n])
-		}
-		snap.Queue = append(snap.Queue, pj)
-	}
+	// The policy must not modify the snapshot; the cap keeps an append from
+	// writing into the broker's own view.
+	snap.Queue = b.pq[:len(b.pq):len(b.pq)]
+	b.mu.Unlock()
 	return snap, nil
+}
+
+// policyJob is the policy's view of a queued job. b.mu held.
+func (b *Broker) policyJob(j *Job) policy.Job {
+	r := &j.Req
+	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
+		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit}
+	if r.Origin != "" {
+		pj.Origin = b.siteIdx[r.Origin]
+	}
+	for _, n := range r.Sites {
+		pj.Allowed = append(pj.Allowed, b.siteIdx[n])
+	}
+	for _, n := range r.Prefer {
+		pj.Preferred = append(pj.Preferred, b.siteIdx[n])
+	}
+	return pj
 }
 
 // spec builds the JobSpec of component k of n of job j at a site. For

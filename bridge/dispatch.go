@@ -108,6 +108,9 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 	}
 	if firstErr == nil || (d.Action == policy.Replicate && len(ok) > 0) {
 		j.Comps, j.State = ok, Dispatched
+		for _, c := range ok {
+			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = id
+		}
 		b.dequeue(id)
 		b.live = append(b.live, id)
 		_ = b.persist(ctx, j)
@@ -145,6 +148,7 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 func (b *Broker) dequeue(id string) {
 	if i := slices.Index(b.queue, id); i >= 0 {
 		b.queue = slices.Delete(b.queue, i, i+1)
+		b.pq = slices.Delete(b.pq, i, i+1)
 	}
 }
 

@@ -90,6 +90,8 @@ type Job struct {
 	ExitCode  int
 	Outputs   []string // local paths of fetched outputs
 	Events    []Event
+
+	touched bool // changed in the cycle being processed
 }
 
 // Sites lists the sites of the job's placement ("Beijing:32+Shanghai:16").

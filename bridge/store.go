@@ -80,3 +80,30 @@ func (m *MemStore) NextID(context.Context) (uint64, error) {
 	m.seq++
 	return m.seq, nil
 }
+
+// DiscardStore keeps nothing: for trace replays, where the broker's own
+// memory is the only state needed and a copy per change would cost more
+// than the scheduling itself. Get and List find nothing.
+type DiscardStore struct {
+	mu  sync.Mutex
+	seq uint64
+}
+
+var _ Store = (*DiscardStore)(nil)
+
+// Put implements Store.
+func (*DiscardStore) Put(context.Context, *Job) error { return nil }
+
+// Get implements Store.
+func (*DiscardStore) Get(context.Context, string) (*Job, error) { return nil, ErrNotFound }
+
+// List implements Store.
+func (*DiscardStore) List(context.Context) ([]*Job, error) { return nil, nil }
+
+// NextID implements Store.
+func (d *DiscardStore) NextID(context.Context) (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seq++
+	return d.seq, nil
+}

@@ -81,16 +81,20 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 	var sites []bridge.SiteConfig
 	caps := make([]simbackend.SiteCapacity, len(s.Sites))
 	idx := map[string]int{}
+	var b *bridge.Broker // the sites push their changes to it
 	for i, st := range s.Sites {
-		site, err := simbackend.NewSite(eng, simbackend.SiteConfig{Name: st.Name, Nodes: st.Nodes, H: st.H})
+		name := st.Name
+		site, err := simbackend.NewSite(eng, simbackend.SiteConfig{Name: name, Nodes: st.Nodes, H: st.H,
+			OnChange: func(js backends.JobStatus) { b.Notify(name, js) }})
 		if err != nil {
 			return nil, fmt.Errorf("site %s: %w", st.Name, err)
 		}
-		sites = append(sites, bridge.SiteConfig{Name: st.Name, Backend: site, H: st.H, Simulated: true})
+		sites = append(sites, bridge.SiteConfig{Name: st.Name, Backend: site, H: st.H, Simulated: true, Pushes: true})
 		caps[i] = simbackend.SiteCapacity{Name: st.Name, Nodes: st.Nodes}
 		idx[st.Name] = i
 	}
-	b, err := bridge.New(bridge.Options{Sites: sites, Planner: s.Planner, Links: s.Links, MultiSite: s.MultiSite})
+	b, err := bridge.New(bridge.Options{Sites: sites, Planner: s.Planner, Links: s.Links, MultiSite: s.MultiSite,
+		NoHistory: true, Store: &bridge.DiscardStore{}})
 	if err != nil {
 		return nil, err
 	}

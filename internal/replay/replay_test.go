@@ -90,3 +90,16 @@ func TestReplayPaper000Workload1(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReplayCTC10k replays the first 10,000 jobs of CTC (Workload 1) on
+// paper 000's testbed with greedy selection and EASY backfilling.
+func BenchmarkReplayCTC10k(b *testing.B) {
+	jobs := loadCTC(b, 10000, false)
+	pl, _ := coalloc.ByName("greedy-easy")
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Run(context.Background(), Setup{Sites: paper000(), Links: links(3, 1e6, 575*time.Millisecond), MultiSite: 1.1, Planner: pl}, jobs, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
