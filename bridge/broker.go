@@ -639,10 +639,11 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 		paths, err := fe.FetchOutputs(ctx, c.RemoteID, f.spec, f.dir)
 		b.mu.Lock()
 		j := b.jobs[f.job]
+		j.Outputs = append(j.Outputs, paths...) // what arrived, even when something else did not
 		if err != nil {
+			j.FetchErrors = append(j.FetchErrors, err.Error())
 			b.addEvent(j, now, "fetch-failed", c.Site, err.Error())
 		} else {
-			j.Outputs = append(j.Outputs, paths...)
 			b.addEvent(j, now, "outputs", c.Site, fmt.Sprintf("%d file(s) in %s", len(paths), f.dir))
 		}
 		_ = b.persist(ctx, j)

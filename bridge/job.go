@@ -89,7 +89,10 @@ type Job struct {
 	Reason    string          // why it failed or was rejected
 	ExitCode  int
 	Outputs   []string // local paths of fetched outputs
-	Events    []Event
+	// FetchErrors says what could not be brought back (the job's own state
+	// is not changed by it).
+	FetchErrors []string
+	Events      []Event
 
 	touched bool // changed in the cycle being processed
 }
@@ -113,5 +116,6 @@ func (j *Job) Clone() *Job {
 	c.Events = append([]Event(nil), j.Events...)
 	c.Beaten = append([]policy.Option(nil), j.Beaten...)
 	c.Outputs = append([]string(nil), j.Outputs...)
+	c.FetchErrors = append([]string(nil), j.FetchErrors...)
 	return &c
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"log/slog"
+
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/config"
 )
@@ -12,7 +14,7 @@ func loadConfig(g *globals) (*config.Config, error) {
 }
 
 // specFromConfig turns a configuration into what assemble builds.
-func specFromConfig(cfg *config.Config) (assemble.Spec, error) {
+func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error) {
 	spec := assemble.Spec{
 		Links:     cfg.Links(),
 		MultiSite: cfg.Network.MultiSiteFactor,
@@ -25,7 +27,7 @@ func specFromConfig(cfg *config.Config) (assemble.Spec, error) {
 		s := &cfg.Sites[i]
 		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H}
 		if s.Kind != config.KindSim {
-			real, err := realSite(s)
+			real, err := realSite(s, log)
 			if err != nil {
 				return spec, err
 			}

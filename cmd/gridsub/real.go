@@ -4,12 +4,39 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/internal/config"
 )
 
-// realSite returns the constructor of a site reached over SSH.
-func realSite(s *config.Site) (func(context.Context) (backends.Backend, io.Closer, error), error) {
-	return nil, fmt.Errorf("site %s: kind %q is not available in this build yet", s.Name, s.Kind)
+// realSite returns the constructor of a site reached over SSH: one
+// connection per site, host key checked, key file or agent.
+func realSite(s *config.Site, log *slog.Logger) (func(context.Context) (backends.Backend, io.Closer, error), error) {
+	if s.SSH == nil {
+		return nil, fmt.Errorf("site %s: kind %s needs an ssh section (host, port, user, key_file, known_hosts)", s.Name, s.Kind)
+	}
+	ssh := transport.Config{Host: s.SSH.Host, Port: s.SSH.Port, User: s.SSH.User, UseAgent: s.SSH.Agent,
+		InsecureIgnoreHostKey: s.SSH.InsecureIgnoreHostKey, MaxSessions: s.SSH.MaxSessions, Logger: log}
+	if s.SSH.KeyFile != "" {
+		ssh.KeyFiles = []string{s.SSH.KeyFile}
+	}
+	if s.SSH.KnownHosts != "" {
+		ssh.KnownHosts = []string{s.SSH.KnownHosts}
+	}
+	switch s.Kind {
+	case config.KindSlurm:
+		cfg := slurm.Config{Name: s.Name, Partition: s.Partition, RemoteDir: s.RemoteDir, User: s.SSH.User, Logger: log}
+		return func(ctx context.Context) (backends.Backend, io.Closer, error) {
+			b, err := slurm.Connect(ctx, cfg, ssh)
+			if err != nil {
+				return nil, nil, err
+			}
+			return b, b, nil
+		}, nil
+	default:
+		return nil, fmt.Errorf("site %s: kind %q has no backend in this build yet (available: sim, slurm)", s.Name, s.Kind)
+	}
 }

@@ -13,22 +13,23 @@ import (
 
 // jobJSON is the stable JSON shape of a job for scripts.
 type jobJSON struct {
-	ID        string         `json:"id"`
-	Name      string         `json:"name"`
-	State     string         `json:"state"`
-	Sites     []partJSON     `json:"sites"`
-	Submit    time.Time      `json:"submit"`
-	Start     *time.Time     `json:"start,omitempty"`
-	End       *time.Time     `json:"end,omitempty"`
-	WaitSec   *float64       `json:"wait_seconds,omitempty"`
-	RunSec    *float64       `json:"run_seconds,omitempty"`
-	ExitCode  *int           `json:"exit_code,omitempty"`
-	Reason    string         `json:"reason,omitempty"`
-	Attempts  int            `json:"attempts"`
-	Predicted *optionJSON    `json:"predicted,omitempty"`
-	Beaten    []optionJSON   `json:"alternatives_beaten,omitempty"`
-	Outputs   []string       `json:"outputs,omitempty"`
-	Events    []bridge.Event `json:"events,omitempty"`
+	ID         string         `json:"id"`
+	Name       string         `json:"name"`
+	State      string         `json:"state"`
+	Sites      []partJSON     `json:"sites"`
+	Submit     time.Time      `json:"submit"`
+	Start      *time.Time     `json:"start,omitempty"`
+	End        *time.Time     `json:"end,omitempty"`
+	WaitSec    *float64       `json:"wait_seconds,omitempty"`
+	RunSec     *float64       `json:"run_seconds,omitempty"`
+	ExitCode   *int           `json:"exit_code,omitempty"`
+	Reason     string         `json:"reason,omitempty"`
+	Attempts   int            `json:"attempts"`
+	Predicted  *optionJSON    `json:"predicted,omitempty"`
+	Beaten     []optionJSON   `json:"alternatives_beaten,omitempty"`
+	Outputs    []string       `json:"outputs,omitempty"`
+	NotFetched []string       `json:"fetch_errors,omitempty"`
+	Events     []bridge.Event `json:"events,omitempty"`
 }
 
 type partJSON struct {
@@ -61,7 +62,7 @@ func optJSON(names []string, o policy.Option) optionJSON {
 
 func toJSON(j *bridge.Job, events bool) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Req.Name, State: string(j.State), Submit: j.Submit, Reason: j.Reason,
-		Attempts: j.Attempts, Outputs: j.Outputs, Sites: []partJSON{}}
+		Attempts: j.Attempts, Outputs: j.Outputs, NotFetched: j.FetchErrors, Sites: []partJSON{}}
 	for _, c := range j.Comps {
 		out.Sites = append(out.Sites, partJSON{Site: c.Site, Nodes: c.Nodes, RemoteID: string(c.RemoteID), State: c.State.String()})
 	}
@@ -196,6 +197,9 @@ func summaryText(j *bridge.Job) string {
 	}
 	if j.Attempts > 1 {
 		row("attempts", fmt.Sprint(j.Attempts))
+	}
+	for _, e := range j.FetchErrors {
+		row("not fetched", e)
 	}
 	if len(j.Outputs) > 0 {
 		row("output", strings.Join(j.Outputs, "\n             "))

@@ -78,7 +78,7 @@ func siteRows(ctx context.Context, g *globals, cfg *config.Config, offline bool)
 	if offline {
 		return rows, nil
 	}
-	spec, err := specFromConfig(cfg)
+	spec, err := specFromConfig(cfg, g.logger())
 	if err != nil {
 		return nil, usageErr(err)
 	}

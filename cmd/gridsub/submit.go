@@ -86,7 +86,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	if err != nil {
 		return usageErr(err)
 	}
-	spec, err := specFromConfig(cfg)
+	spec, err := specFromConfig(cfg, g.logger())
 	if err != nil {
 		return usageErr(err)
 	}
