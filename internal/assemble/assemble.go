@@ -113,11 +113,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		}
 		sites = append(sites, bridge.SiteConfig{Name: s.Name, Backend: be, H: s.H, Simulated: s.Kind == "sim"})
 	}
-	name := spec.Planner
-	if name == "" {
-		name = "greedy-easy"
-	}
-	planner, err := coalloc.ByName(name)
+	planner, err := coalloc.ByName(PlannerName(spec.Planner))
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
@@ -231,4 +227,17 @@ func (c *simClock) Tick(j *bridge.Job) {
 	time.Sleep(c.tick)
 	step := time.Duration(c.Scale(j) * float64(c.tick))
 	c.e.RunUntil(c.e.Now().Add(step))
+}
+
+// PlannerName normalises a configured policy name: "" means greedy-easy, and
+// a bare selection ("greedy", "optimal", "single-site", "non-adaptive") gets
+// EASY backfilling, the paper's recommended combination.
+func PlannerName(n string) string {
+	switch n {
+	case "":
+		return "greedy-easy"
+	case "greedy", "optimal", "single-site", "non-adaptive":
+		return n + "-easy"
+	}
+	return n
 }
