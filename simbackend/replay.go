@@ -92,7 +92,90 @@ func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions)
 		e.mu.Unlock()
 	})
 
+	// A reader goroutine decompresses, parses, filters and checks the trace
+	// in chunks while this one simulates: on two cores the replay takes
+	// about as long as the slower of the two. The job order is the file's,
+	// so the result does not depend on the interleaving.
+	type chunk struct {
+		jobs []swf.Job
+		err  error
+	}
+	const chunkLen = 1024
+	chunks := make(chan chunk, 4)
+	spare := make(chan []swf.Job, 6)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	var nRead, nKept int // written by the reader; read once chunks is closed
+	go func() {
+		defer close(finished)
+		defer close(chunks)
+		send := func(c chunk) bool {
+			select {
+			case chunks <- c:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		buf := make([]swf.Job, 0, chunkLen)
+		prev := int64(-1 << 62)
+		for {
+			sj, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				send(chunk{err: err})
+				return
+			}
+			nRead++
+			if opts.Filter != nil && !opts.Filter(&sj) {
+				continue
+			}
+			w := sj.Width()
+			switch {
+			case w < 1 || int(w) > procs:
+				err = fmt.Errorf("line %d: job %d asks for %d processors; the site has 1..%d (filter the trace)", rd.Line(), sj.ID, w, procs)
+			case sj.ReqTime <= 0:
+				err = fmt.Errorf("line %d: job %d has no runtime estimate (requested time %d); filter the trace", rd.Line(), sj.ID, sj.ReqTime)
+			case sj.Run < 0:
+				err = fmt.Errorf("line %d: job %d has a negative run time %d", rd.Line(), sj.ID, sj.Run)
+			case sj.Submit < prev:
+				err = fmt.Errorf("line %d: job %d submitted at %d, before the previous job: submit times must not decrease", rd.Line(), sj.ID, sj.Submit)
+			case sj.Submit < 0 || sj.Submit > 1<<32 || sj.ReqTime > 1<<32:
+				err = fmt.Errorf("line %d: job %d has times out of range (submit %d, requested %d)", rd.Line(), sj.ID, sj.Submit, sj.ReqTime)
+			}
+			if err != nil {
+				send(chunk{err: err})
+				return
+			}
+			prev = sj.Submit
+			nKept++
+			buf = append(buf, sj)
+			if len(buf) == chunkLen {
+				if !send(chunk{jobs: buf}) {
+					return
+				}
+				select {
+				case buf = <-spare:
+					buf = buf[:0]
+				default:
+					buf = make([]swf.Job, 0, chunkLen)
+				}
+			}
+		}
+		if len(buf) > 0 {
+			send(chunk{jobs: buf})
+		}
+	}()
+	defer func() {
+		close(done)
+		<-finished
+	}()
+
 	var readErr error
+	var cur []swf.Job
+	var pos int
 	var next func()
 	fire := func(rj *rjob) {
 		t := e.nowNS()
@@ -104,46 +187,38 @@ func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions)
 		res.Jobs[rj.idx].End = t / sec
 		sched.end(&rj.sjob, t)
 	}
-	// next reads the following kept job and schedules its submission.
+	// next takes the following job of the stream and schedules its
+	// submission.
 	next = func() {
-		for {
-			sj, err := rd.Next()
-			if err == io.EOF {
+		if pos == len(cur) {
+			if cur != nil {
+				select {
+				case spare <- cur:
+				default:
+				}
+			}
+			c, ok := <-chunks
+			if !ok {
+				cur = nil
 				return
 			}
-			if err != nil {
-				readErr = err
+			if c.err != nil {
+				readErr = c.err
 				return
 			}
-			res.Read++
-			if opts.Filter != nil && !opts.Filter(&sj) {
-				continue
-			}
-			w := sj.Width()
-			switch {
-			case w < 1 || int(w) > procs:
-				readErr = fmt.Errorf("line %d: job %d asks for %d processors; the site has 1..%d (filter the trace)", rd.Line(), sj.ID, w, procs)
-			case sj.ReqTime <= 0:
-				readErr = fmt.Errorf("line %d: job %d has no runtime estimate (requested time %d); filter the trace", rd.Line(), sj.ID, sj.ReqTime)
-			case sj.Run < 0:
-				readErr = fmt.Errorf("line %d: job %d has a negative run time %d", rd.Line(), sj.ID, sj.Run)
-			case sj.Submit*sec < e.nowNS():
-				readErr = fmt.Errorf("line %d: job %d submitted at %d, before the previous job: submit times must not decrease", rd.Line(), sj.ID, sj.Submit)
-			}
-			if readErr != nil {
-				return
-			}
-			res.Kept++
-			idx := len(res.Jobs)
-			res.Jobs = append(res.Jobs, ReplayJob{ID: sj.ID, Submit: sj.Submit, Width: int(w), Estimate: sj.ReqTime, Run: sj.Run, Start: -1, End: -1})
-			rj := &rjob{sjob: sjob{width: int(w), est: sj.ReqTime * sec}, idx: idx, run: sj.Run * sec}
-			rj.owner = rj
-			rj.ev.fn = func() { fire(rj) }
-			e.mu.Lock()
-			e.scheduleInto(&rj.ev, sj.Submit*sec, ClassDefault)
-			e.mu.Unlock()
-			return
+			cur, pos = c.jobs, 0
 		}
+		sj := &cur[pos]
+		pos++
+		w := int(sj.Width())
+		idx := len(res.Jobs)
+		res.Jobs = append(res.Jobs, ReplayJob{ID: sj.ID, Submit: sj.Submit, Width: w, Estimate: sj.ReqTime, Run: sj.Run, Start: -1, End: -1})
+		rj := &rjob{sjob: sjob{width: w, est: sj.ReqTime * sec}, idx: idx, run: sj.Run * sec}
+		rj.owner = rj
+		rj.ev.fn = func() { fire(rj) }
+		e.mu.Lock()
+		e.scheduleInto(&rj.ev, sj.Submit*sec, ClassDefault)
+		e.mu.Unlock()
 	}
 	next()
 	for n := 0; ; n++ {
@@ -159,6 +234,7 @@ func ReplayEASY(ctx context.Context, r io.Reader, procs int, opts ReplayOptions)
 	if readErr != nil {
 		return nil, fmt.Errorf("simbackend: replay: %w", readErr)
 	}
+	res.Read, res.Kept = nRead, nKept // the reader is done: chunks was closed
 	for _, j := range res.Jobs {
 		if j.End < 0 {
 			return nil, errors.New("simbackend: replay: a job never ended (scheduler bug)")

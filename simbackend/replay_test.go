@@ -2,6 +2,7 @@ package simbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -185,6 +186,9 @@ func BenchmarkCTCReadFilter(b *testing.B) {
 // reports how far it is from the reference: the two modes are meant to
 // differ only in those same-instant details.
 func TestCTCEasyDefaultMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second full CTC replay")
+	}
 	f, err := os.Open(workloadFile(t, "CTC-SP2-1996-3.1-cln.swf.gz"))
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +219,9 @@ func TestCTCEasyDefaultMode(t *testing.T) {
 // TestCTCReplayMemory bounds the heap the CTC replay needs (HeapSys is the
 // heap memory obtained from the OS, an upper bound of the peak).
 func TestCTCReplayMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second full CTC replay")
+	}
 	replayCTC(t)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -322,5 +329,43 @@ func TestSiteReplaysCTCReference(t *testing.T) {
 	t.Logf("site schedule equals the replay for %d of %d jobs", same, len(sts))
 	if same != len(sts) {
 		t.Fatalf("the Site and ReplayEASY disagree on %d jobs", len(sts)-same)
+	}
+}
+
+func TestReplayEASYErrors(t *testing.T) {
+	line := func(id, submit, run, procs, req int) string {
+		return fmt.Sprintf("%d %d -1 %d %d -1 -1 %d %d -1 1 1 -1 -1 -1 -1 -1 -1\n", id, submit, run, procs, procs, req)
+	}
+	var many strings.Builder
+	for i := 1; i <= 5000; i++ {
+		many.WriteString(line(i, i, 3, 1, 20))
+	}
+	for name, tc := range map[string]struct {
+		trace string
+		want  string
+	}{
+		"too wide":       {line(1, 0, 10, 2, 20) + line(2, 1, 10, 9, 20), "line 2: job 2 asks for 9 processors; the site has 1..4"},
+		"no estimate":    {line(1, 0, 10, 2, -1), "line 1: job 1 has no runtime estimate"},
+		"unsorted":       {line(1, 5, 10, 2, 20) + line(2, 4, 10, 2, 20), "line 2: job 2 submitted at 4, before the previous job"},
+		"malformed late": {many.String() + "5001 1 2 3\n", "line 5001: malformed SWF: 4 fields, want exactly 18"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ReplayEASY(bg, strings.NewReader(tc.trace), 4, ReplayOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := ReplayEASY(bg, strings.NewReader(""), 0, ReplayOptions{}); err == nil {
+		t.Fatal("procs 0 accepted")
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if _, err := ReplayEASY(ctx, strings.NewReader(many.String()), 4, ReplayOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ctx: %v", err)
+	}
+	res, err := ReplayEASY(bg, strings.NewReader(many.String()), 4, ReplayOptions{})
+	if err != nil || res.Kept != 5000 || res.Read != 5000 || res.Jobs[4999].End != 5003 {
+		t.Fatalf("5000 one-node jobs: %v, %+v", err, res.Jobs[len(res.Jobs)-1])
 	}
 }
