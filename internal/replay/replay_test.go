@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -101,5 +102,38 @@ func BenchmarkReplayCTC10k(b *testing.B) {
 		if _, err := Run(context.Background(), Setup{Sites: paper000(), Links: links(3, 1e6, 575*time.Millisecond), MultiSite: 1.1, Planner: pl}, jobs, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestReplayDeterministic runs the same workload twice, with co-allocation
+// and large heterogeneity so every stage has choices to make, and requires
+// byte-identical records.
+func TestReplayDeterministic(t *testing.T) {
+	jobs := loadCTC(t, 600, true)
+	sites := []Site{{"Beijing", 128, 1.4}, {"Shanghai", 64, 1.0}, {"Harbin", 32, 0.6}}
+	var out [2]string
+	for i := range out {
+		pl, err := coalloc.ByName("optimal-easy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(context.Background(), Setup{Sites: sites, Links: links(3, 1e5, 575*time.Millisecond), MultiSite: 1.2, Planner: pl, Seed: 3}, jobs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.Records)
+		out[i] = string(b)
+		multi := 0
+		for _, r := range res.Records {
+			if len(r.Parts) > 1 {
+				multi++
+			}
+		}
+		if multi == 0 {
+			t.Fatal("no job was co-allocated: the test would not exercise the multi-site path")
+		}
+	}
+	if out[0] != out[1] {
+		t.Fatal("two replays of the same workload differ")
 	}
 }
