@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -12,16 +13,43 @@ var ErrNotFound = errors.New("no such job")
 
 // Store keeps the broker's state.
 //
-// Contract: Put stores a deep copy of the job (later changes by the caller do
-// not leak in) and returns only once the state is as durable as the store
-// promises; Get returns a copy or an error wrapping ErrNotFound; List returns
-// copies in submission order. Implementations must be safe for concurrent use.
+// Contract: Put stores the whole job — a deep copy: later changes by the
+// caller do not leak in — and returns only once the state is as durable as
+// the store promises (a durable store: committed to disk). A job's Events
+// only ever grow between two Puts of the same job, so a store may append the
+// new ones instead of rewriting all. Get returns a copy or an error wrapping
+// ErrNotFound. List returns copies matching the filter in submission order.
+// NextID returns a fresh sequence number that is never handed out again, not
+// even after a crash. Implementations must be safe for concurrent use.
 type Store interface {
 	Put(ctx context.Context, j *Job) error
 	Get(ctx context.Context, id string) (*Job, error)
-	List(ctx context.Context) ([]*Job, error)
-	// NextID returns a fresh, never reused sequence number for a grid id.
+	List(ctx context.Context, f Filter) ([]*Job, error)
 	NextID(ctx context.Context) (uint64, error)
+}
+
+// Filter selects jobs in List. The zero Filter selects every job.
+type Filter struct {
+	States []JobState // any of these states; nil = all
+	Site   string     // placed (in part) on this site; "" = any
+	Name   string     // this job name; "" = any
+	After  string     // only ids after this one (paging); "" = from the start
+	Limit  int        // at most this many; 0 = no limit
+	Events bool       // include each job's events (they can be many)
+}
+
+// Match reports whether j passes the filter (Limit and After aside).
+func (f Filter) Match(j *Job) bool {
+	if len(f.States) > 0 && !slices.Contains(f.States, j.State) {
+		return false
+	}
+	if f.Name != "" && j.Req.Name != f.Name {
+		return false
+	}
+	if f.Site != "" && !slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Site == f.Site }) {
+		return false
+	}
+	return true
 }
 
 // MemStore is a Store in memory: fast and lost on exit.
@@ -62,14 +90,23 @@ func (m *MemStore) Get(_ context.Context, id string) (*Job, error) {
 }
 
 // List implements Store.
-func (m *MemStore) List(_ context.Context) ([]*Job, error) {
+func (m *MemStore) List(_ context.Context, f Filter) ([]*Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]*Job, 0, len(m.jobs))
 	for _, j := range m.jobs {
-		out = append(out, j.Clone())
+		if f.Match(j) && (f.After == "" || m.ord[j.ID] > m.ord[f.After]) {
+			c := j.Clone()
+			if !f.Events {
+				c.Events = nil
+			}
+			out = append(out, c)
+		}
 	}
 	sort.Slice(out, func(a, b int) bool { return m.ord[out[a].ID] < m.ord[out[b].ID] })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
 	return out, nil
 }
 
@@ -98,7 +135,7 @@ func (*DiscardStore) Put(context.Context, *Job) error { return nil }
 func (*DiscardStore) Get(context.Context, string) (*Job, error) { return nil, ErrNotFound }
 
 // List implements Store.
-func (*DiscardStore) List(context.Context) ([]*Job, error) { return nil, nil }
+func (*DiscardStore) List(context.Context, Filter) ([]*Job, error) { return nil, nil }
 
 // NextID implements Store.
 func (d *DiscardStore) NextID(context.Context) (uint64, error) {
