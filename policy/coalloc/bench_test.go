@@ -47,7 +47,7 @@ func BenchmarkSelect(b *testing.B) {
 				s, j := benchGrid(n, 1)
 				s.Queue = []policy.Job{j}
 				st := NewState(s)
-				sites, d, p := admit(s, &j, false, "bench")
+				sites, d, p := admit(s, &j, false, "bench", nil)
 				if d != nil || p != nil {
 					b.Fatal(d, p)
 				}

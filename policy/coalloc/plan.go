@@ -1,11 +1,12 @@
 package coalloc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
+	"slices"
+	"strconv"
 
 	"github.com/gridsub/gridsub/policy"
 )
@@ -52,9 +53,11 @@ func (p *Planner) Name() string { return p.name }
 // Plan implements policy.Planner.
 func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
 	st := NewState(s)
+	g := newGridInfo(s)
 	plan := &policy.Plan{}
 	var head *policy.Decision // the first job of this pass left waiting (reserved)
-	var headID, noneWhy string
+	var headID, headFrom string
+	var blocked []string // the reason of the jobs the head blocks
 	for qi := range s.Queue {
 		if qi%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -62,7 +65,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			}
 		}
 		j := &s.Queue[qi]
-		sites, d, pend := admit(s, j, p.single, p.name)
+		sites, d, pend := admit(s, j, p.single, p.name, g)
 		if d != nil {
 			plan.Decisions = append(plan.Decisions, *d)
 			continue
@@ -72,20 +75,21 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			continue
 		}
 		if head != nil && p.bf == None {
-			if noneWhy == "" {
-				noneWhy = fmt.Sprintf("strict FCFS: waits behind job %s (reserved from %s)", headID, clock(s, head.Chosen.Start))
-			}
-			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, string(None), noneWhy)})
+			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(None), Reasons: blocked}})
 			continue
 		}
 		k := newCollector(p.beaten)
 		k.immediateOnly = head != nil && p.bf == EASY
+		if k.immediateOnly && freeNow(st, sites) < j.Width {
+			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(EASY), Reasons: blocked}})
+			continue
+		}
 		if err := p.sel.Select(st, j, sites, k); err != nil {
 			return nil, err
 		}
 		best := k.Best()
 		if k.immediateOnly && (best == nil || !best.Immediate) {
-			r := fmt.Sprintf("backfill: cannot start now without delaying job %s (reserved from %s)", headID, clock(s, head.Chosen.Start))
+			r := "backfill: cannot start now without delaying job " + headFrom
 			if best != nil {
 				r = fmt.Sprintf("backfill: waits for a better placement, %s from %s (end %s), rather than start now; it holds no reservation (EASY reserves only the head, job %s)",
 					partList(s, best.Parts), clock(s, s.Now.Add(best.Start)), clock(s, s.Now.Add(best.End())), headID)
@@ -104,17 +108,20 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			st.Take(best.Parts, 0, best.Hold())
 			dec.Action = policy.Start
 			dec.Backfilled = head != nil
-			r := []string{fmt.Sprintf("start now at %s, end %s", partList(s, best.Parts), clock(s, dec.Chosen.End()))}
+			var a [160]byte
+			r := []string{str(appendClock(appendParts(append(a[:0], "start now at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
 			plug := p.sel.Name()
 			if head != nil {
 				plug = string(p.bf)
-				r = append(r, fmt.Sprintf("backfilled ahead of job %s (reserved from %s) without delaying it", headID, clock(s, head.Chosen.Start)))
+				r = append(r, "backfilled ahead of job "+headFrom+" without delaying it")
 			}
 			dec.Status = policy.NewStatus(policy.Success, plug, append(r, beatenReasons(s, dec.Beaten)...)...)
 		case head == nil || p.bf == Conservative:
 			st.Take(best.Parts, best.Start, best.Hold())
 			dec.Action = policy.Reserve
-			r := []string{fmt.Sprintf("reserved: earliest start %s at %s, end %s", clock(s, dec.Chosen.Start), partList(s, best.Parts), clock(s, dec.Chosen.End()))}
+			var a [160]byte
+			b := appendClock(a[:0], "reserved: earliest start ", s, dec.Chosen.Start)
+			r := []string{str(appendClock(appendParts(append(b, " at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
 			r = append(r, whyNotNow(st, j, sites, dec.Beaten, p.single || j.NoSplit)...)
 			plug := p.sel.Name()
 			if head != nil {
@@ -123,6 +130,14 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			dec.Status = policy.NewStatus(policy.Wait, plug, r...)
 			if head == nil {
 				head, headID = &dec, j.ID
+				headFrom = headID + " (reserved from " + clock(s, dec.Chosen.Start) + ")"
+				// One reason for every job this head blocks: the slice is
+				// shared (full, so an append by a reader copies it).
+				if p.bf == None {
+					blocked = []string{"strict FCFS: waits behind job " + headFrom}
+				} else {
+					blocked = []string{"backfill: cannot start now without delaying job " + headFrom}
+				}
 			}
 		default:
 			return nil, fmt.Errorf("coalloc: internal: EASY backfill candidate %s reached the reserve branch", j.ID)
@@ -135,7 +150,12 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 // admit checks a job against the sites. It returns the eligible sites (h
 // ascending), or a Reject decision (never runnable), or a Pending (not
 // runnable while some sites are down).
-func admit(s *policy.Snapshot, j *policy.Job, single bool, name string) ([]int, *policy.Decision, *policy.Pending) {
+func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridInfo) ([]int, *policy.Decision, *policy.Pending) {
+	if g != nil && j.Allowed == nil && j.Width >= 1 {
+		if ((single || j.NoSplit) && j.Width <= g.upLargest) || (!single && !j.NoSplit && j.Width <= g.upTotal) {
+			return g.upByH, nil, nil // fits the up sites: nothing to explain
+		}
+	}
 	reject := func(format string, a ...any) ([]int, *policy.Decision, *policy.Pending) {
 		return nil, &policy.Decision{Job: j.ID, Action: policy.Reject, Status: policy.NewStatus(policy.Unresolvable, "admit", fmt.Sprintf(format, a...))}, nil
 	}
@@ -212,6 +232,36 @@ func admit(s *policy.Snapshot, j *policy.Job, single bool, name string) ([]int, 
 	return st, nil, nil
 }
 
+// freeNow is the nodes free now at the sites.
+func freeNow(st *State, sites []int) int {
+	n := 0
+	for _, i := range sites {
+		n += max(st.FreeNow(i), 0)
+	}
+	return n
+}
+
+// gridInfo is what admission needs about the whole grid, computed once per
+// pass for the common job that may use every site.
+type gridInfo struct {
+	upByH              []int // sites not down, h ascending, index ascending
+	upTotal, upLargest int
+}
+
+func newGridInfo(s *policy.Snapshot) *gridInfo {
+	g := &gridInfo{}
+	for i := range s.Sites {
+		if s.Sites[i].Down {
+			continue
+		}
+		g.upByH = append(g.upByH, i)
+		g.upTotal += s.Sites[i].Nodes
+		g.upLargest = max(g.upLargest, s.Sites[i].Nodes)
+	}
+	slices.SortStableFunc(g.upByH, func(a, b int) int { return cmp.Compare(s.Sites[a].H, s.Sites[b].H) })
+	return g
+}
+
 // whyNotNow says why a reserved job does not start now: per site when the
 // job must run on one site ("Harbin: 16 free < 48 needed"), else in sum.
 func whyNotNow(st *State, j *policy.Job, sites []int, beaten []policy.Option, oneSite bool) []string {
@@ -242,7 +292,11 @@ func whyNotNow(st *State, j *policy.Job, sites []int, beaten []policy.Option, on
 	if free >= j.Width {
 		return []string{fmt.Sprintf("%d nodes are free now, but not at sites that can hold the job for its whole run", free)}
 	}
-	return []string{fmt.Sprintf("no immediate start: %d nodes free at the eligible sites (%s), %d needed", free, siteList(st.Snap, sites, st.FreeNow), j.Width)}
+	var a [160]byte
+	b := strconv.AppendInt(append(a[:0], "no immediate start: "...), int64(free), 10)
+	b = appendSites(append(b, " nodes free at the eligible sites ("...), st.Snap, sites, st.FreeNow)
+	b = strconv.AppendInt(append(b, "), "...), int64(j.Width), 10)
+	return []string{str(append(b, " needed"...))}
 }
 
 func beatenReasons(s *policy.Snapshot, b []policy.Option) []string {
@@ -250,11 +304,15 @@ func beatenReasons(s *policy.Snapshot, b []policy.Option) []string {
 		return nil
 	}
 	o := b[0]
-	how := "now"
-	if !o.Immediate {
-		how = "from " + clock(s, o.Start)
+	var a [160]byte
+	buf := appendParts(append(a[:0], "over "...), s, o.Parts)
+	if o.Immediate {
+		buf = append(buf, " now"...)
+	} else {
+		buf = appendClock(buf, " from ", s, o.Start)
 	}
-	return []string{fmt.Sprintf("over %s %s (end %s)", partList(s, o.Parts), how, clock(s, o.End()))}
+	buf = appendClock(buf, " (end ", s, o.End())
+	return []string{str(append(buf, ')'))}
 }
 
 func option(s *policy.Snapshot, c *Candidate) policy.Option {
@@ -270,57 +328,4 @@ func options(s *policy.Snapshot, cs []Candidate) []policy.Option {
 		out[i] = option(s, &cs[i])
 	}
 	return out
-}
-
-// clock formats a time for reasons: the UTC clock time, with the date when it
-// is not Now's day.
-func clock(s *policy.Snapshot, t time.Time) string {
-	t, now := t.UTC().Round(time.Second), s.Now.UTC()
-	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
-		return t.Format("15:04:05")
-	}
-	return t.Format("2006-01-02 15:04:05")
-}
-
-// partList names the parts: "Beijing(32)+Shanghai(16)"; long lists are cut.
-func partList(s *policy.Snapshot, parts []policy.Part) string {
-	var b strings.Builder
-	for i, p := range parts {
-		if i == 4 {
-			fmt.Fprintf(&b, "+%d more sites", len(parts)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteByte('+')
-		}
-		fmt.Fprintf(&b, "%s(%d)", siteName(s, p.Site), p.Nodes)
-	}
-	return b.String()
-}
-
-// siteList names sites, with a number each when val is set: "Beijing 128,
-// Shanghai 64"; long lists are cut.
-func siteList(s *policy.Snapshot, sites []int, val func(int) int) string {
-	var b strings.Builder
-	for i, x := range sites {
-		if i == 6 {
-			fmt.Fprintf(&b, " and %d more", len(sites)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(siteName(s, x))
-		if val != nil {
-			fmt.Fprintf(&b, " %d", val(x))
-		}
-	}
-	return b.String()
-}
-
-func siteName(s *policy.Snapshot, i int) string {
-	if n := s.Sites[i].Name; n != "" {
-		return n
-	}
-	return fmt.Sprintf("site%d", i)
 }

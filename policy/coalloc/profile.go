@@ -3,7 +3,6 @@ package coalloc
 import (
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/gridsub/gridsub/policy"
@@ -128,9 +127,27 @@ func (p *profile) end(q pos) time.Duration {
 
 // find is the step that holds at offset t >= 0.
 func (p *profile) find(t time.Duration) pos {
-	k := sort.Search(len(p.b), func(k int) bool { return p.b[k].at[0] > t }) - 1
+	lo, hi := 0, len(p.b) // first block starting after t
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.b[m].at[0] > t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	k := lo - 1
 	at := p.b[k].at
-	return pos{k, sort.Search(len(at), func(i int) bool { return at[i] > t }) - 1}
+	lo, hi = 0, len(at)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if at[m] > t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return pos{k, lo - 1}
 }
 
 func (p *profile) freeNow() int  { return p.val(pos{0, 0}) }

@@ -25,6 +25,7 @@ func (*Sabin) Name() string { return "sabin" }
 // Plan implements policy.Planner.
 func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
 	plan := &policy.Plan{}
+	g := newGridInfo(s)
 	for qi := range s.Queue {
 		if qi%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -32,7 +33,7 @@ func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 			}
 		}
 		j := &s.Queue[qi]
-		sites, d, pend := admit(s, j, true, "sabin")
+		sites, d, pend := admit(s, j, true, "sabin", g)
 		if d != nil {
 			plan.Decisions = append(plan.Decisions, *d)
 			continue

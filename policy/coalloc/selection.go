@@ -15,11 +15,13 @@ import (
 //
 // Contract: Select reads st and never changes its profiles; it is
 // deterministic (ties are settled by the Collector's total order, so the
-// order of evaluation does not matter); sites are the job's eligible sites
-// (allowed, not down) in h-ascending order, at least one; it offers only
-// placements that fit the profiles (immediate ones on nodes free over their
-// whole hold, reserved ones at their earliest common start). It returns an
-// error only when it cannot work at all (Optimal over too many sites).
+// best does not depend on the order of evaluation; the runner-ups may);
+// sites are the job's eligible sites (allowed, not down) in h-ascending
+// order, at least one, and must not be modified (they are shared between
+// jobs); it offers only placements that fit the profiles (immediate ones on
+// nodes free over their whole hold, reserved ones at their earliest common
+// start). It returns an error only when it cannot work at all (Optimal over
+// too many sites).
 type Selector interface {
 	Name() string
 	Select(st *State, j *policy.Job, sites []int, k *Collector) error
@@ -60,9 +62,10 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 	}
 	st.vals = vals
 	if sum >= j.Width {
-		windows(vals, j.Width, lmax, func(win []int) {
-			st.place(j, positions(sites, win), 0, k)
-		})
+		for _, win := range st.win.run(vals, j.Width, lmax) {
+			st.set = positions(st.set[:0], sites, win)
+			st.place(j, st.set, 0, k)
+		}
 	}
 	// Reserved: windows by total nodes (what the site will have once free).
 	vals = st.vals[:0]
@@ -70,104 +73,119 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 		vals = append(vals, max(st.Eventual(s), 0))
 	}
 	st.vals = vals
-	windows(vals, j.Width, lmax, func(win []int) {
-		st.reserveAt(j, positions(sites, win), k)
-	})
+	for _, win := range st.win.run(vals, j.Width, lmax) {
+		st.set = positions(st.set[:0], sites, win)
+		st.reserveAt(j, st.set, k)
+	}
 	return nil
 }
 
-// positions maps window positions (into sites, sorted) to site indices, in a
-// fresh slice.
-func positions(sites, win []int) []int {
-	out := make([]int, len(win))
-	for i, w := range win {
-		out[i] = sites[w]
+// positions appends to out the site indices of window positions.
+func positions(out, sites, win []int) []int {
+	for _, w := range win {
+		out = append(out, sites[w])
 	}
 	return out
 }
 
-// windows runs Algorithm 3's window for every l in 1..lmax over vals (the
-// free or total nodes of the sites in h order) and calls fn with each window
-// that reaches w, as sorted positions. For a fixed l, after dropping the
-// minimum and adding the next site s times the window is exactly the l-1
-// largest values of the first l+s-1 sites plus site l+s-1, so one min-heap of
-// size l-1 walks it in O(N log l). Values equal: the later (slower) site is
-// dropped first.
-func windows(vals []int, w, lmax int, fn func(win []int)) {
+// windowScratch is the reusable memory of windows.
+type windowScratch struct {
+	vals, sorted, top, h, flat []int
+	spans                      []struct{ from, to int }
+	out                        [][]int
+}
+
+// run computes Algorithm 3's window for every l in 1..lmax over vals (the
+// free or total nodes of the sites in h order) and returns the windows that
+// reach w, each as sorted positions (valid until the next run). For a fixed
+// l, after dropping the minimum and adding the next site s times the window
+// is exactly the l-1 largest values of the first l+s-1 sites plus site
+// l+s-1, so one min-heap of size l-1 walks it in O(N log l). Values equal:
+// the later (slower) site is dropped first.
+func (ws *windowScratch) run(vals []int, w, lmax int) [][]int {
 	n := len(vals)
+	ws.out = ws.out[:0]
+	ws.flat = ws.flat[:0]
 	if n == 0 {
-		return
+		return nil
 	}
+	ws.vals = vals
 	// top[l] = sum of the l largest values: no window of l sites can exceed it.
-	sorted := slices.Clone(vals)
-	slices.SortFunc(sorted, func(a, b int) int { return b - a })
-	top := make([]int, n+1)
-	for i, v := range sorted {
-		top[i+1] = top[i] + v
+	sorted := append(ws.sorted[:0], vals...)
+	slices.Sort(sorted)
+	top := append(ws.top[:0], 0)
+	for i := range sorted {
+		top = append(top, top[i]+sorted[n-1-i])
 	}
-	less := func(a, b int) bool { // a leaves before b
-		if vals[a] != vals[b] {
-			return vals[a] < vals[b]
-		}
-		return a > b
-	}
-	h := make([]int, 0, lmax)
-	win := make([]int, 0, lmax)
+	ws.sorted, ws.top = sorted, top
+	type span struct{ from, to int }
+	spans := ws.spans[:0]
 	for l := 1; l <= lmax; l++ {
 		if top[l] < w {
 			continue
 		}
-		h = h[:0]
+		ws.h = ws.h[:0]
 		s := 0
 		for i := 0; i < l-1; i++ {
-			h = heapPush(h, i, less)
+			ws.push(i)
 			s += vals[i]
 		}
 		for k := l - 1; k < n; k++ {
 			if s+vals[k] >= w {
-				win = append(append(win[:0], h...), k)
-				slices.Sort(win)
-				fn(win)
+				from := len(ws.flat)
+				ws.flat = append(append(ws.flat, ws.h...), k)
+				slices.Sort(ws.flat[from:])
+				spans = append(spans, span{from, len(ws.flat)})
 				break
 			}
 			if l == 1 {
 				continue
 			}
-			h = heapPush(h, k, less)
+			ws.push(k)
 			s += vals[k]
-			var m int
-			h, m = heapPop(h, less)
-			s -= vals[m]
+			s -= vals[ws.pop()]
 		}
 	}
+	ws.spans = spans
+	for _, sp := range spans {
+		ws.out = append(ws.out, ws.flat[sp.from:sp.to])
+	}
+	return ws.out
 }
 
-func heapPush(h []int, x int, less func(a, b int) bool) []int {
-	h = append(h, x)
-	i := len(h) - 1
-	for i > 0 {
+// less: site position a leaves the window before b.
+func (ws *windowScratch) less(a, b int) bool {
+	if ws.vals[a] != ws.vals[b] {
+		return ws.vals[a] < ws.vals[b]
+	}
+	return a > b
+}
+
+func (ws *windowScratch) push(x int) {
+	h := append(ws.h, x)
+	for i := len(h) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !less(h[i], h[p]) {
+		if !ws.less(h[i], h[p]) {
 			break
 		}
 		h[i], h[p] = h[p], h[i]
 		i = p
 	}
-	return h
+	ws.h = h
 }
 
-func heapPop(h []int, less func(a, b int) bool) ([]int, int) {
+func (ws *windowScratch) pop() int {
+	h := ws.h
 	top := h[0]
 	last := len(h) - 1
 	h[0] = h[last]
 	h = h[:last]
-	i := 0
-	for {
+	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && less(h[l], h[m]) {
+		if l < len(h) && ws.less(h[l], h[m]) {
 			m = l
 		}
-		if r < len(h) && less(h[r], h[m]) {
+		if r < len(h) && ws.less(h[r], h[m]) {
 			m = r
 		}
 		if m == i {
@@ -176,7 +194,8 @@ func heapPop(h []int, less func(a, b int) bool) ([]int, int) {
 		h[i], h[m] = h[m], h[i]
 		i = m
 	}
-	return h, top
+	ws.h = h
+	return top
 }
 
 // DefaultMaxOptimalSites is the most sites Optimal enumerates by default

@@ -18,6 +18,9 @@ type State struct {
 	vals  []int
 	caps  []int
 	order []int
+	set   []int
+	parts []policy.Part
+	win   windowScratch
 }
 
 // NewState builds the pass state for s. It does not modify s.
@@ -145,21 +148,22 @@ func better(a, b *Candidate) bool {
 	if a.Preferred != b.Preferred {
 		return a.Preferred
 	}
-	return siteKey(a.Parts) < siteKey(b.Parts)
+	return cmpSites(a.Parts, b.Parts) < 0
 }
 
-// siteKey compares site sets: sorted indices, lexicographically.
-func siteKey(p []policy.Part) string {
-	b := make([]byte, 0, 4*len(p))
-	ix := make([]int, len(p))
-	for i := range p {
-		ix[i] = p[i].Site
+// cmpSites compares the site sets of two placements as sorted index lists.
+func cmpSites(a, b []policy.Part) int {
+	var xa, xb [16]int
+	sa, sb := sortedSites(xa[:0], a), sortedSites(xb[:0], b)
+	return slices.Compare(sa, sb)
+}
+
+func sortedSites(out []int, p []policy.Part) []int {
+	for _, x := range p {
+		out = append(out, x.Site)
 	}
-	slices.Sort(ix)
-	for _, i := range ix {
-		b = append(b, byte(i>>24), byte(i>>16), byte(i>>8), byte(i))
-	}
-	return string(b)
+	slices.Sort(out)
+	return out
 }
 
 func sameSites(a, b []policy.Part) bool {
@@ -200,7 +204,7 @@ func (k *Collector) Limit() time.Duration {
 	return k.c[0].End()
 }
 
-// Add offers a candidate (its Parts are copied).
+// Add offers a candidate (its Parts are copied if it is kept).
 func (k *Collector) Add(c Candidate) {
 	for i := range k.c {
 		if sameSites(k.c[i].Parts, c.Parts) {
@@ -264,7 +268,7 @@ func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector
 	if sum < j.Width {
 		return false
 	}
-	parts := make([]policy.Part, 0, len(sites))
+	parts := st.parts[:0]
 	left := j.Width
 	for i, s := range sites {
 		if left == 0 {
@@ -277,6 +281,7 @@ func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector
 		parts = append(parts, policy.Part{Site: s, Nodes: n})
 		left -= n
 	}
+	st.parts = parts
 	used := st.order[:0]
 	for _, p := range parts {
 		used = append(used, p.Site)
