@@ -55,6 +55,21 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	st := NewState(s)
 	g := newGridInfo(s)
 	plan := &policy.Plan{}
+	// The first entry sizes each list for the rest of the queue: one
+	// allocation instead of a doubling series.
+	pend := func(x policy.Pending) {
+		if plan.Pending == nil {
+			plan.Pending = make([]policy.Pending, 0, len(s.Queue))
+		}
+		plan.Pending = append(plan.Pending, x)
+	}
+	decide := func(x policy.Decision) {
+		if plan.Decisions == nil {
+			plan.Decisions = make([]policy.Decision, 0, min(len(s.Queue), 16))
+		}
+		plan.Decisions = append(plan.Decisions, x)
+	}
+	k := newCollector(p.beaten)
 	var head *policy.Decision // the first job of this pass left waiting (reserved)
 	var headID, headFrom string
 	var blocked []string // the reason of the jobs the head blocks
@@ -65,23 +80,23 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			}
 		}
 		j := &s.Queue[qi]
-		sites, d, pend := admit(s, j, p.single, p.name, g)
+		sites, d, pn := admit(s, j, p.single, p.name, g)
 		if d != nil {
-			plan.Decisions = append(plan.Decisions, *d)
+			decide(*d)
 			continue
 		}
-		if pend != nil {
-			plan.Pending = append(plan.Pending, *pend)
+		if pn != nil {
+			pend(*pn)
 			continue
 		}
 		if head != nil && p.bf == None {
-			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(None), Reasons: blocked}})
+			pend(policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(None), Reasons: blocked}})
 			continue
 		}
-		k := newCollector(p.beaten)
+		k.c = k.c[:0]
 		k.immediateOnly = head != nil && p.bf == EASY
 		if k.immediateOnly && freeNow(st, sites) < j.Width {
-			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(EASY), Reasons: blocked}})
+			pend(policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(EASY), Reasons: blocked}})
 			continue
 		}
 		if err := p.sel.Select(st, j, sites, k); err != nil {
@@ -94,11 +109,11 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 				r = fmt.Sprintf("backfill: waits for a better placement, %s from %s (end %s), rather than start now; it holds no reservation (EASY reserves only the head, job %s)",
 					partList(s, best.Parts), clock(s, s.Now.Add(best.Start)), clock(s, s.Now.Add(best.End())), headID)
 			}
-			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, string(EASY), r)})
+			pend(policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, string(EASY), r)})
 			continue
 		}
 		if best == nil {
-			plan.Pending = append(plan.Pending, policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, p.sel.Name(),
+			pend(policy.Pending{Job: j.ID, Status: policy.NewStatus(policy.Unschedulable, p.sel.Name(),
 				fmt.Sprintf("needs %d nodes; the known holds never leave that many free at the eligible sites (%s)", j.Width, siteList(s, sites, st.Eventual)))})
 			continue
 		}
@@ -142,7 +157,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		default:
 			return nil, fmt.Errorf("coalloc: internal: EASY backfill candidate %s reached the reserve branch", j.ID)
 		}
-		plan.Decisions = append(plan.Decisions, dec)
+		decide(dec)
 	}
 	return plan, nil
 }
