@@ -77,7 +77,9 @@ type Broker struct {
 	pq      []policy.Job       // the policy's view of queue, kept in step with it
 	polling bool               // some site must be polled (does not push its changes)
 	ended   []string           // ids of jobs that ended since the last output fetch
-	pending []pendingEvent     // events to hand to OnEvent once the lock is released
+	// unresolved are Submitting jobs whose site could not be asked at Recover.
+	unresolved []string
+	pending    []pendingEvent // events to hand to OnEvent once the lock is released
 
 	notesMu sync.Mutex
 	notes   []note // pushed changes not yet applied
@@ -273,6 +275,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	defer b.cycleMu.Unlock()
 	defer b.flushEvents()
 	var rep CycleReport
+	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
 	b.mu.Lock()
 	queued := len(b.queue)
@@ -717,7 +720,7 @@ func (b *Broker) policyJob(j *Job) policy.Job {
 // input transfer (the nodes are held while the data moves, as in paper 000).
 func (b *Broker) spec(j *Job, k, n int, site string, nodes int, opt policy.Option) *backends.JobSpec {
 	r := &j.Req
-	sp := &backends.JobSpec{GridID: j.ID, Component: k, Components: n, Name: r.Name,
+	sp := &backends.JobSpec{GridID: RemoteTag(j.ID, j.Attempts), Component: k, Components: n, Name: r.Name,
 		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Nodes: nodes, CoresPerNode: r.CoresPerNode,
 		Inputs: r.Inputs, Outputs: r.Outputs, Env: map[string]string{}}
 	for key, v := range r.Env {

@@ -22,6 +22,7 @@ type fakeSite struct {
 	specs     map[backends.JobID]*backends.JobSpec
 	next      int
 	submitErr error
+	findErr   error
 	cancels   []backends.JobID
 	statusN   int // Status calls
 }
@@ -83,7 +84,7 @@ func (f *fakeSite) set(gid string, s backends.State, exit int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, st := range f.jobs {
-		if st.GridID == gid && !st.State.Final() {
+		if strings.HasPrefix(st.GridID, gid+"-a") && !st.State.Final() {
 			st.State, st.ExitCode = s, exit
 		}
 	}
@@ -180,7 +181,7 @@ func TestSingleSiteLifecycle(t *testing.T) {
 	if got.State != Dispatched || got.Sites() != "A:2" {
 		t.Fatalf("after dispatch: %s on %s", got.State, got.Sites())
 	}
-	if spec := a.specs["1"]; spec.GridID != j.ID || spec.Env["GRIDSUB_JOB_ID"] != j.ID || spec.Walltime != time.Minute {
+	if spec := a.specs["1"]; spec.GridID != RemoteTag(j.ID, 1) || spec.Env["GRIDSUB_JOB_ID"] != j.ID || spec.Walltime != time.Minute {
 		t.Fatalf("spec not tagged/scaled: %+v", spec)
 	}
 	a.set(j.ID, backends.StateRunning, 0)

@@ -56,9 +56,19 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, snap *policy.Snaps
 				msg += " (backfilled)"
 			}
 			b.addEvent(j, now, "dispatch", "", fmt.Sprintf("attempt %d: %s", j.Attempts, msg))
+			// Write-ahead intent: the job says where it is about to be
+			// submitted (and under which tag) before any site hears of it.
+			j.State = Submitting
+			j.Comps = make([]Component, len(d.Chosen.Parts))
+			for k, p := range d.Chosen.Parts {
+				j.Comps[k] = Component{Site: names[p.Site], Nodes: p.Nodes, State: backends.StateUnknown, ExitCode: -1,
+					Replica: d.Action == policy.Replicate}
+			}
 			if err := b.persist(ctx, j); err != nil {
+				// Not recorded, so not acted on: the job stays queued.
+				j.State, j.Comps, j.Attempts = Queued, nil, j.Attempts-1
 				b.mu.Unlock()
-				rep.Errors = append(rep.Errors, err)
+				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the dispatch intent: %w", j.ID, err))
 				continue
 			}
 			specs := make([]*backends.JobSpec, len(d.Chosen.Parts))
@@ -127,7 +137,9 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 	for _, c := range ok {
 		undo = append(undo, cancelReq{id, c.Site, c.RemoteID, "another component could not be submitted"})
 	}
+	j.Comps = nil
 	if backends.Retryable(firstErr) && j.Attempts < b.opts.MaxAttempts {
+		j.State = Queued
 		b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
 	} else {
 		why := fmt.Sprintf("submission failed: %v", firstErr)

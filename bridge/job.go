@@ -14,6 +14,7 @@ type JobState string
 // Grid job states. Completed, Failed, Cancelled and Rejected are final.
 const (
 	Queued     JobState = "queued"     // in the global queue, waiting for the policy
+	Submitting JobState = "submitting" // write-ahead intent: submission to the sites under way; Recover reconciles it after a crash
 	Dispatched JobState = "dispatched" // submitted to its site(s), not yet running everywhere
 	Running    JobState = "running"    // every component runs
 	Completed  JobState = "completed"  // every component ended with exit code 0
@@ -52,11 +53,16 @@ type Request struct {
 	OutputDir string // local directory for fetched outputs ("" = none fetched)
 }
 
+// RemoteTag is the tag a job's remote jobs carry for an attempt: the grid job
+// id and the attempt number ("g000042-a2"). Reconciliation looks it up at the
+// sites, so a submission whose outcome a crash hid is found, not repeated.
+func RemoteTag(id string, attempt int) string { return fmt.Sprintf("%s-a%d", id, attempt) }
+
 // Component is the share of a job placed on one site.
 type Component struct {
 	Site     string
 	Nodes    int
-	RemoteID backends.JobID
+	RemoteID backends.JobID // "" while the submission is only intended
 	State    backends.State
 	ExitCode int
 	Reason   string

@@ -1,0 +1,168 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// RecoverReport says what Recover found.
+type RecoverReport struct {
+	Queued, Live          int // jobs back in the queue, and dispatched or running ones tracked again
+	Adopted, NeverReached int // intended submissions found at their site, and ones that never got there
+	Unresolved            int // submissions whose site could not be asked; retried every cycle
+	DuplicatesCancelled   int // extra remote jobs with the same tag, cancelled
+	Errors                []error
+}
+
+// Recover loads the unfinished jobs of the store into an empty broker after a
+// restart and reconciles every dispatch intent with the sites: a submission
+// whose remote job carries its tag is adopted, one that never reached the site
+// goes back to the queue. So a crash at any instant neither loses a job nor
+// submits it twice. Call it once, before the first Cycle.
+func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, error) {
+	b.cycleMu.Lock()
+	defer b.cycleMu.Unlock()
+	defer b.flushEvents()
+	var rep RecoverReport
+	jobs, err := b.store.List(ctx, Filter{States: []JobState{Queued, Submitting, Dispatched, Running}, Events: true})
+	if err != nil {
+		return rep, fmt.Errorf("recover: listing unfinished jobs: %w", err)
+	}
+	for _, j := range jobs {
+		if err := b.checkSites("sites of stored job "+j.ID, compSites(j)); err != nil {
+			return rep, fmt.Errorf("recover: %w (was a site removed from the configuration?)", err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, j := range jobs {
+		if _, dup := b.jobs[j.ID]; dup {
+			continue
+		}
+		b.jobs[j.ID] = j
+		switch j.State {
+		case Queued:
+			b.queue = append(b.queue, j.ID)
+			b.pq = append(b.pq, b.policyJob(j))
+			rep.Queued++
+		case Dispatched, Running:
+			b.track0(j)
+			rep.Live++
+		case Submitting:
+			b.reconcile(ctx, j, now, &rep)
+		}
+	}
+	return rep, nil
+}
+
+// compSites lists the sites a job's components name.
+func compSites(j *Job) []string {
+	var out []string
+	for _, c := range j.Comps {
+		out = append(out, c.Site)
+	}
+	return out
+}
+
+// track0 makes a dispatched or running job live again. b.mu held.
+func (b *Broker) track0(j *Job) {
+	b.live = append(b.live, j.ID)
+	for _, c := range j.Comps {
+		if c.RemoteID != "" {
+			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
+		}
+	}
+}
+
+// reconcile settles a job found in the Submitting state: for each intended
+// component it asks the site for remote jobs carrying the attempt's tag. b.mu
+// held (the sites are asked with it held: recovery runs before any cycle).
+func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) {
+	tag := RemoteTag(j.ID, j.Attempts)
+	found, missing, unknown := 0, 0, 0
+	for k := range j.Comps {
+		c := &j.Comps[k]
+		if c.RemoteID != "" {
+			found++
+			continue
+		}
+		be := b.sites[b.siteIdx[c.Site]].Backend
+		f, ok := be.(backends.Finder)
+		if !ok {
+			unknown++
+			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
+			missing++
+			continue
+		}
+		sts, err := f.FindByGridID(ctx, tag)
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
+			rep.Unresolved++
+			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
+			_ = b.persist(ctx, j)
+			b.unresolved = append(b.unresolved, j.ID)
+			return
+		}
+		if len(sts) == 0 {
+			missing++
+			continue
+		}
+		c.RemoteID, c.State = sts[0].ID, sts[0].State
+		if c.State == backends.StateUnknown {
+			c.State = backends.StatePending
+		}
+		found++
+		rep.Adopted++
+		for _, extra := range sts[1:] { // never expected; cancel rather than run twice
+			if !extra.State.Final() {
+				_ = be.Cancel(ctx, extra.ID)
+			}
+			rep.DuplicatesCancelled++
+		}
+	}
+	switch {
+	case missing == 0:
+		j.State = Dispatched
+		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
+		b.track0(j)
+		rep.Live++
+	default:
+		var cs []cancelReq
+		for _, c := range j.Comps {
+			if c.RemoteID != "" {
+				cs = append(cs, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
+			}
+		}
+		for _, c := range cs {
+			_ = b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
+		}
+		rep.NeverReached += missing
+		j.State, j.Comps = Queued, nil
+		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
+		b.queue = append(b.queue, j.ID)
+		b.pq = append(b.pq, b.policyJob(j))
+		rep.Queued++
+	}
+	_ = b.persist(ctx, j)
+}
+
+// retryUnresolved re-runs reconciliation for jobs whose site could not be
+// asked during Recover. Called at the start of a cycle.
+func (b *Broker) retryUnresolved(ctx context.Context, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.unresolved) == 0 {
+		return
+	}
+	ids := b.unresolved
+	b.unresolved = nil
+	var rep RecoverReport
+	for _, id := range ids {
+		if j := b.jobs[id]; j.State == Submitting {
+			b.reconcile(ctx, j, now, &rep)
+		}
+	}
+}
