@@ -2,6 +2,7 @@ package slurm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -192,6 +193,30 @@ func TestStatusOneSqueuePerPoll(t *testing.T) {
 			if x.ID != ids[i] || x.State == backends.StateLost || x.State == backends.StateUnknown {
 				t.Fatalf("poll %d: entry %d = %+v for id %s", poll, i, x, ids[i])
 			}
+		}
+	}
+}
+
+func TestInfoReal(t *testing.T) {
+	for _, c := range []struct {
+		site         string
+		nodes, cores int
+		parts        []string
+	}{{"siteA", 8, 2, []string{"batch", "debug"}}, {"siteB", 4, 4, []string{"compute"}}} {
+		s := testSite(t, c.site)
+		cl := dial(t, s)
+		info, err := newBackend(t, s, cl, cl).Info(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", c.site, err)
+		}
+		if info.Kind != "slurm" || info.Nodes != c.nodes || info.CoresPerNode != c.cores || fmt.Sprint(info.Partitions) != fmt.Sprint(c.parts) ||
+			info.FreeNodes < 0 || info.FreeNodes > info.Nodes || len(info.Busy) != info.Running {
+			t.Errorf("%s: %+v", c.site, info)
+		}
+		// A partition the site lacks is refused with the ones it has.
+		_, err = slurm.New(slurm.Config{Name: c.site, Partition: "nosuch"}, cl, nil).Info(context.Background())
+		if !errors.Is(err, backends.ErrRejected) || !strings.Contains(err.Error(), c.parts[0]) {
+			t.Errorf("%s: unknown partition: %v", c.site, err)
 		}
 	}
 }
