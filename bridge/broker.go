@@ -83,6 +83,14 @@ type Broker struct {
 
 	notesMu sync.Mutex
 	notes   []note // pushed changes not yet applied
+	stale   uint64 // bit s: pushing site s changed since its Info was read
+
+	// Reused by every cycle (cycleMu held).
+	snap      policy.Snapshot
+	snapSites []policy.Site
+	infoOK    []bool
+	infoErr   []error
+	names     []string
 }
 
 type pendingEvent struct {
@@ -120,6 +128,7 @@ func New(opts Options) (*Broker, error) {
 			b.sites[i].H = 1
 		}
 		b.siteIdx[s.Name] = i
+		b.names = append(b.names, s.Name)
 		b.polling = b.polling || !s.Pushes
 	}
 	if opts.Links != nil && len(opts.Links) != len(opts.Sites) {
@@ -129,13 +138,7 @@ func New(opts Options) (*Broker, error) {
 }
 
 // SiteNames lists the configured sites in order.
-func (b *Broker) SiteNames() []string {
-	out := make([]string, len(b.sites))
-	for i, s := range b.sites {
-		out[i] = s.Name
-	}
-	return out
-}
+func (b *Broker) SiteNames() []string { return slices.Clone(b.names) }
 
 // Site returns the backend of a site by name.
 func (b *Broker) Site(name string) (backends.Backend, bool) {
@@ -291,7 +294,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	if err != nil {
 		return rep, fmt.Errorf("policy %s: %w", b.opts.Planner.Name(), err)
 	}
-	b.dispatch(ctx, now, snap, plan, &rep)
+	b.dispatch(ctx, now, plan, &rep)
 	return rep, nil
 }
 
@@ -415,6 +418,7 @@ func (b *Broker) Notify(site string, st backends.JobStatus) {
 	}
 	b.notesMu.Lock()
 	b.notes = append(b.notes, note{s, st})
+	b.stale |= 1 << uint(min(s, 63))
 	b.notesMu.Unlock()
 }
 
@@ -591,6 +595,7 @@ func (b *Broker) compactLive() {
 func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 	for _, c := range cs {
 		err := b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
+		b.markStale(b.siteIdx[c.site])
 		b.mu.Lock()
 		j := b.jobs[c.job]
 		if err != nil {
@@ -671,31 +676,56 @@ func (b *Broker) eachSite(fn func(s int)) {
 
 // snapshot builds the policy's view of the world.
 func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) (*policy.Snapshot, error) {
-	infos := make([]*backends.SiteInfo, len(b.sites))
-	errs := make([]error, len(b.sites))
-	b.eachSite(func(s int) { infos[s], errs[s] = b.sites[s].Backend.Info(ctx) })
-	snap := &policy.Snapshot{Now: now, Sites: make([]policy.Site, len(b.sites)), Links: b.opts.Links, MultiSite: b.opts.MultiSite}
-	for s, sc := range b.sites {
-		ps := policy.Site{Name: sc.Name, H: sc.H}
-		if errs[s] != nil || infos[s] == nil {
-			ps.Down = true
-			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", sc.Name, errs[s]))
-		} else {
-			in := infos[s]
-			ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
-			ps.Busy = make([]policy.Hold, len(in.Busy))
-			for i, a := range in.Busy {
-				ps.Busy[i] = policy.Hold{Nodes: a.Nodes, Until: a.Until}
-			}
-		}
-		snap.Sites[s] = ps
+	if b.snapSites == nil {
+		b.snapSites = make([]policy.Site, len(b.sites))
+		b.infoOK = make([]bool, len(b.sites))
+		b.infoErr = make([]error, len(b.sites))
 	}
+	b.notesMu.Lock()
+	stale := b.stale
+	b.stale = 0
+	b.notesMu.Unlock()
+	b.eachSite(func(s int) {
+		// A site that pushes its changes is asked again only when it changed
+		// (or when asking failed last time); the others every cycle.
+		if b.sites[s].Pushes && b.infoOK[s] && stale&(1<<uint(min(s, 63))) == 0 && s < 64 {
+			return
+		}
+		in, err := b.sites[s].Backend.Info(ctx)
+		b.infoErr[s] = err
+		b.infoOK[s] = err == nil && in != nil
+		ps := &b.snapSites[s]
+		*ps = policy.Site{Name: b.sites[s].Name, H: b.sites[s].H, Busy: ps.Busy[:0]}
+		if !b.infoOK[s] {
+			ps.Down = true
+			return
+		}
+		ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
+		for _, a := range in.Busy {
+			ps.Busy = append(ps.Busy, policy.Hold{Nodes: a.Nodes, Until: a.Until})
+		}
+	})
+	for s := range b.sites {
+		if !b.infoOK[s] {
+			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
+		}
+	}
+	// The snapshot and its buffers are reused from cycle to cycle: the
+	// policy reads them only during Plan and must not modify them.
+	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.opts.Links, MultiSite: b.opts.MultiSite}
 	b.mu.Lock()
-	// The policy must not modify the snapshot; the cap keeps an append from
-	// writing into the broker's own view.
-	snap.Queue = b.pq[:len(b.pq):len(b.pq)]
+	// The cap keeps an append by the policy from writing into the broker's
+	// own view of the queue.
+	b.snap.Queue = b.pq[:len(b.pq):len(b.pq)]
 	b.mu.Unlock()
-	return snap, nil
+	return &b.snap, nil
+}
+
+// markStale notes that a pushing site's Info has changed.
+func (b *Broker) markStale(s int) {
+	b.notesMu.Lock()
+	b.stale |= 1 << uint(min(s, 63))
+	b.notesMu.Unlock()
 }
 
 // policyJob is the policy's view of a queued job. b.mu held.

@@ -15,8 +15,8 @@ import (
 // dispatch acts on a plan: every decision is recorded on the job before the
 // remote call, and the job's queue position is given up only once the
 // outcome is known.
-func (b *Broker) dispatch(ctx context.Context, now time.Time, snap *policy.Snapshot, plan *policy.Plan, rep *CycleReport) {
-	names := b.SiteNames()
+func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
+	names := b.names
 	for _, d := range plan.Decisions {
 		b.mu.Lock()
 		j, ok := b.jobs[d.Job]
@@ -91,12 +91,13 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, snap *policy.Snaps
 // the error cannot be cured by waiting or the attempts are used up). A
 // replicated job only needs one copy to be accepted.
 func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
-	names := b.SiteNames()
+	names := b.names
 	comps := make([]Component, len(specs))
 	errs := make([]error, len(specs))
 	for k, p := range d.Chosen.Parts {
 		site := names[p.Site]
 		rid, err := b.sites[p.Site].Backend.Submit(ctx, specs[k])
+		b.markStale(p.Site)
 		comps[k] = Component{Site: site, Nodes: p.Nodes, RemoteID: rid, State: backends.StatePending, ExitCode: -1,
 			Replica: d.Action == policy.Replicate}
 		errs[k] = err

@@ -137,3 +137,26 @@ func TestReplayDeterministic(t *testing.T) {
 		t.Fatal("two replays of the same workload differ")
 	}
 }
+
+// BenchmarkReplayCTCFull replays the whole filtered CTC-SP2 trace (77,199
+// jobs, widths capped at 32 as in paper 000's workloads) on paper 000's
+// three-site testbed, reading the trace included, once per planner.
+func BenchmarkReplayCTCFull(b *testing.B) {
+	for _, name := range []string{"greedy-easy", "optimal-easy", "greedy-conservative"} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				jobs := loadCTC(b, 0, false)
+				pl, err := coalloc.ByName(name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := Run(context.Background(), Setup{Sites: paper000(), Links: links(3, 1e6, 575*time.Millisecond), MultiSite: 1.1, Planner: pl}, jobs, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(jobs)), "jobs")
+				b.ReportMetric(res.Summary.AU, "AU")
+			}
+		})
+	}
+}
