@@ -66,17 +66,21 @@ func BenchmarkSelect(b *testing.B) {
 	}
 }
 
-// benchQueue is the paper's testbed fully busy (holds ending over the next
-// 6 hours) and a queue of n jobs of width 1–32 and 5 min–6 h estimates:
-// every job must be reserved or backfilled.
-func benchQueue(n int, seed uint64) *policy.Snapshot {
+// benchQueue is the paper's testbed with all but free nodes per site busy
+// (holds ending over the next 6 hours) and a queue of n jobs of width 1–32
+// and 5 min–6 h estimates, so that most jobs are reserved or backfilled.
+func benchQueue(n int, seed uint64, free ...int) *policy.Snapshot {
 	r := rand.New(rand.NewPCG(seed, 3))
 	s := testbed(1.2)
 	s.Links = links(3, 1e-7, 600*time.Millisecond)
 	for i := range s.Sites {
 		site := &s.Sites[i]
-		for site.Free > 0 {
-			h := min(site.Free, 1+r.IntN(16))
+		keep := 0
+		if len(free) > 0 {
+			keep = free[i]
+		}
+		for site.Free > keep {
+			h := min(site.Free-keep, 1+r.IntN(16))
 			busy(s, i, h, time.Duration(60+r.IntN(6*3600))*time.Second)
 		}
 	}
@@ -89,13 +93,23 @@ func benchQueue(n int, seed uint64) *policy.Snapshot {
 	return s
 }
 
-// BenchmarkPlan is one whole Plan call: a 500-job queue on the 3-site
-// testbed, for each backfilling rule.
+// BenchmarkPlan is one whole Plan call on the 3-site testbed, for each
+// backfilling rule: a 100- or 500-job queue, with every node busy ("busy")
+// or with 24, 12 and 6 nodes free at Beijing, Shanghai and Harbin
+// ("some-free", so EASY and conservative find jobs to backfill).
 func BenchmarkPlan(b *testing.B) {
 	for _, name := range []string{"greedy-none", "greedy-easy", "greedy-conservative", "optimal-easy", "optimal-conservative", "single-site-easy", "sabin"} {
-		for _, q := range []int{100, 500} {
-			b.Run(fmt.Sprintf("%s/queue=%d", name, q), func(b *testing.B) {
-				s := benchQueue(q, 1)
+		for _, c := range []struct {
+			q    int
+			free []int
+		}{{100, nil}, {500, nil}, {100, []int{24, 12, 6}}, {500, []int{24, 12, 6}}} {
+			q := c.q
+			label := "busy"
+			if c.free != nil {
+				label = "some-free"
+			}
+			b.Run(fmt.Sprintf("%s/queue=%d/%s", name, q, label), func(b *testing.B) {
+				s := benchQueue(q, 1, c.free...)
 				pl, err := ByName(name)
 				if err != nil {
 					b.Fatal(err)

@@ -3,6 +3,7 @@ package coalloc
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/gridsub/gridsub/policy"
 )
@@ -24,7 +25,7 @@ func (*Sabin) Name() string { return "sabin" }
 
 // Plan implements policy.Planner.
 func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
-	plan := &policy.Plan{}
+	plan := &policy.Plan{Decisions: make([]policy.Decision, 0, len(s.Queue))}
 	g := newGridInfo(s)
 	for qi := range s.Queue {
 		if qi%64 == 0 {
@@ -42,19 +43,20 @@ func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 			plan.Pending = append(plan.Pending, *pend)
 			continue
 		}
-		var parts []policy.Part
+		parts := make([]policy.Part, 0, len(sites))
 		for _, i := range sites {
 			if s.Sites[i].Nodes >= j.Width {
 				parts = append(parts, policy.Part{Site: i, Nodes: j.Width})
 			}
 		}
+		var a [160]byte
 		// sites are h ascending: the first is the fastest target.
 		first := parts[:1]
 		dec := policy.Decision{
 			Job:    j.ID,
 			Action: policy.Replicate,
 			Chosen: policy.Option{Parts: parts, Start: s.Now, Runtime: s.Runtime(j, first), Transfer: s.Transfer(j, first)},
-			Status: policy.NewStatus(policy.Success, "sabin", fmt.Sprintf("copied to %d site queues: %s", len(parts), partList(s, parts))),
+			Status: policy.NewStatus(policy.Success, "sabin", str(appendParts(append(strconv.AppendInt(append(a[:0], "copied to "...), int64(len(parts)), 10), " site queues: "...), s, parts))),
 		}
 		plan.Decisions = append(plan.Decisions, dec)
 	}
