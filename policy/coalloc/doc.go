@@ -37,9 +37,16 @@
 // the hold (for one site that is the paper's T_available).
 //
 // Candidates are ranked by predicted end, then immediate before reserved,
-// then fewer sites, then a preferred site, then lower site indices; the best
-// few losers are kept in Decision.Beaten. No wall clock and no randomness:
-// equal snapshots give equal plans.
+// then fewer sites, then a preferred site, then lower site indices. The
+// search prunes placements that cannot beat the best found so far, so
+// Decision.Beaten holds the runner-ups met on the way (a few), not a full
+// ranking. Jobs left waiting without a decision are listed in Plan.Pending
+// with their reason. No wall clock and no randomness: equal snapshots give
+// equal plans.
+//
+// Errors: Plan fails only on a snapshot the model cannot use
+// (ErrBadSnapshot), on Optimal over too many sites (ErrTooManySites) and on
+// a cancelled context; New and ByName fail with ErrBadOption.
 //
 // The baselines (Options.Mode): "single-site" (Yahyapour: one site per job,
 // earliest completion, same backfilling), "non-adaptive" (Yahyapour

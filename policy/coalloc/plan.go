@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -20,7 +21,30 @@ var (
 	// ErrTooManySites: Optimal selection was asked to enumerate more sites
 	// than it is configured for (its cost is 2^N).
 	ErrTooManySites = errors.New("coalloc: too many sites for optimal selection")
+	// ErrBadSnapshot: the snapshot itself is inconsistent (a site's h is not
+	// positive, Links does not match the sites); no job can be planned.
+	ErrBadSnapshot = errors.New("coalloc: bad snapshot")
 )
+
+// checkSnapshot rejects snapshots the run-time model cannot work with.
+func checkSnapshot(s *policy.Snapshot) error {
+	for i := range s.Sites {
+		if h := s.Sites[i].H; !(h > 0) || math.IsInf(h, 1) {
+			return fmt.Errorf("%w: site %d (%s) has h = %v; h must be a positive number (1 = the reference machine)", ErrBadSnapshot, i, s.Sites[i].Name, h)
+		}
+	}
+	if s.Links != nil {
+		if len(s.Links) != len(s.Sites) {
+			return fmt.Errorf("%w: Links has %d rows for %d sites", ErrBadSnapshot, len(s.Links), len(s.Sites))
+		}
+		for i, row := range s.Links {
+			if len(row) != len(s.Sites) {
+				return fmt.Errorf("%w: Links row %d has %d entries for %d sites", ErrBadSnapshot, i, len(row), len(s.Sites))
+			}
+		}
+	}
+	return nil
+}
 
 // Backfill is a backfilling rule (paper 000 Algorithm 4).
 type Backfill string
@@ -52,6 +76,9 @@ func (p *Planner) Name() string { return p.name }
 
 // Plan implements policy.Planner.
 func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	if err := checkSnapshot(s); err != nil {
+		return nil, err
+	}
 	st := NewState(s)
 	g := newGridInfo(s)
 	plan := &policy.Plan{}
@@ -166,7 +193,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 // ascending), or a Reject decision (never runnable), or a Pending (not
 // runnable while some sites are down).
 func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridInfo) ([]int, *policy.Decision, *policy.Pending) {
-	if g != nil && j.Allowed == nil && j.Width >= 1 {
+	if g != nil && j.Allowed == nil && j.Width >= 1 && j.Origin >= -1 && j.Origin < len(s.Sites) {
 		if ((single || j.NoSplit) && j.Width <= g.upLargest) || (!single && !j.NoSplit && j.Width <= g.upTotal) {
 			return g.upByH, nil, nil // fits the up sites: nothing to explain
 		}
@@ -179,6 +206,9 @@ func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridI
 	}
 	if j.Width < 1 {
 		return reject("width %d: a job needs at least 1 node", j.Width)
+	}
+	if j.Origin < -1 || j.Origin >= len(s.Sites) {
+		return reject("origin site %d does not exist (valid: -1 for none, 0..%d)", j.Origin, len(s.Sites)-1)
 	}
 	all := make([]int, 0, len(s.Sites))
 	if j.Allowed == nil {

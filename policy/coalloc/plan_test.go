@@ -296,6 +296,9 @@ func TestAdmission(t *testing.T) {
 			mod:    func(_ *policy.Snapshot, j *policy.Job) { j.Allowed = []int{7} },
 			reason: "allowed site 7 does not exist (valid: 0..2)"},
 		{name: "zero width", planner: "greedy-easy", width: 0, reject: true, reason: "width 0"},
+		{name: "bad origin", planner: "greedy-easy", width: 4, reject: true,
+			mod:    func(_ *policy.Snapshot, j *policy.Job) { j.Origin = 3 },
+			reason: "origin site 3 does not exist (valid: -1 for none, 0..2)"},
 		{name: "all allowed down", planner: "greedy-easy", width: 8, pending: true,
 			mod: func(s *policy.Snapshot, j *policy.Job) {
 				j.Allowed = []int{hb}
@@ -489,6 +492,37 @@ func TestOptionsErrors(t *testing.T) {
 	p, err = New(Options{})
 	if err != nil || p.Name() != "greedy-easy" {
 		t.Errorf("defaults: %v %v", p, err)
+	}
+}
+
+func TestBadSnapshot(t *testing.T) {
+	for name, mod := range map[string]func(*policy.Snapshot){
+		"zero h":      func(s *policy.Snapshot) { s.Sites[1].H = 0 },
+		"short links": func(s *policy.Snapshot) { s.Links = links(2, 0, 0) },
+		"short row":   func(s *policy.Snapshot) { s.Links = links(3, 0, 0); s.Links[2] = s.Links[2][:1] },
+	} {
+		for _, pl := range []string{"greedy-easy", "sabin"} {
+			s := testbed(1)
+			s.Queue = []policy.Job{job("a", 1, time.Hour)}
+			mod(s)
+			p, _ := ByName(pl)
+			if _, err := p.Plan(context.Background(), s); !errors.Is(err, ErrBadSnapshot) {
+				t.Errorf("%s/%s: err %v", name, pl, err)
+			}
+		}
+	}
+}
+
+func TestPlanHonoursContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := testbed(1)
+	s.Queue = []policy.Job{job("a", 1, time.Hour)}
+	for _, n := range []string{"greedy-easy", "sabin"} {
+		p, _ := ByName(n)
+		if _, err := p.Plan(ctx, s); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err %v", n, err)
+		}
 	}
 }
 

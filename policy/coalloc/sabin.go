@@ -25,6 +25,9 @@ func (*Sabin) Name() string { return "sabin" }
 
 // Plan implements policy.Planner.
 func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	if err := checkSnapshot(s); err != nil {
+		return nil, err
+	}
 	plan := &policy.Plan{Decisions: make([]policy.Decision, 0, len(s.Queue))}
 	g := newGridInfo(s)
 	for qi := range s.Queue {
