@@ -251,8 +251,7 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 			if pass == 0 && m > 1 && free-lastFree >= j.Width {
 				continue
 			}
-			run, xfer := st.model(j, set)
-			if hold(run, xfer) > k.Limit() {
+			if st.shortestHold(j, set) > k.Limit() {
 				continue // cannot beat the best even starting now
 			}
 			if pass == 0 {

@@ -70,13 +70,16 @@ func hold(run, xfer time.Duration) time.Duration {
 // earliestCommon is the first offset t at which the sites together keep w
 // nodes free for d (each site counting its fewest free nodes over the
 // window), or false when that happens no earlier than limit-d.
-func (st *State) earliestCommon(sites []int, w int, d, limit time.Duration) (time.Duration, bool) {
-	if d > limit {
+//
+// A start t is abandoned once t+lb > limit: lb must be a lower bound of the
+// hold of whatever placement the caller makes at t (see shortestHold).
+func (st *State) earliestCommon(sites []int, w int, d, lb, limit time.Duration) (time.Duration, bool) {
+	if lb > limit {
 		return never, false
 	}
 	if len(sites) == 1 {
 		t, ok := st.prof[sites[0]].earliest(0, w, d)
-		if !ok || addDur(t, d) > limit {
+		if !ok || addDur(t, lb) > limit {
 			return never, false
 		}
 		return t, true
@@ -87,10 +90,10 @@ func (st *State) earliestCommon(sites []int, w int, d, limit time.Duration) (tim
 	// to the first time some site can hold its even share of the width.
 	t := time.Duration(0)
 	for {
-		end := addDur(t, d)
-		if end > limit {
+		if addDur(t, lb) > limit {
 			return never, false
 		}
+		end := addDur(t, d)
 		sum, next := 0, never
 		for _, s := range sites {
 			m, j := st.prof[s].windowMin(t, end)
@@ -304,11 +307,23 @@ func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector
 // reserveAt evaluates j on sites at their earliest common start.
 func (st *State) reserveAt(j *policy.Job, sites []int, k *Collector) bool {
 	run, xfer := st.model(j, sites)
-	d := hold(run, xfer)
-	lim := k.Limit()
-	t, ok := st.earliestCommon(sites, j.Width, d, addDur(lim, 0))
+	t, ok := st.earliestCommon(sites, j.Width, hold(run, xfer), st.shortestHold(j, sites), k.Limit())
 	if !ok {
 		return false
 	}
 	return st.place(j, sites, t, k)
+}
+
+// shortestHold is a lower bound of the hold of any placement of j on some of
+// the sites: the shortest single-site hold among them (a multi-site hold is
+// never shorter than any of its sites' own, and a placement can drop sites
+// it does not need, so the set's own hold is not a bound).
+func (st *State) shortestHold(j *policy.Job, sites []int) time.Duration {
+	lb := never
+	for _, s := range sites {
+		one := [1]int{s}
+		run, xfer := st.model(j, one[:])
+		lb = min(lb, hold(run, xfer))
+	}
+	return lb
 }
