@@ -30,7 +30,7 @@ type Config struct {
 	// ReservationSpec names no users.
 	User string
 	// JobCompFile is the jobcomp/filetxt log; "" = read JobCompLoc from
-	// `scontrol show config` on first need.
+	// `scontrol show config` on first need; "-" = do not use one.
 	JobCompFile string
 	// Location is the controller's time zone, for the ISO times of the
 	// jobcomp log; nil = time.Local.
@@ -68,6 +68,14 @@ var (
 // if not nil, is called once with cfg.RemoteDir and must return a Stager
 // confined to it (without it, inputs and FetchOutputs are unsupported).
 func New(cfg Config, run backends.Runner, stage func(root string) backends.Stager) *Backend {
+	// The remote shell never sees RemoteDir unquoted, so "~" is not
+	// expanded there: a leading "~/" means the login directory, which is
+	// where relative paths start anyway.
+	if cfg.RemoteDir == "~" {
+		cfg.RemoteDir = ""
+	} else if rest, ok := strings.CutPrefix(cfg.RemoteDir, "~/"); ok {
+		cfg.RemoteDir = rest
+	}
 	if cfg.Location == nil {
 		cfg.Location = time.Local
 	}
@@ -283,6 +291,9 @@ func (b *Backend) put(ctx context.Context, dir string, in backends.StageFile) er
 	return nil
 }
 
+// MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
+const MaxIDsPerCommand = 5000
+
 // Status answers for all ids with one squeue; ids squeue has forgotten are
 // looked up in the jobcomp log (one grep), sacct (one call, skipped once
 // the site said accounting is disabled) and the exit-code files (one grep),
@@ -297,8 +308,11 @@ func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.
 			query = append(query, id)
 		}
 	}
-	if len(query) > 0 {
-		argv := SqueueArgv(query)
+	// One squeue per MaxIDsPerCommand ids (one in practice: the argv stays
+	// far below the kernel's 128 KiB limit per word).
+	for lo := 0; lo < len(query); lo += MaxIDsPerCommand {
+		chunk := query[lo:min(lo+MaxIDsPerCommand, len(query))]
+		argv := SqueueArgv(chunk)
 		r, err := b.exec(ctx, argv, nil)
 		if err != nil {
 			return nil, err
@@ -313,7 +327,7 @@ func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.
 				found[rec.Status.ID] = rec.Status
 			}
 		case strings.Contains(Message(r), "Invalid job id specified"):
-			// every id is unknown to the controller
+			// every id of the chunk is unknown to the controller
 		default:
 			return nil, b.commandErr(argv, r)
 		}
@@ -327,19 +341,13 @@ func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.
 		}
 		return m
 	}
-	if m := missing(); len(m) > 0 {
-		if err := b.fromJobComp(ctx, m, found); err != nil {
-			return nil, err
-		}
-	}
-	if m := missing(); len(m) > 0 {
-		if err := b.fromSacct(ctx, m, found); err != nil {
-			return nil, err
-		}
-	}
-	if m := missing(); len(m) > 0 {
-		if err := b.fromExitFiles(ctx, m, found); err != nil {
-			return nil, err
+	for _, from := range []func(context.Context, []backends.JobID, map[backends.JobID]backends.JobStatus) error{
+		b.fromJobComp, b.fromSacct, b.fromExitFiles} {
+		m := missing()
+		for lo := 0; lo < len(m); lo += MaxIDsPerCommand {
+			if err := from(ctx, m[lo:min(lo+MaxIDsPerCommand, len(m))], found); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := make([]backends.JobStatus, len(ids))

@@ -42,8 +42,18 @@ func BenchmarkSubmit500(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var mu sync.Mutex
+	var submitted []backends.JobID
+	keep := func(id backends.JobID) {
+		mu.Lock()
+		submitted = append(submitted, id)
+		mu.Unlock()
+	}
 	b.Cleanup(func() {
-		_, _ = c.Run(context.Background(), []string{"scancel", "--me"}, nil)
+		// Only the benchmark's jobs, in chunks: other tests may share the site.
+		for lo := 0; lo < len(submitted); lo += 1000 {
+			_, _ = c.Run(context.Background(), slurm.ScancelArgv(submitted[lo:min(lo+1000, len(submitted))]...), nil)
+		}
 		time.Sleep(time.Second)
 		_ = be.DeleteReservation(context.Background(), resv)
 	})
@@ -71,7 +81,11 @@ func BenchmarkSubmit500(b *testing.B) {
 		close(errs)
 		return time.Since(t0), <-errs
 	}
-	reused := func() error { _, err := be.Submit(ctx, spec()); return err }
+	reused := func() error {
+		id, err := be.Submit(ctx, spec())
+		keep(id)
+		return err
+	}
 	fresh := func() error {
 		sp := spec()
 		argv := slurm.SubmitArgv(s.scratch+"/"+slurm.JobDir(sp), slurm.SbatchArgs(sp, ""))
@@ -81,7 +95,8 @@ func BenchmarkSubmit500(b *testing.B) {
 		if err != nil {
 			return fmt.Errorf("ssh sbatch: %w (%s)", err, out)
 		}
-		_, _, err = slurm.ParseSbatch(out)
+		id, _, err := slurm.ParseSbatch(out)
+		keep(id)
 		return err
 	}
 	b.ResetTimer()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -168,4 +169,33 @@ type runnerFunc func(context.Context, []string, io.Reader) (backends.Result, err
 
 func (f runnerFunc) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
 	return f(ctx, argv, stdin)
+}
+
+func TestStatusChunksHugeBatches(t *testing.T) {
+	var mu sync.Mutex
+	n := map[string]int{}
+	run := runnerFunc(func(ctx context.Context, argv []string, _ io.Reader) (backends.Result, error) {
+		mu.Lock()
+		n[cmdName(argv)]++
+		mu.Unlock()
+		if cmdName(argv) == "sacct" {
+			return fixture(t, "sacct_disabled"), nil
+		}
+		return backends.Result{}, nil // squeue knows none of them, no exit-code files
+	})
+	b := New(Config{Name: "x", JobCompFile: "-", RemoteDir: "~/jobs"}, run, nil)
+	if b.cfg.RemoteDir != "jobs" {
+		t.Errorf("RemoteDir %q: a leading ~/ must become relative to the login directory", b.cfg.RemoteDir)
+	}
+	ids := make([]backends.JobID, 2*MaxIDsPerCommand+1)
+	for i := range ids {
+		ids[i] = backends.JobID(strconv.Itoa(i + 1))
+	}
+	st, err := b.Status(context.Background(), ids)
+	if err != nil || len(st) != len(ids) || st[len(ids)-1].State != backends.StateLost {
+		t.Fatalf("Status: %d entries, %v", len(st), err)
+	}
+	if n["squeue"] != 3 || n["sacct"] != 1 || n["grep"] != 0 {
+		t.Errorf("commands %v: want 3 squeue (chunks of %d), 1 sacct (then disabled), no grep", n, MaxIDsPerCommand)
+	}
 }

@@ -165,9 +165,16 @@ func TestStatusOneSqueuePerPoll(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	t.Cleanup(func() {
-		r, err := c.Run(context.Background(), []string{"scancel", "--me"}, nil)
+		// Only our own jobs: other packages' tests may share the site.
+		var mine []backends.JobID
+		for _, id := range ids {
+			if id != "" {
+				mine = append(mine, id)
+			}
+		}
+		r, err := c.Run(context.Background(), slurm.ScancelArgv(mine...), nil)
 		if err != nil || r.ExitCode != 0 {
-			t.Logf("scancel --me: %v %s", err, r.Stderr)
+			t.Logf("scancel: %v %s", err, r.Stderr)
 		}
 		time.Sleep(time.Second)
 		if err := b.DeleteReservation(context.Background(), resv); err != nil {
