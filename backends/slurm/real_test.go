@@ -227,3 +227,94 @@ func TestInfoReal(t *testing.T) {
 		}
 	}
 }
+
+// forgetful makes squeue behave as after MinJobAge (every id purged) and can
+// hide the jobcomp log, while every other command reaches the real site.
+type forgetful struct {
+	backends.Runner
+	purge, noJobcomp atomic.Bool
+}
+
+func (f *forgetful) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	for _, a := range argv {
+		if a == "squeue" && f.purge.Load() {
+			if strings.Contains(strings.Join(argv, " "), " --me ") {
+				return backends.Result{}, nil
+			}
+			return backends.Result{ExitCode: 1, Stderr: []byte("slurm_load_jobs error: Invalid job id specified\n")}, nil
+		}
+		if a == "-E" && f.noJobcomp.Load() {
+			return backends.Result{ExitCode: 1}, nil
+		}
+	}
+	return f.Runner.Run(ctx, argv, stdin)
+}
+
+// TestFallbackRecordsReal: once squeue has forgotten finished jobs, their
+// states come from the site's real jobcomp log, then from the real exit-code
+// files the wrapper wrote, and only then are they lost.
+func TestFallbackRecordsReal(t *testing.T) {
+	s := testSite(t, "siteA")
+	c := dial(t, s)
+	fr := &forgetful{Runner: c}
+	b := newBackend(t, s, c, fr)
+	ctx := context.Background()
+	specs := []*backends.JobSpec{
+		{GridID: gridID("fb"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute, Command: []string{"true"}},
+		{GridID: gridID("fb"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute, Command: []string{"sh", "-c", "exit 5"}},
+	}
+	ids := make([]backends.JobID, len(specs))
+	for i, sp := range specs {
+		id, err := b.Submit(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := b.Status(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st[0].State.Final() && st[1].State.Final() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs not done: %+v", st)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	check := func(stage, reason string, st []backends.JobStatus) {
+		t.Helper()
+		if st[0].State != backends.StateCompleted || st[0].ExitCode != 0 || st[1].State != backends.StateFailed || st[1].ExitCode != 5 {
+			t.Fatalf("%s: %+v, want completed/0 and failed/5", stage, st)
+		}
+		for _, x := range st {
+			if !strings.Contains(x.Reason, reason) {
+				t.Errorf("%s: reason %q, want it to mention %q", stage, x.Reason, reason)
+			}
+		}
+	}
+	fr.purge.Store(true)
+	st, err := b.Status(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("purged from squeue", "jobcomp", st)
+	found, err := b.FindByGridID(ctx, specs[1].GridID)
+	if err != nil || len(found) != 1 || found[0].ID != ids[1] || found[0].State != backends.StateFailed {
+		t.Fatalf("FindByGridID after the purge: %+v %v", found, err)
+	}
+	fr.noJobcomp.Store(true)
+	st, err = b.Status(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("no jobcomp either", "exit-code file", st)
+	// A backend that did not submit them knows no job directory: lost.
+	st, err = newBackend(t, s, c, fr).Status(ctx, ids)
+	if err != nil || st[0].State != backends.StateLost || st[1].State != backends.StateLost {
+		t.Fatalf("no record at all: %+v %v", st, err)
+	}
+}
