@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gridsub/gridsub/backends"
@@ -64,7 +63,7 @@ type conn struct {
 
 	sftpTok chan struct{} // held while the SFTP client is being created
 	sftpMu  sync.Mutex
-	sftp    *sftp.Client
+	sftp    *sftpSession
 }
 
 func (cn *conn) alive() bool {
@@ -131,12 +130,15 @@ func (c *Client) Close() error {
 	if cn == nil {
 		return nil
 	}
+	// Closing the connection first ends the SFTP session without waiting
+	// for the server; the SFTP client then shuts down at once.
+	err := cn.ssh.Close()
 	cn.sftpMu.Lock()
 	if cn.sftp != nil {
-		cn.sftp.Close()
+		cn.sftp.Client.Close()
 	}
 	cn.sftpMu.Unlock()
-	if err := cn.ssh.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("closing ssh connection to %s: %w", c.cfg.addr(), err)
 	}
 	return nil

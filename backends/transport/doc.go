@@ -85,7 +85,11 @@
 // offers fsync@openssh.com, closes (checking the error), verifies the size,
 // and renames over the final name with posix-rename@openssh.com. On failure
 // the temp file is removed; if the connection died and it cannot be, the
-// Client remembers it and removes it after reconnecting.
+// Client remembers it and removes it when the next SFTP session starts.
+// pkg/sftp notices a cancelled ctx only between requests; if a transfer has
+// not returned abortGrace (2s) after its ctx ended (a stalled server), its
+// SFTP session is closed under it (other transfers on it fail as
+// unavailable; the next one starts a new session).
 //
 // # Accounting
 //

@@ -44,6 +44,9 @@ type testServer struct {
 	RejectAuth  atomic.Bool
 	MaxSessions atomic.Int32 // per connection; 0 = unlimited
 	DropAfter   atomic.Int64 // >0: drop the TCP connection once an sftp session has received this many bytes
+	StallAfter  atomic.Int64 // >0: stop reading an sftp session after this many bytes, until Unstall
+	unstall     chan struct{}
+	unstallOnce sync.Once
 	Conns       atomic.Int32 // connections accepted (handshake done)
 	Keepalives  atomic.Int32 // keepalive@openssh.com requests received
 	Refused     atomic.Int32 // session opens refused
@@ -130,7 +133,7 @@ func startServer(t testing.TB, client ssh.PublicKey, hostKeys ...ssh.Signer) *te
 		hostKeys = []ssh.Signer{newEd25519Signer(t)}
 	}
 	s := &testServer{t: t, ln: ln, Port: ln.Addr().(*net.TCPAddr).Port, Dir: t.TempDir(),
-		clientKey: client, hostKeys: hostKeys, open: map[net.Conn]bool{}}
+		clientKey: client, hostKeys: hostKeys, open: map[net.Conn]bool{}, unstall: make(chan struct{})}
 	if err := os.Mkdir(s.Home(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +154,12 @@ func (s *testServer) SetHostKeys(keys ...ssh.Signer) {
 	s.mu.Unlock()
 }
 
+// Unstall lets stalled sftp sessions go on (to their end).
+func (s *testServer) Unstall() { s.unstallOnce.Do(func() { close(s.unstall) }) }
+
 // Close stops the listener and drops every connection.
 func (s *testServer) Close() {
+	s.Unstall()
 	s.ln.Close()
 	s.DropAll()
 	s.wg.Wait()
@@ -333,6 +340,11 @@ func (s *testServer) serveSession(nc net.Conn, ch ssh.Channel, reqs <-chan *ssh.
 						rd = &dropReader{r: ch, left: k, drop: func() {
 							s.DropAfter.Store(0)
 							nc.Close()
+						}}
+					} else if k := s.StallAfter.Load(); k > 0 {
+						rd = &dropReader{r: ch, left: k, drop: func() {
+							s.StallAfter.Store(0)
+							<-s.unstall
 						}}
 					}
 					srv, err := sftp.NewServer(struct {

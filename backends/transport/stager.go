@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -65,16 +66,16 @@ func (s *Stager) resolve(remote string) (string, error) {
 // sftpClient returns the connection's SFTP client, creating it on first use
 // (it then holds one session slot until the connection dies or the Client
 // is closed). Stale temp files of earlier failed Puts are removed here.
-func (c *Client) sftpClient(ctx context.Context) (*sftp.Client, error) {
+func (c *Client) sftpClient(ctx context.Context) (*sftpSession, error) {
 	for attempt := 0; ; attempt++ {
 		cn, err := c.get(ctx)
 		if err != nil {
 			return nil, err
 		}
-		sc, err := c.sftpOn(ctx, cn)
+		ss, err := c.sftpOn(ctx, cn)
 		if err == nil {
-			c.removeOrphans(sc)
-			return sc, nil
+			c.removeOrphans(ss.Client)
+			return ss, nil
 		}
 		if attempt > 0 || !errors.Is(err, errConnDead) || ctx.Err() != nil {
 			return nil, err
@@ -82,12 +83,12 @@ func (c *Client) sftpClient(ctx context.Context) (*sftp.Client, error) {
 	}
 }
 
-func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftp.Client, error) {
+func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftpSession, error) {
 	cn.sftpMu.Lock()
-	sc := cn.sftp
+	ss := cn.sftp
 	cn.sftpMu.Unlock()
-	if sc != nil {
-		return sc, nil
+	if ss != nil {
+		return ss, nil
 	}
 	select {
 	case cn.sftpTok <- struct{}{}:
@@ -96,10 +97,10 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftp.Client, error) {
 		return nil, fmt.Errorf("waiting for the sftp session to %s: %w", c.cfg.addr(), ctx.Err())
 	}
 	cn.sftpMu.Lock()
-	sc = cn.sftp
+	ss = cn.sftp
 	cn.sftpMu.Unlock()
-	if sc != nil {
-		return sc, nil
+	if ss != nil {
+		return ss, nil
 	}
 	release, err := c.acquire(ctx)
 	if err != nil {
@@ -110,7 +111,7 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftp.Client, error) {
 		release()
 		return nil, err
 	}
-	fail := func(what string, err error) (*sftp.Client, error) {
+	fail := func(what string, err error) (*sftpSession, error) {
 		sess.Close()
 		release()
 		return nil, unavailable("starting sftp on %s: %s: %w", c.cfg.addr(), what, err)
@@ -131,17 +132,22 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftp.Client, error) {
 		sftp.UseConcurrentReads(!c.cfg.SFTPSequential),
 		sftp.MaxConcurrentRequestsPerFile(c.cfg.SFTPRequests),
 	}
-	sc, err = sftp.NewClientPipe(r, w, opts...)
+	stop := context.AfterFunc(ctx, func() { sess.Close() }) // bounds the init exchange
+	sc, err := sftp.NewClientPipe(r, w, opts...)
+	if !stop() {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fail("sftp init", err)
 	}
+	ss = &sftpSession{Client: sc, sess: sess}
 	cn.sftpMu.Lock()
-	cn.sftp = sc
+	cn.sftp = ss
 	cn.sftpMu.Unlock()
 	go func() {
 		err := sc.Wait()
 		cn.sftpMu.Lock()
-		if cn.sftp == sc {
+		if cn.sftp == ss {
 			cn.sftp = nil
 		}
 		cn.sftpMu.Unlock()
@@ -149,7 +155,21 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftp.Client, error) {
 		release()
 		c.log.Debug("sftp session ended", "err", err)
 	}()
-	return sc, nil
+	return ss, nil
+}
+
+// sftpSession is an SFTP client and the SSH session it runs on.
+type sftpSession struct {
+	*sftp.Client
+	sess *ssh.Session
+}
+
+// abort ends the session without waiting for the server: pending requests
+// fail, and the client shuts down (sftp.Client.Close alone would wait for
+// the server to answer).
+func (ss *sftpSession) abort() {
+	ss.sess.Close()
+	go ss.Client.Close()
 }
 
 // removeOrphans retries the removal of temp files that a failed Put left
@@ -185,17 +205,49 @@ func (c *Client) transferErr(what, p string, err error) error {
 	return unavailable("%s %s on %s: %w", what, p, c.cfg.addr(), err)
 }
 
-// ctxReader stops a copy once ctx is done.
-type ctxReader struct {
+// srcReader stops a copy once ctx is done and remembers errors of the
+// local source, which are not the site's fault.
+type srcReader struct {
 	ctx context.Context
 	r   io.Reader
+	err error
 }
 
-func (r ctxReader) Read(p []byte) (int, error) {
+func (r *srcReader) Read(p []byte) (int, error) {
 	if err := r.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return r.r.Read(p)
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// abortGrace is how long a transfer may go on after its ctx ended (pkg/sftp
+// only notices between requests) before the SFTP session is closed under it.
+var abortGrace = 2 * time.Second
+
+// abortOnCancel closes the SFTP client if ctx ends and the transfer has not
+// returned within abortGrace (a stalled server). Other transfers on it then
+// fail as unavailable, and the next one starts a new SFTP session. Call the
+// returned func when the transfer has returned.
+func (c *Client) abortOnCancel(ctx context.Context, ss *sftpSession) (done func()) {
+	finished := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(abortGrace)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			c.log.Warn("sftp transfer still running after its context ended; closing the sftp session", "grace", abortGrace)
+			ss.abort()
+		}
+	})
+	return func() {
+		stop()
+		close(finished)
+	}
 }
 
 // Put uploads src to remote (relative to the root) atomically: the bytes go
@@ -217,11 +269,13 @@ func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.
 		mode = 0o644
 	}
 	c := s.c
-	start := time.Now()
-	sc, err := c.sftpClient(ctx)
+	ss, err := c.sftpClient(ctx)
 	if err != nil {
 		return tr, err
 	}
+	defer c.abortOnCancel(ctx, ss)()
+	sc := ss.Client
+	start := time.Now()
 	dir, name := path.Split(full)
 	if dir == "" {
 		dir = "."
@@ -233,7 +287,8 @@ func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.
 	rand.Read(rnd[:])
 	tmp := path.Join(dir, "."+name+".gridsub-tmp-"+hex.EncodeToString(rnd[:]))
 	h := sha256.New()
-	n, err := s.upload(ctx, sc, io.TeeReader(ctxReader{ctx, src}, h), tmp, mode)
+	in := &srcReader{ctx: ctx, r: io.TeeReader(src, h)}
+	n, err := s.upload(ctx, sc, in, tmp, mode)
 	if err == nil {
 		if err = sc.PosixRename(tmp, full); err != nil {
 			err = c.transferErr("renaming into place", full, err)
@@ -244,7 +299,7 @@ func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.
 			c.mu.Lock()
 			c.orphans = append(c.orphans, tmp)
 			c.mu.Unlock()
-			c.log.Warn("could not remove temp file of a failed upload; will retry after reconnecting", "path", tmp, "err", rmErr)
+			c.log.Warn("could not remove temp file of a failed upload; will retry with the next sftp session", "path", tmp, "err", rmErr)
 		}
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%w)", err, ctx.Err())
@@ -258,7 +313,7 @@ func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.
 
 // upload writes r to tmp and returns the byte count once the file is
 // durable (as far as the server allows) and has the expected size.
-func (s *Stager) upload(ctx context.Context, sc *sftp.Client, r io.Reader, tmp string, mode fs.FileMode) (n int64, err error) {
+func (s *Stager) upload(ctx context.Context, sc *sftp.Client, r *srcReader, tmp string, mode fs.FileMode) (n int64, err error) {
 	c := s.c
 	f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
@@ -277,6 +332,9 @@ func (s *Stager) upload(ctx context.Context, sc *sftp.Client, r io.Reader, tmp s
 	if err != nil {
 		if ctx.Err() != nil {
 			return n, fmt.Errorf("uploading %s to %s: %w", tmp, c.cfg.addr(), ctx.Err())
+		}
+		if r.err != nil {
+			return n, fmt.Errorf("uploading %s to %s: reading the local source: %w", tmp, c.cfg.addr(), r.err)
 		}
 		return n, c.transferErr("writing", tmp, err)
 	}
@@ -314,11 +372,13 @@ func (s *Stager) Get(ctx context.Context, remote string, dst io.Writer) (backend
 		return tr, err
 	}
 	c := s.c
-	start := time.Now()
-	sc, err := c.sftpClient(ctx)
+	ss, err := c.sftpClient(ctx)
 	if err != nil {
 		return tr, err
 	}
+	defer c.abortOnCancel(ctx, ss)()
+	sc := ss.Client
+	start := time.Now()
 	f, err := sc.Open(full)
 	if err != nil {
 		return tr, c.transferErr("opening", full, err)

@@ -150,8 +150,11 @@ func TestPutAtomicOverwrite(t *testing.T) {
 	}
 	// A source that fails halfway: the old content must survive intact.
 	_, err := st.Put(ctx, &failingReader{data: randomBytes(1<<20, 1), failAt: 300 << 10}, "f", 0)
-	if err == nil {
-		t.Fatal("Put from a failing reader succeeded")
+	if err == nil || !strings.Contains(err.Error(), "local disk on fire") {
+		t.Fatalf("Put from a failing reader: %v", err)
+	}
+	if errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("a local read error blamed on the site: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.srv.Dir, "f")); string(b) != "old" {
 		t.Errorf("final name holds %d bytes after a failed Put, want the old 3", len(b))
@@ -263,5 +266,35 @@ func TestPutCancel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.srv.Dir, "c")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a cancelled Put left a file")
+	}
+}
+
+func TestTransferAbortsOnStalledServer(t *testing.T) {
+	f := newFixture(t)
+	c := f.dial(t)
+	st := c.Stager(f.srv.Dir)
+	defer func(g time.Duration) { abortGrace = g }(abortGrace)
+	abortGrace = 200 * time.Millisecond
+	// The sftp server (of the session the next Put starts) stops reading;
+	// TCP and keepalives stay up.
+	f.srv.StallAfter.Store(256 << 10)
+	t0 := time.Now()
+	_, err := st.Put(ctxTimeout(t, 300*time.Millisecond), bytes.NewReader(randomBytes(8<<20, 5)), "stalled", 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("Put returned after %v (deadline 300ms, grace 200ms)", d)
+	}
+	f.srv.Unstall()
+	// A new sftp session on the same connection serves the next transfer.
+	if _, err := st.Put(ctxTimeout(t, 10*time.Second), strings.NewReader("after"), "after", 0); err != nil {
+		t.Fatalf("Put after the abort: %v", err)
+	}
+	if n := f.srv.Conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+	if left := tempFiles(t, f.srv.Dir); len(left) > 0 {
+		t.Errorf("temp files left: %v", left)
 	}
 }
