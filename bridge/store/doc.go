@@ -1,0 +1,78 @@
+// Package store is the broker's durable state: a bridge.Store in one SQLite
+// file, through the pure-Go driver modernc.org/sqlite (no cgo).
+//
+//	s, err := store.Open(ctx, filepath.Join(stateDir, "gridsub.db"), store.Options{})
+//	...
+//	defer s.Close()
+//	b, err := bridge.New(bridge.Options{Store: s, ...})
+//
+// # Schema
+//
+//	schema_version(version)                      one row: the schema this file has
+//	jobs(seq PK, id UNIQUE, state, name, sites,  one row per grid job; seq is the
+//	     updated, n_events, body)                submission order (first Put), body the
+//	                                             bridge.Job as JSON without its events
+//	job_sites(site, seq) PK(site, seq)           the distinct sites of a job's components
+//	events(seq, n, time, kind, site, msg)        append-only history, PK(seq, n)
+//	counters(name PK, value)                     'next_id': the end of the last block of
+//	                                             job numbers NextID reserved
+//
+// Indexes: jobs(state, seq) serves List(Filter{States}) in submission order,
+// jobs(name, seq) Filter.Name, job_sites' primary key Filter.Site,
+// jobs(updated) a future history cleanup. Filter.After is resolved to the
+// cursor job's seq, so paging is a range scan. A list of the ~1,000 running
+// jobs among 100,000 reads only those rows (see docs/store.md for numbers).
+//
+// The whole bridge.Job goes into body as JSON (every field of it is
+// exported). The columns beside it are copies of what the filters need. A
+// Put of a job that is already stored updates its row, rewrites its
+// job_sites only when its placement changed, and inserts only the events
+// beyond n_events (the Store contract: events only grow between two Puts).
+//
+// # Durability
+//
+// The file is in WAL mode with synchronous=FULL: a transaction is on disk
+// (the WAL fsynced) before Put returns, so a committed job survives a
+// process crash and a power cut alike. (synchronous=NORMAL would survive a
+// process crash but could lose the last commits on power loss; gridsub acts
+// on what it stored — submits to a site — so it takes FULL.)
+//
+// An fsync costs milliseconds, so writes go through one commit loop that
+// does group commit: every Put waiting when a commit starts joins it, each
+// under its own savepoint (a failing Put does not undo its neighbours), and
+// one fsync makes the whole batch durable. One writer alone gets one fsync
+// per Put; many concurrent writers (API requests) share them. Readers (Get,
+// List) use their own connections and a read transaction each, so they see a
+// consistent snapshot and never wait for the writer.
+//
+// NextID reserves blocks of numbers (Options.IDBlock, default 100) with one
+// durable write and hands them out from memory. The block's end is
+// committed before any number of it is used, so no number is handed out
+// twice — not after a crash (the rest of the block is skipped) and not by
+// two processes sharing the file.
+//
+// # Migrations
+//
+// Migrations are an ordered, append-only list; Open applies all pending
+// ones in one write transaction and records the new version in
+// schema_version. A database whose version is newer than the binary knows
+// is refused with ErrNewerSchema naming both versions ("upgrade gridsub")
+// and is never migrated down or written.
+//
+// # Failures
+//
+// Open looks before it touches: it reads the file's header itself (magic,
+// page size, length against the page count the header records) and then
+// reads the schema version through a query_only connection. A file that is
+// not SQLite, a truncated or damaged database, or a SQLite file that
+// gridsub did not create gives ErrCorrupt naming the file; a newer schema
+// gives ErrNewerSchema; a path that cannot be read (permissions, a
+// directory in its place) gives ErrUnavailable. In each case the file is
+// left byte for byte as it was (the tests check its sha256).
+//
+// A write on a full file system (or beyond Options.MaxPages) fails with
+// ErrDiskFull; nothing of that write is committed and everything committed
+// before stays readable, in this process and after reopening. A lock held
+// by another process beyond Options.BusyTimeout gives ErrUnavailable.
+// Every error names the database file.
+package store

@@ -1,0 +1,585 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+)
+
+// Options tune a SQLite store. The zero value is a sound default.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process before failing with ErrUnavailable (default 5s).
+	BusyTimeout time.Duration
+	// IDBlock is how many job numbers NextID reserves with one durable
+	// write (default 100). After a crash the unused rest of a block is
+	// skipped, never handed out again.
+	IDBlock int
+	// MaxBatch bounds how many concurrent writes share one commit (group
+	// commit; default 512).
+	MaxBatch int
+	// ReadConns is the number of connections serving Get and List
+	// concurrently with the writer (default 4).
+	ReadConns int
+	// MaxPages, when > 0, caps the database at that many pages (SQLite's
+	// max_page_count; pages are 4096 bytes): writes beyond fail with
+	// ErrDiskFull. For quotas and tests; 0 = only the file system limits.
+	MaxPages int
+	// Now stamps each Put's "updated" time (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// SQLite is a bridge.Store in one SQLite file. It is safe for concurrent
+// use; see the package documentation for the schema and the guarantees.
+type SQLite struct {
+	path string
+	opts Options
+	w    *sql.DB // the one writer connection, owned by the commit loop
+	r    *sql.DB // readers (query_only)
+	log  *slog.Logger
+
+	ops  chan *op
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	idMu          sync.Mutex
+	nextID, maxID uint64 // handed out next; last number of the reserved block
+}
+
+var _ bridge.Store = (*SQLite)(nil)
+
+// op is one write in the commit loop: apply runs inside the batch's
+// transaction under its own savepoint.
+type op struct {
+	apply func(ctx context.Context, tx *sql.Tx) error
+	err   chan error
+}
+
+// dsn builds a SQLite URI for path: the characters a URI gives meaning to
+// are escaped, the parameters are the driver's (_pragma, _txlock) and
+// SQLite's own (mode).
+func dsn(path string, params ...string) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + esc + "?" + strings.Join(params, "&")
+}
+
+// Open opens (creating if needed) the gridsub database at path, checks it
+// and applies pending schema migrations. A file that is not a valid gridsub
+// database (ErrCorrupt), one from a newer gridsub (ErrNewerSchema) or one
+// that cannot be read (ErrUnavailable) is refused and left untouched.
+func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	if opts.IDBlock <= 0 {
+		opts.IDBlock = 100
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	path = abs
+	if err := checkHeader(path); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+
+	// 1. Look before touching: a connection that cannot write reads the
+	// schema version. A new file is not created by it (mode=rw).
+	var version int
+	if exists(path) {
+		pdb, err := sql.Open("sqlite", dsn(path, "mode=rw", busy, "_pragma=query_only(1)"))
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		version, err = probe(ctx, pdb, path)
+		if cerr := pdb.Close(); err == nil && cerr != nil {
+			err = classify(path, "closing", cerr)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+
+	// 2. The writer: WAL, synchronous=FULL, BEGIN IMMEDIATE.
+	wparams := []string{busy, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)",
+		"_pragma=foreign_keys(1)", "_txlock=immediate"}
+	if opts.MaxPages > 0 {
+		wparams = append(wparams, fmt.Sprintf("_pragma=max_page_count(%d)", opts.MaxPages))
+	}
+	s := &SQLite{path: path, opts: opts, log: opts.Logger,
+		ops: make(chan *op), quit: make(chan struct{}), done: make(chan struct{})}
+	s.w, err = sql.Open("sqlite", dsn(path, wparams...))
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	if err := s.w.PingContext(ctx); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("store: %w", classify(path, "opening", err))
+	}
+	if err := migrate(ctx, s.w, path); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	var mode string
+	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
+		s.w.Close()
+		return nil, fmt.Errorf("store: %s: cannot switch to WAL mode (journal_mode %q): %w", path, mode, classify(path, "opening", err))
+	}
+
+	// 3. Readers.
+	s.r, err = sql.Open("sqlite", dsn(path, "mode=rw", busy, "_pragma=query_only(1)"))
+	if err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s.r.SetMaxOpenConns(opts.ReadConns)
+	s.r.SetMaxIdleConns(opts.ReadConns)
+	s.r.SetConnMaxIdleTime(0)
+	s.r.SetConnMaxLifetime(0)
+
+	s.log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", version)
+	go s.loop()
+	return s, nil
+}
+
+func exists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
+}
+
+// Path returns the database file's absolute path.
+func (s *SQLite) Path() string { return s.path }
+
+// Close stops the commit loop (writes in flight finish first) and closes
+// the database. Calls after the first return nil.
+func (s *SQLite) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.quit)
+		<-s.done
+		err = errors.Join(s.r.Close(), s.w.Close())
+		if err != nil {
+			err = classify(s.path, "closing", err)
+		}
+	})
+	return err
+}
+
+// loop is the group commit: it takes every write waiting at the moment,
+// applies them in one transaction (each under its own savepoint, so one
+// failing write does not undo the others) and commits once. With
+// synchronous=FULL a commit costs an fsync; concurrent writers share it.
+func (s *SQLite) loop() {
+	defer close(s.done)
+	batch := make([]*op, 0, s.opts.MaxBatch)
+	errs := make([]error, 0, s.opts.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case <-s.quit:
+			return
+		case o := <-s.ops:
+			batch = append(batch, o)
+		}
+	drain:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case o := <-s.ops:
+				batch = append(batch, o)
+			default:
+				break drain
+			}
+		}
+		errs = errs[:len(batch)]
+		s.commit(batch, errs)
+		for i, o := range batch {
+			o.err <- errs[i]
+		}
+	}
+}
+
+func (s *SQLite) commit(batch []*op, errs []error) {
+	ctx := context.Background() // a caller's cancellation must not tear a shared batch
+	fail := func(err error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	clear(errs)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		fail(classify(s.path, "writing to", err))
+		return
+	}
+	single := len(batch) == 1
+	for i, o := range batch {
+		if single {
+			errs[i] = o.apply(ctx, tx)
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
+			fail(classify(s.path, "writing to", err))
+			tx.Rollback()
+			return
+		}
+		if errs[i] = o.apply(ctx, tx); errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO w`); err != nil {
+				fail(classify(s.path, "writing to", err))
+				tx.Rollback()
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE w`); err != nil {
+			fail(classify(s.path, "writing to", err))
+			tx.Rollback()
+			return
+		}
+	}
+	if single && errs[0] != nil {
+		tx.Rollback()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		tx.Rollback()
+		fail(classify(s.path, "committing to", err))
+	}
+}
+
+// write runs apply in the commit loop and waits for its commit. If ctx ends
+// while the write is queued, ctx's error is returned and nothing is
+// written; once the batch holding it has started, write waits for the
+// commit's outcome (the answer must say whether it is durable).
+func (s *SQLite) write(ctx context.Context, apply func(context.Context, *sql.Tx) error) error {
+	o := &op{apply: apply, err: make(chan error, 1)}
+	select {
+	case s.ops <- o:
+	case <-s.quit:
+		return fmt.Errorf("store %s: %w", s.path, ErrClosed)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-o.err
+}
+
+// row is a job encoded for the database, built in the caller's goroutine
+// so later changes by the caller cannot leak in.
+type row struct {
+	id, state, name, sites string
+	siteSet                []string
+	updated                int64
+	body                   []byte
+	events                 []bridge.Event
+}
+
+func encode(j *bridge.Job, now time.Time) (*row, error) {
+	c := *j
+	c.Events = nil
+	body, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
+	}
+	r := &row{id: j.ID, state: string(j.State), name: j.Req.Name, sites: j.Sites(),
+		updated: now.UnixNano(), body: body, events: slices.Clone(j.Events)}
+	for _, c := range j.Comps {
+		if !slices.Contains(r.siteSet, c.Site) {
+			r.siteSet = append(r.siteSet, c.Site)
+		}
+	}
+	slices.Sort(r.siteSet)
+	return r, nil
+}
+
+// Put implements bridge.Store: one job, written in one transaction (shared
+// with concurrent Puts by group commit) and committed with fsync before Put
+// returns. Only the events beyond those already stored are inserted.
+func (s *SQLite) Put(ctx context.Context, j *bridge.Job) error {
+	if j == nil || j.ID == "" {
+		return fmt.Errorf("store: put: %w: a job needs an id", bridge.ErrBadRequest)
+	}
+	r, err := encode(j, s.opts.Now())
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return putRow(ctx, tx, r) })
+	if err != nil {
+		return fmt.Errorf("store: put job %s: %w", j.ID, s.wrap("writing", err))
+	}
+	return nil
+}
+
+// wrap classifies raw SQLite errors; errors already classified pass.
+func (s *SQLite) wrap(op string, err error) error {
+	if code(err) != 0 && !errors.Is(err, ErrDiskFull) && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrCorrupt) {
+		return classify(s.path, op, err)
+	}
+	return err
+}
+
+func putRow(ctx context.Context, tx *sql.Tx, r *row) error {
+	var seq, stored int64
+	var sites string
+	err := tx.QueryRowContext(ctx, `SELECT seq, n_events, sites FROM jobs WHERE id = ?`, r.id).Scan(&seq, &stored, &sites)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		err = tx.QueryRowContext(ctx, `INSERT INTO jobs(id, state, name, sites, updated, n_events, body)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+			r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body).Scan(&seq)
+		if err != nil {
+			return err
+		}
+		for _, site := range r.siteSet {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO job_sites(site, seq) VALUES (?, ?)`, site, seq); err != nil {
+				return err
+			}
+		}
+		return insertEvents(ctx, tx, seq, 0, r.events)
+	case err != nil:
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = ?, name = ?, sites = ?, updated = ?, n_events = ?, body = ? WHERE seq = ?`,
+		r.state, r.name, r.sites, r.updated, len(r.events), r.body, seq); err != nil {
+		return err
+	}
+	if sites != r.sites {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM job_sites WHERE seq = ?`, seq); err != nil {
+			return err
+		}
+		for _, site := range r.siteSet {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO job_sites(site, seq) VALUES (?, ?)`, site, seq); err != nil {
+				return err
+			}
+		}
+	}
+	n := int64(len(r.events))
+	if n < stored {
+		// The contract says events only grow; a caller that broke it
+		// still gets what it stored, not a mix.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq = ? AND n >= ?`, seq, n); err != nil {
+			return err
+		}
+		return nil
+	}
+	return insertEvents(ctx, tx, seq, stored, r.events[stored:])
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, seq, from int64, evs []bridge.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events(seq, n, time, kind, site, msg) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for i, e := range evs {
+		if _, err := stmt.ExecContext(ctx, seq, from+int64(i), e.Time.Format(time.RFC3339Nano), e.Kind, e.Site, e.Msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get implements bridge.Store.
+func (s *SQLite) Get(ctx context.Context, id string) (*bridge.Job, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("store: get job %s: %w", id, s.wrap("reading", err))
+	}
+	defer tx.Rollback()
+	var seq int64
+	var body []byte
+	err = tx.QueryRowContext(ctx, `SELECT seq, body FROM jobs WHERE id = ?`, id).Scan(&seq, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: %w: %s", bridge.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: get job %s: %w", id, s.wrap("reading", err))
+	}
+	j, err := s.decode(id, body)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := readEvents(ctx, tx, []int64{seq})
+	if err != nil {
+		return nil, fmt.Errorf("store: get job %s: %w", id, s.wrap("reading events from", err))
+	}
+	j.Events = evs[seq]
+	return j, nil
+}
+
+func (s *SQLite) decode(id string, body []byte) (*bridge.Job, error) {
+	j := new(bridge.Job)
+	if err := json.Unmarshal(body, j); err != nil {
+		return nil, fmt.Errorf("store: %w: %s: job %s has an unreadable body: %v", ErrCorrupt, s.path, id, err)
+	}
+	return j, nil
+}
+
+// readEvents returns the events of the given jobs, by seq, in order.
+func readEvents(ctx context.Context, tx *sql.Tx, seqs []int64) (map[int64][]bridge.Event, error) {
+	out := make(map[int64][]bridge.Event, len(seqs))
+	if len(seqs) == 0 {
+		return out, nil
+	}
+	var rows *sql.Rows
+	var err error
+	if len(seqs) == 1 {
+		rows, err = tx.QueryContext(ctx, `SELECT seq, time, kind, site, msg FROM events WHERE seq = ? ORDER BY n`, seqs[0])
+	} else {
+		arr, _ := json.Marshal(seqs)
+		rows, err = tx.QueryContext(ctx, `SELECT e.seq, e.time, e.kind, e.site, e.msg
+			FROM json_each(?) AS s JOIN events AS e ON e.seq = s.value ORDER BY e.seq, e.n`, string(arr))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var t string
+		var e bridge.Event
+		if err := rows.Scan(&seq, &t, &e.Kind, &e.Site, &e.Msg); err != nil {
+			return nil, err
+		}
+		if e.Time, err = time.Parse(time.RFC3339Nano, t); err != nil {
+			return nil, fmt.Errorf("%w: event time %q: %v", ErrCorrupt, t, err)
+		}
+		out[seq] = append(out[seq], e)
+	}
+	return out, rows.Err()
+}
+
+// List implements bridge.Store. Filter.After names the last job of the
+// previous page; an id the store does not hold is an error wrapping
+// bridge.ErrNotFound.
+func (s *SQLite) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("store: list: %w", s.wrap("reading", err))
+	}
+	defer tx.Rollback()
+	var where []string
+	var args []any
+	if f.After != "" {
+		var after int64
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM jobs WHERE id = ?`, f.After).Scan(&after)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("store: list after %q: %w (the paging cursor must be the id of a stored job)", f.After, bridge.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: list: %w", s.wrap("reading", err))
+		}
+		where, args = append(where, "j.seq > ?"), append(args, after)
+	}
+	if len(f.States) > 0 {
+		where = append(where, "j.state IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.States)), ",")+")")
+		for _, st := range f.States {
+			args = append(args, string(st))
+		}
+	}
+	if f.Name != "" {
+		where, args = append(where, "j.name = ?"), append(args, f.Name)
+	}
+	if f.Site != "" {
+		where, args = append(where, "j.seq IN (SELECT seq FROM job_sites WHERE site = ?)"), append(args, f.Site)
+	}
+	q := "SELECT j.seq, j.id, j.body FROM jobs AS j"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY j.seq"
+	if f.Limit > 0 {
+		q, args = q+" LIMIT ?", append(args, f.Limit)
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list: %w", s.wrap("reading", err))
+	}
+	var out []*bridge.Job
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		var id string
+		var body []byte
+		if err := rows.Scan(&seq, &id, &body); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: list: %w", s.wrap("reading", err))
+		}
+		j, err := s.decode(id, body)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out, seqs = append(out, j), append(seqs, seq)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("store: list: %w", s.wrap("reading", err))
+	}
+	if f.Events {
+		evs, err := readEvents(ctx, tx, seqs)
+		if err != nil {
+			return nil, fmt.Errorf("store: list: %w", s.wrap("reading events from", err))
+		}
+		for i, j := range out {
+			j.Events = evs[seqs[i]]
+		}
+	}
+	return out, nil
+}
+
+// NextID implements bridge.Store. Numbers come from a block reserved with
+// one durable write (Options.IDBlock numbers at a time); the block's end is
+// committed before any number of it is handed out, so no number is ever
+// handed out twice, not after a crash and not by two processes sharing the
+// file. A crash skips the rest of the block.
+func (s *SQLite) NextID(ctx context.Context) (uint64, error) {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	if s.nextID == 0 || s.nextID > s.maxID {
+		var lo, hi uint64
+		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			return tx.QueryRowContext(ctx, `UPDATE counters SET value = value + ? WHERE name = 'next_id' RETURNING value - ? + 1, value`,
+				s.opts.IDBlock, s.opts.IDBlock).Scan(&lo, &hi)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("store: reserving job numbers: %w", s.wrap("writing", err))
+		}
+		s.nextID, s.maxID = lo, hi
+	}
+	n := s.nextID
+	s.nextID++
+	return n, nil
+}
