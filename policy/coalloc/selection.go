@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/gridsub/gridsub/policy"
 )
@@ -68,16 +69,49 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 		}
 	}
 	// Reserved: windows by total nodes (what the site will have once free).
+	st.sitesOf = sites
 	vals = st.vals[:0]
 	for _, s := range sites {
 		vals = append(vals, max(st.Eventual(s), 0))
 	}
 	st.vals = vals
-	for _, win := range st.win.run(vals, j.Width, lmax) {
+	wins := st.win.run(vals, j.Width, lmax)
+	for _, win := range wins {
 		st.set = positions(st.set[:0], sites, win)
-		st.reserveAt(j, st.set, k)
+		st.reserveAt(j, st.set, k, st.windowBound(j, vals, wins, win))
 	}
 	return nil
+}
+
+// windowBound is the lower bound reserveAt needs for a greedy window: a
+// placement on win may keep any of its sites, so its hold is at least the
+// shortest single-site hold of a site that could hold the job alone (unless
+// that site is a window itself, whose own evaluation then finds an earlier
+// start), or for several sites short of the whole window p·T·(second lowest
+// h); 0 (the window's own hold) when nothing shorter is possible.
+func (st *State) windowBound(j *policy.Job, vals []int, wins [][]int, win []int) time.Duration {
+	if len(win) == 1 {
+		return 0
+	}
+	lb := never
+	for _, x := range win {
+		if vals[x] < j.Width || slices.ContainsFunc(wins, func(w []int) bool { return len(w) == 1 && w[0] == x }) {
+			continue
+		}
+		one := [1]int{st.sitesOf[x]}
+		run, xfer := st.model(j, one[:])
+		lb = min(lb, hold(run, xfer))
+	}
+	if len(win) >= 3 {
+		// win is in h order: the second site has the second lowest h.
+		two := [2]int{st.sitesOf[win[0]], st.sitesOf[win[1]]}
+		run, _ := st.model(j, two[:])
+		lb = min(lb, hold(run, 0))
+	}
+	if lb == never {
+		return 0
+	}
+	return lb
 }
 
 // positions appends to out the site indices of window positions.
@@ -251,8 +285,8 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 			if pass == 0 && m > 1 && free-lastFree >= j.Width {
 				continue
 			}
-			if st.shortestHold(j, set) > k.Limit() {
-				continue // cannot beat the best even starting now
+			if run, xfer := st.model(j, set); hold(run, xfer) > k.Limit() {
+				continue // cannot beat the best even starting now (see reserveAt)
 			}
 			if pass == 0 {
 				if free >= j.Width {
@@ -260,7 +294,7 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 				}
 				continue
 			}
-			st.reserveAt(j, set, k)
+			st.reserveAt(j, set, k, 0)
 		}
 	}
 	return nil
@@ -284,7 +318,7 @@ func (SingleSite) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 	}
 	for _, s := range sites {
 		if one[0] = s; st.Eventual(s) >= j.Width {
-			st.reserveAt(j, one, k)
+			st.reserveAt(j, one, k, 0)
 		}
 	}
 	return nil
@@ -379,12 +413,12 @@ func (NonAdaptive) Select(st *State, j *policy.Job, sites []int, k *Collector) e
 		}
 		one[0] = s
 		tmp := newCollector(0)
-		st.reserveAt(j, one, tmp)
+		st.reserveAt(j, one, tmp, 0)
 		consider(tmp.Best(), i)
 	}
 	if set := multi(st.Eventual); len(set) > 1 {
 		tmp := newCollector(0)
-		st.reserveAt(j, set, tmp)
+		st.reserveAt(j, set, tmp, 0)
 		consider(tmp.Best(), len(order))
 	}
 	if best != nil {

@@ -11,16 +11,18 @@ import (
 // availability profile per site, updated as the pass starts and reserves
 // jobs. Selection strategies read it; only the framework changes it.
 type State struct {
-	Snap  *policy.Snapshot
-	prof  []profile
-	scr   []policy.Part
-	elig  []int
-	vals  []int
-	caps  []int
-	order []int
-	set   []int
-	parts []policy.Part
-	win   windowScratch
+	Snap    *policy.Snapshot
+	prof    []profile
+	scr     []policy.Part
+	elig    []int
+	vals    []int
+	caps    []int
+	order   []int
+	set     []int
+	pre     []int
+	sitesOf []int // the eligible sites of the job being selected (Greedy)
+	parts   []policy.Part
+	win     windowScratch
 }
 
 // NewState builds the pass state for s. It does not modify s.
@@ -72,7 +74,7 @@ func hold(run, xfer time.Duration) time.Duration {
 // window), or false when that happens no earlier than limit-d.
 //
 // A start t is abandoned once t+lb > limit: lb must be a lower bound of the
-// hold of whatever placement the caller makes at t (see shortestHold).
+// hold of whatever placement the caller makes at t (see reserveAt).
 func (st *State) earliestCommon(sites []int, w int, d, lb, limit time.Duration) (time.Duration, bool) {
 	if lb > limit {
 		return never, false
@@ -304,26 +306,25 @@ func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector
 	return true
 }
 
-// reserveAt evaluates j on sites at their earliest common start.
-func (st *State) reserveAt(j *policy.Job, sites []int, k *Collector) bool {
+// reserveAt evaluates j on sites at their earliest common start. lb bounds
+// from below the hold of the placements worth finding (the search stops
+// once a start plus lb cannot beat the collector's best); 0 means the
+// sites' own hold.
+//
+// Why the sites' own hold is a valid bound for Optimal although a placement
+// may drop sites (and then hold shorter): the sites kept could hold the job
+// at that start by themselves, so their own evaluation (Optimal evaluates
+// every subset) finds a start no later and the shortened placement never
+// beats it. Greedy evaluates only its windows and passes windowBound.
+func (st *State) reserveAt(j *policy.Job, sites []int, k *Collector, lb time.Duration) bool {
 	run, xfer := st.model(j, sites)
-	t, ok := st.earliestCommon(sites, j.Width, hold(run, xfer), st.shortestHold(j, sites), k.Limit())
+	d := hold(run, xfer)
+	if lb <= 0 || lb > d {
+		lb = d
+	}
+	t, ok := st.earliestCommon(sites, j.Width, d, lb, k.Limit())
 	if !ok {
 		return false
 	}
 	return st.place(j, sites, t, k)
-}
-
-// shortestHold is a lower bound of the hold of any placement of j on some of
-// the sites: the shortest single-site hold among them (a multi-site hold is
-// never shorter than any of its sites' own, and a placement can drop sites
-// it does not need, so the set's own hold is not a bound).
-func (st *State) shortestHold(j *policy.Job, sites []int) time.Duration {
-	lb := never
-	for _, s := range sites {
-		one := [1]int{s}
-		run, xfer := st.model(j, one[:])
-		lb = min(lb, hold(run, xfer))
-	}
-	return lb
 }
