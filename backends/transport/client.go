@@ -369,9 +369,12 @@ var errConnDead = errors.New("connection lost")
 func (c *Client) openOn(ctx context.Context, cn *conn) (*ssh.Session, error) {
 	delay := refusalBase
 	for refusals := 0; ; refusals++ {
-		s, err := cn.ssh.NewSession()
+		s, err := newSessionCtx(ctx, cn.ssh)
 		if err == nil {
 			return s, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("opening a session on %s: %w", c.cfg.addr(), err)
 		}
 		var oce *ssh.OpenChannelError
 		if !errors.As(err, &oce) {
@@ -393,6 +396,32 @@ func (c *Client) openOn(ctx context.Context, cn *conn) (*ssh.Session, error) {
 				ErrSessionLimit, c.cfg.addr(), refusals+1, oce, err)
 		}
 		delay = min(2*delay, refusalMax)
+	}
+}
+
+// newSessionCtx is ssh.Client.NewSession bounded by ctx (a server that
+// never answers the channel open would otherwise block until keepalive gives
+// up on the connection). A session that arrives after ctx ended is closed.
+func newSessionCtx(ctx context.Context, sc *ssh.Client) (*ssh.Session, error) {
+	type result struct {
+		s   *ssh.Session
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		s, err := sc.NewSession()
+		ch <- result{s, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.s, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, ctx.Err()
 	}
 }
 
@@ -431,7 +460,12 @@ func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (backe
 	if stdin != nil {
 		s.Stdin = stdin
 	}
-	if err := s.Start(Quote(argv)); err != nil {
+	stop := context.AfterFunc(ctx, func() { s.Close() }) // unblocks Start
+	err = s.Start(Quote(argv))
+	if !stop() {
+		return res, fmt.Errorf("starting %s on %s: %w", argv[0], c.cfg.addr(), ctx.Err())
+	}
+	if err != nil {
 		return res, unavailable("starting %s on %s: %w", argv[0], c.cfg.addr(), err)
 	}
 	done := make(chan error, 1)

@@ -683,3 +683,25 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestRunBoundedWhenServerHangs(t *testing.T) {
+	f := newFixture(t)
+	c := f.dial(t)
+	f.srv.HangOpens.Store(true)
+	t0 := time.Now()
+	_, err := c.Run(ctxTimeout(t, 300*time.Millisecond), []string{"true"}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Run took %v with a 300ms deadline against a hung server", d)
+	}
+	_, err = c.Stager(f.srv.Dir).Put(ctxTimeout(t, 300*time.Millisecond), strings.NewReader("x"), "x", 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Put: got %v, want DeadlineExceeded", err)
+	}
+	f.srv.HangOpens.Store(false)
+	if _, err := c.Run(ctxTimeout(t, 10*time.Second), []string{"true"}, nil); err != nil {
+		t.Errorf("after the server recovered: %v", err)
+	}
+}

@@ -54,6 +54,8 @@ type testServer struct {
 	MaxActive   atomic.Int32 // most sessions seen open at once on one connection
 	// IgnoreKeepalive: never answer keepalive requests (a hung peer).
 	IgnoreKeepalive atomic.Bool
+	// HangOpens: leave session opens unanswered (until the server closes).
+	HangOpens atomic.Bool
 
 	wg     sync.WaitGroup
 	connMu sync.Mutex
@@ -248,6 +250,9 @@ func (s *testServer) serveConn(nc net.Conn) {
 		if nch.ChannelType() != "session" {
 			nch.Reject(ssh.UnknownChannelType, "only sessions")
 			continue
+		}
+		if s.HangOpens.Load() {
+			continue // never answered; the client must not wait forever
 		}
 		if max := s.MaxSessions.Load(); max > 0 && active.Load() >= max {
 			s.Refused.Add(1)

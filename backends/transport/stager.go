@@ -111,9 +111,13 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftpSession, error) {
 		release()
 		return nil, err
 	}
+	stop := context.AfterFunc(ctx, func() { sess.Close() }) // bounds the setup exchanges
 	fail := func(what string, err error) (*sftpSession, error) {
 		sess.Close()
 		release()
+		if !stop() {
+			return nil, fmt.Errorf("starting sftp on %s: %s: %w", c.cfg.addr(), what, ctx.Err())
+		}
 		return nil, unavailable("starting sftp on %s: %s: %w", c.cfg.addr(), what, err)
 	}
 	w, err := sess.StdinPipe()
@@ -132,13 +136,13 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftpSession, error) {
 		sftp.UseConcurrentReads(!c.cfg.SFTPSequential),
 		sftp.MaxConcurrentRequestsPerFile(c.cfg.SFTPRequests),
 	}
-	stop := context.AfterFunc(ctx, func() { sess.Close() }) // bounds the init exchange
 	sc, err := sftp.NewClientPipe(r, w, opts...)
-	if !stop() {
-		err = ctx.Err()
-	}
 	if err != nil {
 		return fail("sftp init", err)
+	}
+	if !stop() {
+		sc.Close()
+		return fail("sftp init", ctx.Err())
 	}
 	ss = &sftpSession{Client: sc, sess: sess}
 	cn.sftpMu.Lock()
