@@ -479,12 +479,22 @@ do_status() {
   return $bad
 }
 
+# forget_key: take this testbed's client key out of the login user's authorized_keys.
+forget_key() {
+  local pub home keys
+  [[ -s $TB/client/id_ed25519.pub ]] && id "$LOGIN" >/dev/null 2>&1 || return 0
+  pub=$(<"$TB/client/id_ed25519.pub"); home=$(getent passwd "$LOGIN" | cut -d: -f6); keys=$home/.ssh/authorized_keys
+  [[ -f $keys ]] || return 0
+  grep -vxF "$pub" "$keys" >"$keys.next" || true
+  chown "$LOGIN:" "$keys.next"; chmod 0600 "$keys.next"; mv -f "$keys.next" "$keys"
+}
+
 locked() { install -d -m 0755 "$TB"; exec 8>"$TB/.lock"; flock -w 300 8 || fail "cannot lock $TB/.lock"; "$@"; }
 
 case ${1:-} in
   start) locked do_start ;;
   stop) [[ -d $TB ]] || { say "nothing to stop: $TB does not exist"; exit 0; }; locked do_stop ;;
   status) do_status ;;
-  clean) if [[ -d $TB ]]; then locked do_stop; rm -rf "$TB"; say "removed $TB"; fi ;;
+  clean) if [[ -d $TB ]]; then locked do_stop; forget_key; rm -rf "$TB"; say "removed $TB"; fi ;;
   *) echo "usage: $0 start|stop|status|clean" >&2; exit 2 ;;
 esac
