@@ -76,9 +76,18 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 	}
 	st.vals = vals
 	wins := st.win.run(vals, j.Width, lmax)
+	st.win1, st.hold1 = st.win1[:0], st.hold1[:0]
+	for range sites {
+		st.win1, st.hold1 = append(st.win1, false), append(st.hold1, 0)
+	}
+	for _, win := range wins {
+		if len(win) == 1 {
+			st.win1[win[0]] = true
+		}
+	}
 	for _, win := range wins {
 		st.set = positions(st.set[:0], sites, win)
-		st.reserveAt(j, st.set, k, st.windowBound(j, vals, wins, win))
+		st.reserveAt(j, st.set, k, st.windowBound(j, vals, win))
 	}
 	return nil
 }
@@ -89,18 +98,21 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 // that site is a window itself, whose own evaluation then finds an earlier
 // start), or for several sites short of the whole window p·T·(second lowest
 // h); 0 (the window's own hold) when nothing shorter is possible.
-func (st *State) windowBound(j *policy.Job, vals []int, wins [][]int, win []int) time.Duration {
+func (st *State) windowBound(j *policy.Job, vals []int, win []int) time.Duration {
 	if len(win) == 1 {
 		return 0
 	}
 	lb := never
 	for _, x := range win {
-		if vals[x] < j.Width || slices.ContainsFunc(wins, func(w []int) bool { return len(w) == 1 && w[0] == x }) {
+		if vals[x] < j.Width || st.win1[x] {
 			continue
 		}
-		one := [1]int{st.sitesOf[x]}
-		run, xfer := st.model(j, one[:])
-		lb = min(lb, hold(run, xfer))
+		if st.hold1[x] == 0 {
+			one := [1]int{st.sitesOf[x]}
+			run, xfer := st.model(j, one[:])
+			st.hold1[x] = hold(run, xfer)
+		}
+		lb = min(lb, st.hold1[x])
 	}
 	if len(win) >= 3 {
 		// win is in h order: the second site has the second lowest h.

@@ -20,7 +20,9 @@ type State struct {
 	order   []int
 	set     []int
 	pre     []int
-	sitesOf []int // the eligible sites of the job being selected (Greedy)
+	sitesOf []int           // the eligible sites of the job being selected (Greedy)
+	win1    []bool          // by position: a single-site window (Greedy)
+	hold1   []time.Duration // by position: single-site hold, 0 = not yet (Greedy)
 	parts   []policy.Part
 	win     windowScratch
 }
