@@ -243,9 +243,10 @@ func progressKey(line string) string {
 	return line
 }
 
-func (p *progress) done(j *bridge.Job) {
-	p.clearLine()
-	if !p.quiet && p.tty {
-		fmt.Fprintln(p.g.stderr, progressLine(j, j.End))
+// done ends the live line: the last update already shows the final state.
+func (p *progress) done(*bridge.Job) {
+	if !p.quiet && p.tty && p.lastLen > 0 {
+		fmt.Fprintln(p.g.stderr)
+		p.lastLen = 0
 	}
 }
