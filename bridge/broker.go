@@ -447,6 +447,19 @@ func latest(cs []Component, now time.Time) (start, end time.Time) {
 	return start, end
 }
 
+// clampTimes keeps submit <= start <= end: batch systems report times in
+// whole seconds (SLURM truncates), so a start can seem to precede a submission
+// made a fraction of a second earlier.
+func clampTimes(submit, start, end time.Time) (time.Time, time.Time) {
+	if start.Before(submit) {
+		start = submit
+	}
+	if end.Before(start) {
+		end = start
+	}
+	return start, end
+}
+
 func orNow(t, now time.Time) time.Time {
 	if t.IsZero() {
 		return now
@@ -536,16 +549,21 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 			j.Start, _ = latest(j.Comps, now)
 		}
 		j.End = orNow(c.End, now)
+		if !j.Start.IsZero() {
+			j.Start, j.End = clampTimes(j.Submit, j.Start, j.End)
+		}
 		b.addEvent(j, now, "failed", c.Site, reason)
 		rep.Ended++
 	case allDone:
 		j.State, j.ExitCode = Completed, 0
 		j.Start, j.End = latest(j.Comps, now)
+		j.Start, j.End = clampTimes(j.Submit, j.Start, j.End)
 		b.addEvent(j, now, "completed", "", "every component ended with exit code 0")
 		rep.Ended++
 	case allRunning && j.State != Running:
 		j.State = Running
 		j.Start, _ = latest(j.Comps, now)
+		j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
 		b.addEvent(j, now, "running", "", "running on "+j.Sites())
 	}
 	_ = b.persist(ctx, j)

@@ -146,6 +146,12 @@ func ExitFilesArgv(paths []string) []string {
 	return append([]string{"grep", "-H", "-s", ""}, paths...)
 }
 
+// ListFilesArgv lists the regular files below dir, relative to it, NUL
+// separated (-P: symbolic links are never followed).
+func ListFilesArgv(dir string) []string {
+	return []string{"find", "-P", dir, "-mindepth", "1", "-type", "f", "-printf", "%P\\0"}
+}
+
 // ConfigArgv shows the controller's configuration (to find JobCompLoc).
 func ConfigArgv() []string { return quietEnv("scontrol", "show", "config") }
 

@@ -653,11 +653,39 @@ func (b *Backend) FetchOutputs(ctx context.Context, id backends.JobID, spec *bac
 		if err != nil {
 			return got, err
 		}
-		if err := fetch(rel, false); err != nil {
-			return got, err
+		if !strings.HasSuffix(o, "/") {
+			if err := fetch(rel, false); err != nil {
+				return got, err
+			}
+			continue
+		}
+		// A directory: list its regular files (symbolic links are not
+		// followed, so nothing outside the job directory is fetched).
+		files, err := b.listFiles(ctx, path.Join(dir, rel))
+		if err != nil {
+			return got, fmt.Errorf("%s: listing %s of job %s: %w", b.cfg.Name, o, id, err)
+		}
+		for _, f := range files {
+			if err := fetch(path.Join(rel, f), false); err != nil {
+				return got, err
+			}
 		}
 	}
 	return got, nil
+}
+
+// listFiles returns the regular files below dir (relative to RemoteDir),
+// as paths relative to dir, sorted.
+func (b *Backend) listFiles(ctx context.Context, dir string) ([]string, error) {
+	argv := ListFilesArgv(path.Join(b.remoteDir(), dir))
+	r, err := b.exec(ctx, argv, nil)
+	if err != nil {
+		return nil, err
+	}
+	if r.ExitCode != 0 {
+		return nil, b.commandErr(argv, r)
+	}
+	return ParseFileList(r.Stdout)
 }
 
 // CreateReservation makes a native reservation. SLURM silently clamps

@@ -3,7 +3,9 @@ package slurm
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -411,3 +413,21 @@ func Message(r backends.Result) string {
 var jobIDRe = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
 
 func validJobID(s string) bool { return jobIDRe.MatchString(s) }
+
+// ParseFileList reads the NUL-separated relative paths ListFilesArgv prints.
+// A path that is absolute or climbs out with ".." is refused: the listing
+// came from the site and is not trusted.
+func ParseFileList(out []byte) ([]string, error) {
+	var files []string
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f == "" {
+			continue
+		}
+		if path.IsAbs(f) || f == ".." || strings.HasPrefix(f, "../") || strings.Contains(f, "/../") {
+			return nil, fmt.Errorf("%w: file list entry %q escapes the directory", backends.ErrBadOutput, f)
+		}
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	return files, nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -390,6 +391,21 @@ func TestParseExitFilesAndGridDir(t *testing.T) {
 	} {
 		if got := dirBelongs(c.dir, c.grid); got != c.want {
 			t.Errorf("dirBelongs(%q, %q) = %v, want %v", c.dir, c.grid, got, c.want)
+		}
+	}
+}
+
+func TestParseFileList(t *testing.T) {
+	got, err := ParseFileList([]byte("b/x.log\x00a.log\x00name with\nnewline\x00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a.log", "b/x.log", "name with\nnewline"}; !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for _, bad := range []string{"../etc/passwd\x00", "/etc/passwd\x00", "a/../../b\x00"} {
+		if _, err := ParseFileList([]byte(bad)); !errors.Is(err, backends.ErrBadOutput) {
+			t.Errorf("%q: got %v, want ErrBadOutput", bad, err)
 		}
 	}
 }
