@@ -5,10 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GRIDSUB_WORKLOADS="${GRIDSUB_WORKLOADS:-$(cd .. && pwd)/shared/workloads}"
+# GRIDSUB_NO_SLURM=1 skips the real-daemon tests (they then say why they skip).
 started_testbed=0
-if [ -x scripts/slurm-testbed.sh ] && [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
+if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
+  # Stop the testbed at the end only if this run started it.
+  if ! bash scripts/slurm-testbed.sh status >/dev/null 2>&1; then
+    started_testbed=1
+  fi
   bash scripts/slurm-testbed.sh start
-  started_testbed=1
   # shellcheck disable=SC1091
   source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}/testbed.env"
 fi
