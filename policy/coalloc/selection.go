@@ -407,6 +407,9 @@ func (NonAdaptive) Select(st *State, j *policy.Job, sites []int, k *Collector) e
 			return nil
 		}
 	}
+	if k.immediateOnly {
+		return nil // nothing can start now, and nothing else is wanted
+	}
 	// Nothing now: earliest start, ties by preference class.
 	var best *Candidate
 	var bestRank int
