@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
@@ -178,5 +179,34 @@ func TestMissingTrace(t *testing.T) {
 	_, err = Execute(context.Background(), e, Options{})
 	if !errors.Is(err, ErrNoTrace) || !strings.Contains(err.Error(), "nowhere") || !strings.Contains(err.Error(), "set GRIDSUB_WORKLOADS") {
 		t.Fatalf("missing trace: %v", err)
+	}
+}
+
+func TestBar(t *testing.T) {
+	var b bytes.Buffer
+	bar := NewBar(&b, false, "fig")
+	clock := bar.start
+	bar.now = func() time.Time { return clock }
+	clock = clock.Add(10 * time.Second)
+	bar.Update(1, 4, 0.25)
+	bar.Update(1, 4, 0.3) // same run count: no new plain line
+	clock = clock.Add(10 * time.Second)
+	bar.Update(2, 4, 0.5)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("plain output %q", b.String())
+	}
+	if !strings.Contains(lines[0], "1/4 runs  25%") || !strings.Contains(lines[0], "elapsed 10s  ETA 30s") {
+		t.Errorf("line 1 %q", lines[0])
+	}
+	if !strings.Contains(lines[1], "2/4 runs  50%  elapsed 20s  ETA 20s") || !strings.Contains(lines[1], "[############............]") {
+		t.Errorf("line 2 %q", lines[1])
+	}
+	var tty bytes.Buffer
+	tb := NewBar(&tty, true, "fig")
+	tb.Update(1, 2, 0.5)
+	tb.Finish()
+	if !strings.HasPrefix(tty.String(), "\rfig [") || !strings.HasSuffix(tty.String(), "\n") {
+		t.Errorf("terminal output %q", tty.String())
 	}
 }

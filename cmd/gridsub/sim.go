@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gridsub/gridsub/internal/experiment"
+)
+
+// simFlags are the flags of "gridsub sim".
+type simFlags struct {
+	out     string
+	workers int
+}
+
+func newSimCmd(g *globals) *cobra.Command {
+	f := &simFlags{}
+	cmd := &cobra.Command{
+		Use:   "sim EXPERIMENT.yaml --out DIR",
+		Short: "Run a simulation experiment (a figure of paper 000) and write its table and plots",
+		Long: `Sim runs an experiment file on the built-in simulated testbed: a workload
+shaped from a Parallel Workloads Archive trace, replayed through the real
+broker and co-allocation policy in virtual time, once per point of the
+experiment's sweep (policies x workloads x h sets x bandwidths x p). Runs are
+spread over the machine's cores; each is deterministic, so the same file gives
+the same results.csv byte for byte whatever the number of workers.
+
+It writes DIR/summary.json (the experiment, every run's parameters and
+metrics, wall times), DIR/results.csv (one row per run) and one PNG and one
+SVG per plot of the file. Progress goes to stderr. Traces are looked up in
+$GRIDSUB_WORKLOADS, else ../shared/workloads beside the repository.
+
+configs/experiments/ holds one file per figure of paper 000 and the CTC-SP2
+single-site EASY reference; docs/results/paper000.md discusses the results.
+
+Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
+failed or was interrupted.`,
+		Example: `  gridsub sim configs/experiments/fig2-small-h-multi-vs-single.yaml --out out/fig2
+  gridsub sim configs/experiments/ctc-easy-reference.yaml --out out/ref --output json
+  GRIDSUB_WORKLOADS=/data/pwa gridsub sim my-experiment.yaml --out out/mine --workers 4`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr(fmt.Errorf("sim takes one experiment file (got %d arguments); see configs/experiments/", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSim(cmd.Context(), g, f, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&f.out, "out", "", "directory for summary.json, results.csv and the plots (default out/<experiment name>)")
+	cmd.Flags().IntVar(&f.workers, "workers", 0, "runs in flight at once (default GOMAXPROCS)")
+	return cmd
+}
+
+func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
+	if f.workers < 0 {
+		return usageErr(fmt.Errorf("--workers must be >= 0 (0 = GOMAXPROCS), got %d", f.workers))
+	}
+	e, err := experiment.Load(file)
+	if err != nil {
+		return usageErr(err)
+	}
+	out := f.out
+	if out == "" {
+		out = filepath.Join("out", e.Name)
+	}
+	total := len(e.Expand())
+	log := g.logger()
+	log.Info("experiment", "file", file, "runs", total, "out", out)
+	bar := experiment.NewBar(g.stderr, isTerminal(g.stderr), e.Name)
+	s, err := experiment.Execute(ctx, e, experiment.Options{Workers: f.workers, Progress: bar.Update})
+	bar.Finish()
+	switch {
+	case errors.Is(err, experiment.ErrNoTrace):
+		return usageErr(err)
+	case ctx.Err() != nil:
+		return &exitError{exitInternal, fmt.Errorf("sim %s: interrupted; nothing written to %s", file, out)}
+	case err != nil:
+		return &exitError{exitInternal, fmt.Errorf("sim %s: %w", file, err)}
+	}
+	files, err := experiment.WriteAll(out, s)
+	if err != nil {
+		return &exitError{exitInternal, fmt.Errorf("sim %s: writing results: %w", file, err)}
+	}
+	if g.json() {
+		return experiment.WriteJSON(g.stdout, s)
+	}
+	writeSimTable(g.stdout, s)
+	fmt.Fprintf(g.stdout, "\n%d runs on %d workers in %s; wrote %s\n", len(s.Runs), s.Workers,
+		time.Duration(s.WallSeconds*float64(time.Second)).Round(100*time.Millisecond), strings.Join(files, ", "))
+	return nil
+}
+
+// simColumns are the metrics the table shows (results.csv has them all).
+func simColumns(kind string) []string {
+	if kind == experiment.KindCTCReference {
+		return []string{"jobs", "start_match", "mean_bsld", "ref_mean_bsld", "mean_wait", "mean_response"}
+	}
+	return []string{"awrt", "awwt", "au", "mean_bsld", "multisite", "rejected"}
+}
+
+func writeSimTable(w io.Writer, s *experiment.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cols := simColumns(s.Experiment.Kind)
+	head := append(append([]string{}, s.Params...), cols...)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(head, "\t"))+"\t")
+	for _, r := range s.Runs {
+		var row []string
+		for _, p := range s.Params {
+			row = append(row, r.Params.Value(p))
+		}
+		for _, c := range cols {
+			v := r.Metrics[c]
+			switch {
+			case c == "au" || c == "multisite" || c == "start_match":
+				row = append(row, fmt.Sprintf("%.3f", v))
+			case v == float64(int64(v)):
+				row = append(row, fmt.Sprintf("%d", int64(v)))
+			default:
+				row = append(row, fmt.Sprintf("%.1f", v))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+// isTerminal reports whether w is a terminal (the progress bar redraws in
+// place there and prints plain lines elsewhere).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
