@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// needSlurm skips unless the local SLURM testbed's environment is loaded.
+func needSlurm(t *testing.T) {
+	t.Helper()
+	if os.Getenv("GRIDSUB_SSH_KEY") == "" || os.Getenv("GRIDSUB_SITEA_SSH_PORT") == "" {
+		t.Skip("no SLURM testbed: run `bash scripts/slurm-testbed.sh start && source /var/tmp/gridsub-local-testbed/testbed.env` (scripts/test.sh does both)")
+	}
+}
+
+type runJSON struct {
+	State string `json:"state"`
+	Sites []struct {
+		Site  string `json:"site"`
+		Nodes int    `json:"nodes"`
+	} `json:"sites"`
+	Outputs []string `json:"outputs"`
+}
+
+func runReal(t *testing.T, job string) (runJSON, string) {
+	t.Helper()
+	out := t.TempDir()
+	code, stdout, stderr := gridsub(t, "--config", "configs/local-slurm.yaml", job, "--output", "json", "--out-dir", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r runJSON
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	return r, stderr
+}
+
+// TestRealSlurmStagesInAndOut runs examples/staging.yaml on the real SLURM
+// testbed: inputs go up over SFTP, the job computes from them, and both the
+// result file and the logs/ directory come back.
+func TestRealSlurmStagesInAndOut(t *testing.T) {
+	needSlurm(t)
+	r, stderr := runReal(t, "examples/staging.yaml")
+	if r.State != "completed" || len(r.Sites) != 1 || !strings.HasPrefix(r.Sites[0].Site, "site") {
+		t.Fatalf("%+v", r)
+	}
+	if !strings.Contains(stderr, "placement: "+r.Sites[0].Site) {
+		t.Fatalf("stderr does not say where it ran:\n%s", stderr)
+	}
+	var result, log string
+	for _, p := range r.Outputs {
+		b, _ := os.ReadFile(p)
+		switch filepath.Base(p) {
+		case "result.txt":
+			result = string(b)
+		case "solve.log":
+			log = string(b)
+		}
+	}
+	// examples/data/input.dat and params.txt decide this line.
+	if !strings.HasPrefix(result, "iterations=") || !strings.Contains(result, "sum=") {
+		t.Fatalf("result.txt = %q (outputs %v)", result, r.Outputs)
+	}
+	if !strings.Contains(log, "solved on") {
+		t.Fatalf("logs/solve.log = %q", log)
+	}
+}
+
+// TestRealSlurmCoAllocates runs a 10-node job, wider than either site (8 and
+// 4 nodes), which must be split across both.
+func TestRealSlurmCoAllocates(t *testing.T) {
+	needSlurm(t)
+	r, _ := runReal(t, "examples/wide-slurm.yaml")
+	total := 0
+	for _, s := range r.Sites {
+		total += s.Nodes
+	}
+	if r.State != "completed" || len(r.Sites) != 2 || total != 10 {
+		t.Fatalf("%+v", r)
+	}
+	parts := 0
+	for _, p := range r.Outputs {
+		if filepath.Base(p) != "gridsub.out" {
+			continue
+		}
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "of 2 of g") {
+			parts++
+		}
+	}
+	if parts != 2 {
+		t.Fatalf("%d of 2 parts reported their share; outputs %v", parts, r.Outputs)
+	}
+}
