@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -17,8 +18,10 @@ const benchSize = 200 << 20
 // pkg/sftp's concurrency off and on, interleaved in every iteration so that
 // both see the same machine load, and reports each direction's throughput
 // (MB/s, 1 MB = 1e6 bytes) and the on/off ratio. "inprocess" is the test
-// server of this package (x/crypto/ssh + pkg/sftp server), "sshd" the
-// testbed's OpenSSH (skipped unless testbed.env is sourced).
+// server of this package (x/crypto/ssh + pkg/sftp server), "inprocess-rtt2ms"
+// the same behind a proxy adding 1ms each way (a WAN-like round trip, where
+// concurrency matters most), "sshd" the testbed's OpenSSH (skipped unless
+// testbed.env is sourced).
 //
 //	go test -run '^$' -bench SFTP -benchtime 2x ./backends/transport/
 func BenchmarkSFTP(b *testing.B) {
@@ -27,6 +30,14 @@ func BenchmarkSFTP(b *testing.B) {
 	b.Run("inprocess", func(b *testing.B) {
 		f := newFixture(b)
 		f.cfg.Logger = slog.New(slog.DiscardHandler)
+		benchSFTP(b, f.cfg, f.srv.Dir, data)
+	})
+	b.Run("inprocess-rtt2ms", func(b *testing.B) {
+		f := newFixture(b)
+		f.cfg.Logger = slog.New(slog.DiscardHandler)
+		// known_hosts names the server's port; the proxy's port needs its own line.
+		f.cfg.Port = delayProxy(b, fmt.Sprintf("127.0.0.1:%d", f.srv.Port), time.Millisecond)
+		f.cfg.KnownHosts = []string{writeKnownHosts(b, knownHostsLineFor(fmt.Sprintf("[127.0.0.1]:%d", f.cfg.Port), f.host.PublicKey()))}
 		benchSFTP(b, f.cfg, f.srv.Dir, data)
 	})
 	b.Run("sshd", func(b *testing.B) {

@@ -418,3 +418,61 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// delayProxy forwards TCP connections to target, delivering every chunk
+// `delay` after it was read in each direction (a round trip of 2*delay),
+// without limiting bandwidth: a WAN-like link on loopback.
+func delayProxy(t testing.TB, target string, delay time.Duration) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			t.Cleanup(func() { in.Close(); out.Close() })
+			go delayCopy(out, in, delay)
+			go delayCopy(in, out, delay)
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func delayCopy(dst, src net.Conn, delay time.Duration) {
+	type chunk struct {
+		b  []byte
+		at time.Time
+	}
+	q := make(chan chunk, 4096)
+	go func() {
+		defer close(q)
+		for {
+			b := make([]byte, 64<<10)
+			n, err := src.Read(b)
+			if n > 0 {
+				q <- chunk{b[:n], time.Now().Add(delay)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range q {
+		time.Sleep(time.Until(c.at))
+		if _, err := dst.Write(c.b); err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+}
