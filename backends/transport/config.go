@@ -42,8 +42,9 @@ type Config struct {
 	InsecureIgnoreHostKey bool
 
 	// MaxSessions bounds the concurrent sessions on the one connection
-	// (commands plus the SFTP session). 0 means 8, below OpenSSH's default
-	// MaxSessions of 10.
+	// (commands plus the SFTP session, which holds one slot for as long as
+	// the connection lives: with 1, commands wait for ever once a file was
+	// staged). 0 means 8, below OpenSSH's default MaxSessions of 10.
 	MaxSessions int
 	// KeepAlive is the interval of keepalive@openssh.com requests; a request
 	// unanswered for that long again closes the connection. 0 means 30s; a

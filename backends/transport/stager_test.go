@@ -298,3 +298,56 @@ func TestTransferAbortsOnStalledServer(t *testing.T) {
 		t.Errorf("temp files left: %v", left)
 	}
 }
+
+func TestConcurrentTransfersAndCommands(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.MaxSessions = 4
+	c := f.dial(t)
+	st := c.Stager(f.srv.Dir)
+	ctx := ctxTimeout(t, 60*time.Second)
+	errs := make(chan error, 24)
+	for i := range 8 {
+		go func() {
+			data := randomBytes(256<<10+i, uint64(100+i))
+			name := "par/f" + strings.Repeat("x", i)
+			if _, err := st.Put(ctx, bytes.NewReader(data), name, 0); err != nil {
+				errs <- err
+				return
+			}
+			var got bytes.Buffer
+			tr, err := st.Get(ctx, name, &got)
+			if err == nil && (!bytes.Equal(got.Bytes(), data) || tr.SHA256 != sha(data)) {
+				err = errors.New("content differs for " + name)
+			}
+			errs <- err
+		}()
+		go func() {
+			res, err := c.Run(ctx, []string{"echo", name(i)}, nil)
+			if err == nil && string(res.Stdout) != name(i)+"\n" {
+				err = errors.New("stdout " + string(res.Stdout))
+			}
+			errs <- err
+		}()
+		go func() {
+			_, err := st.Get(ctx, "missing", &bytes.Buffer{})
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs <- errors.New("Get missing: " + err.Error())
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 24 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if m := f.srv.MaxActive.Load(); m > 4 {
+		t.Errorf("server saw %d sessions, MaxSessions is 4", m)
+	}
+	if n := c.Estimator().Count(); n != 16 {
+		t.Errorf("estimator saw %d transfers, want 16", n)
+	}
+}
+
+func name(i int) string { return "caller-" + string(rune('a'+i)) }
