@@ -312,6 +312,9 @@ func (c *Client) redial(ctx context.Context) (*conn, error) {
 	cn, err := c.dial(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		return nil, err // the caller gave up; says nothing about the site
+	}
 	if err != nil {
 		c.failures++
 		d := min(reconnectBase<<min(c.failures-1, 16), reconnectMax)

@@ -257,9 +257,10 @@ func (c *Client) abortOnCancel(ctx context.Context, ss *sftpSession) (done func(
 // Put uploads src to remote (relative to the root) atomically: the bytes go
 // to a temp file ".<name>.gridsub-tmp-<random>" in the same directory, which
 // is fsynced (when the server offers fsync@openssh.com), checked for size,
-// and renamed over the final name with posix-rename@openssh.com. On any
-// failure the temp file is removed (or, if the connection died, removed by
-// the next transfer after reconnecting); the final name never holds a
+// and renamed over the final name with posix-rename@openssh.com (servers
+// without it get a plain SFTP rename, which refuses to replace an existing
+// file). On any failure the temp file is removed (or, if the connection
+// died, when the next SFTP session starts); the final name never holds a
 // partial file. Missing parent directories inside the root are created.
 // mode 0 means 0644. The Transfer records bytes, duration and the SHA-256
 // computed while streaming, and feeds the Client's Estimator.
@@ -289,12 +290,18 @@ func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
-	tmp := path.Join(dir, "."+name+".gridsub-tmp-"+hex.EncodeToString(rnd[:]))
+	// Keep the temp name within NAME_MAX (255) for long final names.
+	tmp := path.Join(dir, "."+name[:min(len(name), 200)]+".gridsub-tmp-"+hex.EncodeToString(rnd[:]))
 	h := sha256.New()
 	in := &srcReader{ctx: ctx, r: io.TeeReader(src, h)}
 	n, err := s.upload(ctx, sc, in, tmp, mode)
 	if err == nil {
-		if err = sc.PosixRename(tmp, full); err != nil {
+		if _, ok := sc.HasExtension("posix-rename@openssh.com"); ok {
+			err = sc.PosixRename(tmp, full)
+		} else {
+			err = sc.Rename(tmp, full) // SFTPv3 rename: fails if full exists
+		}
+		if err != nil {
 			err = c.transferErr("renaming into place", full, err)
 		}
 	}

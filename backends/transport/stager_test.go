@@ -90,6 +90,10 @@ func TestPutGetRoundTrip(t *testing.T) {
 			if n := c.Estimator().Count(); n != 8 {
 				t.Errorf("estimator saw %d transfers, want 8", n)
 			}
+			long := strings.Repeat("n", 250) // temp name must stay within NAME_MAX
+			if _, err := st.Put(ctx, strings.NewReader("long"), long, 0); err != nil {
+				t.Errorf("Put with a 250-byte name: %v", err)
+			}
 			if _, err := st.Put(ctx, strings.NewReader("default mode"), "m", 0); err != nil {
 				t.Fatal(err)
 			}
