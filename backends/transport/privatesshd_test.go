@@ -1,10 +1,12 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,7 +112,8 @@ func startPrivateSSHD(t *testing.T, extra ...string) (Config, string) {
 	}
 	kh := writeKnownHosts(t, knownHostsLineFor(fmt.Sprintf("[127.0.0.1]:%d", port), host.PublicKey()))
 	return Config{Host: "127.0.0.1", Port: port, User: me.Username,
-		KeyFiles: []string{ck.Path}, KnownHosts: []string{kh}}, logFile
+		KeyFiles: []string{ck.Path}, KnownHosts: []string{kh},
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}, logFile
 }
 
 // hostEd25519 digs the private key back out of a test signer.
@@ -179,5 +183,101 @@ func TestPrivateSSHDSessionLimit(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "ssh connected"); n != 1 {
 		t.Errorf("%d connects, want 1", n)
+	}
+}
+
+// dropProxy forwards TCP connections to target and cuts a connection once
+// more than *dropAfter bytes went from client to server (then resets
+// dropAfter to 0, so later connections live).
+func dropProxy(t *testing.T, target string, dropAfter *atomic.Int64) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			t.Cleanup(func() { in.Close(); out.Close() })
+			go func() { io.Copy(in, out); in.Close() }()
+			go func() {
+				defer out.Close()
+				defer in.Close()
+				buf := make([]byte, 32<<10)
+				var sent int64
+				for {
+					n, err := in.Read(buf)
+					if n > 0 {
+						sent += int64(n)
+						if k := dropAfter.Load(); k > 0 && sent > k {
+							dropAfter.Store(0)
+							return
+						}
+						if _, werr := out.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestPrivateSSHDDropMidUpload cuts the TCP connection to a real sshd in
+// the middle of a Put: the Put fails as unavailable, nothing appears under
+// the final name, and the retry reconnects, succeeds and removes the temp
+// file the failed attempt left in OpenSSH's sftp-server.
+func TestPrivateSSHDDropMidUpload(t *testing.T) {
+	cfg, _ := startPrivateSSHD(t)
+	var drop atomic.Int64
+	port := dropProxy(t, fmt.Sprintf("127.0.0.1:%d", cfg.Port), &drop)
+	hostLine, err := os.ReadFile(cfg.KnownHosts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.KnownHosts = []string{writeKnownHosts(t, strings.Replace(strings.TrimSpace(string(hostLine)),
+		fmt.Sprintf(":%d", cfg.Port), fmt.Sprintf(":%d", port), 1))}
+	cfg.Port = port
+	ctx := ctxTimeout(t, 60*time.Second)
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := t.TempDir()
+	st := c.Stager(root)
+	data := randomBytes(16<<20, 9)
+	drop.Store(4 << 20)
+	if _, err := st.Put(ctx, bytes.NewReader(data), "out/big.bin", 0); !errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("Put over a cut connection: %v, want ErrUnavailable", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "out", "big.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the final name exists after a failed Put: %v", err)
+	}
+	if left := tempFiles(t, root); len(left) != 1 {
+		t.Errorf("want the one orphaned temp file before the retry, have %v", left)
+	}
+	tr, err := st.Put(ctx, bytes.NewReader(data), "out/big.bin", 0)
+	if err != nil || tr.SHA256 != sha(data) {
+		t.Fatalf("retry: %+v %v", tr, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "out", "big.bin")); !bytes.Equal(b, data) {
+		t.Errorf("final file has %d bytes, want %d", len(b), len(data))
+	}
+	if left := tempFiles(t, root); len(left) > 0 {
+		t.Errorf("temp files left after the retry: %v", left)
 	}
 }
