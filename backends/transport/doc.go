@@ -25,10 +25,13 @@
 // OpenSSH's sshd refuses more than MaxSessions (10 by default) sessions per
 // connection. A semaphore of Config.MaxSessions (default 8) slots bounds the
 // sessions this Client opens; the SFTP client holds one slot for as long as
-// it lives. If the server still refuses a session ("administratively
-// prohibited", e.g. a lower MaxSessions or sessions still closing), opening
-// backs off (50ms doubling to 2s) and retries until ctx ends, then fails with
-// ErrSessionLimit (which also matches backends.ErrUnavailable).
+// it lives. If the server still refuses a session (a lower MaxSessions, or
+// sessions still closing; OpenSSH 9.2 answers "connect failed: open failed",
+// others "administratively prohibited"), opening backs off (50ms doubling to
+// 2s) and retries until ctx ends, then fails with ErrSessionLimit (which also
+// matches backends.ErrUnavailable). Waiting for a free slot of the
+// semaphore past ctx fails the same way. Opening a session and starting the
+// command are bounded by ctx even if the server never answers.
 //
 // Run implements backends.Runner. A non-zero exit is Result.ExitCode, not an
 // error; a missing exit status (connection lost) is an error wrapping

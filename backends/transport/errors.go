@@ -29,9 +29,10 @@ var (
 	// ErrAuth: the server accepted none of the credentials offered (key
 	// files, agent keys), or there were no credentials to offer.
 	ErrAuth = errors.New("ssh authentication failed")
-	// ErrSessionLimit: the server kept refusing new sessions on the
-	// connection ("administratively prohibited", sshd MaxSessions) until the
-	// context ended. Also matches backends.ErrUnavailable.
+	// ErrSessionLimit: no session could be had before the context ended:
+	// the server kept refusing new sessions on the connection (sshd
+	// MaxSessions), or all of Config.MaxSessions slots stayed busy. Also
+	// matches backends.ErrUnavailable.
 	ErrSessionLimit = fmt.Errorf("ssh server refused new sessions (session limit): %w", backends.ErrUnavailable)
 	// ErrPathEscape: a remote path given to a Stager is absolute or leaves
 	// the stager's root via "..". Also matches backends.ErrInvalidSpec.
