@@ -100,7 +100,7 @@ func WritePlots(dir string, s *Summary) ([]string, error) {
 		}
 		for _, ext := range []string{".png", ".svg"} {
 			path := filepath.Join(dir, pl.Name+ext)
-			if err := p.Save(6*vg.Inch, 4*vg.Inch, path); err != nil {
+			if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
 				return out, fmt.Errorf("plot %s: %w", pl.Name, err)
 			}
 			out = append(out, path)
@@ -148,6 +148,7 @@ func drawPlot(pl Plot, s *Summary) (*plot.Plot, error) {
 		p.NominalX(cats...)
 		p.X.Min, p.X.Max = -0.5, float64(len(cats))-0.5
 	}
-	p.Y.Max += 0.25 * (p.Y.Max - p.Y.Min) // room for the legend
+	// Room above the data for the legend, one row per line.
+	p.Y.Max += (0.1 + 0.09*float64(len(lines))) * (p.Y.Max - p.Y.Min)
 	return p, nil
 }
