@@ -120,6 +120,9 @@ func TestCSVAndJSONShape(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(b.String(), `"reference"`) || !strings.Contains(b.String(), `"trace": "CTC-SP2-1996-3.1-cln.swf.gz"`) {
+		t.Fatalf("summary.json shows the sections of the wrong kind:\n%.600s", b.String())
+	}
 	if back.Experiment.Name != "tiny" || len(back.Experiment.Policies) != 2 || len(back.Runs) != 8 || back.Workers != 2 || back.Wall <= 0 {
 		t.Fatalf("summary.json: %+v", back)
 	}

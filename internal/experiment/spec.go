@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -431,4 +432,29 @@ func (e *Experiment) hSetNames() []string {
 	}
 	slices.Sort(names[2:])
 	return names
+}
+
+// MarshalJSON writes the experiment as summary.json shows it: only the
+// sections its kind uses, with the defaults filled in.
+func (e *Experiment) MarshalJSON() ([]byte, error) {
+	type view struct {
+		Name        string     `json:"name"`
+		Title       string     `json:"title,omitempty"`
+		Description string     `json:"description,omitempty"`
+		Kind        string     `json:"kind"`
+		File        string     `json:"file,omitempty"`
+		Workload    *Workload  `json:"workload,omitempty"`
+		Testbed     *Testbed   `json:"testbed,omitempty"`
+		Policies    []string   `json:"policies,omitempty"`
+		Sweep       *Sweep     `json:"sweep,omitempty"`
+		Reference   *Reference `json:"reference,omitempty"`
+		Plots       []Plot     `json:"plots,omitempty"`
+	}
+	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots}
+	if e.Kind == KindCTCReference {
+		v.Reference = &e.Reference
+	} else {
+		v.Workload, v.Testbed, v.Policies, v.Sweep = &e.Workload, &e.Testbed, e.Policies, &e.Sweep
+	}
+	return json.Marshal(v)
 }
