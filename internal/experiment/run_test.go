@@ -213,3 +213,18 @@ func TestBar(t *testing.T) {
 		t.Errorf("terminal output %q", tty.String())
 	}
 }
+
+// BenchmarkExecuteTiny runs the tiny experiment (8 runs of 300 jobs) on
+// GOMAXPROCS workers: the cost of the runner around replay.Run.
+func BenchmarkExecuteTiny(b *testing.B) {
+	needTraces(b)
+	e, err := Load("testdata/tiny.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Execute(context.Background(), e, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
