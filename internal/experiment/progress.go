@@ -11,7 +11,8 @@ import (
 // Bar reports an experiment's progress on a writer (stderr): runs done out
 // of the total, elapsed time and an estimate of the time left. On a
 // terminal it redraws one line in place; elsewhere it prints a plain line
-// each time a run finishes. Its Update method is a Progress.
+// each time a run finishes, and at most every 30 s in between. Its Update
+// method is a Progress.
 type Bar struct {
 	w     io.Writer
 	tty   bool
@@ -33,6 +34,10 @@ func NewBar(w io.Writer, tty bool, label string) *Bar {
 	return b
 }
 
+// plainEvery is how often a plain (non-terminal) bar prints a line while no
+// run finishes, so that a log shows the experiment is alive.
+const plainEvery = 30 * time.Second
+
 // Update is a Progress.
 func (b *Bar) Update(done, total int, fraction float64) {
 	b.mu.Lock()
@@ -47,7 +52,7 @@ func (b *Bar) Update(done, total int, fraction float64) {
 		fmt.Fprintf(b.w, "\r%s%s", line, strings.Repeat(" ", pad))
 		b.width = len(line)
 	} else {
-		if done == b.lastDone {
+		if done == b.lastDone && now.Sub(b.drawn) < plainEvery {
 			return
 		}
 		fmt.Fprintln(b.w, b.line(done, total, fraction, now))

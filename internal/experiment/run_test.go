@@ -195,8 +195,10 @@ func TestBar(t *testing.T) {
 	bar.Update(1, 4, 0.3) // same run count: no new plain line
 	clock = clock.Add(10 * time.Second)
 	bar.Update(2, 4, 0.5)
+	clock = clock.Add(31 * time.Second)
+	bar.Update(2, 4, 0.6) // no run finished, but 30 s passed: a line
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		t.Fatalf("plain output %q", b.String())
 	}
 	if !strings.Contains(lines[0], "1/4 runs  25%") || !strings.Contains(lines[0], "elapsed 10s  ETA 30s") {
