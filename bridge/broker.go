@@ -730,7 +730,8 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	}
 	// The snapshot and its buffers are reused from cycle to cycle: the
 	// policy reads them only during Plan and must not modify them.
-	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.opts.Links, MultiSite: b.opts.MultiSite}
+	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.opts.Links, MultiSite: b.opts.MultiSite,
+		Quiet: b.opts.NoHistory}
 	b.mu.Lock()
 	// The cap keeps an append by the policy from writing into the broker's
 	// own view of the queue.

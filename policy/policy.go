@@ -64,6 +64,10 @@ type Snapshot struct {
 	// MultiSite is the multi-site factor p >= 1 applied to every job that spans
 	// more than one site (SPEC.md §1 equation 3).
 	MultiSite float64
+	// Quiet tells the policy that nobody reads Plan.Pending (a trace replay):
+	// it may leave it empty instead of explaining every waiting job on every
+	// cycle. Decisions and their reasons are unaffected.
+	Quiet bool
 }
 
 // Code says what kind of answer a Status is.

@@ -85,6 +85,9 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	// The first entry sizes each list for the rest of the queue: one
 	// allocation instead of a doubling series.
 	pend := func(x policy.Pending) {
+		if s.Quiet {
+			return
+		}
 		if plan.Pending == nil {
 			plan.Pending = make([]policy.Pending, 0, len(s.Queue))
 		}
