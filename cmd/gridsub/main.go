@@ -100,7 +100,7 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 		return nil
 	}
 	sub.register(root)
-	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g))
+	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g))
 	return root
 }
 
