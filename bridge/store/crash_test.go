@@ -73,7 +73,15 @@ func TestMain(m *testing.M) {
 		crashHelper(p)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	if p := os.Getenv(rssEnv); p != "" {
+		rssHelper(p)
+		os.Exit(0)
+	}
+	code := m.Run()
+	if scaleDir != "" {
+		os.RemoveAll(scaleDir)
+	}
+	os.Exit(code)
 }
 
 // A process killed with SIGKILL at random moments loses no job it was told

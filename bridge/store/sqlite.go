@@ -51,10 +51,11 @@ type SQLite struct {
 	r    *sql.DB // readers (query_only)
 	log  *slog.Logger
 
-	ops  chan *op
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	ops      chan *op
+	prepared map[string]*sql.Stmt // owned by the commit loop
+	quit     chan struct{}
+	done     chan struct{}
+	once     sync.Once
 
 	idMu          sync.Mutex
 	nextID, maxID uint64 // handed out next; last number of the reserved block
@@ -65,8 +66,46 @@ var _ bridge.Store = (*SQLite)(nil)
 // op is one write in the commit loop: apply runs inside the batch's
 // transaction under its own savepoint.
 type op struct {
-	apply func(ctx context.Context, tx *sql.Tx) error
+	apply func(w *wtx) error
 	err   chan error
+}
+
+// wtx is the commit loop's transaction with its cache of prepared
+// statements (parsing SQL cost more than running it).
+type wtx struct {
+	ctx context.Context
+	tx  *sql.Tx
+	s   *SQLite
+}
+
+// stmt returns q prepared once per store, bound to the transaction.
+func (w *wtx) stmt(q string) (*sql.Stmt, error) {
+	p, ok := w.s.prepared[q]
+	if !ok {
+		// Not prepared at Open (the one connection is the transaction's
+		// now, so it cannot be prepared on the pool): prepare it here.
+		return w.tx.PrepareContext(w.ctx, q)
+	}
+	return w.tx.StmtContext(w.ctx, p), nil
+}
+
+// exec runs a prepared statement.
+func (w *wtx) exec(q string, args ...any) error {
+	st, err := w.stmt(q)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(w.ctx, args...)
+	return err
+}
+
+// queryRow runs a prepared query and scans its one row.
+func (w *wtx) queryRow(q string, args []any, dest ...any) error {
+	st, err := w.stmt(q)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(w.ctx, args...).Scan(dest...)
 }
 
 // dsn builds a SQLite URI for path: the characters a URI gives meaning to
@@ -134,7 +173,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		wparams = append(wparams, fmt.Sprintf("_pragma=max_page_count(%d)", opts.MaxPages))
 	}
 	s := &SQLite{path: path, opts: opts, log: opts.Logger,
-		ops: make(chan *op), quit: make(chan struct{}), done: make(chan struct{})}
+		ops: make(chan *op), prepared: map[string]*sql.Stmt{}, quit: make(chan struct{}), done: make(chan struct{})}
 	s.w, err = sql.Open("sqlite", dsn(path, wparams...))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -151,10 +190,17 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		s.w.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	var mode string
-	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
+	if err := s.checkModes(ctx); err != nil {
 		s.w.Close()
-		return nil, fmt.Errorf("store: %s: cannot switch to WAL mode (journal_mode %q): %w", path, mode, classify(path, "opening", err))
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	for _, q := range writeQueries {
+		p, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			s.w.Close()
+			return nil, fmt.Errorf("store: preparing %q: %w", q, classify(path, "opening", err))
+		}
+		s.prepared[q] = p
 	}
 
 	// 3. Readers.
@@ -171,6 +217,23 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	s.log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", version)
 	go s.loop()
 	return s, nil
+}
+
+// checkModes verifies that the writer really runs in WAL mode with
+// synchronous=FULL: the durability promise rests on both.
+func (s *SQLite) checkModes(ctx context.Context) error {
+	var mode string
+	var syncMode int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return classify(s.path, "opening", err)
+	}
+	if err := s.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&syncMode); err != nil {
+		return classify(s.path, "opening", err)
+	}
+	if !strings.EqualFold(mode, "wal") || syncMode != 2 {
+		return fmt.Errorf("%s: journal_mode %q synchronous %d, want wal and 2 (FULL)", s.path, mode, syncMode)
+	}
+	return nil
 }
 
 func exists(path string) bool {
@@ -202,6 +265,11 @@ func (s *SQLite) Close() error {
 // synchronous=FULL a commit costs an fsync; concurrent writers share it.
 func (s *SQLite) loop() {
 	defer close(s.done)
+	defer func() {
+		for _, p := range s.prepared {
+			p.Close()
+		}
+	}()
 	batch := make([]*op, 0, s.opts.MaxBatch)
 	errs := make([]error, 0, s.opts.MaxBatch)
 	for {
@@ -230,59 +298,62 @@ func (s *SQLite) loop() {
 }
 
 func (s *SQLite) commit(batch []*op, errs []error) {
+	clear(errs)
+	if len(batch) > 1 {
+		if s.try(batch, errs) == nil {
+			return
+		}
+		// Something failed: the batch was rolled back as a whole. Run each
+		// write on its own so one bad write does not fail its neighbours.
+		clear(errs)
+		for i := range batch {
+			s.try(batch[i:i+1], errs[i:i+1])
+		}
+		return
+	}
+	s.try(batch, errs)
+}
+
+// try applies ops in one transaction and commits it. On any failure it
+// rolls back and sets every op's error (its own, or the one that broke the
+// transaction).
+func (s *SQLite) try(ops []*op, errs []error) error {
 	ctx := context.Background() // a caller's cancellation must not tear a shared batch
-	fail := func(err error) {
+	fail := func(err error) error {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
+		return err
 	}
-	clear(errs)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		fail(classify(s.path, "writing to", err))
-		return
+		return fail(classify(s.path, "writing to", err))
 	}
-	single := len(batch) == 1
-	for i, o := range batch {
-		if single {
-			errs[i] = o.apply(ctx, tx)
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
-			fail(classify(s.path, "writing to", err))
+	w := &wtx{ctx: ctx, tx: tx, s: s}
+	for i, o := range ops {
+		if err := o.apply(w); err != nil {
 			tx.Rollback()
-			return
-		}
-		if errs[i] = o.apply(ctx, tx); errs[i] != nil {
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO w`); err != nil {
-				fail(classify(s.path, "writing to", err))
-				tx.Rollback()
-				return
+			errs[i] = err
+			if len(ops) > 1 {
+				return fail(fmt.Errorf("rolled back with a failing write in the same commit: %w", err))
 			}
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE w`); err != nil {
-			fail(classify(s.path, "writing to", err))
-			tx.Rollback()
-			return
-		}
-	}
-	if single && errs[0] != nil {
-		tx.Rollback()
-		return
 	}
 	if err := tx.Commit(); err != nil {
 		tx.Rollback()
-		fail(classify(s.path, "committing to", err))
+		return fail(classify(s.path, "committing to", err))
 	}
+	return nil
 }
 
 // write runs apply in the commit loop and waits for its commit. If ctx ends
 // while the write is queued, ctx's error is returned and nothing is
 // written; once the batch holding it has started, write waits for the
 // commit's outcome (the answer must say whether it is durable).
-func (s *SQLite) write(ctx context.Context, apply func(context.Context, *sql.Tx) error) error {
+func (s *SQLite) write(ctx context.Context, apply func(*wtx) error) error {
 	o := &op{apply: apply, err: make(chan error, 1)}
 	select {
 	case s.ops <- o:
@@ -322,6 +393,20 @@ func encode(j *bridge.Job, now time.Time) (*row, error) {
 	return r, nil
 }
 
+// The commit loop's statements, prepared once at Open.
+const (
+	qSelJob    = `SELECT seq, n_events, sites FROM jobs WHERE id = ?`
+	qInsJob    = `INSERT INTO jobs(id, state, name, sites, updated, n_events, body) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+	qUpdJob    = `UPDATE jobs SET state = ?, name = ?, sites = ?, updated = ?, n_events = ?, body = ? WHERE seq = ?`
+	qDelSites  = `DELETE FROM job_sites WHERE seq = ?`
+	qInsSite   = `INSERT INTO job_sites(site, seq) VALUES (?, ?)`
+	qDelEvents = `DELETE FROM events WHERE seq = ? AND n >= ?`
+	qInsEvent  = `INSERT INTO events(seq, n, time, kind, site, msg) VALUES (?, ?, ?, ?, ?, ?)`
+	qNextID    = `UPDATE counters SET value = value + ? WHERE name = 'next_id' RETURNING value - ? + 1, value`
+)
+
+var writeQueries = []string{qSelJob, qInsJob, qUpdJob, qDelSites, qInsSite, qDelEvents, qInsEvent, qNextID}
+
 // Put implements bridge.Store: one job, written in one transaction (shared
 // with concurrent Puts by group commit) and committed with fsync before Put
 // returns. Only the events beyond those already stored are inserted.
@@ -333,7 +418,7 @@ func (s *SQLite) Put(ctx context.Context, j *bridge.Job) error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return putRow(ctx, tx, r) })
+	err = s.write(ctx, func(w *wtx) error { return putRow(w, r) })
 	if err != nil {
 		return fmt.Errorf("store: put job %s: %w", j.ID, s.wrap("writing", err))
 	}
@@ -348,37 +433,36 @@ func (s *SQLite) wrap(op string, err error) error {
 	return err
 }
 
-func putRow(ctx context.Context, tx *sql.Tx, r *row) error {
+func putRow(w *wtx, r *row) error {
 	var seq, stored int64
 	var sites string
-	err := tx.QueryRowContext(ctx, `SELECT seq, n_events, sites FROM jobs WHERE id = ?`, r.id).Scan(&seq, &stored, &sites)
+	err := w.queryRow(qSelJob, []any{r.id}, &seq, &stored, &sites)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		err = tx.QueryRowContext(ctx, `INSERT INTO jobs(id, state, name, sites, updated, n_events, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
-			r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body).Scan(&seq)
+		err = w.queryRow(qInsJob,
+			[]any{r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body}, &seq)
 		if err != nil {
 			return err
 		}
 		for _, site := range r.siteSet {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO job_sites(site, seq) VALUES (?, ?)`, site, seq); err != nil {
+			if err := w.exec(qInsSite, site, seq); err != nil {
 				return err
 			}
 		}
-		return insertEvents(ctx, tx, seq, 0, r.events)
+		return insertEvents(w, seq, 0, r.events)
 	case err != nil:
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = ?, name = ?, sites = ?, updated = ?, n_events = ?, body = ? WHERE seq = ?`,
+	if err := w.exec(qUpdJob,
 		r.state, r.name, r.sites, r.updated, len(r.events), r.body, seq); err != nil {
 		return err
 	}
 	if sites != r.sites {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM job_sites WHERE seq = ?`, seq); err != nil {
+		if err := w.exec(qDelSites, seq); err != nil {
 			return err
 		}
 		for _, site := range r.siteSet {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO job_sites(site, seq) VALUES (?, ?)`, site, seq); err != nil {
+			if err := w.exec(qInsSite, site, seq); err != nil {
 				return err
 			}
 		}
@@ -387,25 +471,15 @@ func putRow(ctx context.Context, tx *sql.Tx, r *row) error {
 	if n < stored {
 		// The contract says events only grow; a caller that broke it
 		// still gets what it stored, not a mix.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq = ? AND n >= ?`, seq, n); err != nil {
-			return err
-		}
-		return nil
+		return w.exec(qDelEvents, seq, n)
 	}
-	return insertEvents(ctx, tx, seq, stored, r.events[stored:])
+	return insertEvents(w, seq, stored, r.events[stored:])
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, seq, from int64, evs []bridge.Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events(seq, n, time, kind, site, msg) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
+func insertEvents(w *wtx, seq, from int64, evs []bridge.Event) error {
 	for i, e := range evs {
-		if _, err := stmt.ExecContext(ctx, seq, from+int64(i), e.Time.Format(time.RFC3339Nano), e.Kind, e.Site, e.Msg); err != nil {
+		if err := w.exec(qInsEvent,
+			seq, from+int64(i), e.Time.Format(time.RFC3339Nano), e.Kind, e.Site, e.Msg); err != nil {
 			return err
 		}
 	}
@@ -570,9 +644,9 @@ func (s *SQLite) NextID(ctx context.Context) (uint64, error) {
 	defer s.idMu.Unlock()
 	if s.nextID == 0 || s.nextID > s.maxID {
 		var lo, hi uint64
-		err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			return tx.QueryRowContext(ctx, `UPDATE counters SET value = value + ? WHERE name = 'next_id' RETURNING value - ? + 1, value`,
-				s.opts.IDBlock, s.opts.IDBlock).Scan(&lo, &hi)
+		err := s.write(ctx, func(w *wtx) error {
+			return w.queryRow(qNextID,
+				[]any{s.opts.IDBlock, s.opts.IDBlock}, &lo, &hi)
 		})
 		if err != nil {
 			return 0, fmt.Errorf("store: reserving job numbers: %w", s.wrap("writing", err))
