@@ -588,7 +588,14 @@ func (s *SQLite) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, erro
 		where, args = append(where, "j.name = ?"), append(args, f.Name)
 	}
 	if f.Site != "" {
-		where, args = append(where, "j.seq IN (SELECT seq FROM job_sites WHERE site = ?)"), append(args, f.Site)
+		// With states, the state index narrows first and the site is a
+		// primary-key probe per job; alone, the site's index rows drive.
+		if len(f.States) > 0 {
+			where = append(where, "EXISTS (SELECT 1 FROM job_sites AS s WHERE s.site = ? AND s.seq = j.seq)")
+		} else {
+			where = append(where, "j.seq IN (SELECT seq FROM job_sites WHERE site = ?)")
+		}
+		args = append(args, f.Site)
 	}
 	q := "SELECT j.seq, j.id, j.body FROM jobs AS j"
 	if len(where) > 0 {
