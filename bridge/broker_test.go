@@ -336,3 +336,37 @@ func TestCancelQueuedAndRunning(t *testing.T) {
 		t.Fatal("not idle after cancels")
 	}
 }
+
+// TestReplicaRunsAtItsOwnSitesSpeed: each copy of a replicated job gets the
+// walltime and real run time of the site it runs on (h 1.4 vs 0.6), not the
+// fastest target's.
+func TestReplicaRunsAtItsOwnSitesSpeed(t *testing.T) {
+	slow, fast := newFake("Slow", 4), newFake("Fast", 4)
+	rep := func(s *policy.Snapshot, j policy.Job) *policy.Decision {
+		parts := []policy.Part{{Site: 1, Nodes: j.Width}, {Site: 0, Nodes: j.Width}}
+		o := policy.Option{Parts: parts, Runtime: s.Runtime(&j, parts[:1]), Immediate: true}
+		return &policy.Decision{Job: j.ID, Action: policy.Replicate, Chosen: o}
+	}
+	b, err := New(Options{Sites: []SiteConfig{{Name: "Slow", Backend: slow, H: 1.4, Simulated: true}, {Name: "Fast", Backend: fast, H: 0.6, Simulated: true}},
+		Planner: scriptPlanner{rep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req(2)
+	r.Estimate = 100 * time.Second
+	r.Sim.Runtime = 50 * time.Second
+	if _, err := b.Submit(context.Background(), r, t0); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0)
+	s, f := slow.specs["1"], fast.specs["1"]
+	if s == nil || f == nil {
+		t.Fatal("a copy is missing")
+	}
+	if s.Walltime != 140*time.Second || s.Sim.Runtime != 70*time.Second {
+		t.Errorf("copy at Slow (h 1.4): walltime %s runtime %s, want 2m20s and 1m10s", s.Walltime, s.Sim.Runtime)
+	}
+	if f.Walltime != 60*time.Second || f.Sim.Runtime != 30*time.Second {
+		t.Errorf("copy at Fast (h 0.6): walltime %s runtime %s, want 1m0s and 30s", f.Walltime, f.Sim.Runtime)
+	}
+}

@@ -75,7 +75,10 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 			for k, p := range d.Chosen.Parts {
 				n := len(d.Chosen.Parts)
 				if d.Action == policy.Replicate {
-					specs[k] = b.spec(j, 0, 1, names[p.Site], p.Nodes, d.Chosen)
+					// Each copy runs alone at its own site: its run time and
+					// transfer are that site's (equation 2), not the chosen
+					// (fastest) target's.
+					specs[k] = b.spec(j, 0, 1, names[p.Site], p.Nodes, b.alone(j, p, d.Chosen))
 				} else {
 					specs[k] = b.spec(j, k, n, names[p.Site], p.Nodes, d.Chosen)
 				}
@@ -84,6 +87,17 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 			b.submitParts(ctx, now, j.ID, d, specs, rep)
 		}
 	}
+}
+
+// alone is the prediction for job j running on part p by itself: the
+// option's times recomputed with the run-time model of the current
+// snapshot. b.mu held, inside a cycle.
+func (b *Broker) alone(j *Job, p policy.Part, o policy.Option) policy.Option {
+	pj := b.policyJob(j)
+	o.Parts = []policy.Part{p}
+	o.Runtime = b.snap.Runtime(&pj, o.Parts)
+	o.Transfer = b.snap.Transfer(&pj, o.Parts)
+	return o
 }
 
 // submitParts submits every component. If any submission fails, the ones that
