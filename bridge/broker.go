@@ -184,11 +184,20 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		return nil, fmt.Errorf("allocating a job id: %w", err)
 	}
 	j := &Job{ID: fmt.Sprintf("g%06d", seq), Req: req, State: Queued, Submit: now, ExitCode: -1}
-	b.mu.Lock()
-	b.addEvent(j, now, "submitted", "", fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate))
+	var ev *Event
+	if !b.opts.NoHistory {
+		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}
+		j.Events = append(j.Events, *ev)
+	}
+	// Stored before anyone can see it, and outside the broker's lock: the job
+	// is not shared yet, and concurrent submissions can then share the
+	// store's commits instead of queueing for one each.
 	if err := b.store.Put(ctx, j); err != nil {
-		b.mu.Unlock()
 		return nil, fmt.Errorf("storing job: %w", err)
+	}
+	b.mu.Lock()
+	if ev != nil && b.opts.OnEvent != nil {
+		b.pending = append(b.pending, pendingEvent{j.Clone(), *ev})
 	}
 	b.jobs[j.ID] = j
 	b.queue = append(b.queue, j.ID)

@@ -3,7 +3,9 @@ package bridge
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestMemStoreFilterAndCopies(t *testing.T) {
@@ -35,5 +37,50 @@ func TestMemStoreFilterAndCopies(t *testing.T) {
 	}
 	if _, err := m.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get unknown: %v", err)
+	}
+}
+
+// slowStore records how many Puts run at once.
+type slowStore struct {
+	*MemStore
+	mu       sync.Mutex
+	now, max int
+}
+
+func (s *slowStore) Put(ctx context.Context, j *Job) error {
+	s.mu.Lock()
+	s.now++
+	s.max = max(s.max, s.now)
+	s.mu.Unlock()
+	time.Sleep(5 * time.Millisecond) // an fsync
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return s.MemStore.Put(ctx, j)
+}
+
+// TestConcurrentSubmitsReachTheStoreTogether: Submit does not hold the
+// broker's lock across Store.Put, so a store that batches commits can batch
+// concurrent submissions; none is lost.
+func TestConcurrentSubmitsReachTheStoreTogether(t *testing.T) {
+	st := &slowStore{MemStore: NewMemStore()}
+	b := brokerOn(t, st, newFake("A", 4))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.Submit(context.Background(), req(1), t0); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if st.max < 2 {
+		t.Fatalf("at most %d Put at a time: submissions are serialised", st.max)
+	}
+	jobs, _ := st.List(context.Background(), Filter{})
+	if len(jobs) != 16 || len(b.Jobs()) != 16 {
+		t.Fatalf("stored %d, broker knows %d, want 16", len(jobs), len(b.Jobs()))
 	}
 }
