@@ -1,0 +1,253 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/store"
+)
+
+// Client talks to a gridsub daemon. It is safe for concurrent use.
+type Client struct {
+	base  string // "http://gridsub" for a unix socket
+	token string
+	hc    *http.Client
+	where string // what to name in "no daemon" errors
+}
+
+// NewUnixClient returns a client for the daemon listening on a unix socket.
+func NewUnixClient(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 64,
+	}
+	return &Client{base: "http://gridsub", hc: &http.Client{Transport: tr}, where: "socket " + socket}
+}
+
+// NewClient returns a client for a daemon at an http(s) base URL with a
+// bearer token. hc nil means http.DefaultClient.
+func NewClient(baseURL, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: hc, where: baseURL}
+}
+
+// Error is an error response of the API. It unwraps to the matching
+// sentinel (bridge.ErrNotFound, bridge.ErrBadRequest, bridge.ErrUnknownSite,
+// bridge.ErrFinal, store.ErrDiskFull, store.ErrUnavailable), so callers test
+// it with errors.Is as if they had called the broker directly.
+type Error struct {
+	Status int    // HTTP status
+	Code   string // ErrorBody.Code
+	Msg    string // ErrorBody.Error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("gridsub daemon: %s (HTTP %d %s)", e.Msg, e.Status, e.Code)
+}
+
+// Unwrap returns the sentinel of the code, or nil.
+func (e *Error) Unwrap() error {
+	switch e.Code {
+	case CodeNotFound:
+		return bridge.ErrNotFound
+	case CodeBadRequest:
+		return bridge.ErrBadRequest
+	case CodeUnknownSite:
+		return bridge.ErrUnknownSite
+	case CodeFinal:
+		return bridge.ErrFinal
+	case CodeDiskFull:
+		return store.ErrDiskFull
+	case CodeUnavailable:
+		return store.ErrUnavailable
+	}
+	return nil
+}
+
+// do sends a request and decodes a 2xx JSON answer into out.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("api: encoding the request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("api: %w on %s: %w", ErrNoDaemon, c.where, err)
+		}
+		return fmt.Errorf("api: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var eb ErrorBody
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(b, &eb) != nil || eb.Code == "" {
+			eb = ErrorBody{Error: strings.TrimSpace(string(b)), Code: CodeInternal}
+		}
+		return &Error{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("api: %s %s: decoding the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Submit queues a job request and returns the new job at once.
+func (c *Client) Submit(ctx context.Context, req bridge.Request) (*bridge.Job, error) {
+	var r SubmitResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs", req, &r); err != nil {
+		return nil, err
+	}
+	return r.Job, nil
+}
+
+// Job returns one job with its events.
+func (c *Client) Job(ctx context.Context, id string) (*bridge.Job, error) {
+	var j bridge.Job
+	if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// List returns one page of jobs the filter selects (Filter.Limit 0 means
+// the server's default page, DefaultLimit) and the After value of the next
+// page ("" when this was the last).
+func (c *Client) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, string, error) {
+	var r ListResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/jobs?"+FilterQuery(f).Encode(), nil, &r); err != nil {
+		return nil, "", err
+	}
+	return r.Jobs, r.Next, nil
+}
+
+// ListAll follows the pages to the end.
+func (c *Client) ListAll(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
+	var all []*bridge.Job
+	for {
+		js, next, err := c.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, js...)
+		if next == "" {
+			return all, nil
+		}
+		f.After = next
+	}
+}
+
+// FilterQuery encodes a filter as GET /v1/jobs query parameters.
+func FilterQuery(f bridge.Filter) url.Values {
+	q := url.Values{}
+	for _, s := range f.States {
+		q.Add("state", string(s))
+	}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("site", f.Site)
+	set("name", f.Name)
+	set("after", f.After)
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Events {
+		q.Set("events", "true")
+	}
+	return q
+}
+
+// Events returns a job's history.
+func (c *Client) Events(ctx context.Context, id string) ([]bridge.Event, error) {
+	var r EventsResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, &r); err != nil {
+		return nil, err
+	}
+	return r.Events, nil
+}
+
+// Cancel cancels a job and returns it as it is after the cancellation.
+func (c *Client) Cancel(ctx context.Context, id string) (*bridge.Job, error) {
+	var j bridge.Job
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// Sites lists the broker's sites.
+func (c *Client) Sites(ctx context.Context) ([]string, error) {
+	var r SitesResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/sites", nil, &r); err != nil {
+		return nil, err
+	}
+	return r.Sites, nil
+}
+
+// Health asks whether the daemon is up and well. An unhealthy daemon gives
+// an *Error with status 503.
+func (c *Client) Health(ctx context.Context) (*HealthResponse, error) {
+	var r HealthResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/health", nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// OpenAPI fetches the daemon's OpenAPI document.
+func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/openapi.yaml", nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal, Msg: resp.Status}
+	}
+	return io.ReadAll(resp.Body)
+}

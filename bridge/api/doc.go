@@ -1,0 +1,33 @@
+// Package api is the broker's HTTP/JSON API and its Go client, the one the
+// CLI uses to talk to `gridsub serve`.
+//
+//	CLI ── Client ──HTTP/JSON──► unix socket (0600) or TCP + bearer token
+//	                              │
+//	                            Server ── Broker (interface) ── *bridge.Broker (+ its Store)
+//
+// Routes (openapi.yaml, also served at GET /openapi.yaml, documents each):
+//
+//	POST /v1/jobs                submit a bridge.Request; 201 with the job at once
+//	GET  /v1/jobs                list: state (repeatable, comma-separated), site,
+//	                             name, after, limit, events; paged, with "next"
+//	GET  /v1/jobs/{id}           one job with its events
+//	GET  /v1/jobs/{id}/events    its history
+//	POST /v1/jobs/{id}/cancel    cancel; 409 if it already ended
+//	GET  /v1/sites               site names
+//	GET  /v1/health              ok, or 503 when the Broker's Checker says not
+//
+// Errors are {"error": "...", "code": "..."} with the status of their
+// sentinel: bridge.ErrNotFound 404 not_found; bridge.ErrBadRequest 400
+// bad_request; bridge.ErrUnknownSite 400 unknown_site; bridge.ErrFinal 409
+// final; store.ErrDiskFull 507 disk_full; store.ErrUnavailable 503
+// unavailable; anything else 500 internal. The client turns them back into
+// *Error values that unwrap to the same sentinels, so errors.Is works
+// across the socket as it does in process.
+//
+// ListenUnix creates the socket with mode 0600 (in a private directory,
+// then linked into place), refuses to start when a live server answers on
+// the path (ErrInUse), removes a stale socket, and never removes anything
+// that is not a socket (ErrNotSocket). Serve refuses a TCP listener without
+// a token (ErrNoToken). A client that finds nobody on the socket returns
+// ErrNoDaemon, so the CLI can fall back to an embedded broker.
+package api

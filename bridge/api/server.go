@@ -1,0 +1,420 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/store"
+)
+
+// Broker is what the API serves. *bridge.Broker provides all but ListJobs;
+// WithStore adds that from the broker's store.
+//
+// Contract: Submit validates and queues a request and returns at once with
+// the new job (errors wrap bridge.ErrBadRequest or bridge.ErrUnknownSite
+// for a request that cannot be queued). Job returns a copy or an error
+// wrapping bridge.ErrNotFound. ListJobs returns the jobs the filter selects
+// in submission order. Cancel wraps bridge.ErrNotFound or bridge.ErrFinal.
+// All methods are safe for concurrent use.
+type Broker interface {
+	Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error)
+	Job(id string) (*bridge.Job, error)
+	ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error)
+	Cancel(ctx context.Context, id string, now time.Time) error
+	SiteNames() []string
+}
+
+// Checker is optionally implemented by a Broker whose health is more than
+// "the process answers" (the store is reachable, the cycle is not stuck).
+type Checker interface {
+	Health(ctx context.Context) error
+}
+
+// WithStore adapts a *bridge.Broker (or anything with its methods) to
+// Broker, answering ListJobs from the store the broker writes to.
+func WithStore(b interface {
+	Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error)
+	Job(id string) (*bridge.Job, error)
+	Cancel(ctx context.Context, id string, now time.Time) error
+	SiteNames() []string
+}, s bridge.Store) Broker {
+	return storeBroker{b, s}
+}
+
+type storeBroker struct {
+	broker interface {
+		Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error)
+		Job(id string) (*bridge.Job, error)
+		Cancel(ctx context.Context, id string, now time.Time) error
+		SiteNames() []string
+	}
+	st bridge.Store
+}
+
+func (s storeBroker) Submit(ctx context.Context, r bridge.Request, now time.Time) (*bridge.Job, error) {
+	return s.broker.Submit(ctx, r, now)
+}
+func (s storeBroker) Job(id string) (*bridge.Job, error) { return s.broker.Job(id) }
+func (s storeBroker) ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
+	return s.st.List(ctx, f)
+}
+func (s storeBroker) Cancel(ctx context.Context, id string, now time.Time) error {
+	return s.broker.Cancel(ctx, id, now)
+}
+func (s storeBroker) SiteNames() []string { return s.broker.SiteNames() }
+
+//go:embed openapi.yaml
+var openapi []byte
+
+// OpenAPI returns the OpenAPI 3 document of the API.
+func OpenAPI() []byte { return slices.Clone(openapi) }
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every request. Serve refuses a TCP listener without one; on a unix
+	// socket the file mode (0600) is the protection.
+	Token  string
+	Now    func() time.Time // the broker's clock for Submit and Cancel (default time.Now)
+	Logger *slog.Logger
+	// MaxBody bounds a request body (default 1 MiB).
+	MaxBody int64
+}
+
+// Server serves the API over HTTP/JSON.
+type Server struct {
+	b    Broker
+	opts ServerOptions
+	log  *slog.Logger
+	h    http.Handler
+	srv  *http.Server
+}
+
+// Routes lists the API's routes as "METHOD /path" (the OpenAPI document
+// describes each; a test holds the two together).
+var Routes = []string{
+	"POST /v1/jobs",
+	"GET /v1/jobs",
+	"GET /v1/jobs/{id}",
+	"GET /v1/jobs/{id}/events",
+	"POST /v1/jobs/{id}/cancel",
+	"GET /v1/sites",
+	"GET /v1/health",
+	"GET /openapi.yaml",
+}
+
+// NewServer returns a server for b.
+func NewServer(b Broker, opts ServerOptions) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 1 << 20
+	}
+	s := &Server{b: b, opts: opts, log: opts.Logger}
+	mux := http.NewServeMux()
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.health, s.openapi}
+	for i, r := range Routes {
+		mux.HandleFunc(r, handlers[i])
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "no_route", fmt.Sprintf("no route %s %s; see GET /openapi.yaml", r.Method, r.URL.Path))
+	})
+	s.h = s.auth(mux)
+	s.srv = &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	return s
+}
+
+// Handler returns the server's http.Handler (authentication included).
+func (s *Server) Handler() http.Handler { return s.h }
+
+// ErrNoToken: Serve was given a TCP listener but no token.
+var ErrNoToken = errors.New("a TCP listener needs a bearer token (ServerOptions.Token)")
+
+// Serve serves on l until Shutdown; it returns http.ErrServerClosed after a
+// Shutdown. A listener that is not a unix socket needs ServerOptions.Token.
+func (s *Server) Serve(l net.Listener) error {
+	if _, unix := l.Addr().(*net.UnixAddr); !unix && s.opts.Token == "" {
+		l.Close()
+		return fmt.Errorf("api: serving on %s: %w", l.Addr(), ErrNoToken)
+	}
+	return s.srv.Serve(l)
+}
+
+// Shutdown stops accepting connections and waits for requests in flight.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	if s.opts.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gridsub"`)
+			s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Error codes in an error response's "code".
+const (
+	CodeNotFound     = "not_found"
+	CodeBadRequest   = "bad_request"
+	CodeUnknownSite  = "unknown_site"
+	CodeFinal        = "final"
+	CodeUnauthorized = "unauthorized"
+	CodeUnavailable  = "unavailable"
+	CodeDiskFull     = "disk_full"
+	CodeInternal     = "internal"
+)
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// status maps an error to its HTTP status and code.
+func status(err error) (int, string) {
+	switch {
+	case errors.Is(err, bridge.ErrNotFound):
+		return http.StatusNotFound, CodeNotFound
+	case errors.Is(err, bridge.ErrUnknownSite):
+		return http.StatusBadRequest, CodeUnknownSite
+	case errors.Is(err, bridge.ErrBadRequest):
+		return http.StatusBadRequest, CodeBadRequest
+	case errors.Is(err, bridge.ErrFinal):
+		return http.StatusConflict, CodeFinal
+	case errors.Is(err, store.ErrDiskFull):
+		return http.StatusInsufficientStorage, CodeDiskFull
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, CodeUnavailable
+	}
+	return http.StatusInternalServerError, CodeInternal
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, st int, code, msg string) {
+	if st >= 500 {
+		s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", st, "err", msg)
+	}
+	writeJSON(w, st, ErrorBody{Error: msg, Code: code})
+}
+
+func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	st, code := status(err)
+	s.fail(w, r, st, code, err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, st int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(st)
+	enc := json.NewEncoder(w)
+	enc.Encode(v) // the status is sent; a failed write is the client's loss
+}
+
+// SubmitResponse is the answer to POST /v1/jobs.
+type SubmitResponse struct {
+	ID  string      `json:"id"`
+	Job *bridge.Job `json:"job"`
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	var req bridge.Request
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "request body is not a job request: "+err.Error()+" (see the Request schema in GET /openapi.yaml)")
+		return
+	}
+	if dec.More() {
+		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "request body has data after the job request")
+		return
+	}
+	j, err := s.b.Submit(r.Context(), req, s.opts.Now())
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/jobs/"+j.ID)
+	writeJSON(w, http.StatusCreated, SubmitResponse{ID: j.ID, Job: j})
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	j, err := s.b.Job(r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+// EventsResponse is the answer to GET /v1/jobs/{id}/events.
+type EventsResponse struct {
+	ID     string         `json:"id"`
+	State  string         `json:"state"`
+	Events []bridge.Event `json:"events"`
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	j, err := s.b.Job(r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	evs := j.Events
+	if evs == nil {
+		evs = []bridge.Event{}
+	}
+	writeJSON(w, http.StatusOK, EventsResponse{ID: j.ID, State: string(j.State), Events: evs})
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.b.Cancel(r.Context(), id, s.opts.Now()); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	j, err := s.b.Job(id)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+// ListResponse is the answer to GET /v1/jobs. Next, when set, is the
+// "after" value of the next page.
+type ListResponse struct {
+	Jobs []*bridge.Job `json:"jobs"`
+	Next string        `json:"next,omitempty"`
+}
+
+// MaxLimit bounds one page of GET /v1/jobs; DefaultLimit is the page size
+// when none is asked for.
+const (
+	MaxLimit     = 10000
+	DefaultLimit = 1000
+)
+
+var knownStates = []bridge.JobState{bridge.Queued, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
+
+// parseFilter reads a Filter from query parameters: state (repeatable or
+// comma-separated), site, name, after, limit, events.
+func parseFilter(q map[string][]string) (bridge.Filter, error) {
+	f := bridge.Filter{Limit: DefaultLimit}
+	for k := range q {
+		if !slices.Contains([]string{"state", "site", "name", "after", "limit", "events"}, k) {
+			return f, fmt.Errorf("%w: unknown query parameter %q; known: state, site, name, after, limit, events", bridge.ErrBadRequest, k)
+		}
+	}
+	for _, v := range q["state"] {
+		for st := range strings.SplitSeq(v, ",") {
+			if st == "" {
+				continue
+			}
+			js := bridge.JobState(st)
+			if !slices.Contains(knownStates, js) {
+				return f, fmt.Errorf("%w: state %q; valid: queued, dispatched, running, completed, failed, cancelled, rejected", bridge.ErrBadRequest, st)
+			}
+			f.States = append(f.States, js)
+		}
+	}
+	one := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[len(v)-1]
+		}
+		return ""
+	}
+	f.Site, f.Name, f.After = one("site"), one("name"), one("after")
+	if v := one("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return f, fmt.Errorf("%w: limit %q; want an integer from 1 to %d", bridge.ErrBadRequest, v, MaxLimit)
+		}
+		f.Limit = n
+	}
+	if v := one("events"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fmt.Errorf("%w: events %q; want true or false", bridge.ErrBadRequest, v)
+		}
+		f.Events = b
+	}
+	return f, nil
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	f, err := parseFilter(r.URL.Query())
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	js, err := s.b.ListJobs(r.Context(), f)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if js == nil {
+		js = []*bridge.Job{}
+	}
+	resp := ListResponse{Jobs: js}
+	if len(js) == f.Limit {
+		resp.Next = js[len(js)-1].ID
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// SitesResponse is the answer to GET /v1/sites.
+type SitesResponse struct {
+	Sites []string `json:"sites"`
+}
+
+func (s *Server) sites(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, SitesResponse{Sites: s.b.SiteNames()})
+}
+
+// HealthResponse is the answer to GET /v1/health.
+type HealthResponse struct {
+	Status string    `json:"status"` // "ok" or "unhealthy"
+	Error  string    `json:"error,omitempty"`
+	Code   string    `json:"code,omitempty"` // "unavailable" when unhealthy
+	Time   time.Time `json:"time"`
+	Sites  int       `json:"sites"`
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Sites: len(s.b.SiteNames())}
+	if c, ok := s.b.(Checker); ok {
+		if err := c.Health(r.Context()); err != nil {
+			h.Status, h.Error, h.Code = "unhealthy", err.Error(), CodeUnavailable
+			writeJSON(w, http.StatusServiceUnavailable, h)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	io.Copy(w, strings.NewReader(string(openapi)))
+}
