@@ -1,0 +1,123 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/bridge/store"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// idleSite is a site no cycle ever runs against: Submit, Job, List and
+// Cancel of a queued job never reach a backend.
+type idleSite struct{ name string }
+
+var errIdle = errors.New("idle site: no cycle runs in this test")
+
+func (s idleSite) Name() string                                   { return s.name }
+func (idleSite) Info(context.Context) (*backends.SiteInfo, error) { return nil, errIdle }
+func (idleSite) Submit(context.Context, *backends.JobSpec) (backends.JobID, error) {
+	return "", errIdle
+}
+func (idleSite) Status(context.Context, []backends.JobID) ([]backends.JobStatus, error) {
+	return nil, errIdle
+}
+func (idleSite) Cancel(context.Context, backends.JobID) error { return errIdle }
+
+// waitPlanner leaves every job waiting.
+type waitPlanner struct{}
+
+func (waitPlanner) Name() string { return "wait" }
+func (waitPlanner) Plan(context.Context, *policy.Snapshot) (*policy.Plan, error) {
+	return &policy.Plan{}, nil
+}
+
+// realBroker is a *bridge.Broker on the SQLite store, served through
+// api.WithStore.
+func realBroker(t testing.TB) api.Broker {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "gridsub.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b, err := bridge.New(bridge.Options{Store: st, Planner: waitPlanner{},
+		Sites: []bridge.SiteConfig{{Name: "Beijing", Backend: idleSite{"Beijing"}}, {Name: "Shanghai", Backend: idleSite{"Shanghai"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api.WithStore(b, st)
+}
+
+func TestRealBrokerThroughAPI(t *testing.T) {
+	ctx := context.Background()
+	c, _ := serveUnix(t, realBroker(t))
+	j, err := c.Submit(ctx, req("real", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req("elsewhere", 1)
+	r.Sites = []string{"Mars"}
+	if _, err := c.Submit(ctx, r); !errors.Is(err, bridge.ErrUnknownSite) {
+		t.Fatalf("unknown site through the real broker: %v", err)
+	}
+	js, _, err := c.List(ctx, bridge.Filter{States: []bridge.JobState{bridge.Queued}})
+	if err != nil || len(js) != 1 || js[0].ID != j.ID {
+		t.Fatalf("List(queued) from the store = %v, %v", js, err)
+	}
+	if _, err := c.Cancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Job(ctx, j.ID)
+	if err != nil || got.State != bridge.Cancelled {
+		t.Fatalf("after cancel: %+v, %v", got, err)
+	}
+	js, _, err = c.List(ctx, bridge.Filter{States: []bridge.JobState{bridge.Cancelled}, Events: true})
+	if err != nil || len(js) != 1 || len(js[0].Events) != 2 {
+		t.Fatalf("the store did not get the cancellation: %v, %v", js, err)
+	}
+}
+
+// BenchmarkSubmitRealBroker: the same as BenchmarkSubmitOverSocket but into
+// a real *bridge.Broker, whose Submit holds its mutex across Store.Put (so
+// concurrent submissions cannot share commits).
+func BenchmarkSubmitRealBroker(b *testing.B) {
+	for _, clients := range []int{1, 50} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			c, _ := serveUnix(b, realBroker(b))
+			ctx := context.Background()
+			r := req("bench", 4)
+			work := make(chan struct{}, b.N)
+			for range b.N {
+				work <- struct{}{}
+			}
+			close(work)
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			errc := make(chan error, clients)
+			for range clients {
+				wg.Go(func() {
+					for range work {
+						if _, err := c.Submit(ctx, r); err != nil {
+							errc <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+			close(errc)
+			for err := range errc {
+				b.Fatal(err)
+			}
+		})
+	}
+}
