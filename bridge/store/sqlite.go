@@ -664,3 +664,21 @@ func (s *SQLite) NextID(ctx context.Context) (uint64, error) {
 	s.nextID++
 	return n, nil
 }
+
+// Health reports whether the store can serve: not closed, and a read of
+// the schema version succeeds within ctx. It suits api.Checker.
+func (s *SQLite) Health(ctx context.Context) error {
+	select {
+	case <-s.quit:
+		return fmt.Errorf("store %s: %w", s.path, ErrClosed)
+	default:
+	}
+	var v int
+	if err := s.r.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil {
+		return fmt.Errorf("store: health: %w", s.wrap("reading", err))
+	}
+	if v != SchemaVersion {
+		return fmt.Errorf("store: health: %s: schema version changed under the store to %d (this gridsub writes %d)", s.path, v, SchemaVersion)
+	}
+	return nil
+}

@@ -503,3 +503,24 @@ func TestPutHonoursCancelledContext(t *testing.T) {
 
 func runMount(args ...string) ([]byte, error) { return exec.Command("mount", args...).CombinedOutput() }
 func runUmount(dir string) ([]byte, error)    { return exec.Command("umount", dir).CombinedOutput() }
+
+func TestHealth(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	s, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Health(ctx); err != nil {
+		t.Fatalf("Health of a fresh store: %v", err)
+	}
+	setVersion(t, path, store.SchemaVersion+1) // a newer gridsub migrated it meanwhile
+	if err := s.Health(ctx); err == nil || !strings.Contains(err.Error(), "schema version changed") {
+		t.Fatalf("Health after the schema changed underneath = %v", err)
+	}
+	setVersion(t, path, store.SchemaVersion)
+	s.Close()
+	if err := s.Health(ctx); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Health after Close = %v, want ErrClosed", err)
+	}
+}
