@@ -17,6 +17,11 @@
 //	counters(name PK, value)                     'next_id': the end of the last block of
 //	                                             job numbers NextID reserved
 //
+// Open creates a missing state directory (0700) and database file (0600):
+// job requests may carry environment values nobody else should read.
+// Prune deletes ended jobs last written before a time (history cleanup);
+// Health suits the API's health check.
+//
 // Indexes: jobs(state, seq) serves List(Filter{States}) in submission order,
 // jobs(name, seq) Filter.Name, job_sites' primary key Filter.Site,
 // jobs(updated) a future history cleanup. Filter.After is resolved to the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -147,6 +148,9 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	if err := create(path); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 
 	// 1. Look before touching: a connection that cannot write reads the
@@ -234,6 +238,24 @@ func (s *SQLite) checkModes(ctx context.Context) error {
 		return fmt.Errorf("%s: journal_mode %q synchronous %d, want wal and 2 (FULL)", s.path, mode, syncMode)
 	}
 	return nil
+}
+
+// create makes the state directory (0700) and an empty database file
+// (0600) if they are missing: job requests may carry environment values
+// nobody else should read, and SQLite gives its -wal and -shm files the
+// main file's mode.
+func create(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("%w: creating the directory of %s: %w", ErrUnavailable, path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: creating %s: %w", ErrUnavailable, path, err)
+	}
+	return f.Close()
 }
 
 func exists(path string) bool {
@@ -681,4 +703,26 @@ func (s *SQLite) Health(ctx context.Context) error {
 		return fmt.Errorf("store: health: %s: schema version changed under the store to %d (this gridsub writes %d)", s.path, v, SchemaVersion)
 	}
 	return nil
+}
+
+// Prune deletes the jobs in a final state (completed, failed, cancelled,
+// rejected) whose last Put was before the given time, with their events,
+// and returns how many it deleted: the history cleanup. Live jobs are never
+// pruned. A paging cursor (Filter.After) naming a pruned job is unknown
+// afterwards.
+func (s *SQLite) Prune(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(w *wtx) error {
+		res, err := w.tx.ExecContext(w.ctx, `DELETE FROM jobs WHERE updated < ? AND state IN (?, ?, ?, ?)`,
+			before.UnixNano(), string(bridge.Completed), string(bridge.Failed), string(bridge.Cancelled), string(bridge.Rejected))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune: %w", s.wrap("writing", err))
+	}
+	return int(n), nil
 }

@@ -524,3 +524,76 @@ func TestHealth(t *testing.T) {
 		t.Fatalf("Health after Close = %v, want ErrClosed", err)
 	}
 }
+
+func TestNewFilesArePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "sub", "gridsub.db")
+	s, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustPut(t, s, job("a", "n", bridge.Queued))
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", p, fi.Mode().Perm())
+		}
+	}
+	fi, _ := os.Stat(filepath.Dir(path))
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("state directory has mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"), store.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustPut(t, s, job("old-done", "n", bridge.Completed, "A"))
+	mustPut(t, s, job("old-running", "n", bridge.Running, "A"))
+	mustPut(t, s, job("old-failed", "n", bridge.Failed))
+	now = t0.Add(48 * time.Hour)
+	mustPut(t, s, job("new-done", "n", bridge.Completed, "A"))
+	n, err := s.Prune(ctx, t0.Add(24*time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("Prune = %d, %v; want 2 (the old ended jobs)", n, err)
+	}
+	if got := ids(mustList(t, s, bridge.Filter{Events: true})); !reflect.DeepEqual(got, []string{"old-running", "new-done"}) {
+		t.Fatalf("after Prune: %v", got)
+	}
+	if got := ids(mustList(t, s, bridge.Filter{Site: "A"})); !reflect.DeepEqual(got, []string{"old-running", "new-done"}) {
+		t.Fatalf("site index after Prune: %v", got)
+	}
+	if _, err := s.Get(ctx, "old-done"); !errors.Is(err, bridge.ErrNotFound) {
+		t.Fatalf("Get of a pruned job = %v", err)
+	}
+	// Events and site rows went with their jobs (foreign keys cascade).
+	raw, err := sql.Open("sqlite", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var evs, sites int
+	if err := raw.QueryRow(`SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM job_sites)`).Scan(&evs, &sites); err != nil {
+		t.Fatal(err)
+	}
+	if evs != 2 || sites != 2 {
+		t.Fatalf("after Prune %d event rows and %d site rows, want 2 and 2 (the survivors')", evs, sites)
+	}
+	// A new job reusing the id starts clean.
+	mustPut(t, s, job("old-done", "again", bridge.Queued))
+	j, err := s.Get(ctx, "old-done")
+	if err != nil || len(j.Events) != 1 || len(j.Comps) != 0 {
+		t.Fatalf("re-used id: %+v, %v", j, err)
+	}
+	if got := ids(mustList(t, s, bridge.Filter{Site: "A"})); !reflect.DeepEqual(got, []string{"old-running", "new-done"}) {
+		t.Fatalf("a pruned job's site row survived: %v", got)
+	}
+}
