@@ -73,6 +73,10 @@ func TestMain(m *testing.M) {
 		crashHelper(p)
 		os.Exit(0)
 	}
+	if p := os.Getenv(openEnv); p != "" {
+		openHelper(p)
+		os.Exit(0)
+	}
 	if p := os.Getenv(rssEnv); p != "" {
 		rssHelper(p)
 		os.Exit(0)

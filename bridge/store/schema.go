@@ -86,7 +86,7 @@ func checkHeader(path string) error {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("%w: cannot read %s: %w", ErrUnavailable, path, err)
+		return fmt.Errorf("%w: cannot read %s (check its owner and mode, and that gridsub runs as the right user): %w", ErrUnavailable, path, err)
 	}
 	defer f.Close()
 	var h [100]byte

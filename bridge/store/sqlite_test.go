@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,9 +226,15 @@ func TestOpenUnreadable(t *testing.T) {
 			t.Fatalf("Open(file/state.db) = %v, want ErrUnavailable naming the path", err)
 		}
 	})
+	t.Run("chmod 000 as an unprivileged user", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to run a child as another user; the chmod 000 case below runs instead")
+		}
+		openAsNobody(t)
+	})
 	t.Run("chmod 000", func(t *testing.T) {
 		if os.Geteuid() == 0 {
-			t.Skip("running as root: chmod 000 does not stop root from reading; the directory case above covers an unreadable path")
+			t.Skip("running as root: chmod 000 does not stop root from reading; the case above drops to uid 65534 instead")
 		}
 		p := populated(t, 1)
 		if err := os.Chmod(p, 0); err != nil {
@@ -596,4 +603,66 @@ func TestPrune(t *testing.T) {
 	if got := ids(mustList(t, s, bridge.Filter{Site: "A"})); !reflect.DeepEqual(got, []string{"old-running", "new-done"}) {
 		t.Fatalf("a pruned job's site row survived: %v", got)
 	}
+}
+
+const openEnv = "GRIDSUB_STORE_OPEN_HELPER"
+
+// openAsNobody runs store.Open on a chmod-000 database in a child process
+// running as uid/gid 65534: root reads anything, so that is how a
+// permission error is made real when the tests run as root.
+func openAsNobody(t *testing.T) {
+	dir, err := os.MkdirTemp("", "gridsub-perm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := populated(t, 3)
+	db := filepath.Join(dir, "gridsub.db")
+	b, _ := os.ReadFile(src)
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(db, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary may sit in a directory nobody cannot enter: copy it.
+	exe, _ := os.Executable()
+	bin, _ := os.ReadFile(exe)
+	child := filepath.Join(dir, "store.test")
+	if err := os.WriteFile(child, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := sum(t, db)
+	cmd := exec.Command(child, "-test.run=^$")
+	cmd.Env = append(os.Environ(), openEnv+"="+db)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child as uid 65534: %v: %s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{"unavailable=true", "permission=true", db} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("Open of a chmod-000 file as uid 65534 said %q; want it to contain %q", got, want)
+		}
+	}
+	t.Logf("as uid 65534: %s", strings.TrimSpace(got))
+	if sum(t, db) != before {
+		t.Fatal("the unreadable file was changed")
+	}
+}
+
+// openHelper runs in the child of openAsNobody.
+func openHelper(path string) {
+	s, err := store.Open(context.Background(), path, store.Options{})
+	if err == nil {
+		s.Close()
+		fmt.Println("opened: no error")
+		return
+	}
+	fmt.Printf("unavailable=%v permission=%v err=%v\n", errors.Is(err, store.ErrUnavailable), errors.Is(err, os.ErrPermission), err)
 }
