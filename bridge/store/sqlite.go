@@ -282,9 +282,10 @@ func (s *SQLite) Close() error {
 }
 
 // loop is the group commit: it takes every write waiting at the moment,
-// applies them in one transaction (each under its own savepoint, so one
-// failing write does not undo the others) and commits once. With
-// synchronous=FULL a commit costs an fsync; concurrent writers share it.
+// applies them in one transaction and commits once. With synchronous=FULL a
+// commit costs an fsync; concurrent writers share it. If anything in a
+// batch fails, the batch is rolled back and each write retried in a
+// transaction of its own, so a failing write never fails its neighbours.
 func (s *SQLite) loop() {
 	defer close(s.done)
 	defer func() {
