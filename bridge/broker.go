@@ -53,6 +53,11 @@ type Options struct {
 	// OnEvent, when set, sees every job event after it is stored (progress
 	// displays). It must not call back into the broker.
 	OnEvent func(job *Job, e Event)
+	// IDPrefix starts every grid job id (default "g": g000001). A broker
+	// whose store does not outlive it (the CLI's embedded broker) must make
+	// it unique, or a later run would reuse ids — and with them remote tags
+	// and job directories at the sites.
+	IDPrefix string
 	// NoHistory keeps no per-job event history (trace replays of many
 	// thousands of jobs do not need it). States, times and reasons are kept.
 	NoHistory bool
@@ -113,6 +118,9 @@ func New(opts Options) (*Broker, error) {
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.opts.IDPrefix == "" {
+		b.opts.IDPrefix = "g"
 	}
 	if b.opts.MaxAttempts <= 0 {
 		b.opts.MaxAttempts = 3
@@ -183,7 +191,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if err != nil {
 		return nil, fmt.Errorf("allocating a job id: %w", err)
 	}
-	j := &Job{ID: fmt.Sprintf("g%06d", seq), Req: req, State: Queued, Submit: now, ExitCode: -1}
+	j := &Job{ID: fmt.Sprintf("%s%06d", b.opts.IDPrefix, seq), Req: req, State: Queued, Submit: now, ExitCode: -1}
 	var ev *Event
 	if !b.opts.NoHistory {
 		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}

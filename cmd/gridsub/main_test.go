@@ -10,10 +10,13 @@ import (
 	"time"
 )
 
+// repoRoot is the repository root; tests start in cmd/gridsub.
+var repoRoot, _ = filepath.Abs("../..")
+
 // gridsub runs the CLI in process from the repository root.
 func gridsub(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	t.Chdir("../..")
+	t.Chdir(repoRoot)
 	var out, errb bytes.Buffer
 	code = run(args, &out, &errb)
 	return code, out.String(), errb.String()
@@ -149,5 +152,28 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if code, _, stderr := gridsub(t, "--output", "xml", "sites"); code != exitUsage || !strings.Contains(stderr, "table or json") {
 		t.Fatalf("bad output: exit %d %s", code, stderr)
+	}
+}
+
+// TestEmbeddedRunsNeverShareIDs: every embedded run numbers its jobs afresh,
+// so the ids must differ between runs, or a second run would overwrite the
+// first one's outputs and reuse its remote tags and job directories.
+func TestEmbeddedRunsNeverShareIDs(t *testing.T) {
+	out := t.TempDir()
+	ids := map[string]bool{}
+	for range 2 {
+		code, stdout, stderr := gridsub(t, "examples/hello.yaml", "--out-dir", out, "--output", "json", "--time-scale", "1e6")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var j struct{ ID string }
+		if err := json.Unmarshal([]byte(stdout), &j); err != nil || j.ID == "" {
+			t.Fatalf("no id in %s (%v)", stdout, err)
+		}
+		ids[j.ID] = true
+	}
+	dirs, _ := os.ReadDir(out)
+	if len(ids) != 2 || len(dirs) != 2 {
+		t.Fatalf("ids %v, output dirs %d: two runs must not share an id", ids, len(dirs))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -90,6 +91,10 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	if err != nil {
 		return usageErr(err)
 	}
+	// The embedded broker's store ends with this process: the ids carry the
+	// start time so that no later run reuses them (remote tags, job
+	// directories, gridsub-out/<id>).
+	spec.IDPrefix = embeddedIDPrefix(time.Now())
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})
 	if err != nil {
 		return &exitError{exitInternal, err}
@@ -249,4 +254,10 @@ func (p *progress) done(*bridge.Job) {
 		fmt.Fprintln(p.g.stderr)
 		p.lastLen = 0
 	}
+}
+
+// embeddedIDPrefix makes the job ids of one embedded run unique: "g", the
+// start time in nanoseconds in base 36, "-" (g0lx8k2p3q9ab-000001).
+func embeddedIDPrefix(now time.Time) string {
+	return "g" + strconv.FormatInt(now.UnixNano(), 36) + "-"
 }

@@ -42,6 +42,7 @@ type Spec struct {
 	Interval  time.Duration // cycle interval on real sites (0 = 1s)
 	Epoch     time.Time     // simulated start time (zero = now, rounded to the second)
 	Store     bridge.Store
+	IDPrefix  string // see bridge.Options.IDPrefix
 }
 
 // Options are knobs of the caller, not of the configuration.
@@ -118,7 +119,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		env.Close()
 		return nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
 	}
-	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, Links: spec.Links,
+	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent})
 	if err != nil {
 		env.Close()
