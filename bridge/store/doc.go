@@ -16,6 +16,8 @@
 //	events(seq, n, time, kind, site, msg)        append-only history, PK(seq, n)
 //	counters(name PK, value)                     'next_id': the end of the last block of
 //	                                             job numbers NextID reserved
+//	kv(key PK, value, updated)                   the broker's other state (site health,
+//	                                             trust, ...): SetValue, Value, Values
 //
 // Open creates a missing state directory (0700) and database file (0600):
 // job requests may carry environment values nobody else should read.
@@ -60,7 +62,9 @@
 //
 // Migrations are an ordered, append-only list; Open applies all pending
 // ones in one write transaction and records the new version in
-// schema_version. A database whose version is newer than the binary knows
+// schema_version. Version 1 has the jobs; version 2 adds kv
+// (TestMigrateFromVersion1 opens a version-1 file with jobs in it). A
+// database whose version is newer than the binary knows
 // is refused with ErrNewerSchema naming both versions ("upgrade gridsub")
 // and is never migrated down or written.
 //

@@ -59,10 +59,28 @@ CREATE TABLE counters (
 ) WITHOUT ROWID;
 INSERT INTO counters(name, value) VALUES ('next_id', 0);
 `},
+	{2, "broker values: site health, trust and other state beside the jobs", `
+CREATE TABLE kv (
+	key     TEXT    PRIMARY KEY,
+	value   BLOB    NOT NULL,
+	updated INTEGER NOT NULL               -- unix nanoseconds of the last write
+) WITHOUT ROWID;
+`},
 }
 
 // SchemaVersion is the schema version this binary writes.
-var SchemaVersion = migrations[len(migrations)-1].version
+const SchemaVersion = 2
+
+func init() {
+	for i, m := range migrations {
+		if m.version != i+1 {
+			panic(fmt.Sprintf("store: migration %d has version %d; versions must be 1, 2, 3, ... in order", i, m.version))
+		}
+	}
+	if migrations[len(migrations)-1].version != SchemaVersion {
+		panic("store: SchemaVersion is not the last migration's version")
+	}
+}
 
 const sqliteMagic = "SQLite format 3\x00"
 
@@ -192,6 +210,12 @@ func newerErr(path string, v int) error {
 // writer connection. It checks the version again inside the transaction, so
 // two processes opening the same file at once cannot both migrate.
 func migrate(ctx context.Context, db *sql.DB, path string) error {
+	return migrateTo(ctx, db, path, SchemaVersion)
+}
+
+// migrateTo applies the migrations up to target (tests build old files
+// with it).
+func migrateTo(ctx context.Context, db *sql.DB, path string, target int) error {
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see the writer DSN)
 	if err != nil {
 		return classify(path, "migrating", err)
@@ -213,18 +237,18 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 	if v > SchemaVersion {
 		return newerErr(path, v)
 	}
-	if v == SchemaVersion {
+	if v >= target {
 		return nil // nothing to do; the rollback ends the empty transaction
 	}
 	for _, m := range migrations {
-		if m.version <= v {
+		if m.version <= v || m.version > target {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return classify(path, fmt.Sprintf("migrating to schema version %d (%s) on", m.version, m.what), err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, SchemaVersion); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, target); err != nil {
 		return classify(path, "migrating", err)
 	}
 	return classify(path, "committing the schema of", tx.Commit())

@@ -218,7 +218,10 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	s.r.SetConnMaxIdleTime(0)
 	s.r.SetConnMaxLifetime(0)
 
-	s.log.Info("store opened", "path", path, "schema", SchemaVersion, "from_schema", version)
+	if version > 0 && version < SchemaVersion {
+		s.log.Info("store migrated", "path", path, "from_schema", version, "to_schema", SchemaVersion)
+	}
+	s.log.Info("store opened", "path", path, "schema", SchemaVersion)
 	go s.loop()
 	return s, nil
 }
@@ -426,9 +429,11 @@ const (
 	qDelEvents = `DELETE FROM events WHERE seq = ? AND n >= ?`
 	qInsEvent  = `INSERT INTO events(seq, n, time, kind, site, msg) VALUES (?, ?, ?, ?, ?, ?)`
 	qNextID    = `UPDATE counters SET value = value + ? WHERE name = 'next_id' RETURNING value - ? + 1, value`
+	qSetValue  = `INSERT INTO kv(key, value, updated) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = excluded.updated`
+	qDelValue  = `DELETE FROM kv WHERE key = ?`
 )
 
-var writeQueries = []string{qSelJob, qInsJob, qUpdJob, qDelSites, qInsSite, qDelEvents, qInsEvent, qNextID}
+var writeQueries = []string{qSelJob, qInsJob, qUpdJob, qDelSites, qInsSite, qDelEvents, qInsEvent, qNextID, qSetValue, qDelValue}
 
 // Put implements bridge.Store: one job, written in one transaction (shared
 // with concurrent Puts by group commit) and committed with fsync before Put
