@@ -48,6 +48,11 @@ func realBroker(t testing.TB) api.Broker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return realBrokerOn(t, st)
+}
+
+func realBrokerOn(t testing.TB, st bridge.Store) api.Broker {
+	t.Helper()
 	b, err := bridge.New(bridge.Options{Store: st, Planner: waitPlanner{},
 		Sites: []bridge.SiteConfig{{Name: "Beijing", Backend: idleSite{"Beijing"}}, {Name: "Shanghai", Backend: idleSite{"Shanghai"}}}})
 	if err != nil {
@@ -82,6 +87,34 @@ func TestRealBrokerThroughAPI(t *testing.T) {
 	js, _, err = c.List(ctx, bridge.Filter{States: []bridge.JobState{bridge.Cancelled}, Events: true})
 	if err != nil || len(js) != 1 || len(js[0].Events) != 2 {
 		t.Fatalf("the store did not get the cancellation: %v, %v", js, err)
+	}
+}
+
+// A job stored by an earlier run, which this broker did not load, is still
+// found by id and listed.
+func TestEarlierRunsJobs(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "gridsub.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	old := &bridge.Job{ID: "g000007", State: bridge.Completed, Req: bridge.Request{Name: "yesterday", Nodes: 1},
+		Events: []bridge.Event{{Time: t0, Kind: "completed", Msg: "exit 0"}}}
+	if err := st.Put(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := serveUnix(t, realBrokerOn(t, st))
+	j, err := c.Job(ctx, "g000007")
+	if err != nil || j.Req.Name != "yesterday" || len(j.Events) != 1 {
+		t.Fatalf("Job of an earlier run = %+v, %v", j, err)
+	}
+	if _, err := c.Job(ctx, "g000008"); !errors.Is(err, bridge.ErrNotFound) {
+		t.Fatalf("Job of an unknown id = %v, want not found", err)
+	}
+	js, _, err := c.List(ctx, bridge.Filter{Name: "yesterday"})
+	if err != nil || len(js) != 1 {
+		t.Fatalf("List = %v, %v", js, err)
 	}
 }
 

@@ -44,7 +44,9 @@ type Checker interface {
 }
 
 // WithStore adapts a *bridge.Broker (or anything with its methods) to
-// Broker, answering ListJobs from the store the broker writes to.
+// Broker, answering ListJobs from the store the broker writes to. Job asks
+// the broker first and the store second, so jobs of an earlier run that
+// the broker did not load are still found.
 func WithStore(b interface {
 	Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error)
 	Job(id string) (*bridge.Job, error)
@@ -67,7 +69,15 @@ type storeBroker struct {
 func (s storeBroker) Submit(ctx context.Context, r bridge.Request, now time.Time) (*bridge.Job, error) {
 	return s.broker.Submit(ctx, r, now)
 }
-func (s storeBroker) Job(id string) (*bridge.Job, error) { return s.broker.Job(id) }
+func (s storeBroker) Job(id string) (*bridge.Job, error) {
+	j, err := s.broker.Job(id)
+	if errors.Is(err, bridge.ErrNotFound) {
+		if sj, serr := s.st.Get(context.Background(), id); serr == nil {
+			return sj, nil
+		}
+	}
+	return j, err
+}
 func (s storeBroker) ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
 	return s.st.List(ctx, f)
 }
