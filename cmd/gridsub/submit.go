@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/jobfile"
@@ -97,7 +98,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	spec.IDPrefix = embeddedIDPrefix(time.Now())
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})
 	if err != nil {
-		return &exitError{exitInternal, err}
+		return &exitError{exitInternal, siteAdvice(err, cfg.Source)}
 	}
 	defer env.Close()
 
@@ -260,4 +261,12 @@ func (p *progress) done(*bridge.Job) {
 // start time in nanoseconds in base 36, "-" (g0lx8k2p3q9ab-000001).
 func embeddedIDPrefix(now time.Time) string {
 	return "g" + strconv.FormatInt(now.UnixNano(), 36) + "-"
+}
+
+// siteAdvice adds what to check to an error about reaching a site.
+func siteAdvice(err error, source string) error {
+	if errors.Is(err, backends.ErrUnavailable) {
+		return fmt.Errorf("%w\n  nothing was submitted; check that the site is up and that its ssh host and port in %s are right (`gridsub sites` shows every site's state)", err, source)
+	}
+	return err
 }

@@ -339,19 +339,28 @@ func (p *loader) reportMissing() {
 	for n := range p.missing {
 		names = append(names, n)
 	}
-	for _, name := range sortStrings(names) {
-		keys := p.missing[name]
-		hint := "export it"
+	names = sortStrings(names)
+	lastTestbed := -1 // the testbed advice is given once, after the last GRIDSUB_ variable
+	for i, name := range names {
 		if strings.HasPrefix(name, "GRIDSUB_") {
-			hint = p.testbedHint()
+			lastTestbed = i
 		}
+	}
+	for i, name := range names {
+		keys := p.missing[name]
 		state := "not set"
 		if p.unset[name] {
 			state = "empty"
 		}
-		msg := fmt.Sprintf("${%s} is %s; %s", name, state, hint)
+		msg := fmt.Sprintf("${%s} is %s", name, state)
 		if len(keys) > 1 {
 			msg += fmt.Sprintf(" (also used by %s)", strings.Join(keys[1:], ", "))
+		}
+		switch {
+		case !strings.HasPrefix(name, "GRIDSUB_"):
+			msg += "; export it"
+		case i == lastTestbed:
+			msg += "; " + p.testbedHint()
 		}
 		p.errs = append(p.errs, &Error{Source: p.source, Key: keys[0], Msg: msg, Err: ErrMissingEnv})
 	}
