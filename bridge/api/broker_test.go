@@ -116,6 +116,14 @@ func TestEarlierRunsJobs(t *testing.T) {
 	if err != nil || len(js) != 1 {
 		t.Fatalf("List = %v, %v", js, err)
 	}
+	// Health follows the store's.
+	if _, err := c.Health(ctx); err != nil {
+		t.Fatalf("Health with an open store: %v", err)
+	}
+	st.Close()
+	if _, err := c.Health(ctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Health with a closed store = %v, want 503 unavailable", err)
+	}
 }
 
 // BenchmarkSubmitRealBroker: the same as BenchmarkSubmitOverSocket but into

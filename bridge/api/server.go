@@ -46,7 +46,8 @@ type Checker interface {
 // WithStore adapts a *bridge.Broker (or anything with its methods) to
 // Broker, answering ListJobs from the store the broker writes to. Job asks
 // the broker first and the store second, so jobs of an earlier run that
-// the broker did not load are still found.
+// the broker did not load are still found. The result is a Checker that
+// asks the store (and the broker, if it is one).
 func WithStore(b interface {
 	Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error)
 	Job(id string) (*bridge.Job, error)
@@ -85,6 +86,19 @@ func (s storeBroker) Cancel(ctx context.Context, id string, now time.Time) error
 	return s.broker.Cancel(ctx, id, now)
 }
 func (s storeBroker) SiteNames() []string { return s.broker.SiteNames() }
+
+// Health implements Checker: the store's health when it has one
+// (store.SQLite does), else that of the broker, else healthy.
+func (s storeBroker) Health(ctx context.Context) error {
+	for _, x := range []any{s.st, s.broker} {
+		if c, ok := x.(Checker); ok {
+			if err := c.Health(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 //go:embed openapi.yaml
 var openapi []byte
