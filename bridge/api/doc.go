@@ -5,6 +5,10 @@
 //	                              │
 //	                            Server ── Broker (interface) ── *bridge.Broker (+ its Store)
 //
+// A *bridge.Broker becomes a Broker with WithStore(b, store): ListJobs
+// comes from the store, Job falls back to it for jobs of an earlier run, and
+// the store's Health answers GET /v1/health.
+//
 // Routes (openapi.yaml, also served at GET /openapi.yaml, documents each):
 //
 //	POST /v1/jobs                submit a bridge.Request; 201 with the job at once
