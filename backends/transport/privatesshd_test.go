@@ -35,10 +35,10 @@ func startPrivateSSHD(t *testing.T, extra ...string) (Config, string) {
 		t.Skip("private sshd needs root")
 	}
 	if _, err := os.Stat(sshd); err != nil {
-		t.Skip("no /usr/sbin/sshd (bash /work/shared/testbed/slurm-sites.sh install provides it)")
+		t.Skip("no /usr/sbin/sshd (apt-get install openssh-server; bash scripts/slurm-testbed.sh start installs it)")
 	}
 	if _, err := os.Stat("/run/sshd"); err != nil {
-		t.Skip("sshd privilege separation directory /run/sshd is missing")
+		t.Skip("sshd privilege separation directory /run/sshd is missing (bash scripts/slurm-testbed.sh start creates it)")
 	}
 	me, err := user.Current()
 	if err != nil {

@@ -25,8 +25,8 @@ func realSSHDConfig(t testing.TB) Config {
 	t.Helper()
 	key := os.Getenv("GRIDSUB_SSH_KEY")
 	if key == "" {
-		t.Skip("no real sshd: start the testbed (bash /work/shared/testbed/slurm-sites.sh start) and " +
-			"source /var/tmp/gridsub-testbed/testbed.env so that GRIDSUB_SSH_KEY is set")
+		t.Skip("no real sshd: start the testbed (bash scripts/slurm-testbed.sh start) and " +
+			"source /var/tmp/gridsub-local-testbed/testbed.env so that GRIDSUB_SSH_KEY is set (scripts/test.sh does both)")
 	}
 	port, err := strconv.Atoi(os.Getenv("GRIDSUB_SITEA_SSH_PORT"))
 	if err != nil {
