@@ -20,7 +20,7 @@ import (
 )
 
 // realSSHDConfig is the Config for site A of the SLURM testbed
-// (/work/shared/testbed: source testbed.env first), or a skip.
+// (scripts/slurm-testbed.sh: source its testbed.env first), or a skip.
 func realSSHDConfig(t testing.TB) Config {
 	t.Helper()
 	key := os.Getenv("GRIDSUB_SSH_KEY")

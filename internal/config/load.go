@@ -27,7 +27,7 @@ func (p *loader) testbedHint() string {
 		dir = d
 	}
 	return fmt.Sprintf("for the local SLURM testbed run `bash scripts/slurm-testbed.sh start && source %s/testbed.env` "+
-		"(/work/shared/testbed's slurm-sites.sh writes /var/tmp/gridsub-testbed/testbed.env), or export it", dir)
+		"(a testbed started by the team's shared slurm-sites.sh writes /var/tmp/gridsub-testbed/testbed.env instead), or export it", dir)
 }
 
 // loader walks the raw settings before they are decoded: it refuses secrets
