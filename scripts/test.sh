@@ -8,9 +8,12 @@ export GRIDSUB_WORKLOADS="${GRIDSUB_WORKLOADS:-$(cd .. && pwd)/shared/workloads}
 # GRIDSUB_NO_SLURM=1 skips the real-daemon tests (they then say why they skip).
 started_testbed=0
 if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
-  # Stop the testbed at the end only if this run started it.
+  # A testbed that is already up is used as it is and left running. Otherwise
+  # this run starts one from a clean state (no jobs or reservations left over
+  # from an earlier run that died) and stops it at the end.
   if ! bash scripts/slurm-testbed.sh status >/dev/null 2>&1; then
     started_testbed=1
+    bash scripts/slurm-testbed.sh clean >/dev/null 2>&1 || true
   fi
   bash scripts/slurm-testbed.sh start
   # shellcheck disable=SC1091
