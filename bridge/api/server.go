@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -440,5 +439,5 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
-	io.Copy(w, strings.NewReader(string(openapi)))
+	w.Write(openapi)
 }
