@@ -2,6 +2,8 @@ package bridge
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -118,10 +120,35 @@ func (j *Job) Sites() string {
 // Clone returns a deep copy safe to hand out.
 func (j *Job) Clone() *Job {
 	c := *j
-	c.Comps = append([]Component(nil), j.Comps...)
-	c.Events = append([]Event(nil), j.Events...)
-	c.Beaten = append([]policy.Option(nil), j.Beaten...)
-	c.Outputs = append([]string(nil), j.Outputs...)
-	c.FetchErrors = append([]string(nil), j.FetchErrors...)
+	c.Req = j.Req.clone()
+	c.Comps = slices.Clone(j.Comps)
+	c.Events = slices.Clone(j.Events)
+	c.Predicted = cloneOption(j.Predicted)
+	c.Beaten = make([]policy.Option, len(j.Beaten))
+	for i, o := range j.Beaten {
+		c.Beaten[i] = cloneOption(o)
+	}
+	if j.Beaten == nil {
+		c.Beaten = nil
+	}
+	c.SiteNames = slices.Clone(j.SiteNames)
+	c.Outputs = slices.Clone(j.Outputs)
+	c.FetchErrors = slices.Clone(j.FetchErrors)
 	return &c
+}
+
+func cloneOption(o policy.Option) policy.Option {
+	o.Parts = slices.Clone(o.Parts)
+	return o
+}
+
+// clone copies the request with its own slices and map.
+func (r Request) clone() Request {
+	r.Command = slices.Clone(r.Command)
+	r.Env = maps.Clone(r.Env)
+	r.Inputs = slices.Clone(r.Inputs)
+	r.Outputs = slices.Clone(r.Outputs)
+	r.Sites = slices.Clone(r.Sites)
+	r.Prefer = slices.Clone(r.Prefer)
+	return r
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -93,6 +94,9 @@ func (m *MemStore) Get(_ context.Context, id string) (*Job, error) {
 func (m *MemStore) List(_ context.Context, f Filter) ([]*Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.ord[f.After]; f.After != "" && !ok {
+		return nil, fmt.Errorf("%w: paging cursor %s", ErrNotFound, f.After)
+	}
 	out := make([]*Job, 0, len(m.jobs))
 	for _, j := range m.jobs {
 		if f.Match(j) && (f.After == "" || m.ord[j.ID] > m.ord[f.After]) {

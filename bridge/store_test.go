@@ -38,6 +38,19 @@ func TestMemStoreFilterAndCopies(t *testing.T) {
 	if _, err := m.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get unknown: %v", err)
 	}
+	if _, err := m.List(ctx, Filter{After: "nope"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown cursor: %v", err)
+	}
+	// Deep copies: a caller changing what it put or got never reaches the store.
+	r := &Job{ID: "g9", Req: Request{Command: []string{"a"}, Env: map[string]string{"K": "v"}}}
+	_ = m.Put(ctx, r)
+	r.Req.Command[0], r.Req.Env["K"] = "changed", "changed"
+	got2, _ := m.Get(ctx, "g9")
+	got2.Req.Env["K"] = "also changed"
+	again, _ := m.Get(ctx, "g9")
+	if again.Req.Command[0] != "a" || again.Req.Env["K"] != "v" {
+		t.Fatalf("store shares the request with callers: %+v", again.Req)
+	}
 }
 
 // slowStore records how many Puts run at once.
