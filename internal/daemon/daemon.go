@@ -1,0 +1,494 @@
+package daemon
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/robfig/cron/v3"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/bridge/store"
+	"github.com/gridsub/gridsub/internal/assemble"
+)
+
+// Sentinel errors of the daemon.
+var (
+	// ErrOptions: the Options cannot run a daemon (no state directory, a TCP
+	// listener without a token, ...).
+	ErrOptions = errors.New("daemon options")
+	// ErrSchedule: a broker.cron spec cannot be parsed.
+	ErrSchedule = errors.New("bad schedule")
+)
+
+// DBName is the database file in the state directory.
+const DBName = "gridsub.db"
+
+// minSimCycle is the shortest default cycle period on simulated sites.
+const minSimCycle = 100 * time.Millisecond
+
+// clockFile holds the simulated sites' virtual time (RFC 3339, UTC) so it
+// never goes back across restarts.
+const clockFile = "sim-clock"
+
+// Options configure a Daemon.
+type Options struct {
+	// Spec is the broker and its sites; Run sets Spec.Store to the SQLite
+	// store in StateDir.
+	Spec     assemble.Spec
+	StateDir string // absolute; created 0700 if missing
+	Socket   string // the API's unix socket
+	// Listen, when set, also serves the API on this TCP address; it then
+	// needs Token (sent as "Authorization: Bearer <token>").
+	Listen string
+	Token  string
+	// MetricsListen, when set, serves /metrics alone on this TCP address
+	// without a token (for a Prometheus scraper); /metrics is also served
+	// on the socket.
+	MetricsListen string
+	// Interval is broker.interval, the default cycle period (0 = 1s). On
+	// simulated sites it is virtual time: the default wall period is
+	// Interval/TimeScale, but at least 100ms.
+	Interval time.Duration
+	Cron     map[string]string // broker.cron: task name -> spec
+	// TimeScale is how many virtual seconds pass per wall second on
+	// simulated sites (0 = Spec.TimeScale, or 60 if that is 0 too).
+	TimeScale float64
+	SimTick   time.Duration // how often the simulated engine advances (0 = 100ms)
+	Retention time.Duration // history cleanup prunes jobs ended longer ago (0 = 30 days)
+	Logger    *slog.Logger
+}
+
+// Daemon is a running broker service. Start it with Start, stop it with
+// Shutdown (or use Run).
+type Daemon struct {
+	opts    Options
+	log     *slog.Logger
+	st      *store.SQLite
+	env     *assemble.Env
+	m       *metrics
+	cron    *cron.Cron
+	servers []*http.Server
+	errc    chan error
+
+	trig     chan string
+	pending  map[string]*atomic.Bool
+	stop     chan struct{}
+	workDone chan struct{}
+	busy     atomic.Int64 // unix ns since a task started, 0 when idle
+
+	scale     float64
+	v0, w0    time.Time // virtual and wall time when the simulated clock started
+	lastSaved time.Time
+
+	once    sync.Once
+	shutErr error
+}
+
+// Run starts a daemon and serves until ctx is cancelled, then shuts it down
+// gracefully (at most 30 s for requests in flight).
+func Run(ctx context.Context, opts Options) error {
+	d, err := Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	var serr error
+	select {
+	case <-ctx.Done():
+		d.log.Info("shutting down", "why", context.Cause(ctx))
+	case serr = <-d.errc:
+		d.log.Error("a listener failed; shutting down", "err", serr)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return errors.Join(serr, d.Shutdown(sctx))
+}
+
+// Start opens the store, assembles and recovers the broker, listens, and
+// starts the periodic work. It returns once the daemon answers on its
+// socket.
+func Start(ctx context.Context, opts Options) (*Daemon, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := opts.Logger
+	switch {
+	case opts.StateDir == "" || !filepath.IsAbs(opts.StateDir):
+		return nil, fmt.Errorf("%w: the state directory must be an absolute path, got %q", ErrOptions, opts.StateDir)
+	case opts.Socket == "":
+		return nil, fmt.Errorf("%w: no socket path", ErrOptions)
+	case opts.Listen != "" && opts.Token == "":
+		return nil, fmt.Errorf("%w: serving on TCP %s needs a token (--token or GRIDSUB_TOKEN)", ErrOptions, opts.Listen)
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = 30 * 24 * time.Hour
+	}
+	if opts.SimTick <= 0 {
+		opts.SimTick = 100 * time.Millisecond
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	scale := opts.TimeScale
+	if scale <= 0 {
+		scale = opts.Spec.TimeScale
+	}
+	if scale <= 0 {
+		scale = 60
+	}
+	period := opts.Interval
+	if simulated(opts.Spec) {
+		// broker.interval is broker time; on a virtual clock running scale
+		// times faster it is a much shorter wall period.
+		period = max(minSimCycle, time.Duration(float64(opts.Interval)/scale))
+	}
+	scheds, unknown, err := schedules(opts.Cron, period)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range unknown {
+		log.Warn("broker.cron names no task of this daemon; ignored", "name", name, "tasks", strings.Join(Tasks, ", "))
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	d := &Daemon{opts: opts, log: log, errc: make(chan error, 4), trig: make(chan string, len(Tasks)),
+		pending: map[string]*atomic.Bool{}, stop: make(chan struct{}), workDone: make(chan struct{})}
+	for _, t := range Tasks {
+		d.pending[t] = new(atomic.Bool)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			d.closeAll()
+		}
+	}()
+
+	d.st, err = store.Open(ctx, filepath.Join(opts.StateDir, DBName), store.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	d.m = newMetrics(d.count)
+
+	spec := opts.Spec
+	spec.Store = d.st
+	if simulated(spec) {
+		spec.Epoch = d.loadClock()
+	}
+	d.env, err = assemble.Build(ctx, spec, assemble.Options{Logger: log, OnEvent: d.m.onEvent})
+	if err != nil {
+		return nil, err
+	}
+	if d.env.Engine != nil {
+		d.scale = scale
+		d.v0, d.w0 = d.env.Engine.Now(), time.Now()
+	}
+	rep, err := d.env.Broker.Recover(ctx, d.env.Now())
+	if err != nil {
+		return nil, err
+	}
+	log.Info("recovered", "queued", rep.Queued, "live", rep.Live, "adopted", rep.Adopted, "never_reached", rep.NeverReached,
+		"unresolved", rep.Unresolved, "duplicates_cancelled", rep.DuplicatesCancelled, "errors", len(rep.Errors))
+	for _, e := range rep.Errors {
+		log.Warn("recovery", "err", e)
+	}
+
+	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d}
+	metricsH := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	mux := func(srv *api.Server, token string) http.Handler {
+		m := http.NewServeMux()
+		m.Handle("GET /metrics", bearer(token, metricsH))
+		m.Handle("/", srv.Handler())
+		return m
+	}
+	var listeners []net.Listener
+	var handlers []http.Handler
+	ul, err := api.ListenUnix(opts.Socket)
+	if err != nil {
+		return nil, err
+	}
+	listeners = append(listeners, ul)
+	handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log}), ""))
+	if opts.Listen != "" {
+		tl, err := net.Listen("tcp", opts.Listen)
+		if err != nil {
+			ul.Close()
+			return nil, fmt.Errorf("API on %s: %w", opts.Listen, err)
+		}
+		listeners = append(listeners, tl)
+		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log, Token: opts.Token}), opts.Token))
+	}
+	if opts.MetricsListen != "" {
+		ml, err := net.Listen("tcp", opts.MetricsListen)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return nil, fmt.Errorf("metrics on %s: %w", opts.MetricsListen, err)
+		}
+		m := http.NewServeMux()
+		m.Handle("GET /metrics", metricsH)
+		listeners = append(listeners, ml)
+		handlers = append(handlers, m)
+	}
+	for i, l := range listeners {
+		srv := &http.Server{Handler: handlers[i], ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		d.servers = append(d.servers, srv)
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.errc <- fmt.Errorf("serving on %s: %w", l.Addr(), err)
+			}
+		}()
+	}
+
+	go d.work()
+	d.cron = cron.New()
+	for _, name := range Tasks {
+		d.cron.Schedule(scheds[name], cron.FuncJob(func() { d.post(name) }))
+	}
+	d.cron.Start()
+	d.post(TaskCycle) // recovered jobs need not wait a period
+	ok = true
+	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "metrics", opts.MetricsListen,
+		"state_dir", opts.StateDir, "sites", strings.Join(d.env.Broker.SiteNames(), ","), "simulated", d.env.Engine != nil,
+		"time_scale", d.scale)
+	return d, nil
+}
+
+func simulated(s assemble.Spec) bool {
+	for _, site := range s.Sites {
+		if site.Kind == "sim" {
+			return true
+		}
+	}
+	return false
+}
+
+// bearer requires the token on h when token is set.
+func bearer(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gridsub"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Broker is the daemon's broker (tests inspect it).
+func (d *Daemon) Broker() *bridge.Broker { return d.env.Broker }
+
+// Now is the broker's time (virtual on simulated sites).
+func (d *Daemon) Now() time.Time { return d.env.Now() }
+
+// Socket is the path of the API socket.
+func (d *Daemon) Socket() string { return d.opts.Socket }
+
+// post asks the worker to run a task, unless it is already waiting to.
+func (d *Daemon) post(task string) {
+	if d.pending[task].Swap(true) {
+		d.m.skipped.WithLabelValues(task).Inc()
+		return
+	}
+	select {
+	case d.trig <- task:
+	default: // cannot happen: one slot per task
+		d.pending[task].Store(false)
+	}
+}
+
+// work is the one goroutine that runs the tasks and drives the simulated
+// engine.
+func (d *Daemon) work() {
+	defer close(d.workDone)
+	ctx := context.Background() // a task in flight finishes even during shutdown
+	var tick <-chan time.Time
+	if d.env.Engine != nil {
+		t := time.NewTicker(d.opts.SimTick)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-tick:
+			d.advance()
+		case task := <-d.trig:
+			d.pending[task].Store(false)
+			d.advance()
+			d.busy.Store(time.Now().UnixNano())
+			d.run(ctx, task)
+			d.busy.Store(0)
+		}
+	}
+}
+
+// advance runs the simulated engine up to the virtual time that corresponds
+// to the wall clock now.
+func (d *Daemon) advance() {
+	e := d.env.Engine
+	if e == nil {
+		return
+	}
+	now := time.Now()
+	e.RunUntil(d.v0.Add(time.Duration(float64(now.Sub(d.w0)) * d.scale)))
+	if now.Sub(d.lastSaved) >= 5*time.Second {
+		d.saveClock()
+		d.lastSaved = now
+	}
+}
+
+func (d *Daemon) run(ctx context.Context, task string) {
+	switch task {
+	case TaskCycle:
+		t0 := time.Now()
+		rep, err := d.env.Broker.Cycle(ctx, d.env.Now())
+		el := time.Since(t0)
+		d.m.cycle(el, rep, err)
+		switch {
+		case err != nil:
+			d.log.Error("cycle failed", "err", err, "took", el)
+		case rep.Started+rep.Ended+rep.Rejected+len(rep.Errors) > 0:
+			d.log.Info("cycle", "polled", rep.Polled, "started", rep.Started, "replicated", rep.Replicated,
+				"rejected", rep.Rejected, "ended", rep.Ended, "errors", len(rep.Errors), "took", el)
+		default:
+			d.log.Debug("cycle", "polled", rep.Polled, "took", el)
+		}
+		for _, e := range rep.Errors {
+			d.log.Warn("cycle", "err", e)
+		}
+	case TaskHealth:
+		for _, name := range d.env.Broker.SiteNames() {
+			be, _ := d.env.Broker.Site(name)
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			info, err := be.Info(cctx)
+			cancel()
+			if err != nil {
+				d.m.siteErrors.WithLabelValues(name, "health").Inc()
+				d.m.siteUp.WithLabelValues(name).Set(0)
+				d.log.Warn("site health probe failed", "site", name, "err", err)
+				continue
+			}
+			d.m.siteUp.WithLabelValues(name).Set(1)
+			d.m.siteFree.WithLabelValues(name).Set(float64(info.FreeNodes))
+			d.log.Debug("site health", "site", name, "free", info.FreeNodes, "queued", info.Queued, "running", info.Running)
+		}
+	case TaskCleanup:
+		before := time.Now().Add(-d.opts.Retention)
+		n, err := d.st.Prune(ctx, before)
+		if err != nil {
+			d.log.Error("history cleanup failed", "err", err)
+			return
+		}
+		d.m.pruned.Add(float64(n))
+		d.log.Info("history cleanup", "pruned", n, "ended_before", before.Format(time.RFC3339))
+	}
+}
+
+// count counts stored jobs in the given states.
+func (d *Daemon) count(ctx context.Context, states ...bridge.JobState) (int, error) {
+	js, err := d.st.List(ctx, bridge.Filter{States: states})
+	return len(js), err
+}
+
+// health is the api.Checker of the daemon: the store answers and no task
+// has been running for more than two minutes.
+func (d *Daemon) health(ctx context.Context) error {
+	if err := d.st.Health(ctx); err != nil {
+		return err
+	}
+	if b := d.busy.Load(); b != 0 {
+		if el := time.Since(time.Unix(0, b)); el > 2*time.Minute {
+			return fmt.Errorf("the broker's worker has been busy with one task for %s", el.Round(time.Second))
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) loadClock() time.Time {
+	now := time.Now().UTC().Truncate(time.Second)
+	b, err := os.ReadFile(filepath.Join(d.opts.StateDir, clockFile))
+	if err != nil {
+		return now
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		d.log.Warn("ignoring an unreadable simulated clock", "file", clockFile, "err", err)
+		return now
+	}
+	if t.After(now) {
+		return t
+	}
+	return now
+}
+
+func (d *Daemon) saveClock() {
+	if d.env == nil || d.env.Engine == nil {
+		return
+	}
+	p := filepath.Join(d.opts.StateDir, clockFile)
+	tmp := p + ".tmp"
+	data := []byte(d.env.Engine.Now().UTC().Format(time.RFC3339Nano) + "\n")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		d.log.Warn("saving the simulated clock", "err", err)
+		return
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		d.log.Warn("saving the simulated clock", "err", err)
+	}
+}
+
+// Shutdown stops the daemon: no new connections, requests in flight
+// finished (until ctx is done), the running task finished, the store
+// closed, the socket removed. It is safe to call more than once.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.once.Do(func() {
+		var errs []error
+		if d.cron != nil {
+			d.cron.Stop()
+		}
+		for _, s := range d.servers {
+			if err := s.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("stopping the API: %w", err))
+			}
+		}
+		close(d.stop)
+		<-d.workDone
+		d.saveClock()
+		errs = append(errs, d.closeAll())
+		d.shutErr = errors.Join(errs...)
+		d.log.Info("stopped", "err", d.shutErr)
+	})
+	return d.shutErr
+}
+
+// closeAll releases the sites and the store.
+func (d *Daemon) closeAll() error {
+	var errs []error
+	if d.env != nil {
+		errs = append(errs, d.env.Close())
+	}
+	if d.st != nil {
+		errs = append(errs, d.st.Close())
+	}
+	return errors.Join(errs...)
+}

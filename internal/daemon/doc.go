@@ -1,0 +1,45 @@
+// Package daemon runs the broker as a long-lived service: the engine behind
+// `gridsub serve`.
+//
+//	             ┌──────────── Daemon.Run ─────────────────────────────────┐
+//	CLI/clients ─┤ unix socket (0600) ──┐                                  │
+//	             │ TCP + bearer token ──┼─► api.Server ──► service ──► *bridge.Broker
+//	             │ /metrics (Prometheus)┘                   │               │  ▲
+//	             │                                          ▼               │  │ Cycle, health,
+//	             │                          bridge/store (SQLite, WAL)◄─────┘  │ history cleanup
+//	             │ robfig/cron schedules ──► trigger ──► worker goroutine ─────┘
+//	             │                                     (also advances the simulated
+//	             │                                      sites' engine in scaled wall time)
+//	             └──────────────────────────────────────────────────────────┘
+//
+// Run opens the SQLite store in the state directory, assembles the sites
+// (internal/assemble) on it, calls Broker.Recover and logs its report,
+// listens on the socket, and runs the periodic tasks until its context is
+// cancelled (SIGTERM, SIGINT). Every task runs on the one worker goroutine,
+// so a cycle, a health probe and the simulated engine never overlap; the
+// cron entries only post triggers to it (a trigger that finds the worker
+// busy is dropped, not queued: a late cycle is not followed by a burst).
+//
+// Tasks (configuration broker.cron, by name):
+//
+//	cycle            poll the sites, plan, dispatch (Broker.Cycle); default "@every <broker.interval>"
+//	                 (simulated sites: broker.interval of virtual time, at least 100ms of wall time)
+//	health           ask every site for its Info; failures count in gridsub_site_errors_total; default "@every 1m"
+//	history_cleanup  delete ended jobs older than Options.Retention (store Prune); default "@daily"
+//
+// A spec "@every D" with D under a second is honoured as written (robfig's
+// own parser rounds it up to one second); other specs go to
+// cron.ParseStandard. A name that is not a task is logged and ignored.
+//
+// Shutdown (context cancelled): the cron stops, the HTTP servers stop
+// accepting and finish the requests in flight (closing the unix listener
+// removes the socket file), the worker finishes the task it is running, the
+// simulated clock is saved, and the store is closed.
+//
+// Simulated sites live in the daemon's memory: their queues do not survive
+// a restart. The store does, so after a restart every job is listed again;
+// jobs that were dispatched to a simulated site are found lost by the first
+// cycle and queued again (up to the broker's attempt limit). The virtual
+// clock is saved in <state_dir>/sim-clock so it never goes back across
+// restarts.
+package daemon

@@ -1,0 +1,83 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/bridge/store"
+)
+
+// IDPlaceholder in a submitted Request.OutputDir is replaced by the new
+// job's id, so a client can ask for "<out-dir>/{id}" before the id exists
+// (the CLI's --out-dir gives every job a directory of its own this way).
+const IDPlaceholder = "{id}"
+
+// service is what the API serves: the broker for live jobs, the store for
+// lists and for jobs that ended before the daemon's last restart (the
+// broker's memory holds only what it ran or recovered).
+type service struct {
+	b  *bridge.Broker
+	st *store.SQLite
+	m  *metrics
+	d  *Daemon
+}
+
+var (
+	_ api.Broker  = (*service)(nil)
+	_ api.Checker = (*service)(nil)
+)
+
+func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
+	tmpl := req.OutputDir
+	if strings.Contains(tmpl, IDPlaceholder) {
+		req.OutputDir = "" // set below once the id is known
+	}
+	j, err := s.b.Submit(ctx, req, now)
+	switch {
+	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite):
+		s.m.submissions.WithLabelValues("rejected").Inc()
+		return nil, err
+	case err != nil:
+		s.m.submissions.WithLabelValues("error").Inc()
+		return nil, err
+	}
+	s.m.submissions.WithLabelValues("ok").Inc()
+	if strings.Contains(tmpl, IDPlaceholder) {
+		dir := strings.ReplaceAll(tmpl, IDPlaceholder, j.ID)
+		s.b.SetOutputDir(j.ID, dir)
+		j.Req.OutputDir = dir
+	}
+	return j, nil
+}
+
+func (s *service) Job(id string) (*bridge.Job, error) {
+	j, err := s.b.Job(id)
+	if errors.Is(err, bridge.ErrNotFound) {
+		return s.st.Get(context.Background(), id)
+	}
+	return j, err
+}
+
+func (s *service) ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
+	return s.st.List(ctx, f)
+}
+
+func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {
+	err := s.b.Cancel(ctx, id, now)
+	if errors.Is(err, bridge.ErrNotFound) {
+		// Ended before the last restart: known to the store only.
+		if j, gerr := s.st.Get(ctx, id); gerr == nil && j.State.Final() {
+			return fmt.Errorf("%w: %s is %s", bridge.ErrFinal, id, j.State)
+		}
+	}
+	return err
+}
+
+func (s *service) SiteNames() []string { return s.b.SiteNames() }
+
+func (s *service) Health(ctx context.Context) error { return s.d.health(ctx) }
