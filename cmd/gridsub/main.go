@@ -68,6 +68,10 @@ its end and brings the outputs back.
 Without --config it runs on the built-in simulated testbed (paper 000's three
 sites: Beijing 128 nodes, Shanghai 64, Harbin 32), so you can try it anywhere.
 
+With a daemon running ("gridsub serve &"), jobs go to it: "gridsub job.yaml"
+returns the grid job id at once (--wait follows the job), and status, list,
+watch, events, cancel and history query it.
+
 Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 2 a usage, job-file or configuration error; 3 gridsub could not do its work.`,
 		Example: `  gridsub examples/hello.yaml                 # run on the simulated testbed
@@ -100,7 +104,8 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 		return nil
 	}
 	sub.register(root)
-	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g))
+	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
+		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newDocsCmd())
 	return root
 }
 

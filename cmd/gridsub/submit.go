@@ -22,6 +22,8 @@ type submitFlags struct {
 	outDir    string
 	timeScale float64
 	quiet     bool
+	wait      bool // with a daemon: follow the job (jobs.go)
+	embedded  bool // never hand the job to a daemon
 }
 
 func (f *submitFlags) register(c *cobra.Command) {
@@ -29,6 +31,8 @@ func (f *submitFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.outDir, "out-dir", "gridsub-out", "directory for fetched outputs; each job gets <out-dir>/<job-id>/")
 	fl.Float64Var(&f.timeScale, "time-scale", 0, "simulated sites only: virtual seconds per wall second (default: from the config, raised so a job ends in a few seconds)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no placement or progress on stderr, only the summary")
+	fl.BoolVarP(&f.wait, "wait", "w", false, "when a daemon (gridsub serve) takes the job: follow it to its end, as without a daemon")
+	fl.BoolVar(&f.embedded, "embedded", false, "run on an embedded broker even when a daemon is running")
 }
 
 func newSubmitCmd(g *globals) *cobra.Command {
@@ -40,7 +44,13 @@ func newSubmitCmd(g *globals) *cobra.Command {
 goes (printing the placement, its predicted start and end, and the alternatives
 it beat), shows progress until the job ends, fetches the outputs and prints a
 summary. Placement and progress go to stderr; the summary goes to stdout
-(--output json for scripts). Ctrl-C cancels the job everywhere.`,
+(--output json for scripts). Ctrl-C cancels the job everywhere.
+
+When a daemon runs (gridsub serve, found on its socket), the job goes to it
+instead: submit prints the grid job id at once (--output json: the queued job)
+and returns; --wait follows the job to its end with the same progress display
+and exit status (Ctrl-C then stops following, the job goes on). --embedded
+runs the job here even when a daemon runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSubmit(cmd.Context(), g, f, args[0])
@@ -70,6 +80,15 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 	}
 	spec := j.Spec("")
 	s := j.Scheduling
+	if s.Origin == "" && s.DataSize == 0 {
+		// From this machine: what moves is the staged inputs. The policies
+		// price it with each site's measured link (backends.LinkEstimator).
+		for _, in := range spec.Inputs {
+			if fi, err := os.Stat(in.Local); err == nil {
+				s.DataSize += fi.Size()
+			}
+		}
+	}
 	return bridge.Request{
 		Name: j.Name, Command: spec.Command, Script: spec.Script, Env: spec.Env, WorkDir: spec.WorkDir,
 		Nodes: spec.Nodes, CoresPerNode: spec.CoresPerNode, Estimate: spec.Walltime,
@@ -80,6 +99,19 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 }
 
 func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) error {
+	if !f.embedded {
+		// A running daemon takes the job; without one, run it here.
+		c, err := connect(ctx, g)
+		var ee *exitError
+		switch {
+		case err == nil:
+			return runRemoteSubmit(ctx, g, f, c, path)
+		case errors.As(err, &ee):
+			return err
+		case !errors.Is(err, errNoDaemon):
+			return &exitError{exitInternal, fmt.Errorf("%w (--embedded runs the job without the daemon)", err)}
+		}
+	}
 	cfg, err := loadConfig(g)
 	if err != nil {
 		return usageErr(err)

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+)
+
+// errNoDaemon: no daemon answers where this command looks for one.
+var errNoDaemon = errors.New("no gridsub daemon answers")
+
+// daemonClient is a client of the daemon and where it was found.
+type daemonClient struct {
+	*api.Client
+	where string
+}
+
+// connect finds the daemon: GRIDSUB_URL (TCP, with GRIDSUB_TOKEN) if set,
+// else the unix socket of daemonPaths. It returns an error wrapping
+// errNoDaemon, with the advice to start one, when nobody answers.
+func connect(ctx context.Context, g *globals) (*daemonClient, error) {
+	var c *daemonClient
+	if u := os.Getenv(envURL); u != "" {
+		c = &daemonClient{api.NewClient(u, os.Getenv(envToken), nil), u}
+	} else {
+		cfg, err := loadConfig(g)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		_, socket, err := daemonPaths(cfg)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		c = &daemonClient{api.NewUnixClient(socket), socket}
+	}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := c.Health(hctx)
+	var ae *api.Error
+	switch {
+	case err == nil, errors.As(err, &ae): // it answers (perhaps unhealthy: its requests will say why)
+		return c, nil
+	case errors.Is(err, api.ErrNoDaemon):
+		return nil, fmt.Errorf("%w at %s; start one with `gridsub serve &` (it finds its state directory and socket the same way: --config, %s, %s)",
+			errNoDaemon, c.where, envStateDir, envSocket)
+	}
+	return nil, fmt.Errorf("asking the daemon at %s: %w", c.where, err)
+}
+
+// mustConnect is connect for commands that need a daemon.
+func mustConnect(ctx context.Context, g *globals) (*daemonClient, error) {
+	c, err := connect(ctx, g)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, err
+		}
+		return nil, &exitError{exitInternal, err}
+	}
+	return c, nil
+}
+
+// clientErr gives an error from the daemon its exit code.
+func clientErr(err error) error {
+	switch {
+	case errors.Is(err, bridge.ErrNotFound), errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite):
+		return usageErr(err)
+	case errors.Is(err, bridge.ErrFinal):
+		return &exitError{exitJobFailed, err}
+	}
+	return &exitError{exitInternal, err}
+}
+
+// now is the daemon's clock (virtual on simulated sites), or the local
+// clock if it cannot be read.
+func (c *daemonClient) now(ctx context.Context) time.Time {
+	h, err := c.Health(ctx)
+	if err != nil || h.Time.IsZero() {
+		return time.Now()
+	}
+	return h.Time
+}
+
+// followRemote polls a job in the daemon until it ends, showing progress on
+// stderr. Ctrl-C stops following; the job goes on in the daemon.
+func followRemote(ctx context.Context, g *globals, quiet bool, c *daemonClient, id string, every time.Duration) (*bridge.Job, error) {
+	tty := false
+	if fd, ok := g.stderr.(*os.File); ok {
+		tty = term.IsTerminal(int(fd.Fd()))
+	}
+	p := &progress{g: g, quiet: quiet, tty: tty}
+	stopped := func() (*bridge.Job, error) {
+		p.clearLine()
+		if !quiet {
+			fmt.Fprintf(g.stderr, "stopped following %s; it goes on in the daemon (gridsub watch %s, gridsub cancel %s)\n", id, id, id)
+		}
+		return nil, &exitError{exitInternal, fmt.Errorf("interrupted while following %s", id)}
+	}
+	tk := time.NewTicker(every)
+	defer tk.Stop()
+	for {
+		j, err := c.Job(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return stopped()
+			}
+			return nil, clientErr(err)
+		}
+		p.update(j, c.now(ctx))
+		if j.State.Final() {
+			p.done(j)
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return stopped()
+		case <-tk.C:
+		}
+	}
+}
+
+// report prints a job that ended (summary, or JSON with its events) and
+// returns the exit status its state calls for.
+func report(g *globals, j *bridge.Job) error {
+	if g.json() {
+		if err := writeJSON(g.stdout, toJSON(j, true)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(g.stdout, summaryText(j))
+	}
+	if j.State != bridge.Completed {
+		return &exitError{exitJobFailed, fmt.Errorf("job %s %s: %s", j.ID, j.State, j.Reason)}
+	}
+	return nil
+}

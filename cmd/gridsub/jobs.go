@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/internal/daemon"
+)
+
+// followEvery is how often a client polls a job it follows.
+const followEvery = 200 * time.Millisecond
+
+// runRemoteSubmit hands a job file to the daemon. It prints the grid job id
+// at once, or with --wait follows the job to its end like the embedded run.
+func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonClient, path string) error {
+	sites, err := c.Sites(ctx)
+	if err != nil {
+		return clientErr(err)
+	}
+	job, err := loadJob(path, sites)
+	if err != nil {
+		return usageErr(err)
+	}
+	req, err := toRequest(job, c.now(ctx), "")
+	if err != nil {
+		return usageErr(err)
+	}
+	if f.outDir != "" {
+		abs, err := filepath.Abs(f.outDir)
+		if err != nil {
+			return usageErr(fmt.Errorf("--out-dir: %w", err))
+		}
+		req.OutputDir = filepath.Join(abs, daemon.IDPlaceholder)
+	}
+	j, err := c.Submit(ctx, req)
+	if err != nil {
+		return clientErr(err)
+	}
+	if !f.wait {
+		if g.json() {
+			return writeJSON(g.stdout, toJSON(j, false))
+		}
+		fmt.Fprintln(g.stdout, j.ID)
+		if !f.quiet {
+			fmt.Fprintf(g.stderr, "gridsub: %s (%s) queued in the daemon at %s; follow it with `gridsub watch %s`\n", path, job.Name, c.where, j.ID)
+		}
+		return nil
+	}
+	if !f.quiet {
+		fmt.Fprintf(g.stderr, "gridsub: %s (%s) is %s in the daemon at %s: %d node(s), walltime %s\n", path, job.Name, j.ID, c.where,
+			job.Resources.Nodes, job.Resources.Walltime)
+	}
+	final, err := followRemote(ctx, g, f.quiet, c, j.ID, followEvery)
+	if err != nil {
+		return err
+	}
+	return report(g, final)
+}
+
+// jobIDs completes job ids from the daemon (unfinished jobs first).
+func jobIDs(g *globals) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+		defer cancel()
+		c, err := connect(ctx, g)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		js, _, err := c.List(ctx, bridge.Filter{Limit: api.MaxLimit})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, j := range js {
+			if strings.HasPrefix(j.ID, prefix) {
+				out = append(out, cobra.CompletionWithDesc(j.ID, j.Req.Name+" "+string(j.State)))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status ID",
+		Short: "Show one job of the daemon: state, placement, times",
+		Long: `Status shows a job the daemon knows: its state, where it runs, its wait and
+run times and, while it is queued or running, a progress line. --output json
+gives the same object as the end of "gridsub job.yaml --output json", events
+included. Needs a running daemon (gridsub serve).`,
+		Example:           "  gridsub status g000042\n  gridsub status g000042 -o json | jq .state",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: jobIDs(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := mustConnect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			j, err := c.Job(cmd.Context(), args[0])
+			if err != nil {
+				return clientErr(err)
+			}
+			if g.json() {
+				return writeJSON(g.stdout, toJSON(j, true))
+			}
+			fmt.Fprint(g.stdout, summaryText(j))
+			if !j.State.Final() {
+				fmt.Fprintf(g.stdout, "  %-10s %s\n", "progress", progressLine(j, c.now(cmd.Context())))
+			}
+			return nil
+		},
+	}
+}
+
+// listFlags filter a list of jobs.
+type listFlags struct {
+	states []string
+	site   string
+	name   string
+	limit  int
+}
+
+func (f *listFlags) register(c *cobra.Command, limit int, limitHelp string) {
+	fl := c.Flags()
+	fl.StringSliceVar(&f.states, "state", nil, "only jobs in these states (repeat or comma-separate): queued, submitting, dispatched, running, completed, failed, cancelled, rejected")
+	fl.StringVar(&f.site, "site", "", "only jobs placed (in part) on this site")
+	fl.StringVar(&f.name, "name", "", "only jobs with this name")
+	fl.IntVar(&f.limit, "limit", limit, limitHelp)
+}
+
+func (f *listFlags) filter() (bridge.Filter, error) {
+	if f.limit < 0 {
+		return bridge.Filter{}, fmt.Errorf("--limit must be >= 0, got %d", f.limit)
+	}
+	flt := bridge.Filter{Site: f.site, Name: f.name}
+	for _, s := range f.states {
+		flt.States = append(flt.States, bridge.JobState(strings.ToLower(strings.TrimSpace(s))))
+	}
+	return flt, nil
+}
+
+// fetch returns the jobs a filter selects: the first limit (0 = all), or
+// with last the last limit.
+func fetch(ctx context.Context, c *daemonClient, flt bridge.Filter, limit int, last bool) ([]*bridge.Job, error) {
+	if limit > 0 && !last && limit <= api.MaxLimit {
+		flt.Limit = limit
+		js, _, err := c.List(ctx, flt)
+		return js, err
+	}
+	flt.Limit = api.MaxLimit
+	js, err := c.ListAll(ctx, flt)
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && len(js) > limit {
+		if last {
+			js = js[len(js)-limit:]
+		} else {
+			js = js[:limit]
+		}
+	}
+	return js, nil
+}
+
+func printJobs(g *globals, js []*bridge.Job, ended bool) error {
+	if g.json() {
+		out := make([]jobJSON, len(js))
+		for i, j := range js {
+			out[i] = toJSON(j, false)
+		}
+		return writeJSON(g.stdout, out)
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	if ended {
+		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSITES\tSUBMITTED\tWAIT\tRUN\tREASON")
+	} else {
+		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSITES\tSUBMITTED\tATTEMPTS\tREASON")
+	}
+	for _, j := range js {
+		sites := j.Sites()
+		if sites == "" {
+			sites = "-"
+		}
+		sub := j.Submit.Local().Format("2006-01-02 15:04:05")
+		if ended {
+			wait, run := "-", "-"
+			if !j.Start.IsZero() {
+				wait = j.Start.Sub(j.Submit).Round(time.Second).String()
+				if !j.End.IsZero() {
+					run = j.End.Sub(j.Start).Round(time.Second).String()
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, wait, run, oneLine(j.Reason))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, j.Attempts, oneLine(j.Reason))
+		}
+	}
+	return tw.Flush()
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+func newListCmd(g *globals) *cobra.Command {
+	f := &listFlags{}
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the daemon's jobs, with filters",
+		Long: `List shows the jobs the daemon knows, in submission order, filtered by
+state, site and name. --output json gives an array of job objects, each with at
+least "id", "name", "state" and "sites". Needs a running daemon (gridsub serve).`,
+		Example: `  gridsub list
+  gridsub list --state running,queued --site Beijing
+  gridsub list --output json | jq -r '.[] | select(.state=="failed") | .id'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			flt, err := f.filter()
+			if err != nil {
+				return usageErr(err)
+			}
+			c, err := mustConnect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			js, err := fetch(cmd.Context(), c, flt, f.limit, false)
+			if err != nil {
+				return clientErr(err)
+			}
+			return printJobs(g, js, false)
+		},
+	}
+	f.register(c, 0, "at most this many jobs, the first in submission order (0 = all)")
+	return c
+}
+
+func newHistoryCmd(g *globals) *cobra.Command {
+	f := &listFlags{}
+	c := &cobra.Command{
+		Use:   "history",
+		Short: "List the daemon's ended jobs, the latest last",
+		Long: `History lists jobs that ended (completed, failed, cancelled, rejected) with
+their wait and run times: the last --limit of them in submission order.
+--state narrows the final states. The daemon deletes jobs that ended longer
+ago than its --keep-history. Needs a running daemon (gridsub serve).`,
+		Example: "  gridsub history\n  gridsub history --state failed --limit 0 -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			flt, err := f.filter()
+			if err != nil {
+				return usageErr(err)
+			}
+			final := []bridge.JobState{bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
+			if len(flt.States) == 0 {
+				flt.States = final
+			}
+			for _, s := range flt.States {
+				if !slices.Contains(final, s) {
+					return usageErr(fmt.Errorf("history lists ended jobs: --state %q is not a final state (completed, failed, cancelled, rejected); use `gridsub list --state %s`", s, s))
+				}
+			}
+			c, err := mustConnect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			js, err := fetch(cmd.Context(), c, flt, f.limit, true)
+			if err != nil {
+				return clientErr(err)
+			}
+			return printJobs(g, js, true)
+		},
+	}
+	f.register(c, 20, "the last this many ended jobs (0 = all)")
+	return c
+}
+
+func newWatchCmd(g *globals) *cobra.Command {
+	var quiet bool
+	c := &cobra.Command{
+		Use:   "watch ID",
+		Short: "Follow a job of the daemon until it ends",
+		Long: `Watch shows a job's live progress on stderr until it ends, then prints its
+summary (--output json: the job with its events) and exits with the job's
+status: 0 completed, 1 failed, cancelled or rejected. Ctrl-C stops watching;
+the job goes on. Needs a running daemon (gridsub serve).`,
+		Example:           "  gridsub watch g000042",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: jobIDs(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := mustConnect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			j, err := followRemote(cmd.Context(), g, quiet, c, args[0], followEvery)
+			if err != nil {
+				return err
+			}
+			return report(g, j)
+		},
+	}
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr, only the summary")
+	return c
+}
+
+func newEventsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "events ID",
+		Short: "Show a job's history: every state change, dispatch and failure",
+		Long: `Events prints a job's event history in order: submission, placement decisions,
+remote submissions, state changes, retries, cancellations, output fetches.
+Times are the broker's (virtual on simulated sites). Needs a running daemon.`,
+		Example:           "  gridsub events g000042\n  gridsub events g000042 -o json",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: jobIDs(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := mustConnect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			evs, err := c.Events(cmd.Context(), args[0])
+			if err != nil {
+				return clientErr(err)
+			}
+			if g.json() {
+				if evs == nil {
+					evs = []bridge.Event{}
+				}
+				return writeJSON(g.stdout, evs)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tKIND\tSITE\tMESSAGE")
+			for _, e := range evs {
+				site := e.Site
+				if site == "" {
+					site = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind, site, e.Msg)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newCancelCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID...",
+		Short: "Cancel jobs of the daemon at every site they were sent to",
+		Long: `Cancel withdraws each job: from the queue if it waits, from every site it was
+submitted to if it was dispatched. A job that already ended is reported and
+left as it is (exit status 1).`,
+		Example:           "  gridsub cancel g000042 g000043",
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: jobIDs(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := mustConnect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			var out []jobJSON
+			var first error
+			failed := 0
+			for _, id := range args {
+				j, err := c.Cancel(cmd.Context(), id)
+				if err != nil {
+					fmt.Fprintf(g.stderr, "gridsub: cancel %s: %v\n", id, err)
+					failed++
+					if first == nil {
+						first = clientErr(err)
+					}
+					continue
+				}
+				out = append(out, toJSON(j, false))
+				if !g.json() {
+					fmt.Fprintf(g.stdout, "%s %s\n", j.ID, j.State)
+				}
+			}
+			if g.json() {
+				if out == nil {
+					out = []jobJSON{}
+				}
+				if err := writeJSON(g.stdout, out); err != nil {
+					return err
+				}
+			}
+			var ee *exitError
+			if errors.As(first, &ee) { // each failure is already on stderr
+				return &exitError{ee.code, fmt.Errorf("%d of %d job(s) not cancelled", failed, len(args))}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/internal/config"
+	"github.com/gridsub/gridsub/internal/daemon"
+)
+
+// Environment variables that say where the daemon is. Every command reads
+// them the same way (daemonPaths, connect).
+const (
+	envStateDir = "GRIDSUB_STATE_DIR" // overrides broker.state_dir
+	envSocket   = "GRIDSUB_SOCKET"    // overrides broker.socket
+	envURL      = "GRIDSUB_URL"       // a daemon served over TCP (http://host:port); needs GRIDSUB_TOKEN
+	envToken    = "GRIDSUB_TOKEN"     // the bearer token of a TCP daemon
+)
+
+// daemonPaths returns the state directory and the API socket: the
+// configuration's broker.state_dir and broker.socket, overridden by
+// GRIDSUB_STATE_DIR and GRIDSUB_SOCKET. A socket left at its default
+// (<state_dir>/gridsub.sock) follows an overridden state directory.
+func daemonPaths(cfg *config.Config) (stateDir, socket string, err error) {
+	stateDir, socket = cfg.Broker.StateDir, cfg.Broker.Socket
+	derived := socket == filepath.Join(stateDir, "gridsub.sock")
+	if v := os.Getenv(envStateDir); v != "" {
+		if stateDir, err = filepath.Abs(v); err != nil {
+			return "", "", fmt.Errorf("%s=%q: %w", envStateDir, v, err)
+		}
+		if derived {
+			socket = filepath.Join(stateDir, "gridsub.sock")
+		}
+	}
+	if v := os.Getenv(envSocket); v != "" {
+		socket = v
+	}
+	return stateDir, socket, nil
+}
+
+type serveFlags struct {
+	listen        string
+	tokenFile     string
+	metricsListen string
+	timeScale     float64
+	keep          time.Duration
+	logFormat     string
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	f := &serveFlags{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the broker as a daemon that the other commands talk to",
+		Long: `Serve runs the broker as a long-lived daemon. It keeps its state in
+<state_dir>/gridsub.db (SQLite, every change committed before it is acted on),
+recovers the unfinished jobs at start, serves the HTTP/JSON API (GET
+/openapi.yaml) on a unix socket (mode 0600), and runs the scheduling cycle and
+the other periodic tasks on the schedules of broker.cron:
+
+  cycle            poll, plan, dispatch        default "@every <broker.interval>"
+                                               (simulated sites: of virtual time, >= 100ms)
+  health           probe every site            default "@every 1m"
+  history_cleanup  drop jobs ended long ago    default "@daily" (see --keep-history)
+
+While it runs, "gridsub job.yaml" and "gridsub submit" hand jobs to it and
+return the grid job id at once (--wait follows the job), and status, list,
+watch, events, cancel and history query it.
+
+The state directory and the socket come from the configuration
+(broker.state_dir, broker.socket), overridden by GRIDSUB_STATE_DIR and
+GRIDSUB_SOCKET; every command finds the daemon the same way. Prometheus
+metrics are at GET /metrics on the socket (and on --metrics-listen). Logs are
+structured (log/slog) on stderr. SIGTERM or SIGINT stops it gracefully: no new
+connections, requests and the current cycle finished, the store closed, the
+socket removed.
+
+Simulated sites run inside the daemon on a virtual clock (--time-scale virtual
+seconds per wall second); they do not survive a restart, so jobs that were
+running on them when the daemon stopped are found lost and queued again.`,
+		Example: `  gridsub serve &                          # the simulated testbed, state in ~/.local/state/gridsub
+  GRIDSUB_STATE_DIR=/tmp/gs gridsub serve --log-format json
+  gridsub --config site.yaml serve --metrics-listen 127.0.0.1:9108
+  GRIDSUB_TOKEN=$(cat tok) gridsub serve --listen :8470   # also on TCP, with a bearer token`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd, g, f)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", "", "also serve the API on this TCP address; needs a token (GRIDSUB_TOKEN or --token-file)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for --listen (default: GRIDSUB_TOKEN)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", "also serve /metrics (only) on this TCP address, without a token")
+	fl.Float64Var(&f.timeScale, "time-scale", 0, "simulated sites only: virtual seconds per wall second (default: sim.time_scale)")
+	fl.DurationVar(&f.keep, "keep-history", 30*24*time.Hour, "history cleanup deletes jobs that ended longer ago than this")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	return c
+}
+
+func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return usageErr(fmt.Errorf("--log-format must be text or json, got %q", f.logFormat))
+	}
+	level := g.logLevel
+	if !cmd.Flags().Changed("log-level") {
+		level = "info" // a daemon says what it does
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return usageErr(fmt.Errorf("--log-level must be debug, info, warn or error, got %q", level))
+	}
+	hopts := &slog.HandlerOptions{Level: lvl}
+	var log *slog.Logger
+	if f.logFormat == "json" {
+		log = slog.New(slog.NewJSONHandler(g.stderr, hopts))
+	} else {
+		log = slog.New(slog.NewTextHandler(g.stderr, hopts))
+	}
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return usageErr(err)
+	}
+	stateDir, socket, err := daemonPaths(cfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	spec, err := specFromConfig(cfg, log)
+	if err != nil {
+		return usageErr(err)
+	}
+	token := os.Getenv(envToken)
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return usageErr(fmt.Errorf("--token-file: %w", err))
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if f.listen == "" {
+		token = "" // the socket's file mode is the protection
+	}
+	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
+	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
+		Listen: f.listen, Token: token, MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
+		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, Logger: log})
+	switch {
+	case err == nil || errors.Is(err, context.Canceled):
+		return nil
+	case errors.Is(err, daemon.ErrOptions), errors.Is(err, daemon.ErrSchedule), errors.Is(err, api.ErrNotSocket),
+		errors.Is(err, api.ErrInUse), errors.Is(err, fs.ErrPermission):
+		return usageErr(err)
+	}
+	return &exitError{exitInternal, err}
+}
