@@ -195,6 +195,14 @@ type Fetcher interface {
 	FetchOutputs(ctx context.Context, id JobID, spec *JobSpec, localDir string) ([]string, error)
 }
 
+// LinkEstimator is an optional capability: the site's transfer cost from
+// this machine as measured on the transfers made so far, seconds =
+// latency + bytes·secPerByte. ok is false until something was measured. The
+// broker feeds it to the policies' transfer-cost term.
+type LinkEstimator interface {
+	LinkEstimate() (secPerByte float64, latency time.Duration, ok bool)
+}
+
 // ResvID is a site-local reservation id.
 type ResvID string
 

@@ -96,6 +96,7 @@ type Broker struct {
 	infoOK    []bool
 	infoErr   []error
 	names     []string
+	uplinkBuf []policy.Link
 }
 
 type pendingEvent struct {
@@ -748,13 +749,39 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	// The snapshot and its buffers are reused from cycle to cycle: the
 	// policy reads them only during Plan and must not modify them.
 	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.opts.Links, MultiSite: b.opts.MultiSite,
-		Quiet: b.opts.NoHistory}
+		Quiet: b.opts.NoHistory, Uplinks: b.uplinks()}
 	b.mu.Lock()
 	// The cap keeps an append by the policy from writing into the broker's
 	// own view of the queue.
 	b.snap.Queue = b.pq[:len(b.pq):len(b.pq)]
 	b.mu.Unlock()
 	return &b.snap, nil
+}
+
+// uplinks is each site's measured transfer cost from this machine, for
+// jobs submitted from no site, or nil when no site has measured anything.
+// Measurements come from the sites' own transfers (backends.LinkEstimator).
+func (b *Broker) uplinks() []policy.Link {
+	var out []policy.Link
+	for s, sc := range b.sites {
+		le, ok := sc.Backend.(backends.LinkEstimator)
+		if !ok {
+			continue
+		}
+		spb, lat, ok := le.LinkEstimate()
+		if !ok {
+			continue
+		}
+		if out == nil {
+			if cap(b.uplinkBuf) < len(b.sites) {
+				b.uplinkBuf = make([]policy.Link, len(b.sites))
+			}
+			out = b.uplinkBuf[:len(b.sites)]
+			clear(out)
+		}
+		out[s] = policy.Link{SecPerByte: spb, Latency: lat}
+	}
+	return out
 }
 
 // markStale notes that a pushing site's Info has changed.

@@ -370,3 +370,33 @@ func TestReplicaRunsAtItsOwnSitesSpeed(t *testing.T) {
 		t.Errorf("copy at Fast (h 0.6): walltime %s runtime %s, want 1m0s and 30s", f.Walltime, f.Sim.Runtime)
 	}
 }
+
+// measuredSite is a fake site that has measured its link from this machine.
+type measuredSite struct{ *fakeSite }
+
+func (measuredSite) LinkEstimate() (float64, time.Duration, bool) {
+	return 1e-6, 30 * time.Millisecond, true
+}
+
+// TestMeasuredLinksReachThePolicy: a site's measured transfer cost (a
+// backends.LinkEstimator) is in the snapshot the policy plans with.
+func TestMeasuredLinksReachThePolicy(t *testing.T) {
+	a, m := newFake("A", 4), measuredSite{newFake("M", 4)}
+	var seen []policy.Link
+	dec := func(s *policy.Snapshot, j policy.Job) *policy.Decision {
+		seen = append([]policy.Link(nil), s.Uplinks...)
+		return nil
+	}
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a}, {Name: "M", Backend: m}}, Planner: scriptPlanner{dec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Submit(context.Background(), req(1), t0); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0)
+	want := []policy.Link{{}, {SecPerByte: 1e-6, Latency: 30 * time.Millisecond}}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Fatalf("policy saw uplinks %+v, want %+v", seen, want)
+	}
+}

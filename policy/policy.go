@@ -61,6 +61,10 @@ type Snapshot struct {
 	Queue []Job
 	// Links[i][j] is the path from site i to site j; nil means free transfer.
 	Links [][]Link
+	// Uplinks[j] is the path from the submitting machine to site j, for jobs
+	// that come from no site (Job.Origin = -1), as measured by the transfers
+	// made to that site; nil or a zero Link means free (not measured yet).
+	Uplinks []Link
 	// MultiSite is the multi-site factor p >= 1 applied to every job that spans
 	// more than one site (SPEC.md §1 equation 3).
 	MultiSite float64

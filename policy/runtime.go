@@ -2,13 +2,23 @@ package policy
 
 import "time"
 
-// TransferTime is t_trans(i,j) = s·b_ij + l_ij, zero when i = j or when the job
-// has no origin site or the snapshot no links.
+// TransferTime is t_trans(i,j) = s·b_ij + l_ij, zero when i = j. A job with
+// no origin site (from < 0) comes from the submitting machine: its cost is
+// the uplink to j (Snapshot.Uplinks), zero when unknown. Without links the
+// transfer is free.
 func (s *Snapshot) TransferTime(from, to int, size int64) time.Duration {
-	if from < 0 || from == to || s.Links == nil {
+	var l Link
+	switch {
+	case from < 0:
+		if to >= len(s.Uplinks) {
+			return 0
+		}
+		l = s.Uplinks[to]
+	case from == to || s.Links == nil:
 		return 0
+	default:
+		l = s.Links[from][to]
 	}
-	l := s.Links[from][to]
 	return time.Duration(float64(size)*l.SecPerByte*float64(time.Second)) + l.Latency
 }
 

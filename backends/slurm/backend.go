@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/transport"
 )
 
 // Config describes one SLURM site as the backend sees it.
@@ -49,6 +50,8 @@ type Backend struct {
 	log   *slog.Logger
 	// closer closes the connection made by Connect.
 	closer func() error
+	// est measures the transfers of the connection made by Connect.
+	est *transport.Estimator
 
 	mu       sync.Mutex
 	dirs     map[backends.JobID]string // job id -> job directory relative to RemoteDir

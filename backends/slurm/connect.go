@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/transport"
@@ -24,7 +25,20 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 	}
 	b := New(cfg, c, func(root string) backends.Stager { return c.Stager(root) })
 	b.closer = c.Close
+	b.est = c.Estimator()
 	return b, nil
+}
+
+var _ backends.LinkEstimator = (*Backend)(nil)
+
+// LinkEstimate implements backends.LinkEstimator from the connection's
+// transfer measurements (transport.Estimator); ok is false for a Backend
+// built with New or before the first transfer.
+func (b *Backend) LinkEstimate() (float64, time.Duration, bool) {
+	if b.est == nil || b.est.Count() == 0 {
+		return 0, 0, false
+	}
+	return b.est.SecPerByte(), b.est.Latency(), true
 }
 
 // Close releases the connection Connect made (a no-op for a Backend built

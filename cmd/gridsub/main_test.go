@@ -177,3 +177,27 @@ func TestEmbeddedRunsNeverShareIDs(t *testing.T) {
 		t.Fatalf("ids %v, output dirs %d: two runs must not share an id", ids, len(dirs))
 	}
 }
+
+// TestDataSizeIsTheStagedInputs: a job submitted from this machine (no origin
+// site) moves its inputs, so that is the size the transfer-cost term prices.
+func TestDataSizeIsTheStagedInputs(t *testing.T) {
+	j, err := loadJob(filepath.Join(repoRoot, "examples/staging.yaml"), []string{"Beijing", "Shanghai", "Harbin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, in := range j.Inputs {
+		fi, err := os.Stat(in.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += fi.Size()
+	}
+	r, err := toRequest(j, time.Unix(0, 0), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want == 0 || r.DataSize != want {
+		t.Fatalf("data size %d, want the inputs' %d bytes", r.DataSize, want)
+	}
+}
