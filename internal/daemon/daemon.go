@@ -82,6 +82,8 @@ type Daemon struct {
 	cron    *cron.Cron
 	servers []*http.Server
 	errc    chan error
+	tcp     string // the API's TCP address, if any
+	mtcp    string // the metrics-only TCP address, if any
 
 	trig     chan string
 	pending  map[string]*atomic.Bool
@@ -227,6 +229,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 			ul.Close()
 			return nil, fmt.Errorf("API on %s: %w", opts.Listen, err)
 		}
+		d.tcp = tl.Addr().String()
 		listeners = append(listeners, tl)
 		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log, Token: opts.Token}), opts.Token))
 	}
@@ -240,6 +243,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		m := http.NewServeMux()
 		m.Handle("GET /metrics", metricsH)
+		d.mtcp = ml.Addr().String()
 		listeners = append(listeners, ml)
 		handlers = append(handlers, m)
 	}
@@ -301,6 +305,13 @@ func (d *Daemon) Now() time.Time { return d.env.Now() }
 
 // Socket is the path of the API socket.
 func (d *Daemon) Socket() string { return d.opts.Socket }
+
+// TCPAddr is the address the API serves on over TCP ("" without
+// Options.Listen); with a port 0 in Listen it tells the port chosen.
+func (d *Daemon) TCPAddr() string { return d.tcp }
+
+// MetricsAddr is the address of Options.MetricsListen once listening.
+func (d *Daemon) MetricsAddr() string { return d.mtcp }
 
 // post asks the worker to run a task, unless it is already waiting to.
 func (d *Daemon) post(task string) {

@@ -346,6 +346,44 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+func TestTCPWithToken(t *testing.T) {
+	state, sock := dirs(t)
+	d, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: sock,
+		Listen: "127.0.0.1:0", Token: "s3cret", MetricsListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, d)
+	ctx := context.Background()
+	base := "http://" + d.TCPAddr()
+	j, err := api.NewClient(base, "s3cret", nil).Submit(ctx, request("tcp", 1, time.Minute, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The socket needs no token; the same job is there.
+	if got, err := api.NewUnixClient(sock).Job(ctx, j.ID); err != nil || got.Req.Name != "tcp" {
+		t.Fatalf("over the socket: %+v, %v", got, err)
+	}
+	var ae *api.Error
+	if _, err := api.NewClient(base, "wrong", nil).Job(ctx, j.ID); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %v", err)
+	}
+	for url, want := range map[string]int{
+		base + "/metrics":                        http.StatusUnauthorized, // the API's port wants the token
+		"http://" + d.MetricsAddr() + "/metrics": http.StatusOK,
+		"http://" + d.MetricsAddr() + "/v1/jobs": http.StatusNotFound, // metrics only
+	} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", url, resp.StatusCode, want)
+		}
+	}
+}
+
 func TestSecondDaemonRefused(t *testing.T) {
 	state, sock := dirs(t)
 	start(t, state, sock, 600)
