@@ -130,7 +130,7 @@ func fill(t *testing.T, path string, n int) {
 					st = bridge.Failed
 				}
 				j := &bridge.Job{ID: fmt.Sprintf("g%06d", i), State: st, Submit: submit, Start: submit.Add(time.Minute), Attempts: 1,
-					Req: bridge.Request{Name: fmt.Sprintf("job-%d", i%500), Command: []string{"/bin/true"}, Nodes: 1, Estimate: 10 * time.Hour},
+					Req:   bridge.Request{Name: fmt.Sprintf("job-%d", i%500), Command: []string{"/bin/true"}, Nodes: 1, Estimate: 10 * time.Hour},
 					Comps: []bridge.Component{{Site: sites[i%3], Nodes: 1, RemoteID: backends.JobID(strconv.Itoa(i)), State: backends.StateRunning}}}
 				if st.Final() {
 					j.End, j.Comps[0].State = submit.Add(30*time.Minute), backends.StateCompleted
