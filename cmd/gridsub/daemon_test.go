@@ -270,6 +270,11 @@ func TestServeAndClients(t *testing.T) {
 	if code, _, stderr := cli("history", "--state", "running"); code != exitUsage || !strings.Contains(stderr, "not a final state") {
 		t.Errorf("history --state running: exit %d %q", code, stderr)
 	}
+	// Shell completion of job ids asks the daemon.
+	code, stdout, _ = cli("__complete", "status", "g")
+	if code != 0 || !strings.Contains(stdout, id1+"\thello completed") || !strings.Contains(stdout, lj.ID+"\tlong cancelled") {
+		t.Errorf("completion of job ids: %d\n%s", code, stdout)
+	}
 	// --embedded runs here, not in the daemon.
 	code, stdout, _ = cli("examples/hello.yaml", "--embedded", "--out-dir", filepath.Join(d, "emb"), "-q")
 	if code != 0 || !strings.Contains(stdout, "state      completed (exit 0)") {
