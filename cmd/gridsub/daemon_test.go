@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gridsub/gridsub/bridge/api"
 )
 
 // TestMain points every test at a socket where no daemon runs, so a daemon
@@ -107,7 +110,9 @@ func startServe(t *testing.T, bin, state, sock string, args ...string) *servePro
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if fi, err := os.Lstat(sock); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-			return p
+			if _, err := api.NewUnixClient(sock).Health(context.Background()); err == nil {
+				return p // this daemon answers (not a stale socket of a killed one)
+			}
 		}
 		select {
 		case err := <-p.done:
