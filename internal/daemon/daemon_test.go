@@ -530,3 +530,46 @@ func TestConcurrentClients(t *testing.T) {
 	t.Logf("%d clients, %s: %d submissions (%.0f/s), %d reads, %d lists, no error", clients, dur, len(ids),
 		float64(len(ids))/dur.Seconds(), reads, lists)
 }
+
+// TestHistoryCleanup: the history_cleanup task prunes ended jobs older than
+// the retention and leaves live ones.
+func TestHistoryCleanup(t *testing.T) {
+	state, sock := dirs(t)
+	d, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: sock,
+		TimeScale: 600, SimTick: 20 * time.Millisecond, Retention: time.Millisecond,
+		Cron: map[string]string{"cycle": "@every 50ms", "history_cleanup": "@every 100ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, d)
+	c := api.NewUnixClient(sock)
+	ctx := context.Background()
+	short, err := c.Submit(ctx, request("short", 1, 10*time.Second, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := c.Submit(ctx, request("long", 1, 10*time.Hour, 10*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		js, _, err := c.List(ctx, bridge.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(js) == 1 {
+			if js[0].ID != long.ID || js[0].State.Final() {
+				t.Fatalf("the cleanup kept %s (%s), want the live %s", js[0].ID, js[0].State, long.ID)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not pruned: %d jobs listed", short.ID, len(js))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := metric(t, scrape(t, sock), "gridsub_history_pruned_total"); n != 1 {
+		t.Errorf("pruned total %v, want 1", n)
+	}
+}
