@@ -210,6 +210,14 @@ func TestServeAndClients(t *testing.T) {
 	if !strings.Contains(stderr, "placement:") || !strings.Contains(stderr, "completed") {
 		t.Errorf("no progress on stderr: %q", stderr)
 	}
+	code, stdout, _ = cli("output", j.ID)
+	if code != 0 || strings.TrimSpace(stdout) != strings.Join(j.Outputs, "\n") {
+		t.Errorf("output: exit %d %q, want %q", code, stdout, j.Outputs)
+	}
+	code, stdout, _ = cli("output", j.ID, "--cat")
+	if code != 0 || !strings.Contains(stdout, "gridsub sim") {
+		t.Errorf("output --cat: exit %d %q", code, stdout)
+	}
 	// watch the first one to its end.
 	code, stdout, stderr = cli("watch", id1)
 	if code != 0 || !strings.Contains(stdout, "state      completed (exit 0)") {
@@ -225,6 +233,9 @@ func TestServeAndClients(t *testing.T) {
 		t.Fatalf("submit long: exit %d %v %s %s", code, err, stdout, stderr)
 	}
 
+	if code, _, stderr := cli("output", lj.ID); code != exitJobFailed || !strings.Contains(stderr, "outputs are fetched when it ends") {
+		t.Errorf("output of a queued job: exit %d %q", code, stderr)
+	}
 	code, stdout, _ = cli("list", "-o", "json")
 	var all []listedJob
 	if err := json.Unmarshal([]byte(stdout), &all); err != nil || code != 0 || len(all) != 3 {

@@ -70,7 +70,7 @@ sites: Beijing 128 nodes, Shanghai 64, Harbin 32), so you can try it anywhere.
 
 With a daemon running ("gridsub serve &"), jobs go to it: "gridsub job.yaml"
 returns the grid job id at once (--wait follows the job), and status, list,
-watch, events, cancel and history query it.
+watch, events, cancel, history and output query it.
 
 Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 2 a usage, job-file or configuration error; 3 gridsub could not do its work.`,
@@ -105,7 +105,7 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 	}
 	sub.register(root)
 	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
-		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newDocsCmd())
+		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newDocsCmd())
 	return root
 }
 

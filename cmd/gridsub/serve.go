@@ -75,7 +75,7 @@ the other periodic tasks on the schedules of broker.cron:
 
 While it runs, "gridsub job.yaml" and "gridsub submit" hand jobs to it and
 return the grid job id at once (--wait follows the job), and status, list,
-watch, events, cancel and history query it.
+watch, events, cancel, history and output query it.
 
 The state directory and the socket come from the configuration
 (broker.state_dir, broker.socket), overridden by GRIDSUB_STATE_DIR and
