@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	os.Unsetenv(envURL)
 	code := m.Run()
 	os.RemoveAll(d)
+	if builtBinary != "" {
+		os.RemoveAll(filepath.Dir(builtBinary))
+	}
 	os.Exit(code)
 }
 
