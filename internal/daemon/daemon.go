@@ -401,6 +401,7 @@ func (d *Daemon) run(ctx context.Context, task string) {
 			}
 			d.m.siteUp.WithLabelValues(name).Set(1)
 			d.m.siteFree.WithLabelValues(name).Set(float64(info.FreeNodes))
+			d.m.link(name, be)
 			d.log.Debug("site health", "site", name, "free", info.FreeNodes, "queued", info.Queued, "running", info.Running)
 		}
 	case TaskCleanup:

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 )
 
@@ -26,6 +27,8 @@ type metrics struct {
 	siteErrors   *prometheus.CounterVec // site, op
 	siteUp       *prometheus.GaugeVec   // site
 	siteFree     *prometheus.GaugeVec   // site
+	siteRate     *prometheus.GaugeVec   // site
+	siteLatency  *prometheus.GaugeVec   // site
 	skipped      *prometheus.CounterVec // task
 	pruned       prometheus.Counter
 }
@@ -60,6 +63,10 @@ func newMetrics(count countFunc) *metrics {
 			Help: "1 if the site's last health probe succeeded, 0 if it failed."}, []string{"site"}),
 		siteFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gridsub_site_free_nodes",
 			Help: "Free nodes the site reported at its last health probe."}, []string{"site"}),
+		siteRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gridsub_site_transfer_bytes_per_second",
+			Help: "Transfer rate to the site measured on the staging transfers made so far (backends.LinkEstimator); absent until measured."}, []string{"site"}),
+		siteLatency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gridsub_site_transfer_latency_seconds",
+			Help: "Per-transfer latency to the site measured on the staging transfers made so far; absent until measured."}, []string{"site"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gridsub_task_triggers_skipped_total",
 			Help: "Schedule triggers dropped because the same task was still waiting to run."}, []string{"task"}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "gridsub_history_pruned_total",
@@ -77,7 +84,7 @@ func newMetrics(count countFunc) *metrics {
 		})
 	}
 	r.MustRegister(m.cycleSeconds, m.cycles, m.started, m.ended, m.dispatches, m.dispatchLat, m.remoteSubmit,
-		m.submissions, m.siteErrors, m.siteUp, m.siteFree, m.skipped, m.pruned,
+		m.submissions, m.siteErrors, m.siteUp, m.siteFree, m.siteRate, m.siteLatency, m.skipped, m.pruned,
 		gauge("gridsub_queue_length", "Jobs waiting in the broker's queue (queued), read from the store (-1 if it cannot be read).", bridge.Queued),
 		gauge("gridsub_live_jobs", "Jobs submitted to sites and not ended (submitting, dispatched, running), read from the store.", bridge.Submitting, bridge.Dispatched, bridge.Running),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -123,4 +130,19 @@ func (m *metrics) cycle(d time.Duration, rep bridge.CycleReport, err error) {
 		op, _, _ := strings.Cut(rest, ": ")
 		m.siteErrors.WithLabelValues(site, op).Inc()
 	}
+}
+
+// link records a site's measured transfer rate and latency, when the site
+// measures them (backends.LinkEstimator) and has measured something.
+func (m *metrics) link(site string, be backends.Backend) {
+	le, ok := be.(backends.LinkEstimator)
+	if !ok {
+		return
+	}
+	spb, lat, ok := le.LinkEstimate()
+	if !ok || spb <= 0 {
+		return
+	}
+	m.siteRate.WithLabelValues(site).Set(1 / spb)
+	m.siteLatency.WithLabelValues(site).Set(lat.Seconds())
 }
