@@ -19,7 +19,9 @@ type measured struct {
 	ok  bool
 }
 
-func (m measured) LinkEstimate() (float64, time.Duration, bool) { return m.spb, 40 * time.Millisecond, m.ok }
+func (m measured) LinkEstimate() (float64, time.Duration, bool) {
+	return m.spb, 40 * time.Millisecond, m.ok
+}
 
 func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
 	t.Helper()
