@@ -247,7 +247,16 @@ func TestRestartSeesJobsAgain(t *testing.T) {
 	}
 	// The running job's simulated site did not survive: the first cycle
 	// finds it lost and queues it again; it runs again as attempt 2.
-	again := waitState(t, c, long.ID, 15*time.Second, bridge.Running)
+	// Until the first cycle after the restart polls the site, the store still
+	// says attempt 1 runs: wait for attempt 2, not just for "running".
+	var again *bridge.Job
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		again = waitState(t, c, long.ID, 15*time.Second, bridge.Running)
+		if again.Attempts >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if again.Attempts != 2 || !slices.Contains(kinds(again.Events), "requeued") {
 		t.Fatalf("recovered job: attempts %d, events %v", again.Attempts, kinds(again.Events))
 	}
