@@ -16,6 +16,11 @@ import (
 	"github.com/gridsub/gridsub/policy"
 )
 
+// IDPlaceholder in Request.OutputDir is replaced by the job's id when it is
+// submitted (and stored), for callers that learn the id only from Submit:
+// "gridsub-out/{id}" becomes "gridsub-out/g000042".
+const IDPlaceholder = "{id}"
+
 // Sentinel errors of the broker.
 var (
 	// ErrUnknownSite: a request names a site the broker does not have.
@@ -193,6 +198,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		return nil, fmt.Errorf("allocating a job id: %w", err)
 	}
 	j := &Job{ID: fmt.Sprintf("%s%06d", b.opts.IDPrefix, seq), Req: req, State: Queued, Submit: now, ExitCode: -1}
+	j.Req.OutputDir = strings.ReplaceAll(req.OutputDir, IDPlaceholder, j.ID)
 	var ev *Event
 	if !b.opts.NoHistory {
 		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}
@@ -844,14 +850,4 @@ func ceilSecond(d time.Duration) time.Duration {
 		d += time.Second - r
 	}
 	return d
-}
-
-// SetOutputDir sets where a job's outputs are fetched to, for callers that
-// learn the job id only from Submit. It has no effect once the job ended.
-func (b *Broker) SetOutputDir(id, dir string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if j, ok := b.jobs[id]; ok && !j.State.Final() {
-		j.Req.OutputDir = dir
-	}
 }

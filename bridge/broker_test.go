@@ -400,3 +400,21 @@ func TestMeasuredLinksReachThePolicy(t *testing.T) {
 		t.Fatalf("policy saw uplinks %+v, want %+v", seen, want)
 	}
 }
+
+// TestOutputDirPlaceholderIsStored: "{id}" in the output directory becomes
+// the job id before the job is first stored, so a restarted broker fetches
+// the outputs to the same place.
+func TestOutputDirPlaceholderIsStored(t *testing.T) {
+	mem := NewMemStore()
+	b := brokerOn(t, mem, newFake("A", 1))
+	r := req(1)
+	r.OutputDir = "out/" + IDPlaceholder
+	j, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := mem.Get(context.Background(), j.ID)
+	if want := "out/" + j.ID; j.Req.OutputDir != want || stored.Req.OutputDir != want {
+		t.Fatalf("returned %q, stored %q, want %q", j.Req.OutputDir, stored.Req.OutputDir, want)
+	}
+}

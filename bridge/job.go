@@ -52,7 +52,7 @@ type Request struct {
 	// Sim describes the job's real behaviour on simulated sites: run time on
 	// the reference machine and exit code. Runtime 0 means "runs its estimate".
 	Sim       backends.SimHints
-	OutputDir string // local directory for fetched outputs ("" = none fetched)
+	OutputDir string // local directory for fetched outputs ("" = none fetched); IDPlaceholder is replaced by the job id
 }
 
 // RemoteTag is the tag a job's remote jobs carry for an attempt: the grid job

@@ -135,18 +135,17 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	defer env.Close()
 
 	now := env.Now()
-	req, err := toRequest(job, now, "")
+	outDir := ""
+	if f.outDir != "" {
+		outDir = filepath.Join(f.outDir, bridge.IDPlaceholder) // one directory per job
+	}
+	req, err := toRequest(job, now, outDir)
 	if err != nil {
 		return usageErr(err)
 	}
 	j, err := env.Broker.Submit(ctx, req, now)
 	if err != nil {
 		return usageErr(err)
-	}
-	if f.outDir != "" {
-		// The id is known only now; the output directory is per job.
-		req.OutputDir = filepath.Join(f.outDir, j.ID)
-		env.Broker.SetOutputDir(j.ID, req.OutputDir)
 	}
 	p := newProgress(g, f, env, j)
 	p.header(job, path)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
@@ -13,9 +12,8 @@ import (
 )
 
 // IDPlaceholder in a submitted Request.OutputDir is replaced by the new
-// job's id, so a client can ask for "<out-dir>/{id}" before the id exists
-// (the CLI's --out-dir gives every job a directory of its own this way).
-const IDPlaceholder = "{id}"
+// job's id (by the broker, before the job is first stored).
+const IDPlaceholder = bridge.IDPlaceholder
 
 // service is what the API serves: the broker for live jobs, the store for
 // lists and for jobs that ended before the daemon's last restart (the
@@ -33,10 +31,6 @@ var (
 )
 
 func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
-	tmpl := req.OutputDir
-	if strings.Contains(tmpl, IDPlaceholder) {
-		req.OutputDir = "" // set below once the id is known
-	}
 	j, err := s.b.Submit(ctx, req, now)
 	switch {
 	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite):
@@ -47,11 +41,7 @@ func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time)
 		return nil, err
 	}
 	s.m.submissions.WithLabelValues("ok").Inc()
-	if strings.Contains(tmpl, IDPlaceholder) {
-		dir := strings.ReplaceAll(tmpl, IDPlaceholder, j.ID)
-		s.b.SetOutputDir(j.ID, dir)
-		j.Req.OutputDir = dir
-	}
+	s.d.post(TaskCycle) // a new job waits for the next cycle, not for the next period
 	return j, nil
 }
 
