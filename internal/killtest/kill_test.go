@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 )
@@ -33,13 +35,15 @@ const (
 	envSeed    = "GRIDSUB_KILLTEST_SEED"    // seed of the kill moments (default 5)
 	envSpan    = "GRIDSUB_KILLTEST_SPAN"    // how long the submissions are spread over (default 15s)
 	envTimeout = "GRIDSUB_KILLTEST_TIMEOUT" // bound on the whole run after the build (default 9m)
-	envKeep    = "GRIDSUB_KILLTEST_KEEP"    // 1: keep the remote job directories and the state dir
+	envStall   = "GRIDSUB_KILLTEST_STALL"   // fail when no job becomes final for this long at the end (default 90s)
+	envKeep    = "GRIDSUB_KILLTEST_KEEP"    // 1: keep the remote job directories, state and logs; 0: remove them even after a failure
 
 	defJobs    = 1000
 	defKills   = 20
 	defSeed    = 5
 	defSpan    = 15 * time.Second
-	defTimeout = 9 * time.Minute
+	defTimeout = 8 * time.Minute
+	defStall   = 90 * time.Second
 )
 
 // The sites of configs/local-slurm.yaml and the testbed variables that
@@ -282,9 +286,11 @@ func (s *submitter) submit(ctx context.Context, req bridge.Request) (string, err
 
 // kill records one SIGKILL.
 type kill struct {
-	after    time.Duration // since the test began
-	inflight int64         // submissions in flight at that moment
-	states   map[bridge.JobState]int
+	after    time.Duration           // since the test began
+	inflight int64                   // submissions in flight at that moment
+	states   map[bridge.JobState]int // before the kill (not taken for aimed kills)
+	aimed    bool                    // waited for a job in the "submitting" state
+	hit      bool                    // and saw one just before the kill
 }
 
 func countStates(js []*bridge.Job) map[bridge.JobState]int {
@@ -397,6 +403,7 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 	seed := uint64(envInt(t, envSeed, defSeed))
 	span := envDur(t, envSpan, defSpan)
 	timeout := envDur(t, envTimeout, defTimeout)
+	stall := envDur(t, envStall, defStall)
 	keep := os.Getenv(envKeep) == "1"
 	if n < 1 {
 		t.Fatalf("%s must be >= 1", envJobs)
@@ -438,13 +445,20 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The daemon's state directory and logs, outside t.TempDir so that a
+	// failure can keep them for a look.
+	work, err := os.MkdirTemp("", "gridsub-killtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Cleanups run last-in first-out: daemon, then remote jobs, then dirs.
 	t.Cleanup(func() {
 		if keep || t.Failed() && os.Getenv(envKeep) != "0" {
-			t.Logf("kept the remote job directories %v (set %s=0 to remove them even after a failure)", remote, envKeep)
+			t.Logf("kept the remote job directories %v and the daemon's state and logs in %s (%s=0 removes them even after a failure)",
+				remote, work, envKeep)
 			return
 		}
-		for _, d := range remote {
+		for _, d := range append(slices.Collect(maps.Values(remote)), work) {
 			if err := os.RemoveAll(d); err != nil {
 				t.Errorf("removing %s: %v", d, err)
 			}
@@ -476,13 +490,13 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 		}
 	})
 
-	stateDir := filepath.Join(tmp, "state")
+	stateDir := filepath.Join(work, "state")
 	sockDir, err := os.MkdirTemp("", "gskt") // short: unix socket paths are limited to ~100 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	logDir := filepath.Join(tmp, "logs")
+	logDir := filepath.Join(work, "logs")
 	if err := os.Mkdir(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -494,9 +508,6 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 				d.cmd.Process.Kill()
 				<-d.done
 			}
-		}
-		if t.Failed() {
-			t.Logf("daemon logs: %s", logDir)
 		}
 	})
 
@@ -515,7 +526,18 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 	// The job records each time it runs (ran.<SLURM job id> in its job
 	// directory), so two runs of one attempt are seen too, not only the
 	// exit file the second run would overwrite.
-	command := []string{"sh", "-c", `sleep 0.2; : > "$GRIDSUB_JOB_DIR/ran.$SLURM_JOB_ID"`}
+	// Each job also stages an input in (SFTP), which widens the window
+	// between the write-ahead intent and sbatch; the job fails (exit 3) if
+	// the input did not arrive whole.
+	input := filepath.Join(tmp, "input.dat")
+	payload := make([]byte, 8<<10)
+	for i := range payload {
+		payload[i] = byte(i*7 + int(seed))
+	}
+	if err := os.WriteFile(input, payload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	command := []string{"sh", "-c", fmt.Sprintf(`[ "$(wc -c < input.dat)" -eq %d ] || exit 3; sleep 0.2; : > "$GRIDSUB_JOB_DIR/ran.$SLURM_JOB_ID"`, len(payload))}
 	next := make(chan int)
 	go func() {
 		defer close(next)
@@ -537,7 +559,8 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 			for i := range next {
 				names[i] = fmt.Sprintf("%s-%04d", prefix, i)
 				ids[i], errs[i] = sub.submit(ctx, bridge.Request{Name: names[i], Command: command,
-					Nodes: 1, CoresPerNode: 1, Estimate: 5 * time.Minute})
+					Nodes: 1, CoresPerNode: 1, Estimate: 5 * time.Minute, DataSize: int64(len(payload)),
+					Inputs: []backends.StageFile{{Local: input, Remote: "input.dat"}}})
 				submitted.Add(1)
 			}
 		})
@@ -555,21 +578,33 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 
 	// The kills: a seeded random delay of 0.2-3 s after each (re)start.
 	// While submissions go on, the kill waits (up to 2 s) for one to be in
-	// flight, so some land in the middle of a request.
+	// flight, so some land in the middle of a request. Every third kill is
+	// aimed: it waits (up to 3 s) until some job is in the write-ahead
+	// "submitting" state, so some land between the intent and the site's
+	// answer, the window Recover's reconciliation is for.
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 	var kills []kill
-	for range nKills {
+	for i := range nKills {
 		time.Sleep(200*time.Millisecond + time.Duration(rng.Int64N(int64(2800*time.Millisecond))))
-		var states map[bridge.JobState]int
-		lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
-		if js, err := h.c.ListAll(lctx, bridge.Filter{Limit: api.MaxLimit}); err == nil {
-			states = countStates(js)
+		aimed, hit := i%3 == 2, false
+		for wait := time.Now().Add(3 * time.Second); aimed && !hit && time.Now().Before(wait); {
+			lctx, lcancel := context.WithTimeout(ctx, time.Second)
+			js, _, err := h.c.List(lctx, bridge.Filter{States: []bridge.JobState{bridge.Submitting}, Limit: 1})
+			lcancel()
+			hit = err == nil && len(js) > 0
 		}
-		lcancel()
-		for wait := time.Now().Add(2 * time.Second); submitting() && sub.inflight.Load() == 0 && time.Now().Before(wait); {
+		var states map[bridge.JobState]int
+		if !aimed {
+			lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
+			if js, err := h.c.ListAll(lctx, bridge.Filter{Limit: api.MaxLimit}); err == nil {
+				states = countStates(js)
+			}
+			lcancel()
+		}
+		for wait := time.Now().Add(2 * time.Second); !aimed && submitting() && sub.inflight.Load() == 0 && time.Now().Before(wait); {
 			time.Sleep(time.Millisecond)
 		}
-		k := kill{after: time.Since(began), inflight: sub.inflight.Load(), states: states}
+		k := kill{after: time.Since(began), inflight: sub.inflight.Load(), states: states, aimed: aimed, hit: hit}
 		cur.kill(t)
 		kills = append(kills, k)
 		if ctx.Err() != nil {
@@ -591,7 +626,7 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 	var jobs []*bridge.Job
-	lastLog := time.Now()
+	lastLog, lastFinal, progressAt := time.Now(), -1, time.Now()
 	for {
 		lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
 		js, err := h.c.ListAll(lctx, bridge.Filter{Limit: api.MaxLimit, Events: true})
@@ -607,25 +642,21 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 			if final == len(js) && len(js) >= n {
 				break
 			}
+			if final != lastFinal {
+				lastFinal, progressAt = final, time.Now()
+			}
 			if time.Since(lastLog) > 30*time.Second {
 				t.Logf("%s: %s", time.Since(began).Round(time.Second), statesString(countStates(js)))
 				lastLog = time.Now()
 			}
 		}
-		if ctx.Err() != nil {
-			var stuck []string
-			for _, j := range jobs {
-				if !j.State.Final() && len(stuck) < 10 {
-					last := ""
-					if len(j.Events) > 0 {
-						e := j.Events[len(j.Events)-1]
-						last = e.Kind + ": " + e.Msg
-					}
-					stuck = append(stuck, fmt.Sprintf("  %s (%s) %s attempt %d at %s; last event %q", j.ID, j.Req.Name, j.State, j.Attempts, j.Sites(), last))
-				}
-			}
+		switch {
+		case ctx.Err() != nil:
 			t.Fatalf("after %s (%s) not every job is final: %s (last list error: %v); for example:\n%s\nlast daemon log:\n%s",
-				timeout, envTimeout, statesString(countStates(jobs)), err, strings.Join(stuck, "\n"), tail(cur.logPath, 20))
+				timeout, envTimeout, statesString(countStates(jobs)), err, stuckJobs(jobs), tail(cur.logPath, 20))
+		case time.Since(progressAt) > stall:
+			t.Fatalf("no job became final for %s (%s) after the last restart: %s; stuck:\n%s\nlast daemon log:\n%s",
+				stall, envStall, statesString(countStates(jobs)), stuckJobs(jobs), tail(cur.logPath, 20))
 		}
 		time.Sleep(time.Second)
 	}
@@ -794,21 +825,55 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 		t.Errorf("recovery cancelled %d duplicate remote job(s): a tag was submitted twice", sum.DuplicatesCancelled)
 	}
 
-	midReq := 0
+	midReq, hits := 0, 0
 	var lines []string
 	for i, k := range kills {
 		if k.inflight > 0 {
 			midReq++
 		}
-		lines = append(lines, fmt.Sprintf("  kill %2d at %6.1fs: %d request(s) in flight; jobs %s", i+1, k.after.Seconds(), k.inflight, statesString(k.states)))
+		what := "jobs " + statesString(k.states)
+		switch {
+		case k.hit:
+			what = "aimed: a job was in the write-ahead \"submitting\" state"
+			hits++
+		case k.aimed:
+			what = "aimed, but no job was seen in the \"submitting\" state within 3s"
+		}
+		lines = append(lines, fmt.Sprintf("  kill %2d at %6.1fs: %d request(s) in flight; %s", i+1, k.after.Seconds(), k.inflight, what))
 	}
 	t.Logf("kills:\n%s", strings.Join(lines, "\n"))
-	t.Logf("N=%d jobs, %d kills (%d with a submission in flight), %d daemon runs (%d logged a recovery); kill phase %s, wall time %s (build excluded)",
-		n, len(kills), midReq, len(h.runs), logged, killPhase.Round(100*time.Millisecond), wall.Round(100*time.Millisecond))
+	t.Logf("N=%d jobs, %d kills (%d with a submission in flight, %d just after a job was seen \"submitting\"), %d daemon runs (%d logged a recovery); kill phase %s, wall time %s (build excluded)",
+		n, len(kills), midReq, hits, len(h.runs), logged, killPhase.Round(100*time.Millisecond), wall.Round(100*time.Millisecond))
 	t.Logf("client: %d submissions answered only after a restart were found stored, %d sent again (not stored)", sub.found.Load(), sub.resent.Load())
 	t.Logf("recover (sum over runs): queued %d, live %d, adopted %d, never reached %d (requeued), unresolved %d, duplicates cancelled %d, errors %d; jobs carry %d reconciled and %d requeued events; %d attempts for %d jobs",
 		sum.Queued, sum.Live, sum.Adopted, sum.NeverReached, sum.Unresolved, sum.DuplicatesCancelled, sum.Errors, reconciledEvents, requeuedEvents, attempts, n)
 	t.Logf("remote: %d executions recorded, %d of them not successful; jobcomp records of the test: %d", executions, failedRuns, sumMap(compAll))
+}
+
+// stuckJobs describes (up to 10 of) the jobs that are not final.
+func stuckJobs(jobs []*bridge.Job) string {
+	var out []string
+	for _, j := range jobs {
+		if j.State.Final() {
+			continue
+		}
+		if len(out) == 10 {
+			out = append(out, "  ...")
+			break
+		}
+		last := ""
+		if len(j.Events) > 0 {
+			e := j.Events[len(j.Events)-1]
+			last = e.Kind + ": " + e.Msg
+		}
+		var comps []string
+		for _, c := range j.Comps {
+			comps = append(comps, fmt.Sprintf("%s remote job %q in state %s", c.Site, c.RemoteID, c.State))
+		}
+		out = append(out, fmt.Sprintf("  %s (%s) %s, attempt %d, components [%s]; last event %q",
+			j.ID, j.Req.Name, j.State, j.Attempts, strings.Join(comps, "; "), last))
+	}
+	return strings.Join(out, "\n")
 }
 
 func sumMap(m map[string]int) int {
