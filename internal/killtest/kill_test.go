@@ -289,8 +289,8 @@ type kill struct {
 	after    time.Duration           // since the test began
 	inflight int64                   // submissions in flight at that moment
 	states   map[bridge.JobState]int // before the kill (not taken for aimed kills)
-	aimed    bool                    // waited for a job in the "submitting" state
-	hit      bool                    // and saw one just before the kill
+	aimed    bool                    // waited for a dispatch under way
+	hit      bool                    // and saw a new job directory just before the kill
 }
 
 func countStates(js []*bridge.Job) map[bridge.JobState]int {
@@ -579,19 +579,20 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 	// The kills: a seeded random delay of 0.2-3 s after each (re)start.
 	// While submissions go on, the kill waits (up to 2 s) for one to be in
 	// flight, so some land in the middle of a request. Every third kill is
-	// aimed: it waits (up to 3 s) until some job is in the write-ahead
-	// "submitting" state, so some land between the intent and the site's
-	// answer, the window Recover's reconciliation is for.
+	// aimed: it waits (up to 3 s) for a new job directory to appear at a
+	// site, the sign of a dispatch under way (staging, then sbatch), so
+	// some land between the write-ahead intent and the site's answer, the
+	// window Recover's reconciliation is for.
 	rng := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 	var kills []kill
 	for i := range nKills {
 		time.Sleep(200*time.Millisecond + time.Duration(rng.Int64N(int64(2800*time.Millisecond))))
 		aimed, hit := i%3 == 2, false
-		for wait := time.Now().Add(3 * time.Second); aimed && !hit && time.Now().Before(wait); {
-			lctx, lcancel := context.WithTimeout(ctx, time.Second)
-			js, _, err := h.c.List(lctx, bridge.Filter{States: []bridge.JobState{bridge.Submitting}, Limit: 1})
-			lcancel()
-			hit = err == nil && len(js) > 0
+		if aimed {
+			before := jobDirs(remote)
+			for wait := time.Now().Add(3 * time.Second); !hit && time.Now().Before(wait); time.Sleep(time.Millisecond) {
+				hit = jobDirs(remote) > before
+			}
 		}
 		var states map[bridge.JobState]int
 		if !aimed {
@@ -834,20 +835,35 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 		what := "jobs " + statesString(k.states)
 		switch {
 		case k.hit:
-			what = "aimed: a job was in the write-ahead \"submitting\" state"
+			what = "aimed: just after a new job directory appeared at a site"
 			hits++
 		case k.aimed:
-			what = "aimed, but no job was seen in the \"submitting\" state within 3s"
+			what = "aimed, but no new job directory appeared within 3s"
 		}
 		lines = append(lines, fmt.Sprintf("  kill %2d at %6.1fs: %d request(s) in flight; %s", i+1, k.after.Seconds(), k.inflight, what))
 	}
 	t.Logf("kills:\n%s", strings.Join(lines, "\n"))
-	t.Logf("N=%d jobs, %d kills (%d with a submission in flight, %d just after a job was seen \"submitting\"), %d daemon runs (%d logged a recovery); kill phase %s, wall time %s (build excluded)",
+	t.Logf("N=%d jobs, %d kills (%d with a submission in flight, %d aimed just after a new job directory appeared), %d daemon runs (%d logged a recovery); kill phase %s, wall time %s (build excluded)",
 		n, len(kills), midReq, hits, len(h.runs), logged, killPhase.Round(100*time.Millisecond), wall.Round(100*time.Millisecond))
 	t.Logf("client: %d submissions answered only after a restart were found stored, %d sent again (not stored)", sub.found.Load(), sub.resent.Load())
 	t.Logf("recover (sum over runs): queued %d, live %d, adopted %d, never reached %d (requeued), unresolved %d, duplicates cancelled %d, errors %d; jobs carry %d reconciled and %d requeued events; %d attempts for %d jobs",
 		sum.Queued, sum.Live, sum.Adopted, sum.NeverReached, sum.Unresolved, sum.DuplicatesCancelled, sum.Errors, reconciledEvents, requeuedEvents, attempts, n)
 	t.Logf("remote: %d executions recorded, %d of them not successful; jobcomp records of the test: %d", executions, failedRuns, sumMap(compAll))
+}
+
+// jobDirs counts the job directories below the remote directories.
+func jobDirs(remote map[string]string) int {
+	n := 0
+	for _, d := range remote {
+		f, err := os.Open(filepath.Join(d, "gridsub"))
+		if err != nil {
+			continue
+		}
+		names, _ := f.Readdirnames(-1)
+		f.Close()
+		n += len(names)
+	}
+	return n
 }
 
 // stuckJobs describes (up to 10 of) the jobs that are not final.
