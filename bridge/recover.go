@@ -37,7 +37,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		}
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	var cancels []cancelReq
 	for _, j := range jobs {
 		if _, dup := b.jobs[j.ID]; dup {
 			continue
@@ -52,9 +52,12 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			b.track0(j)
 			rep.Live++
 		case Submitting:
-			b.reconcile(ctx, j, now, &rep)
+			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
 		}
 	}
+	b.compactLive()
+	b.mu.Unlock()
+	b.doCancels(ctx, now, cancels)
 	return rep, nil
 }
 
@@ -79,8 +82,9 @@ func (b *Broker) track0(j *Job) {
 
 // reconcile settles a job found in the Submitting state: for each intended
 // component it asks the site for remote jobs carrying the attempt's tag. b.mu
-// held (the sites are asked with it held: recovery runs before any cycle).
-func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) {
+// held (the sites are asked with it held: recovery runs before any cycle). It
+// returns the remote cancels to issue once b.mu is released.
+func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
 	tag := RemoteTag(j.ID, j.Attempts)
 	found, missing, unknown := 0, 0, 0
 	for k := range j.Comps {
@@ -104,15 +108,22 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
 			_ = b.persist(ctx, j)
 			b.unresolved = append(b.unresolved, j.ID)
-			return
+			return nil
 		}
 		if len(sts) == 0 {
 			missing++
 			continue
 		}
-		c.RemoteID, c.State = sts[0].ID, sts[0].State
+		st := sts[0]
+		c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
 		if c.State == backends.StateUnknown {
 			c.State = backends.StatePending
+		}
+		if !st.Start.IsZero() {
+			c.Start = st.Start
+		}
+		if c.State.Final() {
+			c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
 		}
 		found++
 		rep.Adopted++
@@ -123,21 +134,23 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			rep.DuplicatesCancelled++
 		}
 	}
+	var cancels []cancelReq
 	switch {
 	case missing == 0:
 		j.State = Dispatched
 		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
 		b.track0(j)
 		rep.Live++
+		// The remote jobs may have run, or ended, while nobody watched: fold
+		// what the sites said into the job now. A poll would never do it for
+		// a component already final.
+		var crep CycleReport
+		cancels = b.track(ctx, j, now, &crep)
 	default:
-		var cs []cancelReq
 		for _, c := range j.Comps {
-			if c.RemoteID != "" {
-				cs = append(cs, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
+			if c.RemoteID != "" && !c.State.Final() {
+				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
 			}
-		}
-		for _, c := range cs {
-			_ = b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
 		}
 		rep.NeverReached += missing
 		j.State, j.Comps = Queued, nil
@@ -147,22 +160,27 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		rep.Queued++
 	}
 	_ = b.persist(ctx, j)
+	return cancels
 }
 
 // retryUnresolved re-runs reconciliation for jobs whose site could not be
 // asked during Recover. Called at the start of a cycle.
 func (b *Broker) retryUnresolved(ctx context.Context, now time.Time) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if len(b.unresolved) == 0 {
+		b.mu.Unlock()
 		return
 	}
 	ids := b.unresolved
 	b.unresolved = nil
 	var rep RecoverReport
+	var cancels []cancelReq
 	for _, id := range ids {
 		if j := b.jobs[id]; j.State == Submitting {
-			b.reconcile(ctx, j, now, &rep)
+			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
 		}
 	}
+	b.compactLive()
+	b.mu.Unlock()
+	b.doCancels(ctx, now, cancels)
 }

@@ -164,3 +164,31 @@ func TestRecoverRefusesStoredJobOnUnknownSite(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestRecoverFinishesJobThatEndedDuringTheCrash: the crash hid a submission
+// whose remote job has since completed; Recover adopts it and the job must
+// complete, not wait for a poll that skips final components.
+func TestRecoverFinishesJobThatEndedDuringTheCrash(t *testing.T) {
+	mem := NewMemStore()
+	a := newFake("A", 4)
+	b1 := brokerOn(t, &crashStore{MemStore: mem, n: 2}, a)
+	j, _ := b1.Submit(context.Background(), req(2), t0)
+	mustCycle(t, b1, t0)
+	a.set(j.ID, backends.StateCompleted, 0) // it ran and ended while nobody watched
+
+	b2 := brokerOn(t, mem, a)
+	if _, err := b2.Recover(context.Background(), t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b2, t0.Add(time.Minute+time.Second))
+	got, _ := b2.Job(j.ID)
+	if got.State != Completed || got.ExitCode != 0 {
+		t.Fatalf("state %s exit %d; events %+v", got.State, got.ExitCode, got.Events)
+	}
+	if !b2.Idle() {
+		t.Fatal("the job is still tracked as live")
+	}
+	if stored, _ := mem.Get(context.Background(), j.ID); stored.State != Completed {
+		t.Fatalf("stored as %s", stored.State)
+	}
+}
