@@ -194,7 +194,7 @@ func TestServeAndClients(t *testing.T) {
 	// Without --wait: the id at once.
 	code, stdout, stderr := cli("examples/hello.yaml", "--out-dir", out)
 	id1 := strings.TrimSpace(stdout)
-	if code != 0 || !regexp.MustCompile(`^g\d{6}$`).MatchString(id1) {
+	if code != 0 || !regexp.MustCompile(`^g[0-9a-z]+-\d{6}$`).MatchString(id1) {
 		t.Fatalf("submit to the daemon: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "gridsub watch "+id1) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,6 +187,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 
 	spec := opts.Spec
 	spec.Store = d.st
+	if spec.IDPrefix, err = idPrefix(ctx, d.st); err != nil {
+		return nil, err
+	}
 	if simulated(spec) {
 		spec.Epoch = d.loadClock()
 	}
@@ -503,4 +507,28 @@ func (d *Daemon) closeAll() error {
 		errs = append(errs, d.st.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// idPrefixKey holds the state directory's job id prefix in the store.
+const idPrefixKey = "broker.id_prefix"
+
+// idPrefix is this state directory's job id prefix: made once, when the
+// store is new ("g" + the creation time in nanoseconds, base 36, + "-"), and
+// kept in the store. Remote jobs are tagged with the job id, so two state
+// directories (two daemons, or a daemon and an earlier one whose directory
+// was deleted) must never hand out the same ids: a restarted daemon would
+// otherwise adopt another's remote job as its own.
+func idPrefix(ctx context.Context, st *store.SQLite) (string, error) {
+	v, ok, err := st.Value(ctx, idPrefixKey)
+	if err != nil {
+		return "", fmt.Errorf("reading the job id prefix: %w", err)
+	}
+	if ok && len(v) > 0 {
+		return string(v), nil
+	}
+	p := "g" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	if err := st.SetValue(ctx, idPrefixKey, []byte(p)); err != nil {
+		return "", fmt.Errorf("storing the job id prefix: %w", err)
+	}
+	return p, nil
 }
