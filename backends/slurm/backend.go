@@ -583,6 +583,13 @@ func (b *Backend) FindByGridID(ctx context.Context, gridID string) ([]backends.J
 				if !dirBelongs(c.WorkDir, gridID) || seen[c.Status.ID] {
 					continue
 				}
+				// Only this backend's own job directories: another broker
+				// (or an earlier one) with other RemoteDir may have used the
+				// same tag. A relative RemoteDir cannot be compared with the
+				// absolute WorkDir of the log; such a site is trusted as before.
+				if _, mine := b.relDir(c.WorkDir); !mine && path.IsAbs(b.cfg.RemoteDir) {
+					continue
+				}
 				c.Status.GridID = gridID
 				out = append(out, c.Status)
 				seen[c.Status.ID] = true

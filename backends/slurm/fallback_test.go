@@ -199,3 +199,29 @@ func TestStatusChunksHugeBatches(t *testing.T) {
 		t.Errorf("commands %v: want 3 squeue (chunks of %d), 1 sacct (then disabled), no grep", n, MaxIDsPerCommand)
 	}
 }
+
+// TestFindByGridIDIgnoresOtherRemoteDirs: the jobcomp log is shared by every
+// user of the site; a record with the same tag from another broker's job
+// directory is not ours, and adopting it would report a job that never ran.
+func TestFindByGridIDIgnoresOtherRemoteDirs(t *testing.T) {
+	const tag = "gabc-000007-a1"
+	line := func(id, dir string) string {
+		return "JobId=" + id + " UserId=griduser(1001) GroupId=griduser(1001) Name=x JobState=COMPLETED Partition=batch TimeLimit=5 " +
+			"StartTime=2026-11-22T02:43:22 EndTime=2026-11-22T02:43:23 NodeList=anode1 NodeCnt=1 ProcCnt=1 WorkDir=" + dir +
+			" ReservationName= Tres=cpu=1 Account= QOS= WcKey= Cluster=sitea SubmitTime=2026-11-22T02:43:21 EligibleTime=2026-11-22T02:43:21 DerivedExitCode=0:0 ExitCode=0:0\n"
+	}
+	run := runnerFunc(func(ctx context.Context, argv []string, _ io.Reader) (backends.Result, error) {
+		if cmdName(argv) == "grep" {
+			return backends.Result{Stdout: []byte(line("41", "/scratch/other-broker/gridsub/"+tag) + line("42", "/scratch/mine/gridsub/"+tag))}, nil
+		}
+		return backends.Result{}, nil // squeue: nothing live
+	})
+	b := New(Config{Name: "siteA", RemoteDir: "/scratch/mine", JobCompFile: "/var/log/jobcomp.txt"}, run, nil)
+	got, err := b.FindByGridID(context.Background(), tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "42" {
+		t.Fatalf("found %+v, want only job 42 from /scratch/mine", got)
+	}
+}
