@@ -757,9 +757,16 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.opts.Links, MultiSite: b.opts.MultiSite,
 		Quiet: b.opts.NoHistory, Uplinks: b.uplinks()}
 	b.mu.Lock()
-	// The cap keeps an append by the policy from writing into the broker's
-	// own view of the queue.
-	b.snap.Queue = b.pq[:len(b.pq):len(b.pq)]
+	// Only jobs submitted by the cycle's now: a submission that arrived while
+	// this cycle was polling the sites is planned by the next cycle, so no
+	// job is dispatched "before" it was submitted. The queue is in
+	// submission order, so those are at its end. The cap keeps an append by
+	// the policy from writing into the broker's own view of the queue.
+	k := len(b.pq)
+	for k > 0 && b.pq[k-1].Submit.After(now) {
+		k--
+	}
+	b.snap.Queue = b.pq[:k:k]
 	b.mu.Unlock()
 	return &b.snap, nil
 }

@@ -418,3 +418,25 @@ func TestOutputDirPlaceholderIsStored(t *testing.T) {
 		t.Fatalf("returned %q, stored %q, want %q", j.Req.OutputDir, stored.Req.OutputDir, want)
 	}
 }
+
+// TestCycleLeavesLaterSubmissionsToTheNextCycle: a job submitted after the
+// cycle's now (while it was polling) is not planned in that cycle, so no
+// event of the job predates its submission.
+func TestCycleLeavesLaterSubmissionsToTheNextCycle(t *testing.T) {
+	a := newFake("A", 4)
+	b := newTestBroker(t, firstFit, a)
+	late, _ := b.Submit(context.Background(), req(1), t0.Add(time.Second))
+	if rep := mustCycle(t, b, t0); rep.Started != 0 {
+		t.Fatalf("started %d jobs submitted after the cycle's time", rep.Started)
+	}
+	mustCycle(t, b, t0.Add(2*time.Second))
+	got, _ := b.Job(late.ID)
+	if got.State != Dispatched {
+		t.Fatalf("next cycle: %s", got.State)
+	}
+	for i := 1; i < len(got.Events); i++ {
+		if got.Events[i].Time.Before(got.Events[i-1].Time) {
+			t.Fatalf("events go back in time: %+v", got.Events)
+		}
+	}
+}
