@@ -568,21 +568,21 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 			b.requeue(j, now, reason)
 			break
 		}
-		j.State, j.Reason, j.ExitCode = Failed, reason, c.ExitCode
-		if j.Start.IsZero() && !c.Start.IsZero() {
-			j.Start, _ = latest(j.Comps, now)
+		f := outcome{state: Failed, reason: reason, exit: c.ExitCode, start: j.Start, end: orNow(c.End, now),
+			kind: "failed", site: c.Site, msg: reason}
+		if f.start.IsZero() && !c.Start.IsZero() {
+			f.start, _ = latest(j.Comps, now)
 		}
-		j.End = orNow(c.End, now)
-		if !j.Start.IsZero() {
-			j.Start, j.End = clampTimes(j.Submit, j.Start, j.End)
+		if !f.start.IsZero() {
+			f.start, f.end = clampTimes(j.Submit, f.start, f.end)
 		}
-		b.addEvent(j, now, "failed", c.Site, reason)
+		b.finish(j, f, now)
 		rep.Ended++
 	case allDone:
-		j.State, j.ExitCode = Completed, 0
-		j.Start, j.End = latest(j.Comps, now)
-		j.Start, j.End = clampTimes(j.Submit, j.Start, j.End)
-		b.addEvent(j, now, "completed", "", "every component ended with exit code 0")
+		f := outcome{state: Completed, kind: "completed", msg: "every component ended with exit code 0"}
+		f.start, f.end = latest(j.Comps, now)
+		f.start, f.end = clampTimes(j.Submit, f.start, f.end)
+		b.finish(j, f, now)
 		rep.Ended++
 	case allRunning && j.State != Running:
 		j.State = Running
@@ -592,6 +592,37 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 	}
 	_ = b.persist(ctx, j)
 	return cancels
+}
+
+// outcome is how a job ends, held back while its outputs are fetched.
+type outcome struct {
+	state           JobState
+	reason          string
+	exit            int
+	start, end      time.Time
+	kind, site, msg string // the final event
+}
+
+// finish ends a job with f. A job whose outputs are to be fetched ends only
+// once they are here (fetchEnded applies f then), so whoever sees the job
+// completed finds its outputs too. b.mu held.
+func (b *Broker) finish(j *Job, f outcome, now time.Time) {
+	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil {
+		j.final = &f
+		b.ended = append(b.ended, j.ID)
+		return
+	}
+	b.end(j, f, now)
+}
+
+// end applies a final outcome. b.mu held.
+func (b *Broker) end(j *Job, f outcome, now time.Time) {
+	j.State, j.Reason, j.ExitCode, j.final = f.state, f.reason, f.exit, nil
+	if !f.start.IsZero() {
+		j.Start = f.start
+	}
+	j.End = f.end
+	b.addEvent(j, now, f.kind, f.site, f.msg)
 }
 
 // requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
@@ -618,16 +649,12 @@ func (b *Broker) unindex(j *Job) {
 	}
 }
 
-// compactLive drops ended or requeued jobs from the live list and notes the
-// ended ones whose outputs are to be fetched. b.mu held.
+// compactLive drops ended or requeued jobs from the live list. b.mu held.
 func (b *Broker) compactLive() {
 	b.live = slices.DeleteFunc(b.live, func(id string) bool {
 		j := b.jobs[id]
 		if j.State == Dispatched || j.State == Running {
 			return false
-		}
-		if (j.State == Completed || j.State == Failed) && j.Req.OutputDir != "" {
-			b.ended = append(b.ended, id)
 		}
 		b.unindex(j)
 		return true
@@ -665,7 +692,8 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 	b.ended = nil
 	for _, id := range ended {
 		j := b.jobs[id]
-		if j.Req.OutputDir == "" || (j.State != Completed && j.State != Failed) || j.Outputs != nil || len(j.Comps) == 0 {
+		if j.final == nil || j.State.Final() { // cancelled meanwhile: nothing to bring back
+			j.final = nil
 			continue
 		}
 		j.Outputs = []string{} // fetched (or tried) once
@@ -699,6 +727,16 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 		_ = b.persist(ctx, j)
 		b.mu.Unlock()
 	}
+	// The jobs end now that their outputs are here (or could not be).
+	b.mu.Lock()
+	for _, id := range ended {
+		if j := b.jobs[id]; j.final != nil && !j.State.Final() {
+			b.end(j, *j.final, now)
+			_ = b.persist(ctx, j)
+		}
+	}
+	b.compactLive()
+	b.mu.Unlock()
 }
 
 // eachSite runs fn for every site: concurrently for real sites, in order for

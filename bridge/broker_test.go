@@ -440,3 +440,44 @@ func TestCycleLeavesLaterSubmissionsToTheNextCycle(t *testing.T) {
 		}
 	}
 }
+
+// fetchingSite records what a reader of the job sees while its outputs are
+// being fetched.
+type fetchingSite struct {
+	*fakeSite
+	b    *Broker
+	seen JobState
+}
+
+func (f *fetchingSite) FetchOutputs(_ context.Context, id backends.JobID, spec *backends.JobSpec, dir string) ([]string, error) {
+	j, _ := f.b.Job(spec.Env["GRIDSUB_JOB_ID"])
+	f.seen = j.State
+	return []string{dir + "/stdout.txt"}, nil
+}
+
+// TestJobEndsOnlyOnceItsOutputsAreFetched: whoever sees a job completed
+// finds its outputs too.
+func TestJobEndsOnlyOnceItsOutputsAreFetched(t *testing.T) {
+	fs := &fetchingSite{fakeSite: newFake("A", 4)}
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: fs}}, Planner: scriptPlanner{firstFit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.b = b
+	r := req(1)
+	r.OutputDir = "/out/" + IDPlaceholder
+	j, _ := b.Submit(context.Background(), r, t0)
+	mustCycle(t, b, t0)
+	fs.set(j.ID, backends.StateCompleted, 0)
+	mustCycle(t, b, t0.Add(time.Minute))
+	got, _ := b.Job(j.ID)
+	if fs.seen == "" || fs.seen.Final() {
+		t.Fatalf("during the fetch the job was %q; it must not look ended yet", fs.seen)
+	}
+	if got.State != Completed || len(got.Outputs) != 1 || got.Outputs[0] != "/out/"+j.ID+"/stdout.txt" {
+		t.Fatalf("after the fetch: %s, outputs %v", got.State, got.Outputs)
+	}
+	if k := got.Events[len(got.Events)-1].Kind; k != "completed" {
+		t.Fatalf("last event %q, want completed after outputs", k)
+	}
+}

@@ -102,7 +102,8 @@ type Job struct {
 	FetchErrors []string
 	Events      []Event
 
-	touched bool // changed in the cycle being processed
+	touched bool     // changed in the cycle being processed
+	final   *outcome // how it ends, once its outputs are fetched
 }
 
 // Sites lists the sites of the job's placement ("Beijing:32+Shanghai:16").

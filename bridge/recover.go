@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -51,6 +52,12 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		case Dispatched, Running:
 			b.track0(j)
 			rep.Live++
+			// Components that ended before the crash (the job was stopped
+			// while fetching its outputs): no poll asks about them again.
+			if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.State.Final() }) {
+				var crep CycleReport
+				cancels = append(cancels, b.track(ctx, j, now, &crep)...)
+			}
 		case Submitting:
 			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
 		}
