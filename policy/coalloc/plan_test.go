@@ -385,6 +385,14 @@ func TestBackfillRules(t *testing.T) {
 		{"greedy-conservative", map[string]want{
 			"head": {action: policy.Reserve, start: 2 * time.Hour}, "short": {action: policy.Start, backfilled: true},
 			"long": {action: policy.Reserve, start: 3 * time.Hour}, "tiny": {action: policy.Start, backfilled: true}}},
+		// Every selection under every rule: optimal-easy once never
+		// backfilled (its search pruned immediate placements against the
+		// EASY candidate's empty limit, 0) and nothing else noticed.
+		{"optimal-none", map[string]want{
+			"head": {action: policy.Reserve, start: 2 * time.Hour}, "short": {pending: true}, "long": {pending: true}, "tiny": {pending: true}}},
+		{"optimal-easy", map[string]want{
+			"head": {action: policy.Reserve, start: 2 * time.Hour}, "short": {action: policy.Start, backfilled: true},
+			"long": {pending: true}, "tiny": {action: policy.Start, backfilled: true}}},
 		{"optimal-conservative", map[string]want{
 			"head": {action: policy.Reserve, start: 2 * time.Hour}, "short": {action: policy.Start, backfilled: true},
 			"long": {action: policy.Reserve, start: 3 * time.Hour}, "tiny": {action: policy.Start, backfilled: true}}},

@@ -293,12 +293,20 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 				continue
 			}
 			// Now, a set whose slowest site is not needed is a smaller
-			// set's placement (the split leaves that site out).
-			if pass == 0 && m > 1 && free-lastFree >= j.Width {
+			// set's placement (the split leaves that site out). Free now
+			// is not free for the whole hold, though: when the smaller set
+			// cannot hold the job, the reserved pass finds this set's
+			// placement at offset 0, except for an EASY candidate, which
+			// searches no reservation; it must try the set now.
+			if pass == 0 && m > 1 && free-lastFree >= j.Width && !k.immediateOnly {
 				continue
 			}
-			if run, xfer := st.model(j, set); hold(run, xfer) > k.Limit() {
-				continue // cannot beat the best even starting now (see reserveAt)
+			// Cannot beat the best even starting now (see reserveAt). The
+			// immediate pass compares with the best so far only: Limit is 0
+			// for an EASY candidate with none yet, which means "search no
+			// reservation", not "start nothing".
+			if run, xfer := st.model(j, set); hold(run, xfer) > k.bestEnd() || (pass == 1 && hold(run, xfer) > k.Limit()) {
+				continue
 			}
 			if pass == 0 {
 				if free >= j.Width {

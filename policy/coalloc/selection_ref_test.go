@@ -177,6 +177,19 @@ func TestPropertySelectorsMatchReference(t *testing.T) {
 				if (got == nil) != (want == nil) || (got != nil && (got.End() != want.End() || got.Immediate != want.Immediate || !slices.Equal(got.Parts, want.Parts))) {
 					t.Fatalf("%s on %s: got %+v, reference %+v", c.sel.Name(), j.ID, got, want)
 				}
+				// As an EASY backfill candidate (only an immediate best is
+				// acted on) the answer must be the same: start now exactly
+				// when the unpruned best starts now, on the same placement.
+				ki := newCollector(3)
+				ki.immediateOnly = true
+				if err := c.sel.Select(st, j, sites, ki); err != nil {
+					t.Fatal(err)
+				}
+				gi := ki.Best()
+				gotNow, wantNow := gi != nil && gi.Immediate, want != nil && want.Immediate
+				if gotNow != wantNow || (gotNow && (gi.End() != want.End() || !slices.Equal(gi.Parts, want.Parts))) {
+					t.Fatalf("%s on %s as a backfill candidate: got %+v, reference %+v", c.sel.Name(), j.ID, gi, want)
+				}
 			}
 		}
 	})

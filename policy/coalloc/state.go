@@ -211,6 +211,14 @@ func (k *Collector) Limit() time.Duration {
 	return k.c[0].End()
 }
 
+// bestEnd is the best candidate's end, or never when there is none.
+func (k *Collector) bestEnd() time.Duration {
+	if len(k.c) == 0 {
+		return never
+	}
+	return k.c[0].End()
+}
+
 // Add offers a candidate (its Parts are copied if it is kept).
 func (k *Collector) Add(c Candidate) {
 	for i := range k.c {
