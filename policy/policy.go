@@ -68,9 +68,12 @@ type Snapshot struct {
 	// MultiSite is the multi-site factor p >= 1 applied to every job that spans
 	// more than one site (SPEC.md §1 equation 3).
 	MultiSite float64
-	// Quiet tells the policy that nobody reads Plan.Pending (a trace replay):
-	// it may leave it empty instead of explaining every waiting job on every
-	// cycle. Decisions and their reasons are unaffected.
+	// Quiet tells the policy that nobody reads the explanations and
+	// predictions of a plan (a trace replay): it may leave Plan.Pending
+	// empty instead of explaining every waiting job on every cycle, and may
+	// leave out Reserve decisions (a prediction, not an action). The
+	// decisions that act (Start, Replicate, Reject) and their reasons are
+	// exactly those of the same snapshot without Quiet.
 	Quiet bool
 }
 

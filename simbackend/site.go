@@ -197,6 +197,7 @@ func (s *Site) Info(ctx context.Context) (*backends.SiteInfo, error) {
 	info := &backends.SiteInfo{
 		Name: s.cfg.Name, Kind: "sim", Nodes: s.cfg.Nodes, CoresPerNode: s.cfg.CoresPerNode,
 		Partitions: []string{"batch"}, Queued: s.nQueue, Running: s.nRun,
+		Busy: make([]backends.Allocation, 0, len(s.sched.running)+len(s.sched.resvs)),
 	}
 	free := s.cfg.Nodes
 	for _, j := range s.sched.running {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/gridsub/gridsub/policy"
 )
@@ -67,6 +68,76 @@ type Planner struct {
 	bf     Backfill
 	single bool // admission as for single-site placement (width <= largest site)
 	beaten int
+	pool   sync.Pool // of *State: one pass's memory, reused by the next
+}
+
+// state is a State for s, from the pool when one is free.
+func (p *Planner) state(s *policy.Snapshot) *State {
+	if st, ok := p.pool.Get().(*State); ok {
+		st.reset(s)
+		return st
+	}
+	return NewState(s)
+}
+
+// quietScan looks ahead over the queue of a Quiet snapshot, where nobody
+// reads the reservations and explanations a full pass adds. It returns the
+// index of the last job that may start now (mayStartNow on the profiles
+// before any reservation of this pass, which only take nodes away), -1 when
+// none may, and the admission rejections with their queue indices. No job
+// after that index can start in this pass, so the pass can stop there and
+// add the later rejections: under load most passes start nothing at all
+// (every node busy, or the waiting jobs too wide or too long for the gaps),
+// and a Conservative pass would otherwise reserve every waiting job just to
+// start none. ok is false when ctx ends (the full pass reports it).
+func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, g *gridInfo) (last int, rejects []indexed, ok bool) {
+	last = -1
+	for qi := range s.Queue {
+		if qi%256 == 0 && ctx.Err() != nil {
+			return 0, nil, false
+		}
+		j := &s.Queue[qi]
+		sites, d, pn := admit(s, j, p.single, p.name, g)
+		switch {
+		case d != nil:
+			rejects = append(rejects, indexed{qi, *d})
+		case pn != nil:
+		case mayStartNow(st, j, sites, p.single || j.NoSplit):
+			last = qi
+		}
+	}
+	return last, rejects, true
+}
+
+// indexed is a decision with the queue index of its job.
+type indexed struct {
+	qi int
+	d  policy.Decision
+}
+
+// mayStartNow is a necessary condition for j to start now on some of sites
+// without delaying what the profiles already hold: a placement that uses
+// site i holds its nodes at least as long as j alone on i (a larger h or the
+// multi-site factor p only lengthens the run, a transfer only adds), and the
+// free nodes over a window only shrink as it grows, so no immediate placement
+// gets more from i than its fewest free nodes over that shortest hold. It
+// costs a few profile reads where a Select costs a search; an EASY pass with
+// thousands of waiting jobs asks it of each one.
+func mayStartNow(st *State, j *policy.Job, sites []int, oneSite bool) bool {
+	sum := 0
+	for _, i := range sites {
+		f := st.FreeNow(i)
+		if f <= 0 || (oneSite && f < j.Width) {
+			continue
+		}
+		one := [1]policy.Part{{Site: i, Nodes: 1}}
+		c := st.prof[i].minFreeFromNow(hold(st.Snap.Runtime(j, one[:]), 0))
+		if oneSite && c >= j.Width {
+			return true
+		}
+		sum += max(c, 0)
+	}
+	return !oneSite && sum >= j.Width
 }
 
 var _ policy.Planner = (*Planner)(nil)
@@ -79,9 +150,19 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	if err := checkSnapshot(s); err != nil {
 		return nil, err
 	}
-	st := NewState(s)
+	st := p.state(s)
+	defer p.pool.Put(st)
 	g := newGridInfo(s)
 	plan := &policy.Plan{}
+	stop := len(s.Queue) // the pass plans the jobs before stop
+	var later []indexed  // decisions for jobs from stop on
+	if s.Quiet {
+		if last, rejects, ok := p.quietScan(ctx, st, s, g); ok {
+			stop = last + 1
+			i, _ := slices.BinarySearchFunc(rejects, stop, func(x indexed, qi int) int { return cmp.Compare(x.qi, qi) })
+			later = rejects[i:]
+		}
+	}
 	// The first entry sizes each list for the rest of the queue: one
 	// allocation instead of a doubling series.
 	pend := func(x policy.Pending) {
@@ -95,7 +176,8 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	}
 	decide := func(x policy.Decision) {
 		if plan.Decisions == nil {
-			plan.Decisions = make([]policy.Decision, 0, min(len(s.Queue), 16))
+			// Most passes decide one or two jobs; a Decision is ~200 bytes.
+			plan.Decisions = make([]policy.Decision, 0, min(len(s.Queue), 4))
 		}
 		plan.Decisions = append(plan.Decisions, x)
 	}
@@ -103,7 +185,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	var head *policy.Decision // the first job of this pass left waiting (reserved)
 	var headID, headFrom string
 	var blocked []string // the reason of the jobs the head blocks
-	for qi := range s.Queue {
+	for qi := range s.Queue[:stop] {
 		if qi%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("coalloc: plan interrupted at job %d of %d: %w", qi, len(s.Queue), err)
@@ -125,7 +207,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		k.c = k.c[:0]
 		k.immediateOnly = head != nil && p.bf == EASY
-		if k.immediateOnly && freeNow(st, sites) < j.Width {
+		if k.immediateOnly && !mayStartNow(st, j, sites, p.single || j.NoSplit) {
 			pend(policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(EASY), Reasons: blocked}})
 			continue
 		}
@@ -188,6 +270,9 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			return nil, fmt.Errorf("coalloc: internal: EASY backfill candidate %s reached the reserve branch", j.ID)
 		}
 		decide(dec)
+	}
+	for _, x := range later {
+		decide(x.d)
 	}
 	return plan, nil
 }

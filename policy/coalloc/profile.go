@@ -1,6 +1,7 @@
 package coalloc
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -34,6 +35,16 @@ const blockMax = 64
 // a flat scan would touch them all.
 type profile struct {
 	b []block
+	// pm caches the prefix minimum of the steps, for minFreeFromNow: pmAt[k]
+	// is a step start and pmV[k] the fewest free nodes over [0, pmAt[k+1]);
+	// valid while pmOK (take clears it).
+	pmAt []time.Duration
+	pmV  []int
+	pmOK bool
+	// memory kept for the next build
+	rel   []release
+	atBuf []time.Duration
+	vBuf  []int
 }
 
 type block struct {
@@ -56,13 +67,22 @@ type pos struct{ k, i int }
 
 // newProfile builds a site's profile from its free nodes and Busy holds.
 func newProfile(s *policy.Site, now time.Time) profile {
-	at := []time.Duration{0}
-	v := []int{s.Free}
-	type rel struct {
-		at time.Duration
-		n  int
-	}
-	rs := make([]rel, 0, len(s.Busy))
+	var p profile
+	p.build(s, now)
+	return p
+}
+
+// release is a hold's end as an offset, with the nodes it frees.
+type release struct {
+	at time.Duration
+	n  int
+}
+
+// build makes p the profile of site s, reusing p's memory. Busy is usually
+// in order of Until already (the broker keeps it so); then no sort is needed.
+func (p *profile) build(s *policy.Site, now time.Time) {
+	rs := p.rel[:0]
+	sorted := true
 	for _, h := range s.Busy {
 		if h.Nodes <= 0 {
 			continue
@@ -71,17 +91,16 @@ func newProfile(s *policy.Site, now time.Time) profile {
 		if t <= 0 {
 			t = overdueGrace
 		}
-		rs = append(rs, rel{t, h.Nodes})
-	}
-	slices.SortFunc(rs, func(a, b rel) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
+		if len(rs) > 0 && t < rs[len(rs)-1].at {
+			sorted = false
 		}
-		return 0
-	})
+		rs = append(rs, release{t, h.Nodes})
+	}
+	if !sorted {
+		slices.SortFunc(rs, func(a, b release) int { return cmp.Compare(a.at, b.at) })
+	}
+	p.rel = rs
+	at, v := append(p.atBuf[:0], 0), append(p.vBuf[:0], s.Free)
 	cur := s.Free
 	for _, r := range rs {
 		cur += r.n
@@ -92,15 +111,18 @@ func newProfile(s *policy.Site, now time.Time) profile {
 		at = append(at, r.at)
 		v = append(v, cur)
 	}
-	var p profile
+	p.atBuf, p.vBuf = at, v
+	p.pmOK = false
+	// Blocks are clipped windows of the buffers: a split that grows one
+	// reallocates it (slices.Insert), never writing into its neighbour.
+	p.b = p.b[:0]
 	for len(at) > 0 {
 		n := min(len(at), blockMax/2)
-		b := block{at: slices.Clip(at[:n:n]), v: slices.Clip(v[:n:n])}
+		b := block{at: at[:n:n], v: v[:n:n]}
 		b.recompute()
 		p.b = append(p.b, b)
 		at, v = at[n:], v[n:]
 	}
-	return p
 }
 
 func (p *profile) val(q pos) int             { b := &p.b[q.k]; return b.v[q.i] + b.add }
@@ -301,8 +323,40 @@ func (p *profile) split(t time.Duration) {
 	}
 }
 
+// minFreeFromNow is minFree(0, d): the fewest free nodes over [0, d), from
+// the prefix minima (O(log S) once computed, recomputed after a take).
+func (p *profile) minFreeFromNow(d time.Duration) int {
+	if !p.pmOK {
+		p.pmAt, p.pmV = p.pmAt[:0], p.pmV[:0]
+		for k := range p.b {
+			b := &p.b[k]
+			if len(p.pmV) > 0 && b.mn+b.add >= p.pmV[len(p.pmV)-1] {
+				continue // no new minimum in this block
+			}
+			for i := range b.at {
+				if v := b.v[i] + b.add; len(p.pmV) == 0 || v < p.pmV[len(p.pmV)-1] {
+					p.pmAt, p.pmV = append(p.pmAt, b.at[i]), append(p.pmV, v)
+				}
+			}
+		}
+		p.pmOK = true
+	}
+	// The steps starting before d: the last prefix minimum starting before d.
+	lo, hi := 1, len(p.pmAt)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.pmAt[m] < d {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return p.pmV[lo-1]
+}
+
 // take holds n nodes over [t, t+d).
 func (p *profile) take(t, d time.Duration, n int) {
+	p.pmOK = false
 	if d <= 0 {
 		d = 1
 	}

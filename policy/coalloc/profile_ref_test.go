@@ -149,7 +149,15 @@ func TestPropertyProfileMatchesFlat(t *testing.T) {
 			site.Free -= n
 			site.Busy = append(site.Busy, policy.Hold{Nodes: n, Until: t0.Add(time.Duration(rapid.IntRange(-5, 500).Draw(t, "until")) * time.Second)})
 		}
-		bp, fp := newProfile(&site, t0), newFlatProfile(&site, t0)
+		fp := newFlatProfile(&site, t0)
+		// bp reuses the memory of a profile built for another site and
+		// changed by reservations, as a pooled State does.
+		other := policy.Site{Nodes: 50, Free: 10, Busy: []policy.Hold{{Nodes: 40, Until: t0.Add(time.Hour)}}}
+		bp := newProfile(&other, t0)
+		for k := rapid.IntRange(0, 100).Draw(t, "junk"); k > 0; k-- {
+			bp.take(time.Duration(k)*time.Second, time.Duration(k)*time.Minute, 1)
+		}
+		bp.build(&site, t0)
 		dur := func(label string) time.Duration {
 			return time.Duration(rapid.IntRange(1, 300).Draw(t, label)) * time.Second
 		}
@@ -158,6 +166,9 @@ func TestPropertyProfileMatchesFlat(t *testing.T) {
 			n := rapid.IntRange(1, nodes).Draw(t, "width")
 			if got, want := bp.minFree(at, d), fp.minFree(at, d); got != want {
 				t.Fatalf("minFree(%v,%v) = %d, flat %d", at, d, got, want)
+			}
+			if got, want := bp.minFreeFromNow(d), fp.minFree(0, d); got != want {
+				t.Fatalf("minFreeFromNow(%v) = %d, flat minFree(0, %v) %d", d, got, d, want)
 			}
 			gt, gok := bp.earliest(at, n, d)
 			wt, wok := fp.earliest(at, n, d)

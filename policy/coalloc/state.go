@@ -29,11 +29,21 @@ type State struct {
 
 // NewState builds the pass state for s. It does not modify s.
 func NewState(s *policy.Snapshot) *State {
-	st := &State{Snap: s, prof: make([]profile, len(s.Sites))}
-	for i := range s.Sites {
-		st.prof[i] = newProfile(&s.Sites[i], s.Now)
-	}
+	st := &State{}
+	st.reset(s)
 	return st
+}
+
+// reset makes st the pass state for s, reusing its memory.
+func (st *State) reset(s *policy.Snapshot) {
+	st.Snap = s
+	if cap(st.prof) < len(s.Sites) {
+		st.prof = append(st.prof[:cap(st.prof)], make([]profile, len(s.Sites)-cap(st.prof))...)
+	}
+	st.prof = st.prof[:len(s.Sites)]
+	for i := range s.Sites {
+		st.prof[i].build(&s.Sites[i], s.Now)
+	}
 }
 
 // FreeNow is the nodes of site i free now, after this pass's starts.
