@@ -185,6 +185,17 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	var head *policy.Decision // the first job of this pass left waiting (reserved)
 	var headID, headFrom string
 	var blocked []string // the reason of the jobs the head blocks
+	setHead := func(d *policy.Decision) {
+		head, headID = d, d.Job
+		headFrom = headID + " (reserved from " + clock(s, d.Chosen.Start) + ")"
+		// One reason for every job this head blocks: the slice is shared
+		// (full, so an append by a reader copies it).
+		if p.bf == None {
+			blocked = []string{"strict FCFS: waits behind job " + headFrom}
+		} else {
+			blocked = []string{"backfill: cannot start now without delaying job " + headFrom}
+		}
+	}
 	for qi := range s.Queue[:stop] {
 		if qi%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -229,6 +240,14 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 				fmt.Sprintf("needs %d nodes; the known holds never leave that many free at the eligible sites (%s)", j.Width, siteList(s, sites, st.Eventual)))})
 			continue
 		}
+		if !best.Immediate && s.Quiet && (head == nil || p.bf == Conservative) {
+			// A reservation nobody reads: hold it, decide nothing.
+			st.Take(best.Parts, best.Start, best.Hold())
+			if head == nil {
+				setHead(&policy.Decision{Job: j.ID, Chosen: policy.Option{Start: s.Now.Add(best.Start)}})
+			}
+			continue
+		}
 		dec := policy.Decision{Job: j.ID, Chosen: option(s, best), Beaten: options(s, k.Beaten())}
 		switch {
 		case best.Immediate:
@@ -256,15 +275,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			}
 			dec.Status = policy.NewStatus(policy.Wait, plug, r...)
 			if head == nil {
-				head, headID = &dec, j.ID
-				headFrom = headID + " (reserved from " + clock(s, dec.Chosen.Start) + ")"
-				// One reason for every job this head blocks: the slice is
-				// shared (full, so an append by a reader copies it).
-				if p.bf == None {
-					blocked = []string{"strict FCFS: waits behind job " + headFrom}
-				} else {
-					blocked = []string{"backfill: cannot start now without delaying job " + headFrom}
-				}
+				setHead(&dec)
 			}
 		default:
 			return nil, fmt.Errorf("coalloc: internal: EASY backfill candidate %s reached the reserve branch", j.ID)
