@@ -21,6 +21,7 @@ import (
 type simFlags struct {
 	out     string
 	workers int
+	jobs    int // > 0: overrides the workload's jobs
 }
 
 func newSimCmd(g *globals) *cobra.Command {
@@ -47,6 +48,7 @@ Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
 		Example: `  gridsub sim configs/experiments/fig2-small-h-multi-vs-single.yaml --out out/fig2
   gridsub sim configs/experiments/ctc-easy-reference.yaml --out out/ref --output json
+  gridsub sim configs/experiments/fig5-small-h-optimal-greedy-nonadaptive.yaml --jobs 10000 --out out/fig5-10k
   GRIDSUB_WORKLOADS=/data/pwa gridsub sim my-experiment.yaml --out out/mine --workers 4`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -60,6 +62,7 @@ failed or was interrupted.`,
 	}
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for summary.json, results.csv and the plots (default out/<experiment name>)")
 	cmd.Flags().IntVar(&f.workers, "workers", 0, "runs in flight at once (default GOMAXPROCS)")
+	cmd.Flags().IntVar(&f.jobs, "jobs", 0, "replay the first N jobs of the trace instead of the file's workload.jobs (e.g. 10000, the paper's size); summary.json records the value used")
 	return cmd
 }
 
@@ -67,9 +70,18 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	if f.workers < 0 {
 		return usageErr(fmt.Errorf("--workers must be >= 0 (0 = GOMAXPROCS), got %d", f.workers))
 	}
+	if f.jobs < 0 {
+		return usageErr(fmt.Errorf("--jobs must be >= 1 (or left out to use the file's workload.jobs), got %d", f.jobs))
+	}
 	e, err := experiment.Load(file)
 	if err != nil {
 		return usageErr(err)
+	}
+	if f.jobs > 0 {
+		if e.Kind == experiment.KindCTCReference {
+			return usageErr(fmt.Errorf("--jobs: %s replays the whole CTC-SP2 trace against its reference schedule; it takes no job count", file))
+		}
+		e.Workload.Jobs = f.jobs
 	}
 	out := f.out
 	if out == "" {

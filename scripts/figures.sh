@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every figure experiment of paper 000 (configs/experiments/fig*.yaml)
+# and prints the wall time of each and of the whole set: the measurement
+# behind issue 3's "whole set of figure experiments in at most 1 minute".
+#
+#   bash scripts/figures.sh                 # each file's own workload.jobs
+#   bash scripts/figures.sh --jobs 10000    # the paper's 10,000 jobs per run
+#   OUT=/tmp/figs bash scripts/figures.sh   # where the results go (default out/figures)
+#
+# Traces come from $GRIDSUB_WORKLOADS or ../shared/workloads. The binary is
+# built once first (its build time is not counted).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs_flag=()
+if [[ $# -gt 0 ]]; then
+	if [[ $1 != --jobs || $# -ne 2 ]]; then
+		echo "usage: $0 [--jobs N]" >&2
+		exit 2
+	fi
+	jobs_flag=(--jobs "$2")
+fi
+out=${OUT:-out/figures}
+bin=$(mktemp -d)/gridsub
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+go build -o "$bin" ./cmd/gridsub
+
+mkdir -p "$out"
+secs() { # seconds since $1 (date +%s%N), one decimal
+	local ms=$((($(date +%s%N) - $1) / 1000000))
+	printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100))
+}
+total_start=$(date +%s%N)
+printf '%-55s %8s\n' experiment seconds
+for f in configs/experiments/fig*.yaml; do
+	name=$(basename "$f" .yaml)
+	t0=$(date +%s%N)
+	"$bin" sim "$f" "${jobs_flag[@]}" --out "$out/$name" >/dev/null 2>"$out/$name.log" || {
+		echo "$name failed; see $out/$name.log" >&2
+		exit 1
+	}
+	rm -f "$out/$name.log"
+	printf '%-55s %8s\n' "$name" "$(secs "$t0")"
+done
+printf '%-55s %8s\n' TOTAL "$(secs "$total_start")"
