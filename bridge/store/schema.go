@@ -66,10 +66,34 @@ CREATE TABLE kv (
 	updated INTEGER NOT NULL               -- unix nanoseconds of the last write
 ) WITHOUT ROWID;
 `},
+	{3, "site health: last probe, last good numbers, measured link, job outcomes, trust", `
+CREATE TABLE sites (
+	name        TEXT    PRIMARY KEY,
+	probed      INTEGER,                   -- unix ns of the last probe; NULL = never probed
+	error       TEXT    NOT NULL DEFAULT '', -- the last probe's error; '' = it succeeded
+	ok_at       INTEGER,                   -- unix ns of the last successful probe; NULL = never
+	nodes       INTEGER NOT NULL DEFAULT 0,  -- the numbers of the probe at ok_at
+	free_nodes  INTEGER NOT NULL DEFAULT 0,
+	queued      INTEGER NOT NULL DEFAULT 0,
+	running     INTEGER NOT NULL DEFAULT 0,
+	link_at     INTEGER,                   -- unix ns of the probe that recorded the link; NULL = never measured
+	bytes_per_s REAL,                      -- measured transfer rate
+	latency_ns  INTEGER,                   -- measured per-transfer latency
+	completed   INTEGER NOT NULL DEFAULT 0,  -- jobs that ended completed with a component here
+	failed      INTEGER NOT NULL DEFAULT 0,  -- jobs that ended failed with a component here
+	trust       REAL,                      -- NULL = not computed (a trust policy writes it)
+	trust_at    INTEGER                    -- unix ns when it was computed
+) WITHOUT ROWID;
+INSERT INTO sites(name, completed, failed)
+	SELECT s.site, sum(j.state = 'completed'), sum(j.state = 'failed')
+	FROM job_sites AS s JOIN jobs AS j ON j.seq = s.seq
+	WHERE j.state IN ('completed', 'failed')
+	GROUP BY s.site;
+`},
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 func init() {
 	for i, m := range migrations {

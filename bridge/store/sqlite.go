@@ -421,7 +421,7 @@ func encode(j *bridge.Job, now time.Time) (*row, error) {
 
 // The commit loop's statements, prepared once at Open.
 const (
-	qSelJob    = `SELECT seq, n_events, sites FROM jobs WHERE id = ?`
+	qSelJob    = `SELECT seq, n_events, sites, state FROM jobs WHERE id = ?`
 	qInsJob    = `INSERT INTO jobs(id, state, name, sites, updated, n_events, body) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`
 	qUpdJob    = `UPDATE jobs SET state = ?, name = ?, sites = ?, updated = ?, n_events = ?, body = ? WHERE seq = ?`
 	qDelSites  = `DELETE FROM job_sites WHERE seq = ?`
@@ -433,7 +433,8 @@ const (
 	qDelValue  = `DELETE FROM kv WHERE key = ?`
 )
 
-var writeQueries = []string{qSelJob, qInsJob, qUpdJob, qDelSites, qInsSite, qDelEvents, qInsEvent, qNextID, qSetValue, qDelValue}
+var writeQueries = []string{qSelJob, qInsJob, qUpdJob, qDelSites, qInsSite, qDelEvents, qInsEvent, qNextID, qSetValue, qDelValue,
+	qProbeOK, qProbeErr, qProbeLink, qTrust, qOutcome}
 
 // Put implements bridge.Store: one job, written in one transaction (shared
 // with concurrent Puts by group commit) and committed with fsync before Put
@@ -463,8 +464,8 @@ func (s *SQLite) wrap(op string, err error) error {
 
 func putRow(w *wtx, r *row) error {
 	var seq, stored int64
-	var sites string
-	err := w.queryRow(qSelJob, []any{r.id}, &seq, &stored, &sites)
+	var sites, state string
+	err := w.queryRow(qSelJob, []any{r.id}, &seq, &stored, &sites, &state)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		err = w.queryRow(qInsJob,
@@ -477,9 +478,19 @@ func putRow(w *wtx, r *row) error {
 				return err
 			}
 		}
+		if err := countOutcome(w, r); err != nil {
+			return err
+		}
 		return insertEvents(w, seq, 0, r.events)
 	case err != nil:
 		return err
+	}
+	if state != r.state {
+		// The Put that first stores a final state counts the outcome
+		// (final states do not change again, so it is counted once).
+		if err := countOutcome(w, r); err != nil {
+			return err
+		}
 	}
 	if err := w.exec(qUpdJob,
 		r.state, r.name, r.sites, r.updated, len(r.events), r.body, seq); err != nil {
