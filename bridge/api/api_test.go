@@ -514,6 +514,7 @@ func TestOpenAPIRequestFields(t *testing.T) {
 	for name, typ := range map[string]reflect.Type{
 		"Request": reflect.TypeFor[bridge.Request](), "Job": reflect.TypeFor[bridge.Job](),
 		"Component": reflect.TypeFor[bridge.Component](), "Event": reflect.TypeFor[bridge.Event](),
+		"Site": reflect.TypeFor[api.Site](),
 	} {
 		props := raw.Components.Schemas[name].Properties
 		for f := range typ.Fields() {

@@ -213,13 +213,24 @@ func (c *Client) Cancel(ctx context.Context, id string) (*bridge.Job, error) {
 	return &j, nil
 }
 
-// Sites lists the broker's sites.
+// Sites lists the broker's site names.
 func (c *Client) Sites(ctx context.Context) ([]string, error) {
+	r, err := c.SiteStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Sites, nil
+}
+
+// SiteStatus returns the whole answer of GET /v1/sites: the names and,
+// from a daemon that records site health, a record per site (Details is
+// nil from an older daemon, which lists names only).
+func (c *Client) SiteStatus(ctx context.Context) (*SitesResponse, error) {
 	var r SitesResponse
 	if err := c.do(ctx, http.MethodGet, "/v1/sites", nil, &r); err != nil {
 		return nil, err
 	}
-	return r.Sites, nil
+	return &r, nil
 }
 
 // Health asks whether the daemon is up and well. An unhealthy daemon gives

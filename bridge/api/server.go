@@ -407,13 +407,34 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// SitesResponse is the answer to GET /v1/sites.
+// SitesResponse is the answer to GET /v1/sites. Sites keeps the names
+// alone (what clients before site health read); Details has one record per
+// site in the same order, and is absent when the Broker is not a
+// SiteReporter. Time is the server's wall clock at the answer: the ages of
+// the records are measured against it.
 type SitesResponse struct {
-	Sites []string `json:"sites"`
+	Sites   []string  `json:"sites"`
+	Details []Site    `json:"details,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 func (s *Server) sites(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, SitesResponse{Sites: s.b.SiteNames()})
+	resp := SitesResponse{Sites: s.b.SiteNames(), Time: time.Now()}
+	if resp.Sites == nil {
+		resp.Sites = []string{}
+	}
+	if sr, ok := s.b.(SiteReporter); ok {
+		d, err := sr.SiteStatus(r.Context())
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		if d == nil {
+			d = []Site{}
+		}
+		resp.Details = d
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // HealthResponse is the answer to GET /v1/health.

@@ -392,22 +392,7 @@ func (d *Daemon) run(ctx context.Context, task string) {
 			d.log.Warn("cycle", "err", e)
 		}
 	case TaskHealth:
-		for _, name := range d.env.Broker.SiteNames() {
-			be, _ := d.env.Broker.Site(name)
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			info, err := be.Info(cctx)
-			cancel()
-			if err != nil {
-				d.m.siteErrors.WithLabelValues(name, "health").Inc()
-				d.m.siteUp.WithLabelValues(name).Set(0)
-				d.log.Warn("site health probe failed", "site", name, "err", err)
-				continue
-			}
-			d.m.siteUp.WithLabelValues(name).Set(1)
-			d.m.siteFree.WithLabelValues(name).Set(float64(info.FreeNodes))
-			d.m.link(name, be)
-			d.log.Debug("site health", "site", name, "free", info.FreeNodes, "queued", info.Queued, "running", info.Running)
-		}
+		d.probe(ctx)
 	case TaskCleanup:
 		before := time.Now().Add(-d.opts.Retention)
 		n, err := d.st.Prune(ctx, before)
@@ -417,6 +402,41 @@ func (d *Daemon) run(ctx context.Context, task string) {
 		}
 		d.m.pruned.Add(float64(n))
 		d.log.Info("history cleanup", "pruned", n, "ended_before", before.Format(time.RFC3339))
+	}
+}
+
+// maxProbeErr bounds a stored probe error (an SSH failure can carry a
+// page of output).
+const maxProbeErr = 2000
+
+// probe asks every site for its Info and stores each probe, successful or
+// not, with the link the site has measured so far: the store keeps the
+// last good numbers apart from the last error (store.SiteHealthStore).
+func (d *Daemon) probe(ctx context.Context) {
+	for _, name := range d.env.Broker.SiteNames() {
+		be, _ := d.env.Broker.Site(name)
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		info, err := be.Info(cctx)
+		cancel()
+		p := store.SiteProbe{Site: name, Time: time.Now(), Link: measuredLink(be)}
+		if err != nil {
+			d.m.siteErrors.WithLabelValues(name, "health").Inc()
+			d.m.siteUp.WithLabelValues(name).Set(0)
+			d.log.Warn("site health probe failed", "site", name, "err", err)
+			p.Err = err.Error()
+			if len(p.Err) > maxProbeErr {
+				p.Err = p.Err[:maxProbeErr] + "..."
+			}
+		} else {
+			d.m.siteUp.WithLabelValues(name).Set(1)
+			d.m.siteFree.WithLabelValues(name).Set(float64(info.FreeNodes))
+			d.log.Debug("site health", "site", name, "free", info.FreeNodes, "queued", info.Queued, "running", info.Running)
+			p.Nodes, p.FreeNodes, p.Queued, p.Running = info.Nodes, info.FreeNodes, info.Queued, info.Running
+		}
+		d.m.link(name, be)
+		if err := d.st.RecordProbe(ctx, p); err != nil {
+			d.log.Error("storing a site health probe", "site", name, "err", err)
+		}
 	}
 }
 

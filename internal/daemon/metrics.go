@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/store"
 )
 
 // metrics are the daemon's Prometheus metrics, on a registry of its own (so
@@ -135,14 +137,24 @@ func (m *metrics) cycle(d time.Duration, rep bridge.CycleReport, err error) {
 // link records a site's measured transfer rate and latency, when the site
 // measures them (backends.LinkEstimator) and has measured something.
 func (m *metrics) link(site string, be backends.Backend) {
+	l := measuredLink(be)
+	if l == nil {
+		return
+	}
+	m.siteRate.WithLabelValues(site).Set(l.BytesPerSec)
+	m.siteLatency.WithLabelValues(site).Set(l.Latency.Seconds())
+}
+
+// measuredLink is the transfer cost the site's backend has measured so far
+// (backends.LinkEstimator), or nil when it measures none or has not yet.
+func measuredLink(be backends.Backend) *store.Link {
 	le, ok := be.(backends.LinkEstimator)
 	if !ok {
-		return
+		return nil
 	}
 	spb, lat, ok := le.LinkEstimate()
-	if !ok || spb <= 0 {
-		return
+	if !ok || !(spb > 0) || math.IsInf(spb, 0) || lat < 0 {
+		return nil
 	}
-	m.siteRate.WithLabelValues(site).Set(1 / spb)
-	m.siteLatency.WithLabelValues(site).Set(lat.Seconds())
+	return &store.Link{BytesPerSec: 1 / spb, Latency: lat}
 }

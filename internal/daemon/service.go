@@ -26,8 +26,9 @@ type service struct {
 }
 
 var (
-	_ api.Broker  = (*service)(nil)
-	_ api.Checker = (*service)(nil)
+	_ api.Broker       = (*service)(nil)
+	_ api.Checker      = (*service)(nil)
+	_ api.SiteReporter = (*service)(nil)
 )
 
 func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
@@ -69,5 +70,24 @@ func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {
 }
 
 func (s *service) SiteNames() []string { return s.b.SiteNames() }
+
+// SiteStatus answers GET /v1/sites from the store: the health task's last
+// probes (of this run, or of the previous one until the first probe), the
+// outcome counts Put keeps, and trust when a policy has computed it.
+func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
+	recs, err := s.st.SiteHealth(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*store.SiteHealth, len(recs))
+	for i := range recs {
+		byName[recs[i].Site] = &recs[i]
+	}
+	out := make([]api.Site, 0, len(s.d.env.Sites))
+	for _, sp := range s.d.env.Sites {
+		out = append(out, api.NewSite(sp.Name, sp.Kind, sp.Nodes, sp.CoresPerNode, sp.H, byName[sp.Name]))
+	}
+	return out, nil
+}
 
 func (s *service) Health(ctx context.Context) error { return s.d.health(ctx) }

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge/store"
+)
+
+// SiteReporter is optionally implemented by a Broker that records its
+// sites' health (the daemon does, from its health probes kept in the
+// store). Without it GET /v1/sites lists the names only.
+//
+// Contract: SiteStatus returns one Site per configured site, in
+// configuration order (the order of SiteNames), from what was recorded —
+// it does not contact the sites. It is safe for concurrent use.
+type SiteReporter interface {
+	SiteStatus(ctx context.Context) ([]Site, error)
+}
+
+// Site statuses (Site.Status starts with one of them).
+const (
+	SiteOK          = "ok"
+	SiteUnreachable = "unreachable" // followed by ": <reason>"
+	SiteNotProbed   = "not probed yet"
+)
+
+// Site is one site in GET /v1/sites: its configuration and what the last
+// health probes recorded. Times are the daemon's wall clock. A field that
+// was never measured is null in JSON: free_nodes, queued and running until
+// the site first answered, the bandwidth and latency until a transfer was
+// timed, trust until a trust policy computed it.
+type Site struct {
+	Name         string  `json:"name"`
+	Kind         string  `json:"kind"`
+	Nodes        int     `json:"nodes"`
+	CoresPerNode int     `json:"cores_per_node"`
+	H            float64 `json:"h"`
+	// Status is "ok", "unreachable: <reason>" (the last probe failed) or
+	// "not probed yet".
+	Status    string     `json:"status"`
+	LastProbe *time.Time `json:"last_probe"`
+	LastError string     `json:"last_error,omitempty"`
+	// LastOK is the last probe the site answered; the load below is from
+	// it, so after a failed probe it is the last known load.
+	LastOK    *time.Time `json:"last_ok"`
+	FreeNodes *int       `json:"free_nodes"`
+	Queued    *int       `json:"queued"`
+	Running   *int       `json:"running"`
+	// Measured transfer cost (backends.LinkEstimator): seconds = latency +
+	// bytes / bandwidth.
+	BandwidthBytesPerSecond *float64   `json:"bandwidth_bytes_per_second"`
+	LatencySeconds          *float64   `json:"latency_seconds"`
+	LinkMeasuredAt          *time.Time `json:"link_measured_at"`
+	// Trust as a trust policy last computed it (SPEC.md §3); null: not
+	// computed.
+	Trust           *float64   `json:"trust"`
+	TrustComputedAt *time.Time `json:"trust_computed_at"`
+	// Jobs that ended completed or failed with a component at the site.
+	JobsCompleted int64 `json:"jobs_completed"`
+	JobsFailed    int64 `json:"jobs_failed"`
+}
+
+// NewSite builds a Site from a configured site and the store's record of
+// it (nil: none yet). nodes 0 (to be discovered) takes the site's own count
+// from its last good probe.
+func NewSite(name, kind string, nodes, coresPerNode int, h float64, rec *store.SiteHealth) Site {
+	s := Site{Name: name, Kind: kind, Nodes: nodes, CoresPerNode: coresPerNode, H: h, Status: SiteNotProbed}
+	if rec == nil {
+		return s
+	}
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	s.LastProbe, s.LastOK, s.LastError = at(rec.LastProbe), at(rec.LastOK), rec.LastErr
+	switch {
+	case rec.LastProbe.IsZero():
+	case rec.LastErr != "":
+		s.Status = SiteUnreachable + ": " + rec.LastErr
+	default:
+		s.Status = SiteOK
+	}
+	if !rec.LastOK.IsZero() {
+		free, q, run := rec.FreeNodes, rec.Queued, rec.Running
+		s.FreeNodes, s.Queued, s.Running = &free, &q, &run
+		if s.Nodes == 0 {
+			s.Nodes = rec.Nodes
+		}
+	}
+	if rec.Link != nil {
+		bw, lat := rec.Link.BytesPerSec, rec.Link.Latency.Seconds()
+		s.BandwidthBytesPerSecond, s.LatencySeconds, s.LinkMeasuredAt = &bw, &lat, at(rec.LinkAt)
+	}
+	if rec.Trust != nil {
+		v := *rec.Trust
+		s.Trust, s.TrustComputedAt = &v, at(rec.TrustAt)
+	}
+	s.JobsCompleted, s.JobsFailed = rec.Completed, rec.Failed
+	return s
+}
