@@ -17,8 +17,18 @@
 //	GET  /v1/jobs/{id}           one job with its events
 //	GET  /v1/jobs/{id}/events    its history
 //	POST /v1/jobs/{id}/cancel    cancel; 409 if it already ended
-//	GET  /v1/sites               site names
+//	GET  /v1/sites               the sites: names, and from a SiteReporter (the
+//	                             daemon) a Site record each — health, load,
+//	                             measured link, trust, job outcomes
 //	GET  /v1/health              ok, or 503 when the Broker's Checker says not
+//
+// GET /v1/sites keeps "sites" as the list of names that clients before
+// site health read (the CLI's submit validates job files against it) and
+// adds "details", one Site per site in the same order, when the Broker is a
+// SiteReporter; NewSite builds a Site from a configured site and the
+// store's record of it (status "ok", "unreachable: <reason>" or "not
+// probed yet"; null for what was never measured). Client.Sites returns the
+// names, Client.SiteStatus the whole answer.
 //
 // Errors are {"error": "...", "code": "..."} with the status of their
 // sentinel: bridge.ErrNotFound 404 not_found; bridge.ErrBadRequest 400

@@ -16,8 +16,12 @@
 //	events(seq, n, time, kind, site, msg)        append-only history, PK(seq, n)
 //	counters(name PK, value)                     'next_id': the end of the last block of
 //	                                             job numbers NextID reserved
-//	kv(key PK, value, updated)                   the broker's other state (site health,
-//	                                             trust, ...): SetValue, Value, Values
+//	kv(key PK, value, updated)                   the broker's other state (the job id
+//	                                             prefix, ...): SetValue, Value, Values
+//	sites(name PK, probed, error, ok_at, nodes,  site health (schema 3): the last probe
+//	      free_nodes, queued, running, link_at,  and its error apart from the numbers of
+//	      bytes_per_s, latency_ns, completed,    the last good one, the measured link,
+//	      failed, trust, trust_at)               job outcomes, trust (NULL: not computed)
 //
 // Open creates a missing state directory (0700) and database file (0600):
 // job requests may carry environment values nobody else should read.
@@ -35,6 +39,20 @@
 // Put of a job that is already stored updates its row, rewrites its
 // job_sites only when its placement changed, and inserts only the events
 // beyond n_events (the Store contract: events only grow between two Puts).
+//
+// # Site health
+//
+// SiteHealthStore (RecordProbe, SetTrust, SiteHealth) is the durable record
+// of the sites beside the jobs. The daemon's health task records every
+// probe: a successful one replaces the site's numbers, a failed one only
+// its time and error, so the last good numbers survive an outage and a
+// restart (SiteHealth.LastOK says when they were true). A measured link
+// replaces the stored one; a probe without one (nothing timed yet, e.g.
+// after a restart) leaves it. Trust is NULL until a trust policy calls
+// SetTrust; nothing in the store computes it. Put counts outcomes: the Put
+// that first stores a job as completed or failed adds one at each of the
+// job's sites, in the same transaction, so every outcome is counted once;
+// Prune does not lower the counts.
 //
 // # Durability
 //
@@ -62,8 +80,10 @@
 //
 // Migrations are an ordered, append-only list; Open applies all pending
 // ones in one write transaction and records the new version in
-// schema_version. Version 1 has the jobs; version 2 adds kv
-// (TestMigrateFromVersion1 opens a version-1 file with jobs in it). A
+// schema_version. Version 1 has the jobs; version 2 adds kv; version 3
+// adds sites and counts the outcomes of the jobs already ended
+// (TestMigrateFromVersion1 and TestMigrateFromVersion2 open older files
+// with jobs in them). A
 // database whose version is newer than the binary knows
 // is refused with ErrNewerSchema naming both versions ("upgrade gridsub")
 // and is never migrated down or written.

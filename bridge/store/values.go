@@ -9,11 +9,12 @@ import (
 	"strings"
 )
 
-// Values beside the jobs: the broker's own durable state that is not a job
-// — site health, trust, measured bandwidth, the last time a periodic task
-// ran. Keys are free-form; a prefix convention ("trust/Beijing",
-// "health/Beijing") lets Values read a family at once. Values are opaque
-// bytes (JSON, typically). Each SetValue is committed like a Put.
+// Values beside the jobs: the broker's own durable state that is neither a
+// job nor a site's health (SiteHealthStore has that) — the job id prefix,
+// the last time a periodic task ran. Keys are free-form; a prefix
+// convention ("task/cleanup", "broker.id_prefix") lets Values read a family
+// at once. Values are opaque bytes (JSON, typically). Each SetValue is
+// committed like a Put.
 
 // SetValue stores value under key, replacing what was there.
 func (s *SQLite) SetValue(ctx context.Context, key string, value []byte) error {

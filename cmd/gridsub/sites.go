@@ -2,35 +2,77 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/config"
 )
 
 func newSitesCmd(g *globals) *cobra.Command {
-	var offline bool
+	var offline, embedded bool
 	c := &cobra.Command{
 		Use:   "sites",
-		Short: "List the configured sites and their state",
-		Long: `Sites lists every configured site: its kind, size, cores per node and
-heterogeneity factor h (run-time multiplier; 1 = the reference machine,
-smaller is faster), and — unless --offline — what the site reports now: free
-nodes and queued and running jobs. A site that cannot be reached is listed
-with the reason.`,
-		Example: `  gridsub sites
-  gridsub --config configs/local-slurm.yaml sites --output json`,
+		Short: "List the sites with their health, load, trust and measured bandwidth",
+		Long: `Sites lists every site with its health, load, trust and measured bandwidth.
+
+With a daemon running (found as every command finds it: GRIDSUB_URL, else the
+socket of GRIDSUB_SOCKET or broker.socket), it shows what the daemon recorded.
+The daemon's health task probes every site on the schedule broker.cron.health
+(default every minute) and stores each probe, so the records survive a
+restart and a site that stops answering keeps its last known numbers:
+
+  HEALTH      ok; unreachable (the last probe failed: the reason is printed
+              under the table); not probed (none yet)
+  LOAD        free nodes/queued jobs/running jobs at the last probe the site
+              answered (after a failed probe, the last known load)
+  TRUST       the site's trust score; "-" until a trust policy computes one
+  BANDWIDTH   transfer rate and per-transfer latency measured on the staging
+  LATENCY     transfers made so far; "-" until one was timed (simulated sites
+              never are)
+  DONE/FAILED jobs that ended completed/failed with a part at the site
+  LAST PROBE  how long ago the daemon last probed the site
+
+Without a daemon, or with --embedded, it contacts the sites itself from here
+and shows what they report now: free nodes, queued and running jobs, or why a
+site could not be reached. --offline contacts nothing and shows the
+configuration only. Every form shows the kind, the size and the
+heterogeneity factor h (run-time multiplier: 1 = the reference machine,
+smaller is faster).
+
+--output json prints the full records: from a daemon, every field of GET
+/v1/sites (RFC 3339 times, null for what was never measured or computed).`,
+		Example: `  gridsub sites                       # from the daemon if one answers, else probed from here
+  gridsub sites --output json         # the full records, for scripts
+  gridsub sites --embedded            # probe from here even though a daemon runs
+  gridsub --config configs/local-slurm.yaml sites --offline`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if !offline && !embedded {
+				c, err := connect(ctx, g)
+				var ee *exitError
+				switch {
+				case err == nil:
+					return daemonSites(ctx, g, c)
+				case errors.As(err, &ee):
+					return err
+				case !errors.Is(err, errNoDaemon):
+					return &exitError{exitInternal, fmt.Errorf("%w (--embedded probes the sites from here without the daemon)", err)}
+				}
+				// No daemon: probe from here, as --embedded does.
+			}
 			cfg, err := loadConfig(g)
 			if err != nil {
 				return usageErr(err)
 			}
-			rows, err := siteRows(cmd.Context(), g, cfg, offline)
+			rows, err := siteRows(ctx, g, cfg, offline)
 			if err != nil {
 				return err
 			}
@@ -50,8 +92,140 @@ with the reason.`,
 			return tw.Flush()
 		},
 	}
-	c.Flags().BoolVar(&offline, "offline", false, "only show the configuration; do not contact the sites")
+	c.Flags().BoolVar(&offline, "offline", false, "only show the configuration; contact neither the daemon nor the sites")
+	c.Flags().BoolVar(&embedded, "embedded", false, "probe the sites from here even when a daemon runs")
+	c.MarkFlagsMutuallyExclusive("offline", "embedded")
 	return c
+}
+
+// daemonSites shows the daemon's records of its sites.
+func daemonSites(ctx context.Context, g *globals, c *daemonClient) error {
+	r, err := c.SiteStatus(ctx)
+	if err != nil {
+		return clientErr(err)
+	}
+	sites := r.Details
+	if sites == nil {
+		// A daemon from before site health lists names only.
+		for _, n := range r.Sites {
+			sites = append(sites, api.Site{Name: n, Status: "unknown: this daemon does not record site health (upgrade it, or use --embedded)"})
+		}
+	}
+	if g.json() {
+		if sites == nil {
+			sites = []api.Site{}
+		}
+		return writeJSON(g.stdout, sites)
+	}
+	now := r.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+	fmt.Fprintf(g.stdout, "daemon: %s\n", c.where)
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tNODES\tH\tHEALTH\tLOAD\tTRUST\tBANDWIDTH\tLATENCY\tDONE/FAILED\tLAST PROBE")
+	var notes, unprobed []string
+	for _, s := range sites {
+		health, load := siteHealthWord(s.Status), "-"
+		if s.FreeNodes != nil && s.Queued != nil && s.Running != nil {
+			load = fmt.Sprintf("%d/%d/%d", *s.FreeNodes, *s.Queued, *s.Running)
+		}
+		trust, bw, lat := "-", "-", "-"
+		if s.Trust != nil {
+			trust = fmt.Sprintf("%.3g", *s.Trust)
+		}
+		if s.BandwidthBytesPerSecond != nil {
+			bw = humanRate(*s.BandwidthBytesPerSecond)
+		}
+		if s.LatencySeconds != nil {
+			lat = humanLatency(*s.LatencySeconds)
+		}
+		probe := "never"
+		if s.LastProbe != nil {
+			probe = ago(now.Sub(*s.LastProbe))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.Name, s.Kind, s.Nodes, s.H, health, load,
+			trust, bw, lat, s.JobsCompleted, s.JobsFailed, probe)
+		switch {
+		case health == "unreachable":
+			last := "it never answered"
+			if s.LastOK != nil {
+				last = "load as of the last answer, " + ago(now.Sub(*s.LastOK))
+			}
+			notes = append(notes, fmt.Sprintf("%s: %s (%s)", s.Name, folded(s.Status), last))
+		case health == "not probed":
+			unprobed = append(unprobed, s.Name)
+		case health != "ok":
+			notes = append(notes, fmt.Sprintf("%s: %s", s.Name, s.Status))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(g.stdout, n)
+	}
+	if len(unprobed) > 0 {
+		fmt.Fprintf(g.stdout, "not probed yet: %s (the daemon probes on its broker.cron.health schedule, every minute by default)\n", strings.Join(unprobed, ", "))
+	}
+	return nil
+}
+
+// siteHealthWord is the HEALTH column for a site status.
+func siteHealthWord(status string) string {
+	switch {
+	case status == api.SiteOK:
+		return "ok"
+	case status == api.SiteNotProbed:
+		return "not probed"
+	case strings.HasPrefix(status, api.SiteUnreachable):
+		return "unreachable"
+	}
+	return "unknown"
+}
+
+// folded puts a multi-line error on one line.
+func folded(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// humanRate formats bytes per second in SI units ("1.2 MB/s").
+func humanRate(bps float64) string {
+	units := []string{"B/s", "kB/s", "MB/s", "GB/s", "TB/s"}
+	i := 0
+	for bps >= 999.5 && i < len(units)-1 {
+		bps /= 1000
+		i++
+	}
+	if bps < 9.95 {
+		return fmt.Sprintf("%.1f %s", bps, units[i])
+	}
+	return fmt.Sprintf("%.0f %s", bps, units[i])
+}
+
+// humanLatency formats seconds as a short duration ("575ms", "1.2s").
+func humanLatency(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 10*time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// ago formats an age ("just now", "42s ago", "5m ago", "3h ago", "2d ago").
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
 }
 
 type siteRow struct {

@@ -24,8 +24,16 @@
 //
 //	cycle            poll the sites, plan, dispatch (Broker.Cycle); default "@every <broker.interval>"
 //	                 (simulated sites: broker.interval of virtual time, at least 100ms of wall time)
-//	health           ask every site for its Info; failures count in gridsub_site_errors_total; default "@every 1m"
+//	health           ask every site for its Info and store the probe (store.RecordProbe: a failure keeps the
+//	                 last good numbers beside its error) with the link measured so far; failures count in
+//	                 gridsub_site_errors_total; default "@every 1m"
 //	history_cleanup  delete ended jobs older than Options.Retention (store Prune); default "@daily"
+//
+// GET /v1/sites is answered from the store (service.SiteStatus): the
+// configured sites with the health task's records, the outcome counts the
+// store keeps, and trust when a trust policy has computed it. After a
+// restart the previous run's records are served until the first probe,
+// which comes on the health schedule (not at start).
 //
 // A spec "@every D" with D under a second is honoured as written (robfig's
 // own parser rounds it up to one second); other specs go to
