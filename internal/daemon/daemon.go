@@ -425,7 +425,7 @@ func (d *Daemon) probe(ctx context.Context) {
 			d.log.Warn("site health probe failed", "site", name, "err", err)
 			p.Err = err.Error()
 			if len(p.Err) > maxProbeErr {
-				p.Err = p.Err[:maxProbeErr] + "..."
+				p.Err = strings.ToValidUTF8(p.Err[:maxProbeErr], "") + "..."
 			}
 		} else {
 			d.m.siteUp.WithLabelValues(name).Set(1)
