@@ -34,9 +34,13 @@ type Filter struct {
 	States []JobState // any of these states; nil = all
 	Site   string     // placed (in part) on this site; "" = any
 	Name   string     // this job name; "" = any
-	After  string     // only ids after this one (paging); "" = from the start
+	After  string     // only jobs after this one in the listing order (paging); "" = from the start
 	Limit  int        // at most this many; 0 = no limit
 	Events bool       // include each job's events (they can be many)
+	// Newest lists the most recently submitted first (After then pages
+	// towards older jobs): the last N jobs cost one page, not a walk
+	// through every older one.
+	Newest bool
 }
 
 // Match reports whether j passes the filter (Limit and After aside).
@@ -99,7 +103,7 @@ func (m *MemStore) List(_ context.Context, f Filter) ([]*Job, error) {
 	}
 	out := make([]*Job, 0, len(m.jobs))
 	for _, j := range m.jobs {
-		if f.Match(j) && (f.After == "" || m.ord[j.ID] > m.ord[f.After]) {
+		if f.Match(j) && (f.After == "" || (!f.Newest && m.ord[j.ID] > m.ord[f.After]) || (f.Newest && m.ord[j.ID] < m.ord[f.After])) {
 			c := j.Clone()
 			if !f.Events {
 				c.Events = nil
@@ -107,7 +111,7 @@ func (m *MemStore) List(_ context.Context, f Filter) ([]*Job, error) {
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return m.ord[out[a].ID] < m.ord[out[b].ID] })
+	sort.Slice(out, func(a, b int) bool { return (m.ord[out[a].ID] < m.ord[out[b].ID]) != f.Newest })
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}

@@ -35,6 +35,12 @@ func TestMemStoreFilterAndCopies(t *testing.T) {
 	if got, _ = m.List(ctx, Filter{After: "g1", Limit: 1}); len(got) != 1 || got[0].ID != "g2" {
 		t.Fatalf("paging: %+v", got)
 	}
+	if got, _ = m.List(ctx, Filter{Newest: true, Limit: 2}); len(got) != 2 || got[0].ID != "g3" || got[1].ID != "g2" {
+		t.Fatalf("newest first: %+v", got)
+	}
+	if got, _ = m.List(ctx, Filter{Newest: true, After: "g2", States: []JobState{Running}}); len(got) != 1 || got[0].ID != "g1" {
+		t.Fatalf("newest first after g2, running: %+v", got)
+	}
 	if _, err := m.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get unknown: %v", err)
 	}

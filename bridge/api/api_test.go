@@ -243,6 +243,25 @@ func TestPaging(t *testing.T) {
 	if _, _, err := c.List(ctx, bridge.Filter{After: "g999999"}); !errors.Is(err, bridge.ErrNotFound) {
 		t.Fatalf("List after an unknown id = %v, want not found", err)
 	}
+	// Newest first, paged towards older jobs, through the SQLite store.
+	rev := slices.Clone(want)
+	slices.Reverse(rev)
+	js, next, err = c.List(ctx, bridge.Filter{Limit: 4, Newest: true})
+	if err != nil || len(js) != 4 || next != rev[3] || js[0].ID != rev[0] {
+		t.Fatalf("newest page: %v, next %q, %v; want %v, next %q", ids(js), next, err, rev[:4], rev[3])
+	}
+	all, err = c.ListAll(ctx, bridge.Filter{Limit: 3, Newest: true})
+	if err != nil || !slices.Equal(ids(all), rev) {
+		t.Fatalf("ListAll newest = %v, %v; want %v", ids(all), err, rev)
+	}
+}
+
+func ids(js []*bridge.Job) []string {
+	var out []string
+	for _, j := range js {
+		out = append(out, j.ID)
+	}
+	return out
 }
 
 // funcBroker returns whatever error it is told to, for the status mapping.
@@ -310,6 +329,7 @@ func TestBadInput(t *testing.T) {
 		{"GET", "/v1/jobs?limit=abc", "", 400, api.CodeBadRequest, "limit"},
 		{"GET", "/v1/jobs?events=maybe", "", 400, api.CodeBadRequest, "events"},
 		{"GET", "/v1/jobs?sate=running", "", 400, api.CodeBadRequest, `unknown query parameter "sate"`},
+		{"GET", "/v1/jobs?order=sideways", "", 400, api.CodeBadRequest, `order "sideways"; want oldest (the default) or newest`},
 		{"GET", "/v2/things", "", 404, "no_route", "no route"},
 	} {
 		rq, _ := http.NewRequest(c.method, ts.URL+c.path, strings.NewReader(c.body))

@@ -192,6 +192,9 @@ func FilterQuery(f bridge.Filter) url.Values {
 	if f.Events {
 		q.Set("events", "true")
 	}
+	if f.Newest {
+		q.Set("order", "newest")
+	}
 	return q
 }
 

@@ -13,7 +13,8 @@
 //
 //	POST /v1/jobs                submit a bridge.Request; 201 with the job at once
 //	GET  /v1/jobs                list: state (repeatable, comma-separated), site,
-//	                             name, after, limit, events; paged, with "next"
+//	                             name, after, limit, events, order (oldest, the
+//	                             default, or newest first); paged, with "next"
 //	GET  /v1/jobs/{id}           one job with its events
 //	GET  /v1/jobs/{id}/events    its history
 //	POST /v1/jobs/{id}/cancel    cancel; 409 if it already ended

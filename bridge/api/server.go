@@ -346,8 +346,8 @@ var knownStates = []bridge.JobState{bridge.Queued, bridge.Dispatched, bridge.Run
 func parseFilter(q map[string][]string) (bridge.Filter, error) {
 	f := bridge.Filter{Limit: DefaultLimit}
 	for k := range q {
-		if !slices.Contains([]string{"state", "site", "name", "after", "limit", "events"}, k) {
-			return f, fmt.Errorf("%w: unknown query parameter %q; known: state, site, name, after, limit, events", bridge.ErrBadRequest, k)
+		if !slices.Contains([]string{"state", "site", "name", "after", "limit", "events", "order"}, k) {
+			return f, fmt.Errorf("%w: unknown query parameter %q; known: state, site, name, after, limit, events, order", bridge.ErrBadRequest, k)
 		}
 	}
 	for _, v := range q["state"] {
@@ -375,6 +375,13 @@ func parseFilter(q map[string][]string) (bridge.Filter, error) {
 			return f, fmt.Errorf("%w: limit %q; want an integer from 1 to %d", bridge.ErrBadRequest, v, MaxLimit)
 		}
 		f.Limit = n
+	}
+	switch v := one("order"); v {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return f, fmt.Errorf("%w: order %q; want oldest (the default) or newest", bridge.ErrBadRequest, v)
 	}
 	if v := one("events"); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -597,7 +597,8 @@ func readEvents(ctx context.Context, tx *sql.Tx, seqs []int64) (map[int64][]brid
 
 // List implements bridge.Store. Filter.After names the last job of the
 // previous page; an id the store does not hold is an error wrapping
-// bridge.ErrNotFound.
+// bridge.ErrNotFound. Filter.Newest walks the jobs' primary key backwards,
+// so the newest page costs the same as the oldest.
 func (s *SQLite) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -615,7 +616,11 @@ func (s *SQLite) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, erro
 		if err != nil {
 			return nil, fmt.Errorf("store: list: %w", s.wrap("reading", err))
 		}
-		where, args = append(where, "j.seq > ?"), append(args, after)
+		if f.Newest {
+			where, args = append(where, "j.seq < ?"), append(args, after)
+		} else {
+			where, args = append(where, "j.seq > ?"), append(args, after)
+		}
 	}
 	if len(f.States) > 0 {
 		where = append(where, "j.state IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.States)), ",")+")")
@@ -641,6 +646,9 @@ func (s *SQLite) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, erro
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY j.seq"
+	if f.Newest {
+		q += " DESC"
+	}
 	if f.Limit > 0 {
 		q, args = q+" LIMIT ?", append(args, f.Limit)
 	}

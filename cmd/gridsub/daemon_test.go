@@ -286,6 +286,13 @@ func TestServeAndClients(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &hist); err != nil || code != 0 || len(hist) != 3 || hist[2].State != "cancelled" {
 		t.Errorf("history: %d %v %s", code, err, stdout)
 	}
+	// The last two, still oldest first: the newest-first page turned back.
+	code, stdout, _ = cli("history", "--limit", "2", "-o", "json")
+	var last2 []listedJob
+	if err := json.Unmarshal([]byte(stdout), &last2); err != nil || code != 0 || len(last2) != 2 || len(hist) != 3 ||
+		last2[0].ID != hist[1].ID || last2[1].ID != hist[2].ID {
+		t.Errorf("history --limit 2: %d %v %s; want the last two of %v", code, err, stdout, hist)
+	}
 	if code, _, stderr := cli("history", "--state", "running"); code != exitUsage || !strings.Contains(stderr, "not a final state") {
 		t.Errorf("history --state running: exit %d %q", code, stderr)
 	}

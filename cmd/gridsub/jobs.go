@@ -152,7 +152,27 @@ func (f *listFlags) filter() (bridge.Filter, error) {
 // fetch returns the jobs a filter selects: the first limit (0 = all), or
 // with last the last limit.
 func fetch(ctx context.Context, c *daemonClient, flt bridge.Filter, limit int, last bool) ([]*bridge.Job, error) {
-	if limit > 0 && !last && limit <= api.MaxLimit {
+	if limit > 0 && last {
+		// The last N: newest first, page by page until N, then back into
+		// submission order. One page whatever the length of the history.
+		flt.Newest, flt.Limit = true, min(limit, api.MaxLimit)
+		var js []*bridge.Job
+		for len(js) < limit {
+			page, next, err := c.List(ctx, flt)
+			if err != nil {
+				return nil, err
+			}
+			js = append(js, page...)
+			if next == "" {
+				break
+			}
+			flt.After = next
+		}
+		js = js[:min(len(js), limit)]
+		slices.Reverse(js)
+		return js, nil
+	}
+	if limit > 0 && limit <= api.MaxLimit {
 		flt.Limit = limit
 		js, _, err := c.List(ctx, flt)
 		return js, err
@@ -163,11 +183,7 @@ func fetch(ctx context.Context, c *daemonClient, flt bridge.Filter, limit int, l
 		return nil, err
 	}
 	if limit > 0 && len(js) > limit {
-		if last {
-			js = js[len(js)-limit:]
-		} else {
-			js = js[:limit]
-		}
+		js = js[:limit]
 	}
 	return js, nil
 }

@@ -80,6 +80,9 @@ func TestDaemonScale100k(t *testing.T) {
 		if args[2] == "running" && el > 100*time.Millisecond {
 			t.Errorf("list --state running took %s, the bar is 100 ms", el)
 		}
+		if args[0] == "history" && el > 100*time.Millisecond {
+			t.Errorf("history --limit 20 took %s: the last jobs should cost one newest-first page, not the whole history", el)
+		}
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
