@@ -189,6 +189,15 @@ type Finder interface {
 	FindByGridID(ctx context.Context, gridID string) ([]JobStatus, error)
 }
 
+// Connectivity is an optional capability of a backend that holds a
+// connection to its site: ConnErr is why it has none now (the last failed
+// dial), nil while connected or before anything failed. Such a backend is
+// usable while its site is down; its calls fail with ErrUnavailable until
+// the site answers again.
+type Connectivity interface {
+	ConnErr() error
+}
+
 // Fetcher is an optional capability: bring a finished job's outputs back into
 // localDir. It returns the local paths written.
 type Fetcher interface {

@@ -50,6 +50,9 @@ type Backend struct {
 	log   *slog.Logger
 	// closer closes the connection made by Connect.
 	closer func() error
+	// connErr is the connection's Err (transport.Client.Err), nil for a
+	// Backend built with New.
+	connErr func() error
 	// est measures the transfers of the connection made by Connect.
 	est *transport.Estimator
 

@@ -11,7 +11,9 @@ import (
 
 // Connect dials the site's login node over SSH (one connection, shared by
 // every command and by SFTP) and returns the backend driving it. cfg.User
-// defaults to ssh.User. Close the backend to close the connection.
+// defaults to ssh.User. Close the backend to close the connection. With
+// ssh.Lazy an unreachable site is not an error: the backend connects on
+// first use and ConnErr says why it cannot yet.
 func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, error) {
 	if cfg.User == "" {
 		cfg.User = ssh.User
@@ -25,11 +27,25 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 	}
 	b := New(cfg, c, func(root string) backends.Stager { return c.Stager(root) })
 	b.closer = c.Close
+	b.connErr = c.Err
 	b.est = c.Estimator()
 	return b, nil
 }
 
-var _ backends.LinkEstimator = (*Backend)(nil)
+var (
+	_ backends.LinkEstimator = (*Backend)(nil)
+	_ backends.Connectivity  = (*Backend)(nil)
+)
+
+// ConnErr implements backends.Connectivity: why the connection Connect made
+// is down (with transport.Config.Lazy, Connect succeeds while the site is
+// unreachable), nil while it is up or for a Backend built with New.
+func (b *Backend) ConnErr() error {
+	if b.connErr == nil {
+		return nil
+	}
+	return b.connErr()
+}
 
 // LinkEstimate implements backends.LinkEstimator from the connection's
 // transfer measurements (transport.Estimator); ok is false for a Backend

@@ -104,10 +104,27 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	cn, err := c.dial(ctx)
 	if err != nil {
-		return nil, err
+		if !cfg.Lazy || !errors.Is(err, backends.ErrUnavailable) || ctx.Err() != nil {
+			return nil, err
+		}
+		c.failures, c.lastErr, c.nextDial = 1, err, time.Now().Add(reconnectBase)
+		c.log.Warn("ssh site unreachable; will connect on first use", "err", err)
+		return c, nil
 	}
 	c.cur = cn
 	return c, nil
+}
+
+// Err is why the Client has no connection now: the last dial error, nil
+// while connected or before anything failed. A Lazy Dial to a site that
+// was down returns a Client whose Err says so.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil && c.cur.alive() {
+		return nil
+	}
+	return c.lastErr
 }
 
 // Estimator returns the bandwidth and latency estimate of this site, fed by

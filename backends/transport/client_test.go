@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -703,5 +704,54 @@ func TestRunBoundedWhenServerHangs(t *testing.T) {
 	f.srv.HangOpens.Store(false)
 	if _, err := c.Run(ctxTimeout(t, 10*time.Second), []string{"true"}, nil); err != nil {
 		t.Errorf("after the server recovered: %v", err)
+	}
+}
+
+// TestLazyDialToADownSite: with Lazy, Dial to a site that is down returns
+// a Client that says why, fails calls with ErrUnavailable, and connects
+// once the site is up; without Lazy, Dial fails; and Lazy never excuses a
+// changed host key.
+func TestLazyDialToADownSite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nobody listens there now
+	key, host := newClientKey(t, ""), newEd25519Signer(t)
+	kh := writeKnownHosts(t, knownhosts.Line([]string{fmt.Sprintf("[127.0.0.1]:%d", port)}, host.PublicKey()))
+	cfg := Config{Host: "127.0.0.1", Port: port, User: "griduser", KeyFiles: []string{key.Path}, KnownHosts: []string{kh},
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	ctx := ctxTimeout(t, 20*time.Second)
+
+	if _, err := Dial(ctx, cfg); !errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("Dial to a down site without Lazy = %v, want ErrUnavailable", err)
+	}
+	cfg.Lazy = true
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Lazy Dial to a down site: %v", err)
+	}
+	defer c.Close()
+	if err := c.Err(); !errors.Is(err, backends.ErrUnavailable) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Err() = %v, want ErrUnavailable naming %s", err, addr)
+	}
+	if _, err := c.Run(ctx, []string{"true"}, nil); !errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("Run while down = %v, want ErrUnavailable", err)
+	}
+	srv := startServerOn(t, addr, key.Pub, host)
+	waitFor(t, 15*time.Second, "a Run once the site is up", func() bool {
+		res, err := c.Run(ctx, []string{"echo", "up"}, nil)
+		return err == nil && string(res.Stdout) == "up\n"
+	})
+	if err := c.Err(); err != nil {
+		t.Errorf("Err() once connected = %v, want nil", err)
+	}
+
+	// A changed host key is refused at once, Lazy or not.
+	srv.SetHostKeys(newEd25519Signer(t))
+	if _, err := Dial(ctx, cfg); !errors.Is(err, ErrHostKeyChanged) {
+		t.Fatalf("Lazy Dial with a changed host key = %v, want ErrHostKeyChanged", err)
 	}
 }

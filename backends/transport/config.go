@@ -53,6 +53,14 @@ type Config struct {
 	// DialTimeout bounds dial plus handshake when ctx has no earlier
 	// deadline. 0 means 20s.
 	DialTimeout time.Duration
+	// Lazy lets Dial return a Client although the site cannot be reached
+	// now (the first dial failed with backends.ErrUnavailable): calls then
+	// reconnect with the usual backoff and fail with ErrUnavailable until
+	// the site answers, and Client.Err says why. A broker keeps working
+	// with its other sites instead of refusing to start. A changed or
+	// unknown host key, failed authentication or a bad configuration still
+	// fail Dial: those need a person, not a retry.
+	Lazy bool
 
 	// SFTPSequential turns off pkg/sftp's concurrent reads and writes (for
 	// comparisons and for servers that mishandle them).

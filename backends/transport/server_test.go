@@ -127,7 +127,13 @@ func newClientKey(t testing.TB, passphrase string) clientKey {
 
 func startServer(t testing.TB, client ssh.PublicKey, hostKeys ...ssh.Signer) *testServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startServerOn(t, "127.0.0.1:0", client, hostKeys...)
+}
+
+// startServerOn is startServer listening on addr.
+func startServerOn(t testing.TB, addr string, client ssh.PublicKey, hostKeys ...ssh.Signer) *testServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

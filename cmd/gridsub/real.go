@@ -19,7 +19,11 @@ func realSite(s *config.Site, log *slog.Logger) (func(context.Context) (backends
 		return nil, fmt.Errorf("site %s: kind %s needs an ssh section (host, port, user, key_file, known_hosts)", s.Name, s.Kind)
 	}
 	ssh := transport.Config{Host: s.SSH.Host, Port: s.SSH.Port, User: s.SSH.User, UseAgent: s.SSH.Agent,
-		InsecureIgnoreHostKey: s.SSH.InsecureIgnoreHostKey, MaxSessions: s.SSH.MaxSessions, Logger: log}
+		InsecureIgnoreHostKey: s.SSH.InsecureIgnoreHostKey, MaxSessions: s.SSH.MaxSessions, Logger: log,
+		// A site that is down at start does not stop the others: the broker
+		// sees it as down (its calls fail) and it is used once it answers.
+		// Host key and authentication errors still stop everything.
+		Lazy: true}
 	if s.SSH.KeyFile != "" {
 		ssh.KeyFiles = []string{s.SSH.KeyFile}
 	}

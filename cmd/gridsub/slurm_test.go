@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,4 +97,36 @@ func TestRealSlurmCoAllocates(t *testing.T) {
 	if parts != 2 {
 		t.Fatalf("%d of 2 parts reported their share; outputs %v", parts, r.Outputs)
 	}
+}
+
+// TestRealSlurmOneSiteDown: siteB's sshd port refuses connections; the job
+// still runs on siteA, and the user is told siteB is out. With both sites
+// down nothing is submitted and the error says what to check.
+func TestRealSlurmOneSiteDown(t *testing.T) {
+	needSlurm(t)
+	closed := closedPort(t)
+	t.Setenv("GRIDSUB_SITEB_SSH_PORT", closed)
+	r, stderr := runReal(t, "examples/hello.yaml")
+	if r.State != "completed" || len(r.Sites) != 1 || r.Sites[0].Site != "siteA" {
+		t.Fatalf("with siteB down: %+v; want completed on siteA\n%s", r, stderr)
+	}
+	if !strings.Contains(stderr, "site siteB cannot be reached now") || !strings.Contains(stderr, "127.0.0.1:"+closed) {
+		t.Errorf("stderr does not say siteB is unreachable:\n%s", stderr)
+	}
+	t.Setenv("GRIDSUB_SITEA_SSH_PORT", closed)
+	code, stdout, stderr := gridsub(t, "--config", "configs/local-slurm.yaml", "examples/hello.yaml", "--out-dir", t.TempDir())
+	if code != exitInternal || !strings.Contains(stderr, "nothing was submitted") || !strings.Contains(stderr, "site siteA") || !strings.Contains(stderr, "site siteB") {
+		t.Fatalf("both sites down: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// closedPort is a loopback port nobody listens on (it was free a moment ago).
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -133,6 +135,9 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 		return &exitError{exitInternal, siteAdvice(err, cfg.Source)}
 	}
 	defer env.Close()
+	if err := reachable(g, env, cfg.Source); err != nil {
+		return &exitError{exitInternal, err}
+	}
 
 	now := env.Now()
 	outDir := ""
@@ -292,6 +297,28 @@ func (p *progress) done(*bridge.Job) {
 // start time in nanoseconds in base 36, "-" (g0lx8k2p3q9ab-000001).
 func embeddedIDPrefix(now time.Time) string {
 	return "g" + strconv.FormatInt(now.UnixNano(), 36) + "-"
+}
+
+// reachable warns about each site that cannot be reached now; the job is
+// placed on the others (and on those sites too if they answer in time). It
+// is an error when no site can be reached: nothing would ever run.
+func reachable(g *globals, env *assemble.Env, source string) error {
+	down := env.Unreachable()
+	if len(down) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(down))
+	if len(down) == len(env.Broker.SiteNames()) {
+		var errs []error
+		for _, n := range names {
+			errs = append(errs, fmt.Errorf("site %s: %w", n, down[n]))
+		}
+		return siteAdvice(errors.Join(errs...), source)
+	}
+	for _, n := range names {
+		fmt.Fprintf(g.stderr, "gridsub: site %s cannot be reached now (%v); placing the job on the other sites (%s is retried and used if it answers)\n", n, down[n], n)
+	}
+	return nil
 }
 
 // siteAdvice adds what to check to an error about reaching a site.

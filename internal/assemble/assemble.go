@@ -129,6 +129,22 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	return env, nil
 }
 
+// Unreachable is the sites whose connection is down now, with why
+// (backends.Connectivity): a real site that could not be reached at start
+// is built anyway and used once it answers.
+func (e *Env) Unreachable() map[string]error {
+	out := map[string]error{}
+	for _, name := range e.Broker.SiteNames() {
+		be, _ := e.Broker.Site(name)
+		if c, ok := be.(backends.Connectivity); ok {
+			if err := c.ConnErr(); err != nil {
+				out[name] = err
+			}
+		}
+	}
+	return out
+}
+
 // Close releases the sites' connections.
 func (e *Env) Close() error {
 	var errs []error
