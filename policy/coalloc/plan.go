@@ -90,23 +90,35 @@ func (p *Planner) state(s *policy.Snapshot) *State {
 // (every node busy, or the waiting jobs too wide or too long for the gaps),
 // and a Conservative pass would otherwise reserve every waiting job just to
 // start none. ok is false when ctx ends (the full pass reports it).
-func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, g *gridInfo) (last int, rejects []indexed, ok bool) {
+//
+// marks are the indices of the jobs a pass must still look at once its head
+// waits, for EASY and none: the rejected and those that may start now (in
+// st's memory, valid until the next pass).
+func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, g *gridInfo) (last int, rejects []indexed, marks []int, ok bool) {
 	last = -1
+	marks = st.marks[:0]
+	defer func() { st.marks = marks }()
+	fcfsBlocked := false
 	for qi := range s.Queue {
 		if qi%256 == 0 && ctx.Err() != nil {
-			return 0, nil, false
+			return 0, nil, nil, false
 		}
 		j := &s.Queue[qi]
 		sites, d, pn := admit(s, j, p.single, p.name, g)
 		switch {
 		case d != nil:
 			rejects = append(rejects, indexed{qi, *d})
-		case pn != nil:
+			marks = append(marks, qi)
+		case pn != nil, fcfsBlocked:
 		case mayStartNow(st, j, sites, p.single || j.NoSplit):
 			last = qi
+			marks = append(marks, qi)
+		default:
+			// Strict FCFS starts nothing behind a job that cannot start.
+			fcfsBlocked = p.bf == None
 		}
 	}
-	return last, rejects, true
+	return last, rejects, marks, true
 }
 
 // indexed is a decision with the queue index of its job.
@@ -156,8 +168,12 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	plan := &policy.Plan{}
 	stop := len(s.Queue) // the pass plans the jobs before stop
 	var later []indexed  // decisions for jobs from stop on
+	var marks []int      // with Quiet: the jobs worth a look once the head waits
+	quiet := false
 	if s.Quiet {
-		if last, rejects, ok := p.quietScan(ctx, st, s, g); ok {
+		var last int
+		var rejects []indexed
+		if last, rejects, marks, quiet = p.quietScan(ctx, st, s, g); quiet {
 			stop = last + 1
 			i, _ := slices.BinarySearchFunc(rejects, stop, func(x indexed, qi int) int { return cmp.Compare(x.qi, qi) })
 			later = rejects[i:]
@@ -196,7 +212,23 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			blocked = []string{"backfill: cannot start now without delaying job " + headFrom}
 		}
 	}
-	for qi := range s.Queue[:stop] {
+	// next is the job after qi to look at: every one, except that once the
+	// head waits under EASY or none a Quiet pass skips to the marked jobs
+	// (the others can neither start nor be rejected).
+	mi := 0
+	next := func(qi int) int {
+		if !quiet || head == nil || p.bf == Conservative {
+			return qi + 1
+		}
+		for mi < len(marks) && marks[mi] <= qi {
+			mi++
+		}
+		if mi == len(marks) {
+			return stop
+		}
+		return marks[mi]
+	}
+	for qi := 0; qi < stop; qi = next(qi) {
 		if qi%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("coalloc: plan interrupted at job %d of %d: %w", qi, len(s.Queue), err)

@@ -25,6 +25,7 @@ type State struct {
 	hold1   []time.Duration // by position: single-site hold, 0 = not yet (Greedy)
 	parts   []policy.Part
 	win     windowScratch
+	marks   []int // Planner.quietScan
 }
 
 // NewState builds the pass state for s. It does not modify s.
