@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,45 +18,20 @@ import (
 	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/daemon"
-	"github.com/gridsub/gridsub/simbackend"
+	"github.com/gridsub/gridsub/internal/fakesite"
 )
 
-// failing is a simulated site whose Info fails while fail is set.
-type failing struct {
-	backends.Backend
-	fail *atomic.Bool
-}
-
-func (f failing) Info(ctx context.Context) (*backends.SiteInfo, error) {
-	if f.fail.Load() {
-		return nil, errors.New("ssh: dial tcp 10.0.0.5:22:\n connect: connection refused")
-	}
-	return f.Backend.Info(ctx)
-}
-
-// linked has measured a 1 MB/s link with 20 ms latency.
-type linked struct{ failing }
-
-func (linked) LinkEstimate() (float64, time.Duration, bool) { return 1e-6, 20 * time.Millisecond, true }
-
 // twoSites: Remote (8 nodes, a measured link) and Down (4 nodes, failing
-// while down is set), simulated sites behind a real-site kind.
+// while down is set, with a line break in its error), simulated sites
+// behind a real-site kind.
 func twoSites(down *atomic.Bool) assemble.Spec {
-	e := simbackend.NewEngine(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), 1)
-	site := func(name string, nodes int) assemble.SiteSpec {
-		return assemble.SiteSpec{Name: name, Kind: "slurm", Nodes: nodes, CoresPerNode: 1, H: 1,
-			Real: func(context.Context) (backends.Backend, io.Closer, error) {
-				s, err := simbackend.NewSite(e, simbackend.SiteConfig{Name: name, Nodes: nodes})
-				if err != nil {
-					return nil, nil, err
-				}
-				if name == "Remote" {
-					return linked{failing{s, new(atomic.Bool)}}, nil, nil
-				}
-				return failing{s, down}, nil, nil
-			}}
-	}
-	return assemble.Spec{Sites: []assemble.SiteSpec{site("Remote", 8), site("Down", 4)}}
+	return fakesite.Spec(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC),
+		fakesite.Site{Name: "Remote", Kind: "slurm", Nodes: 8, Cores: 1, H: 1, Wrap: func(b backends.Backend) backends.Backend {
+			return fakesite.Measured{Flaky: fakesite.Flaky{Backend: b}, SecPerByte: 1e-6, Latency: 20 * time.Millisecond}
+		}},
+		fakesite.Site{Name: "Down", Kind: "slurm", Nodes: 4, Cores: 1, H: 1, Wrap: func(b backends.Backend) backends.Backend {
+			return fakesite.Flaky{Backend: b, Down: down, Err: errors.New("ssh: dial tcp 10.0.0.5:22:\n connect: connection refused")}
+		}})
 }
 
 func startDaemon(t *testing.T, state, sock string, spec assemble.Spec, health string) *daemon.Daemon {

@@ -2,8 +2,6 @@ package daemon_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,50 +12,17 @@ import (
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/daemon"
-	"github.com/gridsub/gridsub/simbackend"
+	"github.com/gridsub/gridsub/internal/fakesite"
 )
-
-// flaky is a simulated site whose Info fails while fail is set.
-type flaky struct {
-	backends.Backend
-	fail *atomic.Bool
-}
-
-func (f flaky) Info(ctx context.Context) (*backends.SiteInfo, error) {
-	if f.fail.Load() {
-		return nil, errors.New("ssh: dial tcp 10.0.0.5:22: connect: connection refused")
-	}
-	return f.Backend.Info(ctx)
-}
-
-// measuring is a flaky site that has measured a 1 MB/s link with 20 ms
-// latency (backends.LinkEstimator).
-type measuring struct{ flaky }
-
-func (measuring) LinkEstimate() (float64, time.Duration, bool) {
-	return 1e-6, 20 * time.Millisecond, true
-}
 
 // fakeSites are two real-kind sites backed by simulated ones (so no SSH is
 // needed): Remote measures its link and fails on demand; Other never does.
 func fakeSites(fail *atomic.Bool) assemble.Spec {
-	e := simbackend.NewEngine(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), 1)
-	site := func(name string, nodes int, measures bool) assemble.SiteSpec {
-		return assemble.SiteSpec{Name: name, Kind: "fake", Nodes: nodes, CoresPerNode: 2, H: 1.25,
-			Real: func(context.Context) (backends.Backend, io.Closer, error) {
-				s, err := simbackend.NewSite(e, simbackend.SiteConfig{Name: name, Nodes: nodes, CoresPerNode: 2})
-				if err != nil {
-					return nil, nil, err
-				}
-				f := flaky{s, new(atomic.Bool)}
-				if measures {
-					f.fail = fail
-					return measuring{f}, nil, nil
-				}
-				return f, nil, nil
-			}}
-	}
-	return assemble.Spec{Sites: []assemble.SiteSpec{site("Remote", 8, true), site("Other", 4, false)}}
+	return fakesite.Spec(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC),
+		fakesite.Site{Name: "Remote", Kind: "fake", Nodes: 8, Cores: 2, H: 1.25, Wrap: func(b backends.Backend) backends.Backend {
+			return fakesite.Measured{Flaky: fakesite.Flaky{Backend: b, Down: fail}, SecPerByte: 1e-6, Latency: 20 * time.Millisecond}
+		}},
+		fakesite.Site{Name: "Other", Kind: "fake", Nodes: 4, Cores: 2, H: 1.25})
 }
 
 // siteNamed polls GET /v1/sites until ok accepts the named site's record.
