@@ -256,9 +256,14 @@ func (s *Site) Submit(ctx context.Context, spec *backends.JobSpec) (backends.Job
 			return "", fmt.Errorf("sim site %s: %w: job asks for %d nodes, reservation %q holds %d", s.cfg.Name, backends.ErrRejected, spec.Nodes, spec.Reservation, rv.r.nodes)
 		}
 	}
+	// The site keeps what it reads later (status, the simulated run,
+	// FetchOutputs), copied; not the environment, inputs or script body,
+	// which a simulated run never looks at and which, kept for every job of
+	// a trace replay, were a quarter of its memory.
 	cp := *spec
 	cp.Command = append([]string(nil), spec.Command...)
 	cp.Outputs = append([]string(nil), spec.Outputs...)
+	cp.Env, cp.Inputs, cp.Script = nil, nil, ""
 	j := &siteJob{
 		sjob:   sjob{width: spec.Nodes, est: int64(spec.Walltime)},
 		id:     backends.JobID(strconv.Itoa(len(s.jobs) + 1)),
