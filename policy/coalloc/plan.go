@@ -94,14 +94,17 @@ func (p *Planner) state(s *policy.Snapshot) *State {
 // marks are the indices of the jobs a pass must still look at once its head
 // waits, for EASY and none: the rejected and those that may start now (in
 // st's memory, valid until the next pass).
-func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, g *gridInfo) (last int, rejects []indexed, marks []int, ok bool) {
+//
+// cands are the indices of the jobs that may start now, in order (in st's
+// memory too).
+func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, g *gridInfo) (last int, rejects []indexed, marks, cands []int, ok bool) {
 	last = -1
-	marks = st.marks[:0]
-	defer func() { st.marks = marks }()
+	marks, cands = st.marks[:0], st.cands[:0]
+	defer func() { st.marks, st.cands = marks, cands }()
 	fcfsBlocked := false
 	for qi := range s.Queue {
 		if qi%256 == 0 && ctx.Err() != nil {
-			return 0, nil, nil, false
+			return 0, nil, nil, nil, false
 		}
 		j := &s.Queue[qi]
 		sites, d, pn := admit(s, j, p.single, p.name, g)
@@ -113,12 +116,13 @@ func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, 
 		case mayStartNow(st, j, sites, p.single || j.NoSplit):
 			last = qi
 			marks = append(marks, qi)
+			cands = append(cands, qi)
 		default:
 			// Strict FCFS starts nothing behind a job that cannot start.
 			fcfsBlocked = p.bf == None
 		}
 	}
-	return last, rejects, marks, true
+	return last, rejects, marks, cands, true
 }
 
 // indexed is a decision with the queue index of its job.
@@ -166,18 +170,33 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	defer p.pool.Put(st)
 	g := newGridInfo(s)
 	plan := &policy.Plan{}
-	stop := len(s.Queue) // the pass plans the jobs before stop
-	var later []indexed  // decisions for jobs from stop on
-	var marks []int      // with Quiet: the jobs worth a look once the head waits
+	stop := len(s.Queue)  // the pass plans the jobs before stop
+	var rejects []indexed // with Quiet: every admission rejection
+	var marks []int       // with Quiet: the jobs worth a look once the head waits
+	var cands []int       // with Quiet: the jobs that may still start now
 	quiet := false
 	if s.Quiet {
 		var last int
-		var rejects []indexed
-		if last, rejects, marks, quiet = p.quietScan(ctx, st, s, g); quiet {
+		if last, rejects, marks, cands, quiet = p.quietScan(ctx, st, s, g); quiet {
 			stop = last + 1
-			i, _ := slices.BinarySearchFunc(rejects, stop, func(x indexed, qi int) int { return cmp.Compare(x.qi, qi) })
-			later = rejects[i:]
 		}
+	}
+	// shrink moves stop back after the pass took nodes at job qi: a later
+	// candidate that cannot start now on what is left never will in this
+	// pass (the pass only takes nodes), so the pass can end before it.
+	// Each candidate fails at most once: O(queue) checks per pass.
+	shrink := func(qi int) {
+		for len(cands) > 0 && cands[len(cands)-1] > qi {
+			c := cands[len(cands)-1]
+			j := &s.Queue[c]
+			sites, _, _ := admit(s, j, p.single, p.name, g)
+			if mayStartNow(st, j, sites, p.single || j.NoSplit) {
+				stop = c + 1
+				return
+			}
+			cands = cands[:len(cands)-1]
+		}
+		stop = qi + 1
 	}
 	// The first entry sizes each list for the rest of the queue: one
 	// allocation instead of a doubling series.
@@ -278,12 +297,18 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			if head == nil {
 				setHead(&policy.Decision{Job: j.ID, Chosen: policy.Option{Start: s.Now.Add(best.Start)}})
 			}
+			if quiet {
+				shrink(qi)
+			}
 			continue
 		}
 		dec := policy.Decision{Job: j.ID, Chosen: option(s, best), Beaten: options(s, k.Beaten())}
 		switch {
 		case best.Immediate:
 			st.Take(best.Parts, 0, best.Hold())
+			if quiet {
+				shrink(qi)
+			}
 			dec.Action = policy.Start
 			dec.Backfilled = head != nil
 			var a [160]byte
@@ -314,7 +339,9 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		decide(dec)
 	}
-	for _, x := range later {
+	// The rejections the pass did not reach (with Quiet it ends early).
+	i, _ := slices.BinarySearchFunc(rejects, stop, func(x indexed, qi int) int { return cmp.Compare(x.qi, qi) })
+	for _, x := range rejects[i:] {
 		decide(x.d)
 	}
 	return plan, nil

@@ -26,6 +26,7 @@ type State struct {
 	parts   []policy.Part
 	win     windowScratch
 	marks   []int // Planner.quietScan
+	cands   []int // Planner.quietScan
 }
 
 // NewState builds the pass state for s. It does not modify s.
