@@ -42,7 +42,26 @@ func checkSnapshot(s *policy.Snapshot) error {
 			if len(row) != len(s.Sites) {
 				return fmt.Errorf("%w: Links row %d has %d entries for %d sites", ErrBadSnapshot, i, len(row), len(s.Sites))
 			}
+			for k, l := range row {
+				if err := checkLink(l); err != nil {
+					return fmt.Errorf("%w: link %s -> %s: %v", ErrBadSnapshot, s.Sites[i].Name, s.Sites[k].Name, err)
+				}
+			}
 		}
+	}
+	for i, l := range s.Uplinks {
+		if err := checkLink(l); err != nil {
+			return fmt.Errorf("%w: uplink to site %d: %v", ErrBadSnapshot, i, err)
+		}
+	}
+	return nil
+}
+
+// checkLink: a transfer never takes negative time (mayStartNow relies on
+// it: a transfer only lengthens a hold).
+func checkLink(l policy.Link) error {
+	if !(l.SecPerByte >= 0) || l.Latency < 0 {
+		return fmt.Errorf("transfer cost %g s/byte + %s; both must be >= 0", l.SecPerByte, l.Latency)
 	}
 	return nil
 }

@@ -508,6 +508,13 @@ func TestBadSnapshot(t *testing.T) {
 		"zero h":      func(s *policy.Snapshot) { s.Sites[1].H = 0 },
 		"short links": func(s *policy.Snapshot) { s.Links = links(2, 0, 0) },
 		"short row":   func(s *policy.Snapshot) { s.Links = links(3, 0, 0); s.Links[2] = s.Links[2][:1] },
+		"negative latency": func(s *policy.Snapshot) {
+			s.Links = links(3, 0, 0)
+			s.Links[0][1].Latency = -time.Second
+		},
+		"negative uplink": func(s *policy.Snapshot) {
+			s.Uplinks = []policy.Link{{}, {SecPerByte: -1e-9}, {}}
+		},
 	} {
 		for _, pl := range []string{"greedy-easy", "sabin"} {
 			s := testbed(1)
