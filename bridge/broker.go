@@ -234,6 +234,20 @@ func (b *Broker) Job(id string) (*Job, error) {
 	return j.Clone(), nil
 }
 
+// View calls fn with the job itself, under the broker's lock, without the
+// copy Job makes: for reading many jobs at once (a trace replay's results).
+// fn must not keep j or anything in it, change it, or call the broker.
+func (b *Broker) View(id string, fn func(j *Job)) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, ok := b.jobs[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	fn(j)
+	return nil
+}
+
 // Jobs returns copies of every job in submission order.
 func (b *Broker) Jobs() []*Job {
 	b.mu.Lock()

@@ -481,3 +481,27 @@ func TestJobEndsOnlyOnceItsOutputsAreFetched(t *testing.T) {
 		t.Fatalf("last event %q, want completed after outputs", k)
 	}
 }
+
+// TestViewSeesTheJobItself: View shows the broker's own job (what Job
+// copies), and an unknown id is ErrNotFound without calling fn.
+func TestViewSeesTheJobItself(t *testing.T) {
+	a := newFake("A", 4)
+	b := newTestBroker(t, firstFit, a)
+	j, err := b.Submit(context.Background(), req(2), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0)
+	var state JobState
+	var sites string
+	if err := b.View(j.ID, func(v *Job) { state, sites = v.State, v.Sites() }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Job(j.ID); state != got.State || sites != got.Sites() || state != Dispatched || sites != "A:2" {
+		t.Fatalf("View saw %s on %s; Job says %s on %s", state, sites, got.State, got.Sites())
+	}
+	called := false
+	if err := b.View("g999999", func(*Job) { called = true }); !errors.Is(err, ErrNotFound) || called {
+		t.Fatalf("View of an unknown id: %v (fn called: %v)", err, called)
+	}
+}

@@ -148,26 +148,27 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 	}
 	res.Records = make([]simbackend.Record, 0, len(jobs))
 	for i, id := range ids {
-		j, err := b.Job(id)
+		err := b.View(id, func(j *bridge.Job) {
+			r := simbackend.Record{ID: jobs[i].ID, Submit: j.Submit, Start: j.Start, End: j.End, Width: jobs[i].Width}
+			switch j.State {
+			case bridge.Rejected:
+				r.Rejected = true
+			case bridge.Completed, bridge.Failed:
+				if j.State == bridge.Failed {
+					res.Failed++
+				}
+				for _, c := range j.Comps {
+					r.Parts = append(r.Parts, simbackend.Part{Site: idx[c.Site], Nodes: c.Nodes})
+				}
+			default:
+				res.Unfinished++
+				return
+			}
+			res.Records = append(res.Records, r)
+		})
 		if err != nil {
 			return nil, err
 		}
-		r := simbackend.Record{ID: jobs[i].ID, Submit: j.Submit, Start: j.Start, End: j.End, Width: jobs[i].Width}
-		switch j.State {
-		case bridge.Rejected:
-			r.Rejected = true
-		case bridge.Completed, bridge.Failed:
-			if j.State == bridge.Failed {
-				res.Failed++
-			}
-			for _, c := range j.Comps {
-				r.Parts = append(r.Parts, simbackend.Part{Site: idx[c.Site], Nodes: c.Nodes})
-			}
-		default:
-			res.Unfinished++
-			continue
-		}
-		res.Records = append(res.Records, r)
 	}
 	res.Summary = simbackend.Compute(res.Records, caps)
 	return res, nil
