@@ -394,6 +394,12 @@ func (c *Client) openOn(ctx context.Context, cn *conn) (*ssh.Session, error) {
 			return s, nil
 		}
 		if ctx.Err() != nil {
+			if refusals > 0 {
+				// Time ran out during a retry rather than during the wait
+				// before one (a busy machine): still the session limit.
+				return nil, fmt.Errorf("%w: %s refused %d session requests, then the caller's time ran out: %w",
+					ErrSessionLimit, c.cfg.addr(), refusals, err)
+			}
 			return nil, fmt.Errorf("opening a session on %s: %w", c.cfg.addr(), err)
 		}
 		var oce *ssh.OpenChannelError
