@@ -243,6 +243,12 @@ func TestPaging(t *testing.T) {
 	if _, _, err := c.List(ctx, bridge.Filter{After: "g999999"}); !errors.Is(err, bridge.ErrNotFound) {
 		t.Fatalf("List after an unknown id = %v, want not found", err)
 	}
+	// ListN stops paging once it has n: 5 from pages of 3, then the last 4
+	// of the newest-first listing.
+	five, err := c.ListN(ctx, bridge.Filter{Limit: 3}, 5)
+	if err != nil || !slices.Equal(ids(five), want[:5]) {
+		t.Fatalf("ListN(5) = %v, %v; want %v", ids(five), err, want[:5])
+	}
 	// Newest first, paged towards older jobs, through the SQLite store.
 	rev := slices.Clone(want)
 	slices.Reverse(rev)

@@ -158,18 +158,28 @@ func (c *Client) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, stri
 
 // ListAll follows the pages to the end.
 func (c *Client) ListAll(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
+	return c.ListN(ctx, f, 0)
+}
+
+// ListN follows the pages (of Filter.Limit jobs each) until it has n jobs
+// or the list ends, and returns at most n; n <= 0 means all.
+func (c *Client) ListN(ctx context.Context, f bridge.Filter, n int) ([]*bridge.Job, error) {
 	var all []*bridge.Job
-	for {
+	for n <= 0 || len(all) < n {
 		js, next, err := c.List(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, js...)
 		if next == "" {
-			return all, nil
+			break
 		}
 		f.After = next
 	}
+	if n > 0 && len(all) > n {
+		all = all[:n]
+	}
+	return all, nil
 }
 
 // FilterQuery encodes a filter as GET /v1/jobs query parameters.

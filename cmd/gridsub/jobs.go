@@ -150,40 +150,20 @@ func (f *listFlags) filter() (bridge.Filter, error) {
 }
 
 // fetch returns the jobs a filter selects: the first limit (0 = all), or
-// with last the last limit.
+// with last the last limit, in submission order. The last ones are asked
+// for newest first and turned back: a page or two, however long the history.
 func fetch(ctx context.Context, c *daemonClient, flt bridge.Filter, limit int, last bool) ([]*bridge.Job, error) {
-	if limit > 0 && last {
-		// The last N: newest first, page by page until N, then back into
-		// submission order. One page whatever the length of the history.
-		flt.Newest, flt.Limit = true, min(limit, api.MaxLimit)
-		var js []*bridge.Job
-		for len(js) < limit {
-			page, next, err := c.List(ctx, flt)
-			if err != nil {
-				return nil, err
-			}
-			js = append(js, page...)
-			if next == "" {
-				break
-			}
-			flt.After = next
-		}
-		js = js[:min(len(js), limit)]
-		slices.Reverse(js)
-		return js, nil
-	}
-	if limit > 0 && limit <= api.MaxLimit {
-		flt.Limit = limit
-		js, _, err := c.List(ctx, flt)
-		return js, err
-	}
+	flt.Newest = last && limit > 0
 	flt.Limit = api.MaxLimit
-	js, err := c.ListAll(ctx, flt)
+	if limit > 0 {
+		flt.Limit = min(limit, api.MaxLimit)
+	}
+	js, err := c.ListN(ctx, flt, limit)
 	if err != nil {
 		return nil, err
 	}
-	if limit > 0 && len(js) > limit {
-		js = js[:limit]
+	if flt.Newest {
+		slices.Reverse(js)
 	}
 	return js, nil
 }
