@@ -90,6 +90,10 @@ type Planner struct {
 	pool   sync.Pool // of *State: one pass's memory, reused by the next
 }
 
+// oneSite reports whether j must run on one site: always under
+// single-site placement, else when the job forbids splitting.
+func (p *Planner) oneSite(j *policy.Job) bool { return p.single || j.NoSplit }
+
 // state is a State for s, from the pool when one is free.
 func (p *Planner) state(s *policy.Snapshot) *State {
 	if st, ok := p.pool.Get().(*State); ok {
@@ -132,7 +136,7 @@ func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, 
 			rejects = append(rejects, indexed{qi, *d})
 			marks = append(marks, qi)
 		case pn != nil, fcfsBlocked:
-		case mayStartNow(st, j, sites, p.single || j.NoSplit):
+		case p.mayStartNow(st, j, sites):
 			last = qi
 			marks = append(marks, qi)
 			cands = append(cands, qi)
@@ -158,7 +162,8 @@ type indexed struct {
 // gets more from i than its fewest free nodes over that shortest hold. It
 // costs a few profile reads where a Select costs a search; an EASY pass with
 // thousands of waiting jobs asks it of each one.
-func mayStartNow(st *State, j *policy.Job, sites []int, oneSite bool) bool {
+func (p *Planner) mayStartNow(st *State, j *policy.Job, sites []int) bool {
+	oneSite := p.oneSite(j)
 	sum := 0
 	for _, i := range sites {
 		f := st.FreeNow(i)
@@ -209,7 +214,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			c := cands[len(cands)-1]
 			j := &s.Queue[c]
 			sites, _, _ := admit(s, j, p.single, p.name, g)
-			if mayStartNow(st, j, sites, p.single || j.NoSplit) {
+			if p.mayStartNow(st, j, sites) {
 				stop = c + 1
 				return
 			}
@@ -288,7 +293,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		k.c = k.c[:0]
 		k.immediateOnly = head != nil && p.bf == EASY
-		if k.immediateOnly && !mayStartNow(st, j, sites, p.single || j.NoSplit) {
+		if k.immediateOnly && !p.mayStartNow(st, j, sites) {
 			pend(policy.Pending{Job: j.ID, Status: policy.Status{Code: policy.Unschedulable, Plugin: string(EASY), Reasons: blocked}})
 			continue
 		}
@@ -344,7 +349,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			var a [160]byte
 			b := appendClock(a[:0], "reserved: earliest start ", s, dec.Chosen.Start)
 			r := []string{str(appendClock(appendParts(append(b, " at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
-			r = append(r, whyNotNow(st, j, sites, dec.Beaten, p.single || j.NoSplit)...)
+			r = append(r, whyNotNow(st, j, sites, dec.Beaten, p.oneSite(j))...)
 			plug := p.sel.Name()
 			if head != nil {
 				plug = string(p.bf)
@@ -492,10 +497,7 @@ func whyNotNow(st *State, j *policy.Job, sites []int, beaten []policy.Option, on
 			return []string{fmt.Sprintf("starting now at %s would end later, %s", partList(st.Snap, o.Parts), clock(st.Snap, o.End()))}
 		}
 	}
-	free := 0
-	for _, i := range sites {
-		free += max(st.FreeNow(i), 0)
-	}
+	free := freeNow(st, sites)
 	if oneSite {
 		var r []string
 		for k, i := range sites {

@@ -305,7 +305,11 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 			// immediate pass compares with the best so far only: Limit is 0
 			// for an EASY candidate with none yet, which means "search no
 			// reservation", not "start nothing".
-			if run, xfer := st.model(j, set); hold(run, xfer) > k.bestEnd() || (pass == 1 && hold(run, xfer) > k.Limit()) {
+			limit := k.bestEnd()
+			if pass == 1 {
+				limit = k.Limit()
+			}
+			if hold(st.model(j, set)) > limit {
 				continue
 			}
 			if pass == 0 {

@@ -214,13 +214,10 @@ func newCollector(beaten int) *Collector { return &Collector{keep: beaten} }
 // that cannot start early enough is not searched for), so Beaten holds the
 // runner-ups met on the way, not an exhaustive ranking.
 func (k *Collector) Limit() time.Duration {
-	if len(k.c) == 0 {
-		if k.immediateOnly {
-			return 0
-		}
-		return never
+	if len(k.c) == 0 && k.immediateOnly {
+		return 0
 	}
-	return k.c[0].End()
+	return k.bestEnd()
 }
 
 // bestEnd is the best candidate's end, or never when there is none.
