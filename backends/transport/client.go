@@ -107,8 +107,10 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		if !cfg.Lazy || !errors.Is(err, backends.ErrUnavailable) || ctx.Err() != nil {
 			return nil, err
 		}
-		c.failures, c.lastErr, c.nextDial = 1, err, time.Now().Add(reconnectBase)
-		c.log.Warn("ssh site unreachable; will connect on first use", "err", err)
+		c.mu.Lock()
+		d := c.failed(err)
+		c.mu.Unlock()
+		c.log.Warn("ssh site unreachable; will connect on first use", "err", err, "next_in", d)
 		return c, nil
 	}
 	c.cur = cn
@@ -333,11 +335,7 @@ func (c *Client) redial(ctx context.Context) (*conn, error) {
 		return nil, err // the caller gave up; says nothing about the site
 	}
 	if err != nil {
-		c.failures++
-		d := min(reconnectBase<<min(c.failures-1, 16), reconnectMax)
-		d += time.Duration(rand.Int64N(int64(d)/5 + 1))
-		c.nextDial = time.Now().Add(d)
-		c.lastErr = err
+		d := c.failed(err)
 		c.log.Warn("ssh reconnect failed", "err", err, "failures", c.failures, "next_in", d)
 		return nil, err
 	}
@@ -348,6 +346,17 @@ func (c *Client) redial(ctx context.Context) (*conn, error) {
 	c.failures, c.nextDial, c.lastErr = 0, time.Time{}, nil
 	c.cur = cn
 	return cn, nil
+}
+
+// failed records a failed dial and schedules the next one after the
+// backoff, which it returns. c.mu held.
+func (c *Client) failed(err error) time.Duration {
+	c.failures++
+	d := min(reconnectBase<<min(c.failures-1, 16), reconnectMax)
+	d += time.Duration(rand.Int64N(int64(d)/5 + 1))
+	c.nextDial = time.Now().Add(d)
+	c.lastErr = err
+	return d
 }
 
 // acquire takes one session slot; release gives it back.
