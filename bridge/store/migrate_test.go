@@ -30,12 +30,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 		UPDATE counters SET value = 500 WHERE name = 'next_id'`); err != nil {
 		t.Fatal(err)
 	}
-	var v int
-	raw.QueryRow(`SELECT version FROM schema_version`).Scan(&v)
-	if v != 1 {
+	raw.Close()
+	if v := fileVersion(t, path); v != 1 {
 		t.Fatalf("the old file has version %d, want 1", v)
 	}
-	raw.Close()
 
 	s, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
@@ -55,12 +53,25 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if err := s.Health(ctx); err != nil {
 		t.Fatalf("Health after migration: %v", err)
 	}
-	raw, _ = sql.Open("sqlite", path)
-	defer raw.Close()
-	raw.QueryRow(`SELECT version FROM schema_version`).Scan(&v)
-	if v != store.SchemaVersion {
+	if v := fileVersion(t, path); v != store.SchemaVersion {
 		t.Fatalf("version after Open %d, want %d", v, store.SchemaVersion)
 	}
+}
+
+// fileVersion reads the schema version a database file records, through a
+// connection of its own (not the store's).
+func fileVersion(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var v int
+	if err := raw.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil {
+		t.Fatalf("reading the schema version of %s: %v", path, err)
+	}
+	return v
 }
 
 func TestValues(t *testing.T) {

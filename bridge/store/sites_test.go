@@ -247,12 +247,8 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if err := s.RecordProbe(ctx, store.SiteProbe{Site: "A", Time: time.Now(), FreeNodes: 1, Nodes: 1}); err != nil {
 		t.Fatalf("site health after migration: %v", err)
 	}
-	var v int
 	s.Close()
-	raw, _ = sql.Open("sqlite", path)
-	defer raw.Close()
-	raw.QueryRow(`SELECT version FROM schema_version`).Scan(&v)
-	if v != store.SchemaVersion {
+	if v := fileVersion(t, path); v != store.SchemaVersion {
 		t.Fatalf("version after Open %d, want %d", v, store.SchemaVersion)
 	}
 }
