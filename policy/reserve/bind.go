@@ -1,0 +1,292 @@
+package reserve
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Running is a non-reserved job occupying nodes of a resource at binding time.
+type Running struct {
+	Resource string
+	Job      string
+	Nodes    int           // 0 means 1
+	Expected time.Duration // its expected run time et_kj
+	Elapsed  time.Duration // elapsed pt_kj
+}
+
+// Binding is deleteEdge's answer for one reservation at its start.
+type Binding struct {
+	Resource string
+	Start    time.Time // et, or later when delaying within the slack avoids preemption
+	Preempt  []string  // jobs to preempt (restart, not resume); empty when delayed or free
+	Cost     float64   // w_j * sum of preempted jobs' elapsed seconds; 0 when none
+	Reason   string    // human words: why this resource, why delayed / who is preempted
+}
+
+// hold is a block of nodes a bound reservation holds over [start, end).
+type hold struct {
+	start, end time.Time
+	nodes      int
+}
+
+// job is a running non-reserved job as place sees it.
+type job struct {
+	id      string
+	nodes   int
+	end     time.Time
+	elapsed time.Duration
+}
+
+// option is what one resource offers a reservation.
+type option struct {
+	ok      bool
+	delayed bool // start found without preemption (cost 0)
+	start   time.Time
+	preempt []string
+	cost    float64
+	why     string
+}
+
+// place computes what resource r offers a reservation of width w and duration
+// dur that may start in [s0, latest], given the holds of bound reservations
+// on r and the jobs running on r at now (each ends at now + max(0,
+// Expected-Elapsed); a job past its expected time counts as ending now).
+//
+// Without preemption: the earliest start s in [s0, latest] at which, over [s,
+// s+dur), the running jobs not yet ended plus the holds plus w never exceed
+// r's capacity. With preemption (only when there is no such s): start at s0,
+// keep the holds, and preempt the cheapest set of jobs running at s0 such that
+// the kept ones, counted as busy over the whole [s0, s0+dur), fit beside w and
+// the largest sum of holds over that interval; the cost is w_r · Σ elapsed
+// seconds of the preempted jobs at s0 (Elapsed + s0-now), an exact minimum by
+// a covering knapsack over nodes.
+func place(r Resource, holds []hold, w int, s0, latest time.Time, dur time.Duration, now time.Time, running []Running) option {
+	c := r.capacity()
+	var jobs []job
+	for _, x := range running {
+		if x.Resource != r.Name {
+			continue
+		}
+		n := x.Nodes
+		if n < 1 {
+			n = 1
+		}
+		jobs = append(jobs, job{id: x.Job, nodes: n, end: now.Add(max(0, x.Expected-x.Elapsed)), elapsed: max(0, x.Elapsed)})
+	}
+	slices.SortStableFunc(jobs, func(a, b job) int { return strings.Compare(a.id, b.id) })
+
+	holdsAt := func(t time.Time) int {
+		u := 0
+		for _, h := range holds {
+			if !h.start.After(t) && h.end.After(t) {
+				u += h.nodes
+			}
+		}
+		return u
+	}
+	jobsAt := func(t time.Time) int {
+		u := 0
+		for _, j := range jobs {
+			if j.end.After(t) {
+				u += j.nodes
+			}
+		}
+		return u
+	}
+	// usage is piecewise constant: jobs only end, holds change at their
+	// bounds, so checking s and every hold start inside (s, s+dur) suffices.
+	peak := func(s time.Time, withJobs bool) int {
+		e := s.Add(dur)
+		at := func(t time.Time) int {
+			if withJobs {
+				return holdsAt(t) + jobsAt(t)
+			}
+			return holdsAt(t)
+		}
+		p := at(s)
+		for _, h := range holds {
+			if h.start.After(s) && h.start.Before(e) {
+				p = max(p, at(h.start))
+			}
+		}
+		return p
+	}
+
+	starts := []time.Time{s0}
+	for _, j := range jobs {
+		starts = append(starts, j.end)
+	}
+	for _, h := range holds {
+		starts = append(starts, h.end)
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	for _, s := range starts {
+		if s.Before(s0) || s.After(latest) {
+			continue
+		}
+		if peak(s, true)+w <= c {
+			o := option{ok: true, delayed: true, start: s}
+			if d := s.Sub(s0); d > 0 {
+				o.why = fmt.Sprintf("%s: delayed %v until %d of %d nodes are free, within the slack", r.Name, d, w, c)
+			} else {
+				o.why = fmt.Sprintf("%s: %d of %d nodes free at the start", r.Name, w, c)
+			}
+			return o
+		}
+	}
+
+	hp := peak(s0, false)
+	if hp+w > c {
+		return option{why: fmt.Sprintf("%s: bound reservations hold %d of %d nodes during the window, %d needed", r.Name, hp, c, w)}
+	}
+	var live []job
+	total := 0
+	for _, j := range jobs {
+		if j.end.After(s0) {
+			live = append(live, j)
+			total += j.nodes
+		}
+	}
+	need := total - (c - w - hp) // > 0, or a start without preemption would have fit
+	unit := r.cost()
+	inf := math.Inf(1)
+	dp := make([]float64, need+1)
+	for x := 1; x <= need; x++ {
+		dp[x] = inf
+	}
+	take := make([][]bool, len(live))
+	for i, j := range live {
+		take[i] = make([]bool, need+1)
+		cost := unit * (j.elapsed + s0.Sub(now)).Seconds() // elapsed when preempted, at s0
+		for x := need; x >= 1; x-- {
+			if v := dp[max(0, x-j.nodes)] + cost; v < dp[x] {
+				dp[x], take[i][x] = v, true
+			}
+		}
+	}
+	o := option{ok: true, start: s0, cost: dp[need]}
+	for i, x := len(live)-1, need; i >= 0 && x > 0; i-- {
+		if take[i][x] {
+			o.preempt = append(o.preempt, live[i].id)
+			x = max(0, x-live[i].nodes)
+		}
+	}
+	slices.Reverse(o.preempt)
+	o.why = fmt.Sprintf("%s: no start within the slack frees %d of %d nodes; preempting %s frees %d for cost %g",
+		r.Name, w, c, strings.Join(o.preempt, ", "), need, o.cost)
+	return o
+}
+
+// holdsOn returns the holds of the reservations bound to resource i, except
+// skip.
+func (g *Graph) holdsOn(i int, skip *resv) []hold {
+	var hs []hold
+	for _, n := range g.order {
+		if n.bound && n.res == i && n != skip {
+			hs = append(hs, hold{n.start, n.end, n.q.Width})
+		}
+	}
+	return hs
+}
+
+// choose picks among the options of candidate resources (in index order):
+// the smallest delay without preemption, ties to the lower index; else the
+// least preemption cost, ties to the lower index. It returns -1 when none.
+func choose(opts []option) int {
+	best := -1
+	for i, o := range opts {
+		if o.ok && o.delayed && (best < 0 || o.start.Before(opts[best].start)) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	for i, o := range opts {
+		if o.ok && (best < 0 || o.cost < opts[best].cost) {
+			best = i
+		}
+	}
+	return best
+}
+
+// Bind runs deleteEdge for reservation id at now (normally now == its ET).
+// Every candidate resource is offered the reservation over the start window
+// [max(ET, now), LT-Dur] (see place): the resource that can take it with the
+// smallest delay and no preemption wins, ties to the lower index (the paper
+// takes the first candidate whose slack covers the delay; with unit widths the
+// delay at a resource is its running job's remaining time); when none can,
+// the one with the least preemption cost wins, ties to the lower index. q is
+// then bound there: it holds Width nodes over [Start, Start+Dur) and is never
+// preempted; its other edges go, and so does the edge from that resource to
+// each unbound reservation of β(q) for which the resource's capacity minus the
+// widths of the reservations bound to it whose holds meet that reservation's
+// window is less than its width (with unit capacities: every edge from the
+// resource to β(q) whose window the hold meets, the paper's rule).
+func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, error) {
+	n, ok := g.byID[id]
+	if !ok {
+		return Binding{}, fmt.Errorf("bind %s: %w", id, ErrUnknown)
+	}
+	if n.bound {
+		return Binding{}, fmt.Errorf("bind %s: %w to %s from %s", id, ErrBound, g.res[n.res].Name, n.start.Format(time.RFC3339))
+	}
+	s0 := n.q.ET
+	if now.After(s0) {
+		s0 = now
+	}
+	latest := n.q.LT.Add(-n.q.Dur)
+	if s0.After(latest) {
+		return Binding{}, fmt.Errorf("bind %s at %s: %w: latest start was %s", id, now.Format(time.RFC3339), ErrTooLate, latest.Format(time.RFC3339))
+	}
+	var idx []int
+	var opts []option
+	n.edges.each(func(i int) {
+		idx = append(idx, i)
+		opts = append(opts, place(g.res[i].Resource, g.holdsOn(i, nil), n.q.Width, s0, latest, n.q.Dur, now, running))
+	})
+	b := choose(opts)
+	if b < 0 {
+		var whys []string
+		for _, o := range opts {
+			whys = append(whys, o.why)
+		}
+		if len(whys) == 0 {
+			whys = []string{"it has no candidate resource left"}
+		}
+		return Binding{}, fmt.Errorf("bind %s: %w: %s", id, ErrNoResource, strings.Join(whys, "; "))
+	}
+	o, ri := opts[b], idx[b]
+	k := g.pos(n)
+	n.bound, n.res, n.start, n.end = true, ri, o.start, o.start.Add(n.q.Dur)
+	n.edges = nil
+	n.edges.set(ri)
+	r := g.res[ri]
+	for m := k + 1; m < len(g.order) && !g.order[m].q.ET.After(n.q.LT); m++ {
+		qm := g.order[m]
+		if qm.bound || !qm.edges.has(ri) {
+			continue
+		}
+		held := 0
+		for _, h := range g.holdsOn(ri, nil) {
+			if h.start.Before(qm.q.LT) && h.end.After(qm.q.ET) {
+				held += h.nodes
+			}
+		}
+		if r.capacity()-held < qm.q.Width {
+			qm.edges.clear(ri)
+		}
+	}
+	why := o.why
+	if len(idx) > 1 {
+		if o.delayed {
+			why += fmt.Sprintf(" (smallest delay of %d candidates)", len(idx))
+		} else {
+			why += fmt.Sprintf(" (cheapest of %d candidates, none could wait within the slack)", len(idx))
+		}
+	}
+	return Binding{Resource: r.Name, Start: o.start, Preempt: o.preempt, Cost: o.cost, Reason: why}, nil
+}

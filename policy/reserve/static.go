@@ -1,0 +1,183 @@
+package reserve
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// StaticMode is the SRRM scheduling strategy of paper 001's baselines.
+type StaticMode int
+
+// Static modes.
+const (
+	StaticRandom  StaticMode = iota + 1 // r_schedule: a random candidate with room
+	StaticMinCost                       // m_schedule: the candidate with the least predicted preemption cost
+)
+
+func (m StaticMode) String() string {
+	switch m {
+	case StaticRandom:
+		return "SRRM_r"
+	case StaticMinCost:
+		return "SRRM_m"
+	}
+	return fmt.Sprintf("StaticMode(%d)", int(m))
+}
+
+// booking is one reservation SRRM has bound at admission.
+type booking struct {
+	q          Request
+	res        int
+	start, end time.Time
+}
+
+// Static is the static resource reservation mechanism (SRRM), the paper's
+// baseline: a request is bound to one resource as soon as it is admitted.
+// Every resource keeps a reservation queue of booked holds; a request is
+// admitted iff some candidate resource has room for it somewhere in its window
+// beside the holds already booked there, and it is booked at the earliest
+// such start. Which candidate (among those with room) is the mode's choice.
+// At its start (Bind) the reservation may still wait within its slack on that
+// resource, or preempts non-reserved jobs there: the same rule as the dynamic
+// Graph.Bind, limited to the resource fixed at admission. Not safe for
+// concurrent use; deterministic for a given seed.
+type Static struct {
+	mode  StaticMode
+	rng   *rand.Rand
+	res   []Resource
+	books [][]*booking // per resource
+	byID  map[string]*booking
+}
+
+// NewStatic builds an SRRM over res. seed drives r_schedule's choices (a PCG
+// source); m_schedule ignores it. A mode other than StaticRandom or
+// StaticMinCost is taken as StaticMinCost.
+func NewStatic(res []Resource, mode StaticMode, seed uint64) *Static {
+	if mode != StaticRandom {
+		mode = StaticMinCost
+	}
+	s := &Static{mode: mode, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), byID: map[string]*booking{}}
+	seen := map[string]bool{}
+	for _, r := range res {
+		if !seen[r.Name] {
+			seen[r.Name] = true
+			s.res = append(s.res, r)
+			s.books = append(s.books, nil)
+		}
+	}
+	return s
+}
+
+func (s *Static) holds(i int, skip *booking) []hold {
+	var hs []hold
+	for _, b := range s.books[i] {
+		if b != skip {
+			hs = append(hs, hold{b.start, b.end, b.q.Width})
+		}
+	}
+	return hs
+}
+
+// Admit runs SRRM's admission for q at now and books it at once. The
+// candidates are the resources that satisfy q (as for the RRG) and have room
+// for it in their reservation queue within the window; r_schedule picks one
+// at random, m_schedule the one with the least predicted preemption cost: the
+// cost Graph.Bind's rule would give at its booked start if the jobs running
+// now (running) were the ones still running then (those due to end before it
+// are gone), ties to the smaller delay, then the lower index. The Binding
+// returned is the booking: its resource and booked start, with the predicted
+// preemption (a forecast; Bind at the start decides). ok false means refused,
+// with the reason.
+func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bool, string) {
+	q, err := normalize(q)
+	if err != nil {
+		return Binding{}, false, err.Error()
+	}
+	if _, dup := s.byID[q.ID]; dup {
+		return Binding{}, false, fmt.Sprintf("invalid request: id %s is already admitted", q.ID)
+	}
+	s0, latest := q.ET, q.LT.Add(-q.Dur)
+	if now.After(s0) {
+		s0 = now
+	}
+	var idx []int
+	var starts []time.Time
+	var full []string
+	for i, r := range s.res {
+		if !satisfies(r, q) {
+			continue
+		}
+		o := place(r, s.holds(i, nil), q.Width, s0, latest, q.Dur, now, nil)
+		if !o.delayed {
+			full = append(full, r.Name)
+			continue
+		}
+		idx, starts = append(idx, i), append(starts, o.start)
+	}
+	if len(idx) == 0 {
+		if len(full) == 0 {
+			rs := make([]resource, len(s.res))
+			for i, r := range s.res {
+				rs[i] = resource{r, true}
+			}
+			return Binding{}, false, noCandidate(rs, q)
+		}
+		return Binding{}, false, fmt.Sprintf("no room: the reservation queues of %s are full over the window", strings.Join(full, ", "))
+	}
+	preds := make([]option, len(idx))
+	for j, i := range idx {
+		preds[j] = place(s.res[i], s.holds(i, nil), q.Width, starts[j], latest, q.Dur, now, running)
+	}
+	var c int
+	if s.mode == StaticRandom {
+		c = s.rng.IntN(len(idx))
+	} else {
+		c = choose(preds)
+	}
+	i := idx[c]
+	b := &booking{q: q, res: i, start: starts[c], end: starts[c].Add(q.Dur)}
+	s.books[i] = append(s.books[i], b)
+	s.byID[q.ID] = b
+	p := preds[c]
+	why := fmt.Sprintf("%s: booked from %s (%s of %d with room); predicted %s", s.res[i].Name, b.start.Format(time.RFC3339), s.mode, len(idx), p.why)
+	return Binding{Resource: s.res[i].Name, Start: b.start, Preempt: p.preempt, Cost: p.cost, Reason: why}, true, why
+}
+
+// Bind decides reservation id's start on its booked resource at now (normally
+// its booked start): wait within the slack (start window [max(booked start,
+// now), LT-Dur], beside the other bookings) when that avoids preemption, else
+// preempt the cheapest set of running jobs at the start. Errors wrap ErrUnknown,
+// ErrTooLate or ErrNoResource.
+func (s *Static) Bind(id string, now time.Time, running []Running) (Binding, error) {
+	b, ok := s.byID[id]
+	if !ok {
+		return Binding{}, fmt.Errorf("bind %s: %w", id, ErrUnknown)
+	}
+	s0, latest := b.start, b.q.LT.Add(-b.q.Dur)
+	if now.After(s0) {
+		s0 = now
+	}
+	if s0.After(latest) {
+		return Binding{}, fmt.Errorf("bind %s at %s: %w: latest start was %s", id, now.Format(time.RFC3339), ErrTooLate, latest.Format(time.RFC3339))
+	}
+	o := place(s.res[b.res], s.holds(b.res, b), b.q.Width, s0, latest, b.q.Dur, now, running)
+	if !o.ok {
+		return Binding{}, fmt.Errorf("bind %s: %w: %s", id, ErrNoResource, o.why)
+	}
+	b.start, b.end = o.start, o.start.Add(b.q.Dur)
+	return Binding{Resource: s.res[b.res].Name, Start: o.start, Preempt: o.preempt, Cost: o.cost, Reason: o.why}, nil
+}
+
+// Remove deletes reservation id's booking (finished or cancelled); unknown ids
+// are a no-op.
+func (s *Static) Remove(id string) {
+	b, ok := s.byID[id]
+	if !ok {
+		return
+	}
+	s.books[b.res] = slices.DeleteFunc(s.books[b.res], func(x *booking) bool { return x == b })
+	delete(s.byID, id)
+}
