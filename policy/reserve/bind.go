@@ -192,25 +192,91 @@ func (g *Graph) holdsOn(i int, skip *resv) []hold {
 	return hs
 }
 
-// choose picks among the options of candidate resources (in index order):
-// the smallest delay without preemption, ties to the lower index; else the
-// least preemption cost, ties to the lower index. It returns -1 when none.
+// rank orders the usable options of candidate resources (given in index
+// order): first those that need no preemption, by smallest start (delay),
+// ties to the lower index; then the others by least preemption cost, ties to
+// the lower index. Unusable options are left out.
+func rank(opts []option) []int {
+	var out []int
+	for i, o := range opts {
+		if o.ok {
+			out = append(out, i)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b int) int {
+		x, y := opts[a], opts[b]
+		switch {
+		case x.delayed != y.delayed:
+			if x.delayed {
+				return -1
+			}
+			return 1
+		case x.delayed:
+			return x.start.Compare(y.start)
+		case x.cost < y.cost:
+			return -1
+		case x.cost > y.cost:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// choose returns the best option of rank, or -1 when none is usable.
 func choose(opts []option) int {
-	best := -1
-	for i, o := range opts {
-		if o.ok && o.delayed && (best < 0 || o.start.Before(opts[best].start)) {
-			best = i
+	if r := rank(opts); len(r) > 0 {
+		return r[0]
+	}
+	return -1
+}
+
+// commit binds n (at order index k) to resource ri from start, with the edge
+// removals of deleteEdge, and returns how to undo it.
+func (g *Graph) commit(n *resv, k, ri int, start time.Time) (undo func()) {
+	old := *n
+	n.bound, n.res, n.start, n.end = true, ri, start, start.Add(n.q.Dur)
+	n.edges = nil
+	n.edges.set(ri)
+	capacity := g.res[ri].capacity()
+	holds := g.holdsOn(ri, nil)
+	var cleared []*resv
+	for m := k + 1; m < len(g.order) && !g.order[m].q.ET.After(n.q.LT); m++ {
+		qm := g.order[m]
+		if qm.bound || !qm.edges.has(ri) {
+			continue
+		}
+		held := 0
+		for _, h := range holds {
+			if h.start.Before(qm.q.LT) && h.end.After(qm.q.ET) {
+				held += h.nodes
+			}
+		}
+		if capacity-held < qm.q.Width {
+			qm.edges.clear(ri)
+			cleared = append(cleared, qm)
 		}
 	}
-	if best >= 0 {
-		return best
-	}
-	for i, o := range opts {
-		if o.ok && (best < 0 || o.cost < opts[best].cost) {
-			best = i
+	return func() {
+		*n = old
+		for _, qm := range cleared {
+			qm.edges.set(ri)
 		}
 	}
-	return best
+}
+
+// stranded returns an unbound reservation whose window meets n's and whose
+// freeDeg is 0, or nil.
+func (g *Graph) stranded(n *resv) *resv {
+	for k, m := range g.order {
+		if m.q.ET.After(n.q.LT) {
+			break
+		}
+		if m != n && !m.bound && !m.q.LT.Before(n.q.ET) && g.freeDeg(k) == 0 {
+			return m
+		}
+	}
+	return nil
 }
 
 // Bind runs deleteEdge for reservation id at now (normally now == its ET).
@@ -226,6 +292,14 @@ func choose(opts []option) int {
 // widths of the reservations bound to it whose holds meet that reservation's
 // window is less than its width (with unit capacities: every edge from the
 // resource to β(q) whose window the hold meets, the paper's rule).
+//
+// Bound reservations hold their resource whatever the et order, so binding q
+// before an unbound reservation that precedes it (a caller binding out of et
+// order) could leave that one without a free resource. Bind therefore takes
+// the best candidate, in the order above, after which every unbound
+// reservation whose window meets q's keeps freeDeg > 0; only if none does it
+// takes the best one anyway (q is due now) and says whom it strands in the
+// Reason. Binding in et order, as the paper does, never strands anyone.
 func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, error) {
 	n, ok := g.byID[id]
 	if !ok {
@@ -248,8 +322,8 @@ func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, erro
 		idx = append(idx, i)
 		opts = append(opts, place(g.res[i].Resource, g.holdsOn(i, nil), n.q.Width, s0, latest, n.q.Dur, now, running))
 	})
-	b := choose(opts)
-	if b < 0 {
+	ranked := rank(opts)
+	if len(ranked) == 0 {
 		var whys []string
 		for _, o := range opts {
 			whys = append(whys, o.why)
@@ -259,27 +333,29 @@ func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, erro
 		}
 		return Binding{}, fmt.Errorf("bind %s: %w: %s", id, ErrNoResource, strings.Join(whys, "; "))
 	}
-	o, ri := opts[b], idx[b]
 	k := g.pos(n)
-	n.bound, n.res, n.start, n.end = true, ri, o.start, o.start.Add(n.q.Dur)
-	n.edges = nil
-	n.edges.set(ri)
-	r := g.res[ri]
-	for m := k + 1; m < len(g.order) && !g.order[m].q.ET.After(n.q.LT); m++ {
-		qm := g.order[m]
-		if qm.bound || !qm.edges.has(ri) {
-			continue
+	b, note := -1, ""
+	var victim *resv
+	for _, c := range ranked {
+		undo := g.commit(n, k, idx[c], opts[c].start)
+		m := g.stranded(n)
+		if m == nil {
+			b = c
+			break
 		}
-		held := 0
-		for _, h := range g.holdsOn(ri, nil) {
-			if h.start.Before(qm.q.LT) && h.end.After(qm.q.ET) {
-				held += h.nodes
-			}
+		if victim == nil {
+			victim = m
 		}
-		if r.capacity()-held < qm.q.Width {
-			qm.edges.clear(ri)
-		}
+		undo()
 	}
+	if b < 0 {
+		b = ranked[0]
+		g.commit(n, k, idx[b], opts[b].start)
+		note = fmt.Sprintf("; every candidate leaves %s without a free resource", victim.q.ID)
+	} else if b != ranked[0] {
+		note = fmt.Sprintf("; %s would have left %s without a free resource", g.res[idx[ranked[0]]].Name, victim.q.ID)
+	}
+	o, r := opts[b], g.res[idx[b]]
 	why := o.why
 	if len(idx) > 1 {
 		if o.delayed {
@@ -288,5 +364,5 @@ func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, erro
 			why += fmt.Sprintf(" (cheapest of %d candidates, none could wait within the slack)", len(idx))
 		}
 	}
-	return Binding{Resource: r.Name, Start: o.start, Preempt: o.preempt, Cost: o.cost, Reason: why}, nil
+	return Binding{Resource: r.Name, Start: o.start, Preempt: o.preempt, Cost: o.cost, Reason: why + note}, nil
 }

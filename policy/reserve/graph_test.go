@@ -302,3 +302,40 @@ func TestFailResource(t *testing.T) {
 		t.Errorf("FreeDeg(q2) = %d", fd)
 	}
 }
+
+// Binding c out of et order onto S (the lower index, free) would leave b, due
+// as early, with S's two nodes taken by a and c; Bind takes T instead.
+func TestBindStrandsNobody(t *testing.T) {
+	g := New([]Resource{{Name: "S", Capacity: 2, Level: 1}, {Name: "T", Capacity: 1, Level: 1}})
+	mustAdmit(t, g, req("a", 0, 10, 5, "S"))
+	mustAdmit(t, g, req("b", 0, 10, 5, "S"))
+	mustAdmit(t, g, req("c", 0, 10, 5))
+	b, err := g.Bind("c", at(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Resource != "T" || !strings.Contains(b.Reason, "S would have left b without a free resource") {
+		t.Errorf("Bind(c) = %+v", b)
+	}
+	for _, id := range []string{"a", "b"} {
+		if fd := g.FreeDeg(id); fd != 1 {
+			t.Errorf("FreeDeg(%s) = %d, want 1", id, fd)
+		}
+	}
+	// In et order nobody is stranded: a, b to S, then c to T.
+	g = New([]Resource{{Name: "S", Capacity: 2, Level: 1}, {Name: "T", Capacity: 1, Level: 1}})
+	mustAdmit(t, g, req("a", 0, 10, 5, "S"))
+	mustAdmit(t, g, req("b", 0, 10, 5, "S"))
+	mustAdmit(t, g, req("c", 0, 10, 5))
+	var got []string
+	for _, id := range g.Reservations() {
+		b, err := g.Bind(id, at(0), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b.Resource)
+	}
+	if !slices.Equal(got, []string{"S", "S", "T"}) {
+		t.Errorf("bound to %v", got)
+	}
+}
