@@ -1,0 +1,79 @@
+package reserve
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// benchGraph admits synthetic requests (Poisson arrivals, gap 1 s, book-ahead
+// 1–20 s, window 5–50 s, flexibility 0.5, levels 1–5) until n are admitted.
+func benchGraph(b *testing.B, res []Resource, n int, maxWidth int) (*Graph, []Request) {
+	rng := rand.New(rand.NewPCG(42, 1))
+	g := New(res)
+	now := t0
+	mk := func(id string) Request {
+		now = now.Add(time.Duration(rng.ExpFloat64() * float64(time.Second)))
+		et := now.Add(sec(1 + rng.IntN(20)))
+		win := sec(5 + rng.IntN(46))
+		return Request{ID: id, ET: et, LT: et.Add(win), Dur: win / 2, Demand: 1 + rng.IntN(5), Width: 1 + rng.IntN(maxWidth)}
+	}
+	for i := 0; len(g.order) < n; i++ {
+		attempts = i + 1
+		if i > 20*n {
+			b.Fatalf("only %d of %d admitted", len(g.order), n)
+		}
+		g.Admit(mk(fmt.Sprintf("q%d", i)))
+	}
+	b.Logf("%d admitted of %d requests", n, tries(g))
+	// probes spread over the admitted reservations' span
+	var probes []Request
+	start := now
+	now = t0
+	step := start.Sub(t0) / 100
+	for i := range 100 {
+		now = t0.Add(time.Duration(i) * step)
+		probes = append(probes, mk(fmt.Sprintf("probe%d", i)))
+	}
+	return g, probes
+}
+
+var attempts int
+
+func tries(*Graph) int { return attempts }
+
+func benchAdmit(b *testing.B, res []Resource, maxWidth int) {
+	g, probes := benchGraph(b, res, 1000, maxWidth)
+	admitted := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q := probes[i%len(probes)]
+		if ok, _ := g.Admit(q); ok {
+			admitted++
+			g.Remove(q.ID) // leave the graph as it was
+		}
+	}
+	b.ReportMetric(float64(admitted)/float64(b.N), "admitted/op")
+}
+
+// Admit (plus Remove when admitted) at 100 unit resources × 1,000 admitted
+// reservations.
+func BenchmarkAdmit100x1000(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var res []Resource
+	for i := range 100 {
+		res = append(res, Resource{Name: fmt.Sprintf("r%d", i), Capacity: 1, Level: 1 + rng.IntN(5)})
+	}
+	benchAdmit(b, res, 1)
+}
+
+// The same with 64-node resources and widths 1–16.
+func BenchmarkAdmit100x1000Wide(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var res []Resource
+	for i := range 100 {
+		res = append(res, Resource{Name: fmt.Sprintf("r%d", i), Capacity: 64, Level: 1 + rng.IntN(5)})
+	}
+	benchAdmit(b, res, 16)
+}
