@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 )
@@ -377,4 +376,32 @@ func TestPreemptIsCheapest(t *testing.T) {
 	})
 }
 
-var _ = time.Second
+// Binding every admitted reservation in et order at its et never fails and
+// never strands anyone: the free degrees that admission guaranteed hold up.
+func TestBindInOrderNeverFails(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		res := genResources(t, rapid.Bool().Draw(t, "unit"))
+		g := New(res)
+		for i := range rapid.IntRange(1, 30).Draw(t, "requests") {
+			g.Admit(genRequest(t, fmt.Sprintf("q%d", i), names(res), false))
+		}
+		for _, id := range g.Reservations() {
+			n := g.byID[id]
+			var run []Running
+			for _, r := range res {
+				if rapid.Bool().Draw(t, "busy") {
+					exp := rapid.IntRange(1, 60).Draw(t, "expected")
+					run = append(run, Running{Resource: r.Name, Job: "j" + r.Name, Nodes: rapid.IntRange(1, r.Capacity).Draw(t, "nodes"),
+						Expected: sec(exp), Elapsed: sec(rapid.IntRange(0, exp).Draw(t, "elapsed"))})
+				}
+			}
+			b, err := g.Bind(id, n.q.ET, run)
+			if err != nil {
+				t.Fatalf("Bind(%s) in et order: %v", id, err)
+			}
+			if strings.Contains(b.Reason, "without a free resource") {
+				t.Fatalf("Bind(%s) in et order: %s", id, b.Reason)
+			}
+		}
+	})
+}

@@ -118,8 +118,9 @@ type outcome struct {
 func (s *synth) run(m mechanism) outcome {
 	var o outcome
 	type ev struct {
-		t  time.Time
-		id string
+		t   time.Time
+		id  string
+		dur time.Duration
 	}
 	var binds, ends []ev
 	held := map[string][][2]time.Time{}
@@ -158,27 +159,21 @@ func (s *synth) run(m mechanism) outcome {
 				o.preempting++
 				o.tpc += b.Cost
 			}
-			end := b.Start.Add(s.reqs[idOf(e.id)].Dur)
+			end := b.Start.Add(e.dur)
 			held[b.Resource] = append(held[b.Resource], [2]time.Time{b.Start, end})
 			where[e.id] = b.Resource
-			ends = append(ends, ev{end, e.id})
+			ends = append(ends, ev{end, e.id, 0})
 			slices.SortStableFunc(ends, func(a, b ev) int { return a.t.Compare(b.t) })
 		case 2:
 			q, now := s.reqs[next], s.at[next]
 			next++
 			if ok, at := m.admit(q, now, s.running(now, held)); ok {
 				o.admitted++
-				binds = append(binds, ev{at, q.ID})
+				binds = append(binds, ev{at, q.ID, q.Dur})
 				slices.SortStableFunc(binds, func(a, b ev) int { return a.t.Compare(b.t) })
 			}
 		}
 	}
-}
-
-func idOf(id string) int {
-	var i int
-	fmt.Sscanf(id, "q%d", &i)
-	return i
 }
 
 // The paper's finding (§3.2, experiment 1): DRRM admits fewer requests but
