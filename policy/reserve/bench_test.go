@@ -73,3 +73,31 @@ func BenchmarkAdmit100x1000Wide(b *testing.B) {
 	}
 	benchAdmit(b, res, 16)
 }
+
+// Bind in et order at 100 unit resources × 1,000 admitted reservations, each
+// resource running one non-reserved job; the graph is rebuilt (untimed) every
+// 500 binds.
+func BenchmarkBind100x1000(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var res []Resource
+	var run []Running
+	for i := range 100 {
+		res = append(res, Resource{Name: fmt.Sprintf("r%d", i), Capacity: 1, Level: 1 + rng.IntN(5)})
+		run = append(run, Running{Resource: res[i].Name, Job: fmt.Sprintf("j%d", i), Expected: sec(5 + rng.IntN(46)), Elapsed: sec(rng.IntN(5))})
+	}
+	var g *Graph
+	var ids []string
+	for i := 0; i < b.N; i++ {
+		if len(ids) == 0 || len(ids) <= 500 {
+			b.StopTimer()
+			g, _ = benchGraph(b, res, 1000, 1)
+			ids = g.Reservations()
+			b.StartTimer()
+		}
+		id := ids[0]
+		ids = ids[1:]
+		if _, err := g.Bind(id, g.byID[id].q.ET, run); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

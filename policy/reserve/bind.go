@@ -316,11 +316,17 @@ func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, erro
 	if s0.After(latest) {
 		return Binding{}, fmt.Errorf("bind %s at %s: %w: latest start was %s", id, now.Format(time.RFC3339), ErrTooLate, latest.Format(time.RFC3339))
 	}
+	holds := make([][]hold, len(g.res))
+	for _, m := range g.order {
+		if m.bound && n.edges.has(m.res) {
+			holds[m.res] = append(holds[m.res], hold{m.start, m.end, m.q.Width})
+		}
+	}
 	var idx []int
 	var opts []option
 	n.edges.each(func(i int) {
 		idx = append(idx, i)
-		opts = append(opts, place(g.res[i].Resource, g.holdsOn(i, nil), n.q.Width, s0, latest, n.q.Dur, now, running))
+		opts = append(opts, place(g.res[i].Resource, holds[i], n.q.Width, s0, latest, n.q.Dur, now, running))
 	})
 	ranked := rank(opts)
 	if len(ranked) == 0 {

@@ -80,7 +80,8 @@
 // the paper's direction: DRRM admits fewer but its total preemption cost is
 // far lower than both SRRM variants' (go test -run Direction -v shows AP, PP
 // and TPC). BenchmarkAdmit100x1000 times one admission test at 100 resources
-// and 1,000 admitted reservations.
+// and 1,000 admitted reservations, BenchmarkBind100x1000 one binding in et
+// order there.
 //
 // Errors of Bind wrap the sentinels ErrUnknown, ErrBound, ErrTooLate and
 // ErrNoResource; every refusal and every choice carries a reason in words.
