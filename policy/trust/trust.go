@@ -59,10 +59,11 @@ type Model struct {
 	// Unreachable is how much one unreachable event counts as a failure in ρ
 	// (1 = as much as a failed task). >= 0.
 	Unreachable float64
-	// Prior is K, the pseudo-completions every observer starts with in β
-	// adaptation and in Score (not in Rho, which is the paper's plain rate).
-	// With K > 0 one failure lowers a score without flooring it, and a site
-	// that always fails approaches the floor as its failures pile up. >= 0.
+	// Prior is K, pseudo-completions: each observer starts with K in β
+	// adaptation, and Score adds K of the weight of one equal node (not in
+	// Rho, which is the paper's plain rate). With K > 0 one failure lowers a
+	// score without flooring it, and a site that always fails approaches the
+	// floor as its failures pile up. >= 0.
 	Prior float64
 	// Floor is the score of a site with nothing but failures, in (0, 1).
 	// Score maps the pooled success rate R in [0,1] to Floor + (1-Floor)·R.
@@ -77,7 +78,8 @@ type Model struct {
 //     which weighs more at which level; each pair sums to 1, so the QoS term
 //     Σω·p lies in [0, 3] and is 1 between equals.
 //   - Unreachable 1: the paper counts a node leaving the grid as a failure.
-//   - Prior 1: one pseudo-completion per observer (see Model.Prior).
+//   - Prior 1: one pseudo-completion (see Model.Prior): with only the
+//     broker's outcomes, one failure of one task scores 0.05 + 0.95/1.7 ≈ 0.61.
 //   - Floor 0.05: a hopeless site costs at most 20× its predicted time.
 func DefaultModel() Model {
 	return Model{
@@ -109,9 +111,13 @@ func (m Model) Validate() error {
 	case !finite(m.Floor) || m.Floor <= 0 || m.Floor >= 1:
 		return bad("Floor", m.Floor, "a number in (0, 1)")
 	}
-	for name, w := range map[string][2]float64{"ClusterWeights": m.ClusterWeights, "AreaWeights": m.AreaWeights} {
+	for _, c := range []struct {
+		name string
+		w    [2]float64
+	}{{"ClusterWeights", m.ClusterWeights}, {"AreaWeights", m.AreaWeights}} {
+		w := c.w
 		if !finite(w[0]) || !finite(w[1]) || w[0] < 0 || w[1] < 0 || w[0]+w[1] <= 0 {
-			return fmt.Errorf("%w: %s = %v, want two finite weights >= 0 with a positive sum", ErrModel, name, w)
+			return fmt.Errorf("%w: %s = %v, want two finite weights >= 0 with a positive sum", ErrModel, c.name, w)
 		}
 	}
 	return nil
@@ -365,7 +371,9 @@ func (m Model) Score(nodes map[string]Node, out map[Key]Outcomes, i, j string) f
 }
 
 // Scores returns every site's trust as the broker sees it: Score from the
-// broker (outcome key From = "", whatever broker.Name says) to each site,
+// broker (outcome key From = "", whatever broker.Name says; its Power and
+// Bandwidth may be left 0, unknown, which compares as equal to every site)
+// to each site,
 // with the sites as the other observers (migrations between sites recorded
 // as Key{siteA, siteB} count as their testimony). Sites with an empty name
 // are skipped; of two sites with one name the later wins; outcomes naming

@@ -198,10 +198,10 @@ func TestScoreFailuresTendToFloor(t *testing.T) {
 	if prev-m.Floor > 1e-3 {
 		t.Errorf("after 1e6 failures the score is %v, want within 1e-3 of Floor %v", prev, m.Floor)
 	}
-	// one failure lowers but does not floor a site (Prior 1)
+	// one failure lowers but does not floor a site (Prior 1): R = 1/(1 + 0.7·1)
 	one := m.Scores(Node{}, sites, map[Key]Outcomes{{"", "bad"}: {Failed: 1}})["bad"]
-	if one < 0.5 || one >= 1 {
-		t.Errorf("one failure: score %v, want in [0.5, 1)", one)
+	if want := 0.05 + 0.95/1.7; !near(one, want) {
+		t.Errorf("one failure: score %v, want %v", one, want)
 	}
 }
 
