@@ -130,9 +130,9 @@ func place(r Resource, holds []hold, w int, s0, latest time.Time, dur time.Durat
 		if peak(s, true)+w <= c {
 			o := option{ok: true, delayed: true, start: s}
 			if d := s.Sub(s0); d > 0 {
-				o.why = fmt.Sprintf("%s: delayed %v until %d of %d nodes are free, within the slack", r.Name, d, w, c)
+				o.why = fmt.Sprintf("%s: starts %v later, when the %d nodes needed (of its %d) are free, within the slack", r.Name, d, w, c)
 			} else {
-				o.why = fmt.Sprintf("%s: %d of %d nodes free at the start", r.Name, w, c)
+				o.why = fmt.Sprintf("%s: the %d nodes needed (of its %d) are free at the start", r.Name, w, c)
 			}
 			return o
 		}

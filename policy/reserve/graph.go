@@ -107,8 +107,10 @@ func noCandidate(res []resource, q Request) string {
 		return "no candidate resource: the graph has no resources"
 	case maxLevel < q.Demand:
 		return fmt.Sprintf("no candidate resource: needs level %d, highest level is %d", q.Demand, maxLevel)
-	default:
+	case q.Demand > 0:
 		return fmt.Sprintf("no candidate resource: needs %d nodes at level %d, largest has %d", q.Width, q.Demand, maxCap)
+	default:
+		return fmt.Sprintf("no candidate resource: needs %d nodes on one resource, the largest has %d", q.Width, maxCap)
 	}
 }
 
