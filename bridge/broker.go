@@ -14,6 +14,7 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/reserve"
 )
 
 // IDPlaceholder in Request.OutputDir is replaced by the job's id when it is
@@ -66,6 +67,9 @@ type Options struct {
 	// NoHistory keeps no per-job event history (trace replays of many
 	// thousands of jobs do not need it). States, times and reasons are kept.
 	NoHistory bool
+	// BindLead is how long before its window opens an advance reservation
+	// is bound to a site and created there (0: when it opens).
+	BindLead time.Duration
 }
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
@@ -90,6 +94,14 @@ type Broker struct {
 	// unresolved are Submitting jobs whose site could not be asked at Recover.
 	unresolved []string
 	pending    []pendingEvent // events to hand to OnEvent once the lock is released
+
+	// Advance reservations (reserve.go).
+	rrg       *reserve.Graph // admitted reservations over the sites; built on first use
+	capacity  []int          // nodes per site as last seen; 0 = not known yet
+	resFailed []bool         // site taken out of the graph after it failed
+	reserved  []string       // ids of Reserved jobs (may hold stale ones; pruned at binding)
+	releases  []release      // native reservations to delete
+	trust     []float64      // per-site trust for the policy (SetTrust); 0 = unset
 
 	notesMu sync.Mutex
 	notes   []note // pushed changes not yet applied
@@ -118,7 +130,8 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("%w: no planner configured", ErrBadRequest)
 	}
 	b := &Broker{opts: opts, sites: opts.Sites, siteIdx: map[string]int{}, store: opts.Store,
-		log: opts.Logger, jobs: map[string]*Job{}, where: map[compKey]string{}}
+		log: opts.Logger, jobs: map[string]*Job{}, where: map[compKey]string{},
+		capacity: make([]int, len(opts.Sites)), resFailed: make([]bool, len(opts.Sites)), trust: make([]float64, len(opts.Sites))}
 	if b.store == nil {
 		b.store = NewMemStore()
 	}
@@ -193,6 +206,12 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if err := b.checkSites("prefer", req.Prefer); err != nil {
 		return nil, err
 	}
+	if req.Window != nil {
+		if err := checkWindow(&req, now); err != nil {
+			return nil, err
+		}
+		b.learnCapacity(ctx)
+	}
 	seq, err := b.store.NextID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("allocating a job id: %w", err)
@@ -204,10 +223,26 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}
 		j.Events = append(j.Events, *ev)
 	}
+	if req.Window != nil {
+		// Admission answers at once (DRRM): the job is Reserved or
+		// Rejected before anyone sees it.
+		b.mu.Lock()
+		if ev != nil && b.opts.OnEvent != nil {
+			b.pending = append(b.pending, pendingEvent{j.Clone(), *ev})
+		}
+		ev = nil // handed out above, before the admission's own event
+		b.admit(j, now)
+		b.mu.Unlock()
+	}
 	// Stored before anyone can see it, and outside the broker's lock: the job
 	// is not shared yet, and concurrent submissions can then share the
 	// store's commits instead of queueing for one each.
 	if err := b.store.Put(ctx, j); err != nil {
+		if j.State == Reserved {
+			b.mu.Lock()
+			b.rrg.Remove(j.ID)
+			b.mu.Unlock()
+		}
 		return nil, fmt.Errorf("storing job: %w", err)
 	}
 	b.mu.Lock()
@@ -215,8 +250,13 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		b.pending = append(b.pending, pendingEvent{j.Clone(), *ev})
 	}
 	b.jobs[j.ID] = j
-	b.queue = append(b.queue, j.ID)
-	b.pq = append(b.pq, b.policyJob(j))
+	switch j.State {
+	case Queued:
+		b.queue = append(b.queue, j.ID)
+		b.pq = append(b.pq, b.policyJob(j))
+	case Reserved:
+		b.reserved = append(b.reserved, j.ID)
+	}
 	c := j.Clone()
 	b.mu.Unlock()
 	b.flushEvents()
@@ -409,6 +449,7 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	if len(b.ended) > 0 {
 		b.fetchEnded(ctx, now)
 	}
+	b.releaseNative(ctx, now)
 }
 
 // apply records one component status and returns its job the first time the
@@ -637,13 +678,30 @@ func (b *Broker) end(j *Job, f outcome, now time.Time) {
 	}
 	j.End = f.end
 	b.addEvent(j, now, f.kind, f.site, f.msg)
+	b.dropResv(j, ResvReleased, "")
 }
 
 // requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
 func (b *Broker) requeue(j *Job, now time.Time, why string) {
+	again := "queued again"
+	if j.Resv != nil && j.Resv.State == ResvBound {
+		again = "submitted into its reservation again"
+	}
+	b.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d lost: %s; %s", j.Attempts, why, again))
+}
+
+// requeueAs puts a job back at its FCFS place with an event of the given
+// kind — or, for a job in its bound reservation, back to wait for it. b.mu
+// held.
+func (b *Broker) requeueAs(j *Job, now time.Time, kind, msg string) {
 	b.unindex(j)
-	j.State, j.Comps = Queued, nil
-	b.addEvent(j, now, "requeued", "", fmt.Sprintf("attempt %d lost: %s; queued again", j.Attempts, why))
+	j.Comps = nil
+	b.addEvent(j, now, kind, "", msg)
+	if j.Resv != nil && j.Resv.State == ResvBound {
+		b.waitReserved(j)
+		return
+	}
+	j.State = Queued
 	// FCFS: by submission time, then id.
 	pos, _ := slices.BinarySearchFunc(b.queue, j, func(id string, t *Job) int {
 		q := b.jobs[id]
@@ -795,15 +853,20 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 			return
 		}
 		ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
+		ps.Trust = b.trust[s]
 		for _, a := range in.Busy {
 			ps.Busy = append(ps.Busy, policy.Hold{Nodes: a.Nodes, Until: a.Until})
 		}
 	})
+	b.mu.Lock()
 	for s := range b.sites {
 		if !b.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
+		} else if b.capacity[s] != b.snapSites[s].Nodes {
+			b.learned(s, b.snapSites[s].Nodes)
 		}
 	}
+	b.mu.Unlock()
 	// The snapshot and its buffers are reused from cycle to cycle: the
 	// policy reads them only during Plan and must not modify them.
 	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.opts.Links, MultiSite: b.opts.MultiSite,
@@ -909,4 +972,17 @@ func ceilSecond(d time.Duration) time.Duration {
 		d += time.Second - r
 	}
 	return d
+}
+
+// SetTrust sets the sites' trust scores the policy sees from the next cycle
+// on (policy.Site.Trust, in (0,1]); a site not in scores keeps its score,
+// and 0 means unset.
+func (b *Broker) SetTrust(scores map[string]float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, v := range scores {
+		if s, ok := b.siteIdx[name]; ok {
+			b.trust[s] = v
+		}
+	}
 }

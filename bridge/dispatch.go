@@ -154,8 +154,13 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 	}
 	j.Comps = nil
 	if backends.Retryable(firstErr) && j.Attempts < b.opts.MaxAttempts {
-		j.State = Queued
-		b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
+		if j.Resv != nil {
+			b.waitReserved(j)
+			b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
+		} else {
+			j.State = Queued
+			b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
+		}
 	} else {
 		why := fmt.Sprintf("submission failed: %v", firstErr)
 		if !backends.Retryable(firstErr) && !errors.Is(firstErr, context.Canceled) {
@@ -164,6 +169,7 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 		j.State, j.Reason, j.End = Failed, why, now
 		b.addEvent(j, now, "failed", "", why)
 		b.dequeue(id)
+		b.dropResv(j, ResvFailed, why)
 	}
 	_ = b.persist(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", id, firstErr))
@@ -204,10 +210,12 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 	j.State, j.End, j.Reason = Cancelled, now, "cancelled by the user"
 	b.addEvent(j, now, "cancelled", "", "cancelled by the user")
 	b.dequeue(id)
+	b.dropResv(j, ResvReleased, "cancelled by the user")
 	b.compactLive()
 	err := b.persist(ctx, j)
 	b.mu.Unlock()
 	b.doCancels(ctx, now, cs)
+	b.releaseNative(ctx, now)
 	return err
 }
 

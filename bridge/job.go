@@ -23,6 +23,10 @@ const (
 	Failed     JobState = "failed"     // a component failed, timed out or was lost, and no retry is left
 	Cancelled  JobState = "cancelled"  // cancelled by the user
 	Rejected   JobState = "rejected"   // the policy found it can never run
+	// Reserved: an advance reservation was admitted for the job (Job.Resv);
+	// it waits outside the queue until its window opens and the broker
+	// binds it to a site (BindReservations).
+	Reserved JobState = "reserved"
 )
 
 // Final reports whether the state can no longer change.
@@ -53,7 +57,45 @@ type Request struct {
 	// the reference machine and exit code. Runtime 0 means "runs its estimate".
 	Sim       backends.SimHints
 	OutputDir string // local directory for fetched outputs ("" = none fetched); IDPlaceholder is replaced by the job id
+	// Window asks for an advance reservation (SPEC.md §2): the job runs for
+	// its estimate, on one site, somewhere inside the window. nil: an
+	// ordinary job for the global queue.
+	Window *Window `json:",omitempty"`
 }
+
+// Window is an advance-reservation window: earliest start, latest end.
+type Window struct {
+	Earliest, Latest time.Time
+}
+
+// ResvState is where a job's advance reservation stands.
+type ResvState string
+
+// Reservation states. Released and Failed are final.
+const (
+	ResvAdmitted ResvState = "admitted" // passed the admission test; no site chosen yet (DRRM binds late)
+	ResvBinding  ResvState = "binding"  // write-ahead intent: the native reservation is being created at Site
+	ResvBound    ResvState = "bound"    // the native reservation exists at Site; the job runs inside it
+	ResvReleased ResvState = "released" // the job ended; the native reservation was deleted
+	ResvFailed   ResvState = "failed"   // refused, dropped after a site failure, or could not be bound
+)
+
+// Reservation is a job's advance reservation as the broker tracks it.
+type Reservation struct {
+	Earliest, Latest time.Time
+	State            ResvState
+	Site             string          // the bound site ("" until binding)
+	Start            time.Time       // the bound start: Earliest, or later within the slack
+	Name             string          // the native reservation's name, tagged with the grid id
+	Native           backends.ResvID // the site's id for it ("" until created)
+	Preempted        []string        // grid jobs restarted to make room at binding
+	Cost             float64         // preemption cost: seconds of work the preempted jobs lose
+	Reason           string          // why it was placed where it is, or why it failed
+}
+
+// ResvName is the native reservation name of a job: tagged with the grid id,
+// so that after a crash the broker finds the reservation it may have made.
+func ResvName(id string) string { return id + "-r" }
 
 // RemoteTag is the tag a job's remote jobs carry for an attempt: the grid job
 // id and the attempt number ("g000042-a2"). Reconciliation looks it up at the
@@ -101,6 +143,8 @@ type Job struct {
 	// is not changed by it).
 	FetchErrors []string
 	Events      []Event
+	// Resv is the job's advance reservation; nil for an ordinary job.
+	Resv *Reservation `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
 	final   *outcome // how it ends, once its outputs are fetched
@@ -135,6 +179,11 @@ func (j *Job) Clone() *Job {
 	c.SiteNames = slices.Clone(j.SiteNames)
 	c.Outputs = slices.Clone(j.Outputs)
 	c.FetchErrors = slices.Clone(j.FetchErrors)
+	if j.Resv != nil {
+		r := *j.Resv
+		r.Preempted = slices.Clone(r.Preempted)
+		c.Resv = &r
+	}
 	return &c
 }
 
@@ -151,5 +200,9 @@ func (r Request) clone() Request {
 	r.Outputs = slices.Clone(r.Outputs)
 	r.Sites = slices.Clone(r.Sites)
 	r.Prefer = slices.Clone(r.Prefer)
+	if r.Window != nil {
+		w := *r.Window
+		r.Window = &w
+	}
 	return r
 }

@@ -14,6 +14,7 @@ type RecoverReport struct {
 	Queued, Live          int // jobs back in the queue, and dispatched or running ones tracked again
 	Adopted, NeverReached int // intended submissions found at their site, and ones that never got there
 	Unresolved            int // submissions whose site could not be asked; retried every cycle
+	Reserved              int // jobs waiting for their advance reservation, admitted again
 	DuplicatesCancelled   int // extra remote jobs with the same tag, cancelled
 	Errors                []error
 }
@@ -28,7 +29,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	defer b.cycleMu.Unlock()
 	defer b.flushEvents()
 	var rep RecoverReport
-	jobs, err := b.store.List(ctx, Filter{States: []JobState{Queued, Submitting, Dispatched, Running}, Events: true})
+	jobs, err := b.store.List(ctx, Filter{States: []JobState{Queued, Submitting, Dispatched, Running, Reserved}, Events: true})
 	if err != nil {
 		return rep, fmt.Errorf("recover: listing unfinished jobs: %w", err)
 	}
@@ -37,7 +38,14 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			return rep, fmt.Errorf("recover: %w (was a site removed from the configuration?)", err)
 		}
 	}
+	resv := slices.ContainsFunc(jobs, func(j *Job) bool { return j.Resv != nil })
+	if resv {
+		b.learnCapacity(ctx)
+	}
 	b.mu.Lock()
+	if resv {
+		b.readmit(ctx, jobs, now)
+	}
 	var cancels []cancelReq
 	for _, j := range jobs {
 		if _, dup := b.jobs[j.ID]; dup {
@@ -60,6 +68,9 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			}
 		case Submitting:
 			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
+		case Reserved:
+			b.reserved = append(b.reserved, j.ID)
+			rep.Reserved++
 		}
 	}
 	b.compactLive()
@@ -160,7 +171,13 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			}
 		}
 		rep.NeverReached += missing
-		j.State, j.Comps = Queued, nil
+		j.Comps = nil
+		if j.Resv != nil && j.Resv.State == ResvBound {
+			b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached its reservation; submitted into it again", j.Attempts))
+			b.waitReserved(j)
+			break
+		}
+		j.State = Queued
 		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
 		b.queue = append(b.queue, j.ID)
 		b.pq = append(b.pq, b.policyJob(j))
@@ -190,4 +207,30 @@ func (b *Broker) retryUnresolved(ctx context.Context, now time.Time) {
 	b.compactLive()
 	b.mu.Unlock()
 	b.doCancels(ctx, now, cancels)
+}
+
+// readmit rebuilds the resource–reservation graph after a restart: every
+// unfinished job with a live reservation is admitted again, earliest window
+// first. One still waiting that no longer passes (a site gone, or down at
+// the restart) fails with the test's reason; one already running in its
+// reservation stays, whatever the graph says. b.mu held.
+func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
+	var rs []*Job
+	for _, j := range jobs {
+		if r := j.Resv; r != nil && (r.State == ResvAdmitted || r.State == ResvBinding || r.State == ResvBound) {
+			rs = append(rs, j)
+		}
+	}
+	slices.SortStableFunc(rs, func(x, y *Job) int { return x.Resv.Earliest.Compare(y.Resv.Earliest) })
+	g := b.graph()
+	for _, j := range rs {
+		ok, why := g.Admit(b.resvRequest(j))
+		if ok || j.State != Reserved || j.Resv.State != ResvAdmitted {
+			continue
+		}
+		j.Resv.State, j.Resv.Reason = ResvFailed, why
+		j.State, j.Reason, j.End = Failed, "reservation failed: after a restart the admission test no longer holds it: "+why, now
+		b.addEvent(j, now, "failed", "", j.Reason)
+		_ = b.persist(ctx, j)
+	}
 }
