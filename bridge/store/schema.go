@@ -90,10 +90,25 @@ INSERT INTO sites(name, completed, failed)
 	WHERE j.state IN ('completed', 'failed')
 	GROUP BY s.site;
 `},
+	{4, "advance reservations (one row per job that asked for a window); outages counted for trust", `
+CREATE TABLE reservations (
+	seq      INTEGER PRIMARY KEY REFERENCES jobs(seq) ON DELETE CASCADE,
+	state    TEXT    NOT NULL,             -- admitted, binding, bound, released, failed
+	earliest INTEGER NOT NULL,             -- unix ns: the window
+	latest   INTEGER NOT NULL,
+	nodes    INTEGER NOT NULL,
+	site     TEXT    NOT NULL DEFAULT '',  -- bound site; '' until binding
+	start    INTEGER,                      -- unix ns of the bound start; NULL until binding
+	native   TEXT    NOT NULL DEFAULT '',  -- the site's reservation id
+	reason   TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX reservations_state ON reservations(state, earliest);
+ALTER TABLE sites ADD COLUMN outages INTEGER NOT NULL DEFAULT 0; -- times a probe found the site unreachable after a good (or no) probe, for trust
+`},
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 func init() {
 	for i, m := range migrations {

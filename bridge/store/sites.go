@@ -51,6 +51,10 @@ type SiteHealth struct {
 	// by Put; ended jobs of a version-2 file are counted when it is
 	// migrated). Pruning old jobs does not lower them.
 	Completed, Failed int64
+	// Outages counts the times a probe found the site unreachable after a
+	// good probe (or none): one per outage, however long (since schema
+	// version 4).
+	Outages int64
 	// Trust is the site's trust score as a trust policy last computed it
 	// (SPEC.md §3) at TrustAt; nil: not computed.
 	Trust   *float64
@@ -81,8 +85,11 @@ const (
 	qProbeOK = `INSERT INTO sites(name, probed, error, ok_at, nodes, free_nodes, queued, running) VALUES (?, ?, '', ?, ?, ?, ?, ?)
 	ON CONFLICT(name) DO UPDATE SET probed = excluded.probed, error = '', ok_at = excluded.ok_at, nodes = excluded.nodes,
 		free_nodes = excluded.free_nodes, queued = excluded.queued, running = excluded.running`
-	qProbeErr = `INSERT INTO sites(name, probed, error) VALUES (?, ?, ?)
-	ON CONFLICT(name) DO UPDATE SET probed = excluded.probed, error = excluded.error`
+	// An outage is counted when it starts: a failed probe after a good
+	// one (or none), not every failed probe of a long outage.
+	qProbeErr = `INSERT INTO sites(name, probed, error, outages) VALUES (?, ?, ?, 1)
+	ON CONFLICT(name) DO UPDATE SET probed = excluded.probed, error = excluded.error,
+		outages = outages + (sites.error = '' OR sites.probed IS NULL)`
 	qProbeLink = `UPDATE sites SET link_at = ?, bytes_per_s = ?, latency_ns = ? WHERE name = ?`
 	qTrust     = `INSERT INTO sites(name, trust, trust_at) VALUES (?, ?, ?)
 	ON CONFLICT(name) DO UPDATE SET trust = excluded.trust, trust_at = excluded.trust_at`
@@ -143,7 +150,7 @@ func (s *SQLite) SetTrust(ctx context.Context, site string, trust float64, at ti
 // SiteHealth implements SiteHealthStore.
 func (s *SQLite) SiteHealth(ctx context.Context) ([]SiteHealth, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT name, probed, error, ok_at, nodes, free_nodes, queued, running,
-		link_at, bytes_per_s, latency_ns, completed, failed, trust, trust_at FROM sites ORDER BY name`)
+		link_at, bytes_per_s, latency_ns, completed, failed, trust, trust_at, outages FROM sites ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: site health: %w", s.wrap("reading", err))
 	}
@@ -154,7 +161,7 @@ func (s *SQLite) SiteHealth(ctx context.Context) ([]SiteHealth, error) {
 		var probed, okAt, linkAt, latency, trustAt sql.NullInt64
 		var rate, trust sql.NullFloat64
 		if err := rows.Scan(&h.Site, &probed, &h.LastErr, &okAt, &h.Nodes, &h.FreeNodes, &h.Queued, &h.Running,
-			&linkAt, &rate, &latency, &h.Completed, &h.Failed, &trust, &trustAt); err != nil {
+			&linkAt, &rate, &latency, &h.Completed, &h.Failed, &trust, &trustAt, &h.Outages); err != nil {
 			return nil, fmt.Errorf("store: site health: %w", s.wrap("reading", err))
 		}
 		h.LastProbe, h.LastOK, h.LinkAt, h.TrustAt = unixNS(probed), unixNS(okAt), unixNS(linkAt), unixNS(trustAt)
@@ -200,4 +207,48 @@ func countOutcome(w *wtx, r *row) error {
 		}
 	}
 	return nil
+}
+
+// ResvRecord is one row of the reservations table: a job that asked for an
+// advance reservation, and where its reservation stands.
+type ResvRecord struct {
+	Job              string
+	State            bridge.ResvState
+	Earliest, Latest time.Time
+	Nodes            int
+	Site             string    // "" until bound
+	Start            time.Time // zero until bound
+	Native           string    // the site's reservation id
+	Reason           string
+}
+
+// Reservations lists the stored reservations, earliest window first; with
+// active set, only those not yet released or failed.
+func (s *SQLite) Reservations(ctx context.Context, active bool) ([]ResvRecord, error) {
+	q := `SELECT j.id, r.state, r.earliest, r.latest, r.nodes, r.site, r.start, r.native, r.reason
+		FROM reservations AS r JOIN jobs AS j ON j.seq = r.seq`
+	if active {
+		q += ` WHERE r.state IN ('admitted', 'binding', 'bound')`
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY r.earliest, r.seq`)
+	if err != nil {
+		return nil, fmt.Errorf("store: reservations: %w", s.wrap("reading", err))
+	}
+	defer rows.Close()
+	var out []ResvRecord
+	for rows.Next() {
+		var r ResvRecord
+		var st string
+		var et, lt int64
+		var start sql.NullInt64
+		if err := rows.Scan(&r.Job, &st, &et, &lt, &r.Nodes, &r.Site, &start, &r.Native, &r.Reason); err != nil {
+			return nil, fmt.Errorf("store: reservations: %w", s.wrap("reading", err))
+		}
+		r.State, r.Earliest, r.Latest, r.Start = bridge.ResvState(st), time.Unix(0, et).UTC(), time.Unix(0, lt).UTC(), unixNS(start)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reservations: %w", s.wrap("reading", err))
+	}
+	return out, nil
 }

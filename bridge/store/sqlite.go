@@ -399,6 +399,8 @@ type row struct {
 	updated                int64
 	body                   []byte
 	events                 []bridge.Event
+	resv                   *bridge.Reservation // copy; nil for a job without a window
+	nodes                  int
 }
 
 func encode(j *bridge.Job, now time.Time) (*row, error) {
@@ -409,7 +411,11 @@ func encode(j *bridge.Job, now time.Time) (*row, error) {
 		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
 	}
 	r := &row{id: j.ID, state: string(j.State), name: j.Req.Name, sites: j.Sites(),
-		updated: now.UnixNano(), body: body, events: slices.Clone(j.Events)}
+		updated: now.UnixNano(), body: body, events: slices.Clone(j.Events), nodes: j.Req.Nodes}
+	if j.Resv != nil {
+		rv := *j.Resv
+		r.resv = &rv
+	}
 	for _, c := range j.Comps {
 		if !slices.Contains(r.siteSet, c.Site) {
 			r.siteSet = append(r.siteSet, c.Site)
@@ -431,10 +437,13 @@ const (
 	qNextID    = `UPDATE counters SET value = value + ? WHERE name = 'next_id' RETURNING value - ? + 1, value`
 	qSetValue  = `INSERT INTO kv(key, value, updated) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = excluded.updated`
 	qDelValue  = `DELETE FROM kv WHERE key = ?`
+	qPutResv   = `INSERT INTO reservations(seq, state, earliest, latest, nodes, site, start, native, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT(seq) DO UPDATE SET state = excluded.state, earliest = excluded.earliest, latest = excluded.latest, nodes = excluded.nodes,
+	site = excluded.site, start = excluded.start, native = excluded.native, reason = excluded.reason`
 )
 
 var writeQueries = []string{qSelJob, qInsJob, qUpdJob, qDelSites, qInsSite, qDelEvents, qInsEvent, qNextID, qSetValue, qDelValue,
-	qProbeOK, qProbeErr, qProbeLink, qTrust, qOutcome}
+	qProbeOK, qProbeErr, qProbeLink, qTrust, qOutcome, qPutResv}
 
 // Put implements bridge.Store: one job, written in one transaction (shared
 // with concurrent Puts by group commit) and committed with fsync before Put
@@ -481,6 +490,9 @@ func putRow(w *wtx, r *row) error {
 		if err := countOutcome(w, r); err != nil {
 			return err
 		}
+		if err := putResv(w, seq, r); err != nil {
+			return err
+		}
 		return insertEvents(w, seq, 0, r.events)
 	case err != nil:
 		return err
@@ -494,6 +506,9 @@ func putRow(w *wtx, r *row) error {
 	}
 	if err := w.exec(qUpdJob,
 		r.state, r.name, r.sites, r.updated, len(r.events), r.body, seq); err != nil {
+		return err
+	}
+	if err := putResv(w, seq, r); err != nil {
 		return err
 	}
 	if sites != r.sites {
@@ -513,6 +528,19 @@ func putRow(w *wtx, r *row) error {
 		return w.exec(qDelEvents, seq, n)
 	}
 	return insertEvents(w, seq, stored, r.events[stored:])
+}
+
+// putResv keeps the job's reservation row in step with the job.
+func putResv(w *wtx, seq int64, r *row) error {
+	v := r.resv
+	if v == nil {
+		return nil
+	}
+	var start any
+	if !v.Start.IsZero() {
+		start = v.Start.UnixNano()
+	}
+	return w.exec(qPutResv, seq, string(v.State), v.Earliest.UnixNano(), v.Latest.UnixNano(), r.nodes, v.Site, start, string(v.Native), v.Reason)
 }
 
 func insertEvents(w *wtx, seq, from int64, evs []bridge.Event) error {
