@@ -135,6 +135,7 @@ var Routes = []string{
 	"GET /v1/jobs/{id}/events",
 	"POST /v1/jobs/{id}/cancel",
 	"GET /v1/sites",
+	"GET /v1/reservations",
 	"GET /v1/health",
 	"GET /openapi.yaml",
 }
@@ -152,7 +153,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	}
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
-	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.health, s.openapi}
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
@@ -339,7 +340,7 @@ const (
 	DefaultLimit = 1000
 )
 
-var knownStates = []bridge.JobState{bridge.Queued, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
+var knownStates = []bridge.JobState{bridge.Queued, bridge.Reserved, bridge.Submitting, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
 
 // parseFilter reads a Filter from query parameters: state (repeatable or
 // comma-separated), site, name, after, limit, events.

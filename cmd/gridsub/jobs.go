@@ -48,10 +48,21 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 	}
 	if !f.wait {
 		if g.json() {
-			return writeJSON(g.stdout, toJSON(j, false))
+			if err := writeJSON(g.stdout, toJSON(j, false)); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(g.stdout, j.ID)
 		}
-		fmt.Fprintln(g.stdout, j.ID)
-		if !f.quiet {
+		switch {
+		case j.State == bridge.Rejected:
+			// An advance reservation is admitted or refused at once.
+			return &exitError{exitJobFailed, fmt.Errorf("job %s rejected: %s", j.ID, j.Reason)}
+		case f.quiet || g.json():
+		case j.State == bridge.Reserved:
+			fmt.Fprintf(g.stderr, "gridsub: %s (%s): advance reservation admitted in the daemon at %s; a site is chosen shortly before %s (`gridsub reservations`, `gridsub watch %s`)\n",
+				path, job.Name, c.where, j.Resv.Earliest.Local().Format(time.DateTime), j.ID)
+		default:
 			fmt.Fprintf(g.stderr, "gridsub: %s (%s) queued in the daemon at %s; follow it with `gridsub watch %s`\n", path, job.Name, c.where, j.ID)
 		}
 		return nil

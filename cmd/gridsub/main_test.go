@@ -201,3 +201,41 @@ func TestDataSizeIsTheStagedInputs(t *testing.T) {
 		t.Fatalf("data size %d, want the inputs' %d bytes", r.DataSize, want)
 	}
 }
+
+// examples/reservation.yaml on the embedded testbed: admitted at once,
+// bound when its window opens, run inside it; its JSON says so.
+func TestReservationExampleRunsInItsWindow(t *testing.T) {
+	code, stdout, stderr := gridsub(t, "examples/reservation.yaml", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"reservation admitted, window opens +15m0s", "reservation bound: "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, stderr)
+		}
+	}
+	var j jobJSON
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	r := j.Resv
+	if j.State != "completed" || r == nil || r.State != "released" || r.Site == "" || r.Start == nil || r.Start.Before(r.Earliest) ||
+		j.Start == nil || j.Start.Before(r.Earliest) || j.End.After(r.Latest) {
+		t.Fatalf("job %+v reservation %+v; want completed inside its released reservation", j, r)
+	}
+}
+
+// A window no site can hold is refused at once, with the admission test's
+// reason, and exits 1.
+func TestReservationRefusedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.yaml")
+	job := "name: big\ncommand: [\"true\"]\nresources: {nodes: 200, walltime: 10m}\nscheduling:\n  reservation: {earliest_start: +15m, latest_end: +45m}\n"
+	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := gridsub(t, path)
+	if code != 1 || !strings.Contains(stdout, "reservation not admitted: no candidate resource: needs 200 nodes on one resource, the largest has 128") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}

@@ -29,7 +29,21 @@ type jobJSON struct {
 	Beaten     []optionJSON   `json:"alternatives_beaten,omitempty"`
 	Outputs    []string       `json:"outputs,omitempty"`
 	NotFetched []string       `json:"fetch_errors,omitempty"`
+	Resv       *resvJSON      `json:"reservation,omitempty"`
 	Events     []bridge.Event `json:"events,omitempty"`
+}
+
+// resvJSON is a job's advance reservation (SPEC.md §2).
+type resvJSON struct {
+	State     string     `json:"state"`
+	Earliest  time.Time  `json:"earliest_start"`
+	Latest    time.Time  `json:"latest_end"`
+	Site      string     `json:"site,omitempty"`
+	Start     *time.Time `json:"start,omitempty"`
+	Native    string     `json:"native_id,omitempty"`
+	Preempted []string   `json:"preempted,omitempty"`
+	CostSec   float64    `json:"preemption_cost_seconds,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
 }
 
 type partJSON struct {
@@ -89,6 +103,15 @@ func toJSON(j *bridge.Job, events bool) jobJSON {
 	}
 	for _, b := range j.Beaten {
 		out.Beaten = append(out.Beaten, optJSON(j.SiteNames, b))
+	}
+	if r := j.Resv; r != nil {
+		rj := &resvJSON{State: string(r.State), Earliest: r.Earliest, Latest: r.Latest, Site: r.Site, Native: string(r.Native),
+			Preempted: r.Preempted, CostSec: r.Cost, Reason: r.Reason}
+		if !r.Start.IsZero() {
+			st := r.Start
+			rj.Start = &st
+		}
+		out.Resv = rj
 	}
 	if events {
 		out.Events = j.Events
@@ -155,6 +178,12 @@ func progressLine(j *bridge.Job, now time.Time) string {
 			s += fmt.Sprintf(", predicted start %s on %s", rel(j.Predicted.Start, j.Submit), bridge.PartsString(j.SiteNames, j.Predicted.Parts))
 		}
 		return s
+	case bridge.Reserved:
+		r := j.Resv
+		if r.State == bridge.ResvBound {
+			return fmt.Sprintf("[%s] reservation bound at %s from %s", rel(now, j.Submit), r.Site, rel(r.Start, j.Submit))
+		}
+		return fmt.Sprintf("[%s] reservation admitted, window opens %s", rel(now, j.Submit), rel(r.Earliest, j.Submit))
 	case bridge.Dispatched:
 		return fmt.Sprintf("[%s] submitted to %s, waiting for every part to start", rel(now, j.Submit), j.Sites())
 	case bridge.Running:
@@ -188,6 +217,16 @@ func summaryText(j *bridge.Job) string {
 	}
 	if s := j.Sites(); s != "" {
 		row("sites", s)
+	}
+	if r := j.Resv; r != nil {
+		v := fmt.Sprintf("%s, window %s .. %s", r.State, r.Earliest.Format(time.RFC3339), r.Latest.Format(time.RFC3339))
+		if r.Site != "" {
+			v += fmt.Sprintf("; bound at %s from %s", r.Site, r.Start.Format(time.RFC3339))
+		}
+		if len(r.Preempted) > 0 {
+			v += fmt.Sprintf("; restarted %s (cost %.0f s)", strings.Join(r.Preempted, ", "), r.Cost)
+		}
+		row("reservation", v)
 	}
 	if !j.Start.IsZero() {
 		row("wait", j.Start.Sub(j.Submit).Round(time.Second).String())

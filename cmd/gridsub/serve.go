@@ -70,7 +70,10 @@ the other periodic tasks on the schedules of broker.cron:
 
   cycle            poll, plan, dispatch        default "@every <broker.interval>"
                                                (simulated sites: of virtual time, >= 100ms)
+  reservation_binding  bind advance reservations whose window opens within 30s,
+                   create them at their site and submit into them   default "@every 10s"
   health           probe every site            default "@every 1m"
+  trust            recompute every site's trust from the stored outcomes   default "@every 5m"
   history_cleanup  drop jobs ended long ago    default "@daily" (see --keep-history)
 
 While it runs, "gridsub job.yaml" and "gridsub submit" hand jobs to it and

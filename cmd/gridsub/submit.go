@@ -91,8 +91,13 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 			}
 		}
 	}
+	var win *bridge.Window
+	if !t.EarliestStart.IsZero() {
+		win = &bridge.Window{Earliest: t.EarliestStart, Latest: t.LatestEnd}
+	}
 	return bridge.Request{
-		Name: j.Name, Command: spec.Command, Script: spec.Script, Env: spec.Env, WorkDir: spec.WorkDir,
+		Window: win,
+		Name:   j.Name, Command: spec.Command, Script: spec.Script, Env: spec.Env, WorkDir: spec.WorkDir,
 		Nodes: spec.Nodes, CoresPerNode: spec.CoresPerNode, Estimate: spec.Walltime,
 		Inputs: spec.Inputs, Outputs: spec.Outputs,
 		Origin: s.Origin, DataSize: s.DataSize, Sites: s.Sites, Prefer: s.Prefer, NoSplit: s.NoSplit,
@@ -180,6 +185,9 @@ func follow(ctx context.Context, env *assemble.Env, id string, f *submitFlags, p
 	cancelled := false
 	for {
 		now := clock.Now()
+		if _, err := env.Broker.BindReservations(context.WithoutCancel(ctx), now); err != nil {
+			return nil, err
+		}
 		if _, err := env.Broker.Cycle(context.WithoutCancel(ctx), now); err != nil {
 			return nil, err
 		}
@@ -245,6 +253,11 @@ func (p *progress) header(job *jobfile.Job, path string) {
 }
 
 func (p *progress) update(j *bridge.Job, now time.Time) {
+	if r := j.Resv; r != nil && !p.placed && r.Site != "" {
+		// A reservation's placement is its binding.
+		p.placed = true
+		p.printf("reservation bound: %s:%d from %s (%s)\n", r.Site, j.Req.Nodes, rel(r.Start, j.Submit), r.Reason)
+	}
 	if j.Predicted.Parts != nil && !p.placed && (j.State != bridge.Queued || !p.reserved) {
 		if j.State == bridge.Queued {
 			p.reserved = true

@@ -120,7 +120,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		return nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
 	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
-		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent})
+		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -128,6 +128,11 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	env.Broker = b
 	return env, nil
 }
+
+// BindLead is how long before its window an advance reservation is bound
+// and created at its site: enough for the native command to land before
+// the window opens.
+const BindLead = 30 * time.Second
 
 // Unreachable is the sites whose connection is down now, with why
 // (backends.Connectivity): a real site that could not be reached at start
@@ -230,10 +235,17 @@ func (c *simClock) Now() time.Time { return c.e.Now() }
 
 func (c *simClock) Scale(j *bridge.Job) float64 {
 	s := c.base
-	if c.fixed || j == nil || j.Predicted.Parts == nil {
+	if c.fixed || j == nil {
 		return s
 	}
-	left := j.Predicted.End().Sub(c.e.Now())
+	end := j.Predicted.End()
+	if j.Predicted.Parts == nil {
+		if j.Resv == nil {
+			return s
+		}
+		end = j.Resv.Earliest.Add(j.Req.Estimate) // waiting for its reservation window
+	}
+	left := end.Sub(c.e.Now())
 	if left < time.Second {
 		left = time.Second
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/policy/trust"
 )
 
 // Sentinel errors of the daemon.
@@ -91,6 +92,8 @@ type Daemon struct {
 	stop     chan struct{}
 	workDone chan struct{}
 	busy     atomic.Int64 // unix ns since a task started, 0 when idle
+
+	trustModel trust.Model // the trust task's model (paper 002)
 
 	scale     float64
 	v0, w0    time.Time // virtual and wall time when the simulated clock started
@@ -168,7 +171,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	d := &Daemon{opts: opts, log: log, errc: make(chan error, 4), trig: make(chan string, len(Tasks)),
-		pending: map[string]*atomic.Bool{}, stop: make(chan struct{}), workDone: make(chan struct{})}
+		pending: map[string]*atomic.Bool{}, stop: make(chan struct{}), workDone: make(chan struct{}), trustModel: trust.DefaultModel()}
 	for _, t := range Tasks {
 		d.pending[t] = new(atomic.Bool)
 	}
@@ -209,6 +212,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		"unresolved", rep.Unresolved, "duplicates_cancelled", rep.DuplicatesCancelled, "errors", len(rep.Errors))
 	for _, e := range rep.Errors {
 		log.Warn("recovery", "err", e)
+	}
+	if err := d.loadTrust(ctx); err != nil {
+		log.Warn("loading the stored trust scores", "err", err)
 	}
 
 	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d}
@@ -393,6 +399,22 @@ func (d *Daemon) run(ctx context.Context, task string) {
 		}
 	case TaskHealth:
 		d.probe(ctx)
+	case TaskBind:
+		rep, err := d.env.Broker.BindReservations(ctx, d.env.Now())
+		switch {
+		case err != nil:
+			d.log.Error("reservation binding failed", "err", err)
+		case rep.Bound+rep.Submitted+rep.Failed+rep.Preempted+len(rep.Errors) > 0:
+			d.log.Info("reservation binding", "bound", rep.Bound, "submitted", rep.Submitted, "failed", rep.Failed,
+				"preempted", rep.Preempted, "errors", len(rep.Errors))
+		}
+		for _, e := range rep.Errors {
+			d.log.Warn("reservation binding", "err", e)
+		}
+	case TaskTrust:
+		if err := d.recomputeTrust(ctx); err != nil {
+			d.log.Error("trust recomputation failed", "err", err)
+		}
 	case TaskCleanup:
 		before := time.Now().Add(-d.opts.Retention)
 		n, err := d.st.Prune(ctx, before)

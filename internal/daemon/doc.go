@@ -27,6 +27,13 @@
 //	health           ask every site for its Info and store the probe (store.RecordProbe: a failure keeps the
 //	                 last good numbers beside its error) with the link measured so far; failures count in
 //	                 gridsub_site_errors_total; default "@every 1m"
+//	reservation_binding  Broker.BindReservations: bind the admitted advance reservations whose window
+//	                 opens within assemble.BindLead, create them at their site and submit their jobs
+//	                 into them (SPEC.md §2, DRRM); default "@every 10s"
+//	trust            recompute every site's trust (policy/trust, SPEC.md §3) from what the store
+//	                 counted — jobs completed and failed there, outages the health probes found —
+//	                 store it (SetTrust, gridsub_site_trust) and hand it to the policy
+//	                 (Broker.SetTrust); default "@every 5m"; the stored scores are loaded at start
 //	history_cleanup  delete ended jobs older than Options.Retention (store Prune); default "@daily"
 //
 // GET /v1/sites is answered from the store (service.SiteStatus): the

@@ -29,6 +29,7 @@ type metrics struct {
 	siteErrors   *prometheus.CounterVec // site, op
 	siteUp       *prometheus.GaugeVec   // site
 	siteFree     *prometheus.GaugeVec   // site
+	siteTrust    *prometheus.GaugeVec   // site
 	siteRate     *prometheus.GaugeVec   // site
 	siteLatency  *prometheus.GaugeVec   // site
 	skipped      *prometheus.CounterVec // task
@@ -65,6 +66,8 @@ func newMetrics(count countFunc) *metrics {
 			Help: "1 if the site's last health probe succeeded, 0 if it failed."}, []string{"site"}),
 		siteFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gridsub_site_free_nodes",
 			Help: "Free nodes the site reported at its last health probe."}, []string{"site"}),
+		siteTrust: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gridsub_site_trust",
+			Help: "The site's trust score as the trust task last computed it (SPEC.md §3), in (0,1]."}, []string{"site"}),
 		siteRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gridsub_site_transfer_bytes_per_second",
 			Help: "Transfer rate to the site measured on the staging transfers made so far (backends.LinkEstimator); absent until measured."}, []string{"site"}),
 		siteLatency: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gridsub_site_transfer_latency_seconds",
@@ -86,7 +89,7 @@ func newMetrics(count countFunc) *metrics {
 		})
 	}
 	r.MustRegister(m.cycleSeconds, m.cycles, m.started, m.ended, m.dispatches, m.dispatchLat, m.remoteSubmit,
-		m.submissions, m.siteErrors, m.siteUp, m.siteFree, m.siteRate, m.siteLatency, m.skipped, m.pruned,
+		m.submissions, m.siteErrors, m.siteUp, m.siteFree, m.siteTrust, m.siteRate, m.siteLatency, m.skipped, m.pruned,
 		gauge("gridsub_queue_length", "Jobs waiting in the broker's queue (queued), read from the store (-1 if it cannot be read).", bridge.Queued),
 		gauge("gridsub_live_jobs", "Jobs submitted to sites and not ended (submitting, dispatched, running), read from the store.", bridge.Submitting, bridge.Dispatched, bridge.Running),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

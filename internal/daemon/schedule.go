@@ -14,10 +14,12 @@ const (
 	TaskCycle   = "cycle"
 	TaskHealth  = "health"
 	TaskCleanup = "history_cleanup"
+	TaskBind    = "reservation_binding"
+	TaskTrust   = "trust"
 )
 
 // Tasks lists the task names in the order the worker prefers them.
-var Tasks = []string{TaskCycle, TaskHealth, TaskCleanup}
+var Tasks = []string{TaskCycle, TaskBind, TaskHealth, TaskTrust, TaskCleanup}
 
 // every is a constant period that, unlike cron.Every, keeps sub-second
 // periods ("@every 200ms") as written.
@@ -53,6 +55,8 @@ func schedules(cfg map[string]string, interval time.Duration) (map[string]cron.S
 		TaskCycle:   "@every " + interval.String(),
 		TaskHealth:  "@every 1m",
 		TaskCleanup: "@daily",
+		TaskBind:    "@every 10s",
+		TaskTrust:   "@every 5m",
 	}
 	var unknown []string
 	for name, spec := range cfg {

@@ -91,3 +91,17 @@ func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
 }
 
 func (s *service) Health(ctx context.Context) error { return s.d.health(ctx) }
+
+// Reservations answers GET /v1/reservations from the store's reservations
+// table.
+func (s *service) Reservations(ctx context.Context, active bool) ([]api.Reservation, error) {
+	rs, err := s.st.Reservations(ctx, active)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Reservation, len(rs))
+	for i, r := range rs {
+		out[i] = api.NewReservation(r)
+	}
+	return out, nil
+}

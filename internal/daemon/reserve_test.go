@@ -1,0 +1,143 @@
+package daemon_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/internal/daemon"
+	"github.com/gridsub/gridsub/policy/trust"
+)
+
+// startWith runs a daemon on the simulated testbed with extra cron entries.
+func startWith(t *testing.T, state, socket string, scale float64, cron map[string]string) *daemon.Daemon {
+	t.Helper()
+	c := map[string]string{"cycle": "@every 50ms", "health": "@every 200ms"}
+	for k, v := range cron {
+		c[k] = v
+	}
+	d, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: socket,
+		TimeScale: scale, SimTick: 20 * time.Millisecond, Cron: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(t, d) })
+	return d
+}
+
+// A job with a window is admitted at once, bound by the reservation_binding
+// task when its window opens, runs inside its native reservation, and the
+// reservation is released; GET /v1/reservations shows each stage.
+func TestDaemonBindsReservations(t *testing.T) {
+	state, sock := dirs(t)
+	d := startWith(t, state, sock, 600, map[string]string{daemon.TaskBind: "@every 50ms"})
+	c := api.NewUnixClient(sock)
+	ctx := context.Background()
+	now := d.Now()
+	r := request("resv", 40, time.Minute, 5*time.Minute)
+	r.Window = &bridge.Window{Earliest: now.Add(3 * time.Minute), Latest: now.Add(20 * time.Minute)}
+	j, err := c.Submit(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != bridge.Reserved || j.Resv == nil || j.Resv.State != bridge.ResvAdmitted {
+		t.Fatalf("answer to the submission: %s %+v; want reserved/admitted at once", j.State, j.Resv)
+	}
+	active, err := c.Reservations(ctx, true)
+	if err != nil || len(active) != 1 || active[0].Job != j.ID || active[0].State != "admitted" || active[0].Nodes != 40 || active[0].Site != "" {
+		t.Fatalf("active reservations %+v, %v", active, err)
+	}
+	// 70 nodes fit only Beijing (128), whose 40 are held over the same window
+	// by the first one: still admitted (128 >= 110). A third 70 is not.
+	r2 := request("resv2", 70, time.Minute, 5*time.Minute)
+	r2.Window = r.Window
+	if j2, err := c.Submit(ctx, r2); err != nil || j2.State != bridge.Reserved {
+		t.Fatalf("second: %+v %v; want reserved", j2, err)
+	}
+	if j3, err := c.Submit(ctx, r2); err != nil || j3.State != bridge.Rejected || j3.Reason == "" {
+		t.Fatalf("third: %+v %v; want rejected with the admission test's reason", j3, err)
+	}
+
+	done := waitState(t, c, j.ID, 30*time.Second, bridge.Completed, bridge.Failed)
+	if done.State != bridge.Completed || done.Resv.State != bridge.ResvReleased || done.Resv.Site == "" || done.Resv.Native == "" {
+		t.Fatalf("job %s (%s), reservation %+v; want completed in a released reservation", done.State, done.Reason, done.Resv)
+	}
+	if done.Start.Before(r.Window.Earliest) || done.End.After(r.Window.Latest) {
+		t.Fatalf("ran %s..%s, outside its window %s..%s", done.Start, done.End, r.Window.Earliest, r.Window.Latest)
+	}
+	all, err := c.Reservations(ctx, false)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("all reservations %+v, %v; want 3 rows", all, err)
+	}
+	if all[0].Job != j.ID || all[0].State != "released" || all[0].Site != done.Resv.Site || all[0].Start == nil {
+		t.Fatalf("stored row of %s: %+v", j.ID, all[0])
+	}
+}
+
+// The trust task scores every site from what the store counted, writes the
+// scores (GET /v1/sites), and a site where a job failed scores lower than it
+// would have without the failure.
+func TestDaemonRecomputesTrust(t *testing.T) {
+	state, sock := dirs(t)
+	startWith(t, state, sock, 600, map[string]string{daemon.TaskTrust: "@every 100ms"})
+	c := api.NewUnixClient(sock)
+	ctx := context.Background()
+	ok := request("ok", 2, 30*time.Second, 5*time.Minute)
+	ok.Sites = []string{"Harbin"}
+	bad := request("bad", 2, 30*time.Second, 5*time.Minute)
+	bad.Sites = []string{"Shanghai"}
+	bad.Sim.ExitCode = 3
+	for _, r := range []bridge.Request{ok, bad} {
+		j, err := c.Submit(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, c, j.ID, 15*time.Second, bridge.Completed, bridge.Failed)
+	}
+	// What the model says for the counts the store holds now.
+	model := trust.DefaultModel()
+	expect := func(failedAtShanghai int) map[string]float64 {
+		var nodes []trust.Node
+		out := map[trust.Key]trust.Outcomes{}
+		for _, s := range testbed().Sites {
+			nodes = append(nodes, trust.Node{Name: s.Name, Power: float64(s.Nodes) / s.H})
+			o := trust.Outcomes{}
+			switch s.Name {
+			case "Harbin":
+				o.Completed = 1
+			case "Shanghai":
+				o.Failed = failedAtShanghai
+			}
+			out[trust.Key{From: "", To: s.Name}] = o
+		}
+		return model.Scores(trust.Node{}, nodes, out)
+	}
+	want, clean := expect(1), expect(0)
+	if !(want["Shanghai"] < clean["Shanghai"]) {
+		t.Fatalf("the model does not lower Shanghai's trust for a failure: %v vs %v", want, clean)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, err := c.SiteStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		match := len(r.Details) == 3
+		for _, s := range r.Details {
+			match = match && s.Trust != nil && math.Abs(*s.Trust-want[s.Name]) < 1e-12 && s.TrustComputedAt != nil
+		}
+		if match {
+			for _, s := range r.Details {
+				t.Logf("%s: trust %.4f (done %d, failed %d)", s.Name, *s.Trust, s.JobsCompleted, s.JobsFailed)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trust served %+v; want %v", r.Details, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

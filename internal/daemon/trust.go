@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge/store"
+	"github.com/gridsub/gridsub/policy/trust"
+)
+
+// recomputeTrust is the trust task (SPEC.md §3): every configured site's
+// trust as the broker sees it, from what the store counted — jobs that
+// completed or failed there and outages the health probes found (one per
+// outage, however long) —
+// and the site's power (nodes / h) and measured bandwidth. The scores are
+// stored (GET /v1/sites shows them) and handed to the policy.
+func (d *Daemon) recomputeTrust(ctx context.Context) error {
+	recs, err := d.st.SiteHealth(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]store.SiteHealth{}
+	for _, r := range recs {
+		byName[r.Site] = r
+	}
+	var nodes []trust.Node
+	out := map[trust.Key]trust.Outcomes{}
+	for _, s := range d.env.Sites {
+		r := byName[s.Name]
+		n := trust.Node{Name: s.Name, Power: power(s.Nodes, r.Nodes, s.H)}
+		if r.Link != nil {
+			n.Bandwidth = r.Link.BytesPerSec
+		}
+		nodes = append(nodes, n)
+		out[trust.Key{From: "", To: s.Name}] = trust.Outcomes{Completed: int(r.Completed), Failed: int(r.Failed), Unreachable: int(r.Outages)}
+	}
+	scores := d.trustModel.Scores(trust.Node{Name: ""}, nodes, out)
+	now := time.Now()
+	for _, n := range nodes {
+		v, ok := scores[n.Name]
+		if !ok {
+			continue
+		}
+		if err := d.st.SetTrust(ctx, n.Name, v, now); err != nil {
+			return fmt.Errorf("storing the trust of %s: %w", n.Name, err)
+		}
+		d.m.siteTrust.WithLabelValues(n.Name).Set(v)
+	}
+	d.env.Broker.SetTrust(scores)
+	d.log.Info("trust recomputed", "scores", fmt.Sprint(scores))
+	return nil
+}
+
+// power is a site's compute power for the trust comparison: its nodes
+// (configured, else as last probed) over its heterogeneity factor h (a
+// smaller h is a faster machine).
+func power(configured, probed int, h float64) float64 {
+	n := configured
+	if n <= 0 {
+		n = probed
+	}
+	if h <= 0 {
+		h = 1
+	}
+	return float64(n) / h
+}
+
+// loadTrust hands the stored trust scores to the broker after a restart,
+// so the policy does not start from "unset" until the next recomputation.
+func (d *Daemon) loadTrust(ctx context.Context) error {
+	recs, err := d.st.SiteHealth(ctx)
+	if err != nil {
+		return err
+	}
+	scores := map[string]float64{}
+	for _, r := range recs {
+		if r.Trust != nil {
+			scores[r.Site] = *r.Trust
+		}
+	}
+	d.env.Broker.SetTrust(scores)
+	return nil
+}
