@@ -130,3 +130,58 @@ func closedPort(t *testing.T) string {
 	defer ln.Close()
 	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }
+
+// TestRealSlurmRunsInItsReservation: a job with a window is admitted at
+// once, bound shortly before the window opens, and runs inside the native
+// SLURM reservation gridsub created for it (the job sees its name), which
+// is deleted once the job ended.
+func TestRealSlurmRunsInItsReservation(t *testing.T) {
+	needSlurm(t)
+	dir := t.TempDir()
+	job := filepath.Join(dir, "resv.yaml")
+	body := `name: slurm-resv
+command: ["/bin/sh", "-c", "echo in reservation $SLURM_JOB_RESERVATION"]
+resources: {nodes: 2, walltime: 2m}
+scheduling:
+  reservation: {earliest_start: +35s, latest_end: +6m}
+`
+	if err := os.WriteFile(job, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := gridsub(t, "--config", "configs/local-slurm.yaml", job, "--output", "json", "--out-dir", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var j jobJSON
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	r := j.Resv
+	if j.State != "completed" || r == nil || r.State != "released" || r.Native != j.ID+"-r" || j.Start == nil || j.Start.Before(r.Earliest) {
+		t.Fatalf("job %+v, reservation %+v; want completed inside released reservation %s-r, not before %v", j, r, j.ID, r)
+	}
+	var said string
+	for _, p := range j.Outputs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "in reservation") {
+			said = strings.TrimSpace(string(b))
+		}
+	}
+	if said != "in reservation "+j.ID+"-r" {
+		t.Fatalf("the job said %q; want it inside reservation %s-r (outputs %v)", said, j.ID, j.Outputs)
+	}
+	// Deleted at the site: scontrol delete succeeded.
+	released := false
+	for _, e := range j.Events {
+		released = released || e.Kind == "released"
+		if e.Kind == "release-failed" {
+			t.Fatalf("deleting the reservation failed: %s", e.Msg)
+		}
+	}
+	if !released {
+		t.Fatalf("no released event: %+v", j.Events)
+	}
+	if !strings.Contains(stderr, "reservation bound: "+r.Site) {
+		t.Fatalf("progress does not say where it was bound:\n%s", stderr)
+	}
+}
