@@ -67,6 +67,13 @@ type Options struct {
 	// NoHistory keeps no per-job event history (trace replays of many
 	// thousands of jobs do not need it). States, times and reasons are kept.
 	NoHistory bool
+	// Drop, when set, receives every job that reached a final state, at
+	// the end of the cycle (or cancel) that ended it, under the broker's
+	// lock; the broker then forgets the job (Job and View no longer find
+	// it). Drop must not keep j or call the broker. A trace replay of many
+	// thousands of jobs reads its results this way, so that the broker's
+	// memory holds only the live jobs, not every job it ever ran.
+	Drop func(j *Job)
 	// BindLead is how long before its window opens an advance reservation
 	// is bound to a site and created there (0: when it opens).
 	BindLead time.Duration
@@ -102,6 +109,7 @@ type Broker struct {
 	reserved  []string       // ids of Reserved jobs (may hold stale ones; pruned at binding)
 	releases  []release      // native reservations to delete
 	trust     []float64      // per-site trust for the policy (SetTrust); 0 = unset
+	toDrop    []string       // ids of jobs that ended, for Options.Drop
 
 	notesMu sync.Mutex
 	notes   []note // pushed changes not yet applied
@@ -335,11 +343,35 @@ func (b *Broker) flushEvents() {
 // persist writes the job; b.mu must be held. A store failure is logged and
 // returned: the caller must not act on a change it could not record.
 func (b *Broker) persist(ctx context.Context, j *Job) error {
+	if b.opts.Drop != nil && j.State.Final() && j.final == nil {
+		b.toDrop = append(b.toDrop, j.ID)
+	}
 	if err := b.store.Put(ctx, j); err != nil {
 		b.log.Error("store write failed", "job", j.ID, "err", err)
 		return err
 	}
 	return nil
+}
+
+// dropEnded hands the jobs that ended to Options.Drop and forgets them.
+// Called last in a cycle (or cancel), once nothing refers to them any more.
+func (b *Broker) dropEnded() {
+	if b.opts.Drop == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.toDrop) == 0 {
+		return
+	}
+	b.compactLive()
+	for _, id := range b.toDrop {
+		if j, ok := b.jobs[id]; ok && j.State.Final() && j.final == nil {
+			b.opts.Drop(j)
+			delete(b.jobs, id)
+		}
+	}
+	b.toDrop = b.toDrop[:0]
 }
 
 // CycleReport says what one cycle did.
@@ -355,6 +387,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	b.cycleMu.Lock()
 	defer b.cycleMu.Unlock()
 	defer b.flushEvents()
+	defer b.dropEnded()
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)

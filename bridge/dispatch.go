@@ -191,6 +191,7 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 	b.cycleMu.Lock()
 	defer b.cycleMu.Unlock()
 	defer b.flushEvents()
+	defer b.dropEnded()
 	b.mu.Lock()
 	j, ok := b.jobs[id]
 	if !ok {

@@ -214,9 +214,10 @@ func (b *Broker) BindReservations(ctx context.Context, now time.Time) (BindRepor
 	b.cycleMu.Lock()
 	defer b.cycleMu.Unlock()
 	defer b.flushEvents()
+	defer b.dropEnded()
 	var rep BindReport
 	b.mu.Lock()
-	b.reserved = slices.DeleteFunc(b.reserved, func(id string) bool { return b.jobs[id].State != Reserved })
+	b.reserved = slices.DeleteFunc(b.reserved, func(id string) bool { j := b.jobs[id]; return j == nil || j.State != Reserved })
 	var due []string
 	for _, id := range b.reserved {
 		if r := b.jobs[id].Resv; r.State != ResvAdmitted || !now.Before(r.Earliest.Add(-b.opts.BindLead)) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,12 @@ type SiteConfig struct {
 	// for long. Changes made by one call arrive in the order they happened;
 	// deliveries of calls on different goroutines may interleave.
 	OnChange func(backends.JobStatus)
+	// ForgetEnded drops a job once it has ended and its change was handed
+	// to OnChange: Status then reports it lost and FindByGridID no longer
+	// finds it, as a batch system purges old jobs. For trace replays, whose
+	// broker learns every change by push, so that the site does not keep
+	// every job of the trace. Only with OnChange.
+	ForgetEnded bool
 }
 
 // Site is a simulated batch-system site on an Engine's virtual clock. It
@@ -336,6 +343,23 @@ func (s *Site) finish(j *siteJob, st backends.State, why string) {
 	s.nRun--
 	s.note(j)
 	s.sched.end(&j.sjob, now)
+	s.forget(j)
+}
+
+// forget drops an ended job (SiteConfig.ForgetEnded).
+func (s *Site) forget(j *siteJob) {
+	if !s.cfg.ForgetEnded || s.cfg.OnChange == nil || j.resv != nil {
+		return
+	}
+	if n, err := strconv.Atoi(string(j.id)); err == nil && n >= 1 && n <= len(s.jobs) {
+		s.jobs[n-1] = nil
+	}
+	same := s.byGrid[j.spec.GridID]
+	if len(same) == 1 {
+		delete(s.byGrid, j.spec.GridID)
+		return
+	}
+	s.byGrid[j.spec.GridID] = slices.DeleteFunc(same, func(o *siteJob) bool { return o == j })
 }
 
 // Status answers for every id in order; an id the site never issued is
@@ -350,8 +374,11 @@ func (s *Site) Status(ctx context.Context, ids []backends.JobID) ([]backends.Job
 	for i, id := range ids {
 		j := s.job(id)
 		if j == nil {
-			out[i] = backends.JobStatus{ID: id, State: backends.StateLost, ExitCode: -1,
-				Reason: fmt.Sprintf("sim site %s never issued job id %q", s.cfg.Name, id)}
+			why := fmt.Sprintf("sim site %s never issued job id %q", s.cfg.Name, id)
+			if n, err := strconv.Atoi(string(id)); err == nil && n >= 1 && n <= len(s.jobs) {
+				why = fmt.Sprintf("sim site %s no longer keeps ended job %q (ForgetEnded)", s.cfg.Name, id)
+			}
+			out[i] = backends.JobStatus{ID: id, State: backends.StateLost, ExitCode: -1, Reason: why}
 			continue
 		}
 		out[i] = s.status(j)
@@ -412,6 +439,7 @@ func (s *Site) cancel(j *siteJob, why string) {
 		s.nQueue--
 		s.note(j)
 		s.sched.dequeue(&j.sjob, s.e.nowNS())
+		s.forget(j)
 	case backends.StateRunning:
 		s.finish(j, backends.StateCancelled, why)
 	}

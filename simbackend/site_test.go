@@ -471,3 +471,38 @@ func TestSiteDownAndUp(t *testing.T) {
 		t.Fatalf("absurd walltime: %v", err)
 	}
 }
+
+// ForgetEnded: once an ended job's change was pushed, the site no longer
+// keeps it (Status says so, FindByGridID finds nothing); without it, it does.
+func TestSiteForgetEnded(t *testing.T) {
+	for _, forget := range []bool{false, true} {
+		e := NewEngine(time.Unix(0, 0), 1)
+		var last backends.JobStatus
+		s, err := NewSite(e, SiteConfig{Name: "A", Nodes: 2, ForgetEnded: forget, OnChange: func(st backends.JobStatus) { last = st }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		id, err := s.Submit(ctx, &backends.JobSpec{GridID: "g1-a1", Name: "j", Command: []string{"x"}, Nodes: 1, Walltime: time.Minute,
+			Sim: backends.SimHints{Runtime: 30 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.RunUntil(time.Unix(60, 0))
+		if last.State != backends.StateCompleted || last.ID != id {
+			t.Fatalf("forget=%v: last pushed change %+v; want completed", forget, last)
+		}
+		sts, err := s.Status(ctx, []backends.JobID{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, _ := s.FindByGridID(ctx, "g1-a1")
+		if forget {
+			if sts[0].State != backends.StateLost || !strings.Contains(sts[0].Reason, "no longer keeps ended job") || len(found) != 0 {
+				t.Fatalf("forgotten job: status %+v, found %v", sts[0], found)
+			}
+		} else if sts[0].State != backends.StateCompleted || len(found) != 1 {
+			t.Fatalf("kept job: status %+v, found %v", sts[0], found)
+		}
+	}
+}

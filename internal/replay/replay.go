@@ -84,7 +84,7 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 	var b *bridge.Broker // the sites push their changes to it
 	for i, st := range s.Sites {
 		name := st.Name
-		site, err := simbackend.NewSite(eng, simbackend.SiteConfig{Name: name, Nodes: st.Nodes, H: st.H,
+		site, err := simbackend.NewSite(eng, simbackend.SiteConfig{Name: name, Nodes: st.Nodes, H: st.H, ForgetEnded: true,
 			OnChange: func(js backends.JobStatus) { b.Notify(name, js) }})
 		if err != nil {
 			return nil, fmt.Errorf("site %s: %w", st.Name, err)
@@ -93,13 +93,39 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 		caps[i] = simbackend.SiteCapacity{Name: st.Name, Nodes: st.Nodes}
 		idx[st.Name] = i
 	}
+	res := &Result{}
+	// Each job's record is taken when it ends, and the broker forgets it
+	// (Options.Drop): memory holds the live jobs, not the whole trace.
+	recs := make([]simbackend.Record, len(jobs))
+	ended := make([]bool, len(jobs))
+	index := make(map[string]int, 1024) // grid id -> job, while the job lives
+	drop := func(j *bridge.Job) {
+		i, ok := index[j.ID]
+		if !ok {
+			return
+		}
+		delete(index, j.ID)
+		r := simbackend.Record{ID: jobs[i].ID, Submit: j.Submit, Start: j.Start, End: j.End, Width: jobs[i].Width}
+		switch j.State {
+		case bridge.Rejected:
+			r.Rejected = true
+		case bridge.Completed, bridge.Failed:
+			if j.State == bridge.Failed {
+				res.Failed++
+			}
+			for _, c := range j.Comps {
+				r.Parts = append(r.Parts, simbackend.Part{Site: idx[c.Site], Nodes: c.Nodes})
+			}
+		default:
+			return // cancelled: never in a replay
+		}
+		recs[i], ended[i] = r, true
+	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: s.Planner, Links: s.Links, MultiSite: s.MultiSite,
-		NoHistory: true, Store: &bridge.DiscardStore{}})
+		NoHistory: true, Store: &bridge.DiscardStore{}, Drop: drop})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{}
-	ids := make([]string, len(jobs))
 	next := 0
 	for {
 		if next&1023 == 0 {
@@ -132,7 +158,7 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 			if err != nil {
 				return nil, fmt.Errorf("job %s: %w", j.ID, err)
 			}
-			ids[next] = bj.ID
+			index[bj.ID] = next
 			next++
 			if progress != nil && next%1000 == 0 {
 				progress(next, len(jobs))
@@ -147,29 +173,14 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 		progress(next, len(jobs))
 	}
 	res.Records = make([]simbackend.Record, 0, len(jobs))
-	for i, id := range ids {
-		err := b.View(id, func(j *bridge.Job) {
-			r := simbackend.Record{ID: jobs[i].ID, Submit: j.Submit, Start: j.Start, End: j.End, Width: jobs[i].Width}
-			switch j.State {
-			case bridge.Rejected:
-				r.Rejected = true
-			case bridge.Completed, bridge.Failed:
-				if j.State == bridge.Failed {
-					res.Failed++
-				}
-				for _, c := range j.Comps {
-					r.Parts = append(r.Parts, simbackend.Part{Site: idx[c.Site], Nodes: c.Nodes})
-				}
-			default:
-				res.Unfinished++
-				return
-			}
-			res.Records = append(res.Records, r)
-		})
-		if err != nil {
-			return nil, err
+	for i := range jobs[:next] {
+		if !ended[i] {
+			res.Unfinished++
+			continue
 		}
+		res.Records = append(res.Records, recs[i])
 	}
+	res.Unfinished += len(jobs) - next
 	res.Summary = simbackend.Compute(res.Records, caps)
 	return res, nil
 }

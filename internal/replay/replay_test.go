@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,6 +158,17 @@ func BenchmarkReplayCTCFull(b *testing.B) {
 				b.ReportMetric(float64(len(jobs)), "jobs")
 				b.ReportMetric(res.Summary.AU, "AU")
 			}
+			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MB")
 		})
 	}
+}
+
+// peakRSS is the process's peak resident memory so far, in bytes (run one
+// benchmark per process to read it as that benchmark's peak).
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // kilobytes on Linux
 }
