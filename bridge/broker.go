@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -111,9 +112,10 @@ type Broker struct {
 	trust     []float64      // per-site trust for the policy (SetTrust); 0 = unset
 	toDrop    []string       // ids of jobs that ended, for Options.Drop
 
-	notesMu sync.Mutex
-	notes   []note // pushed changes not yet applied
-	stale   uint64 // bit s: pushing site s changed since its Info was read
+	notesMu    sync.Mutex
+	notes      []note // pushed changes not yet applied
+	spareNotes []note // the other buffer of notes
+	stale      uint64 // bit s: pushing site s changed since its Info was read
 
 	// Reused by every cycle (cycleMu held).
 	snap      policy.Snapshot
@@ -443,8 +445,14 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	}
 	b.notesMu.Lock()
 	notes := b.notes
-	b.notes = nil
+	b.notes = b.spareNotes[:0] // double-buffered: the next cycle's notes reuse this memory
+	b.spareNotes = nil
 	b.notesMu.Unlock()
+	defer func() {
+		b.notesMu.Lock()
+		b.spareNotes = notes[:0]
+		b.notesMu.Unlock()
+	}()
 
 	b.mu.Lock()
 	var touched []*Job
@@ -676,7 +684,9 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 		j.State = Running
 		j.Start, _ = latest(j.Comps, now)
 		j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
-		b.addEvent(j, now, "running", "", "running on "+j.Sites())
+		if !b.opts.NoHistory {
+			b.addEvent(j, now, "running", "", "running on "+j.Sites())
+		}
 	}
 	_ = b.persist(ctx, j)
 	return cancels
@@ -974,21 +984,25 @@ func (b *Broker) policyJob(j *Job) policy.Job {
 // input transfer (the nodes are held while the data moves, as in paper 000).
 func (b *Broker) spec(j *Job, k, n int, site string, nodes int, opt policy.Option) *backends.JobSpec {
 	r := &j.Req
+	sim := b.sites[b.siteIdx[site]].Simulated
 	sp := &backends.JobSpec{GridID: RemoteTag(j.ID, j.Attempts), Component: k, Components: n, Name: r.Name,
 		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Nodes: nodes, CoresPerNode: r.CoresPerNode,
-		Inputs: r.Inputs, Outputs: r.Outputs, Env: map[string]string{}}
-	for key, v := range r.Env {
-		sp.Env[key] = v
+		Inputs: r.Inputs, Outputs: r.Outputs}
+	if !sim { // a simulated site runs no command: it never reads the environment
+		sp.Env = make(map[string]string, len(r.Env)+3)
+		for key, v := range r.Env {
+			sp.Env[key] = v
+		}
+		sp.Env["GRIDSUB_JOB_ID"] = j.ID
+		sp.Env["GRIDSUB_COMPONENT"] = strconv.Itoa(k)
+		sp.Env["GRIDSUB_COMPONENTS"] = strconv.Itoa(n)
 	}
-	sp.Env["GRIDSUB_JOB_ID"] = j.ID
-	sp.Env["GRIDSUB_COMPONENT"] = fmt.Sprint(k)
-	sp.Env["GRIDSUB_COMPONENTS"] = fmt.Sprint(n)
 	run := opt.Runtime
 	if run <= 0 {
 		run = r.Estimate
 	}
 	sp.Walltime = ceilSecond(run)
-	if b.sites[b.siteIdx[site]].Simulated {
+	if sim {
 		actual := r.Sim.Runtime // may exceed the estimate: the site then kills it at its walltime
 		if actual <= 0 {
 			actual = r.Estimate

@@ -38,7 +38,7 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 		case policy.Reserve:
 			first := j.Predicted.Parts == nil
 			j.Predicted, j.SiteNames = d.Chosen, names
-			if first {
+			if first && !b.opts.NoHistory {
 				b.addEvent(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
 					partsString(names, d.Chosen.Parts), d.Chosen.Start.Format(time.RFC3339), d.Chosen.End().Format(time.RFC3339)))
 				_ = b.persist(ctx, j)
@@ -47,15 +47,17 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 		case policy.Start, policy.Replicate:
 			j.Attempts++
 			j.Predicted, j.Beaten, j.SiteNames = d.Chosen, d.Beaten, names
-			verb := "dispatching to "
-			if d.Action == policy.Replicate {
-				verb = "replicating to "
+			if !b.opts.NoHistory {
+				verb := "dispatching to "
+				if d.Action == policy.Replicate {
+					verb = "replicating to "
+				}
+				msg := verb + partsString(names, d.Chosen.Parts)
+				if d.Backfilled {
+					msg += " (backfilled)"
+				}
+				b.addEvent(j, now, "dispatch", "", fmt.Sprintf("attempt %d: %s", j.Attempts, msg))
 			}
-			msg := verb + partsString(names, d.Chosen.Parts)
-			if d.Backfilled {
-				msg += " (backfilled)"
-			}
-			b.addEvent(j, now, "dispatch", "", fmt.Sprintf("attempt %d: %s", j.Attempts, msg))
 			// Write-ahead intent: the job says where it is about to be
 			// submitted (and under which tag) before any site hears of it.
 			j.State = Submitting
@@ -128,7 +130,9 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 			}
 			continue
 		}
-		b.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
+		if !b.opts.NoHistory {
+			b.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
+		}
 		ok = append(ok, c)
 	}
 	if firstErr == nil || (d.Action == policy.Replicate && len(ok) > 0) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -100,7 +101,7 @@ func ResvName(id string) string { return id + "-r" }
 // RemoteTag is the tag a job's remote jobs carry for an attempt: the grid job
 // id and the attempt number ("g000042-a2"). Reconciliation looks it up at the
 // sites, so a submission whose outcome a crash hid is found, not repeated.
-func RemoteTag(id string, attempt int) string { return fmt.Sprintf("%s-a%d", id, attempt) }
+func RemoteTag(id string, attempt int) string { return id + "-a" + strconv.Itoa(attempt) }
 
 // Component is the share of a job placed on one site.
 type Component struct {

@@ -192,7 +192,8 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	}
 	st := p.state(s)
 	defer p.pool.Put(st)
-	g := newGridInfo(s)
+	g := &st.grid
+	g.fill(s)
 	plan := &policy.Plan{}
 	stop := len(s.Queue)  // the pass plans the jobs before stop
 	var rejects []indexed // with Quiet: every admission rejection
@@ -240,19 +241,30 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		plan.Decisions = append(plan.Decisions, x)
 	}
-	k := newCollector(p.beaten)
+	k := &st.coll
+	*k = Collector{keep: p.beaten, c: k.c[:0]}
 	var head *policy.Decision // the first job of this pass left waiting (reserved)
 	var headID, headFrom string
 	var blocked []string // the reason of the jobs the head blocks
+	// from names the head for reasons ("g42 (reserved from 10:04:05)"),
+	// built when first needed: a Quiet pass that starts nothing never does.
+	from := func() string {
+		if headFrom == "" {
+			headFrom = headID + " (reserved from " + clock(s, head.Chosen.Start) + ")"
+		}
+		return headFrom
+	}
 	setHead := func(d *policy.Decision) {
 		head, headID = d, d.Job
-		headFrom = headID + " (reserved from " + clock(s, d.Chosen.Start) + ")"
+		if s.Quiet {
+			return // nobody reads the reasons of the jobs left waiting
+		}
 		// One reason for every job this head blocks: the slice is shared
 		// (full, so an append by a reader copies it).
 		if p.bf == None {
-			blocked = []string{"strict FCFS: waits behind job " + headFrom}
+			blocked = []string{"strict FCFS: waits behind job " + from()}
 		} else {
-			blocked = []string{"backfill: cannot start now without delaying job " + headFrom}
+			blocked = []string{"backfill: cannot start now without delaying job " + from()}
 		}
 	}
 	// next is the job after qi to look at: every one, except that once the
@@ -302,7 +314,10 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		best := k.Best()
 		if k.immediateOnly && (best == nil || !best.Immediate) {
-			r := "backfill: cannot start now without delaying job " + headFrom
+			if s.Quiet {
+				continue
+			}
+			r := "backfill: cannot start now without delaying job " + from()
 			if best != nil {
 				r = fmt.Sprintf("backfill: waits for a better placement, %s from %s (end %s), rather than start now; it holds no reservation (EASY reserves only the head, job %s)",
 					partList(s, best.Parts), clock(s, s.Now.Add(best.Start)), clock(s, s.Now.Add(best.End())), headID)
@@ -340,7 +355,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			plug := p.sel.Name()
 			if head != nil {
 				plug = string(p.bf)
-				r = append(r, "backfilled ahead of job "+headFrom+" without delaying it")
+				r = append(r, "backfilled ahead of job "+from()+" without delaying it")
 			}
 			dec.Status = policy.NewStatus(policy.Success, plug, append(r, beatenReasons(s, dec.Beaten)...)...)
 		case head == nil || p.bf == Conservative:
@@ -477,6 +492,13 @@ type gridInfo struct {
 
 func newGridInfo(s *policy.Snapshot) *gridInfo {
 	g := &gridInfo{}
+	g.fill(s)
+	return g
+}
+
+// fill computes g for s, reusing g's memory.
+func (g *gridInfo) fill(s *policy.Snapshot) {
+	*g = gridInfo{upByH: g.upByH[:0]}
 	for i := range s.Sites {
 		if s.Sites[i].Down {
 			continue
@@ -486,7 +508,6 @@ func newGridInfo(s *policy.Snapshot) *gridInfo {
 		g.upLargest = max(g.upLargest, s.Sites[i].Nodes)
 	}
 	slices.SortStableFunc(g.upByH, func(a, b int) int { return cmp.Compare(s.Sites[a].H, s.Sites[b].H) })
-	return g
 }
 
 // whyNotNow says why a reserved job does not start now: per site when the

@@ -27,6 +27,8 @@ type State struct {
 	win     windowScratch
 	marks   []int // Planner.quietScan
 	cands   []int // Planner.quietScan
+	grid    gridInfo  // Planner.Plan, reused from pass to pass
+	coll    Collector // Planner.Plan, reused from pass to pass
 }
 
 // NewState builds the pass state for s. It does not modify s.
