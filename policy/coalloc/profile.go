@@ -21,6 +21,9 @@ const overdueGrace = time.Second
 // blockMax is the most steps a profile block holds before it splits in two.
 const blockMax = 64
 
+// blockSlack is the room a built block has to grow in place.
+const blockSlack = 8
+
 // profile is the availability of one site over time: a step function of free
 // nodes. Each step holds from its start (an offset from Snapshot.Now) until
 // the next step's start; the last step lasts for ever; the first starts at 0,
@@ -100,29 +103,50 @@ func (p *profile) build(s *policy.Site, now time.Time) {
 		slices.SortFunc(rs, func(a, b release) int { return cmp.Compare(a.at, b.at) })
 	}
 	p.rel = rs
-	at, v := append(p.atBuf[:0], 0), append(p.vBuf[:0], s.Free)
+	// Steps: one per distinct release time after now.
+	steps := 1
+	for i, r := range rs {
+		if i == 0 || r.at != rs[i-1].at {
+			steps++
+		}
+	}
+	// Blocks are windows of the buffers with blockSlack spare slots each:
+	// the few splits of a pass (one per reservation it holds) grow a block
+	// in place; a block that outgrows its window is reallocated
+	// (slices.Insert), never writing into its neighbour.
+	nb := (steps + blockMax/2 - 1) / (blockMax / 2)
+	size := steps + nb*blockSlack
+	at, v := p.atBuf[:0], p.vBuf[:0]
+	if cap(at) < size {
+		at, v = make([]time.Duration, 0, size), make([]int, 0, size)
+	}
+	p.atBuf, p.vBuf = at[:size], v[:size]
+	p.b = p.b[:0]
+	off, fill := 0, 0 // the current block's start in the buffers, and its steps so far
+	put := func(t time.Duration, n int) {
+		if fill == blockMax/2 {
+			b := block{at: p.atBuf[off : off+fill : off+fill+blockSlack], v: p.vBuf[off : off+fill : off+fill+blockSlack]}
+			b.recompute()
+			p.b = append(p.b, b)
+			off, fill = off+fill+blockSlack, 0
+		}
+		p.atBuf[off+fill], p.vBuf[off+fill] = t, n
+		fill++
+	}
+	put(0, s.Free)
 	cur := s.Free
 	for _, r := range rs {
 		cur += r.n
-		if last := len(at) - 1; at[last] == r.at {
-			v[last] = cur
+		if i := off + fill - 1; p.atBuf[i] == r.at {
+			p.vBuf[i] = cur
 			continue
 		}
-		at = append(at, r.at)
-		v = append(v, cur)
+		put(r.at, cur)
 	}
-	p.atBuf, p.vBuf = at, v
+	b := block{at: p.atBuf[off : off+fill : off+fill+blockSlack], v: p.vBuf[off : off+fill : off+fill+blockSlack]}
+	b.recompute()
+	p.b = append(p.b, b)
 	p.pmOK = false
-	// Blocks are clipped windows of the buffers: a split that grows one
-	// reallocates it (slices.Insert), never writing into its neighbour.
-	p.b = p.b[:0]
-	for len(at) > 0 {
-		n := min(len(at), blockMax/2)
-		b := block{at: at[:n:n], v: v[:n:n]}
-		b.recompute()
-		p.b = append(p.b, b)
-		at, v = at[n:], v[n:]
-	}
 }
 
 func (p *profile) val(q pos) int             { b := &p.b[q.k]; return b.v[q.i] + b.add }
