@@ -25,8 +25,8 @@ type State struct {
 	hold1   []time.Duration // by position: single-site hold, 0 = not yet (Greedy)
 	parts   []policy.Part
 	win     windowScratch
-	marks   []int // Planner.quietScan
-	cands   []int // Planner.quietScan
+	marks   []int     // Planner.quietScan
+	cands   []int     // Planner.quietScan
 	grid    gridInfo  // Planner.Plan, reused from pass to pass
 	coll    Collector // Planner.Plan, reused from pass to pass
 }
