@@ -366,7 +366,7 @@ func (b *Broker) dropEnded() {
 	if len(b.toDrop) == 0 {
 		return
 	}
-	b.compactLive()
+	// Every path that ends a live job compacts the live list itself.
 	for _, id := range b.toDrop {
 		if j, ok := b.jobs[id]; ok && j.State.Final() && j.final == nil {
 			b.opts.Drop(j)
@@ -768,6 +768,9 @@ func (b *Broker) unindex(j *Job) {
 func (b *Broker) compactLive() {
 	b.live = slices.DeleteFunc(b.live, func(id string) bool {
 		j := b.jobs[id]
+		if j == nil {
+			return true // dropped (Options.Drop)
+		}
 		if j.State == Dispatched || j.State == Running {
 			return false
 		}

@@ -88,6 +88,7 @@ type Planner struct {
 	single bool // admission as for single-site placement (width <= largest site)
 	beaten int
 	pool   sync.Pool // of *State: one pass's memory, reused by the next
+	memo   memo      // what the last Quiet pass left, for an arrival-only next one (memo.go)
 }
 
 // oneSite reports whether j must run on one site: always under
@@ -120,14 +121,17 @@ func (p *Planner) state(s *policy.Snapshot) *State {
 //
 // cands are the indices of the jobs that may start now, in order (in st's
 // memory too).
-func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, g *gridInfo) (last int, rejects []indexed, marks, cands []int, ok bool) {
+//
+// The scan starts at job first (0, or the first job the memo's pass did not
+// see), with fcfsBlocked as strict FCFS left it before that job; it returns
+// fcfsBlocked as it leaves it after the last.
+func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, g *gridInfo, first int, fcfsBlocked bool) (last int, rejects []indexed, marks, cands []int, blocked, ok bool) {
 	last = -1
 	marks, cands = st.marks[:0], st.cands[:0]
 	defer func() { st.marks, st.cands = marks, cands }()
-	fcfsBlocked := false
-	for qi := range s.Queue {
+	for qi := first; qi < len(s.Queue); qi++ {
 		if qi%256 == 0 && ctx.Err() != nil {
-			return 0, nil, nil, nil, false
+			return 0, nil, nil, nil, false, false
 		}
 		j := &s.Queue[qi]
 		sites, d, pn := admit(s, j, p.single, p.name, g)
@@ -145,7 +149,7 @@ func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, 
 			fcfsBlocked = p.bf == None
 		}
 	}
-	return last, rejects, marks, cands, true
+	return last, rejects, marks, cands, fcfsBlocked, true
 }
 
 // indexed is a decision with the queue index of its job.
@@ -190,8 +194,21 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	if err := checkSnapshot(s); err != nil {
 		return nil, err
 	}
-	st := p.state(s)
-	defer p.pool.Put(st)
+	var st *State
+	var memoHead *policy.Decision  // the head the remembered pass left waiting
+	first, fcfsBlocked := 0, false // the first job the look-ahead scans (memo: the first appended)
+	if p.memoable(s) {
+		st, memoHead, first, fcfsBlocked = p.memo.take(p, s)
+	}
+	if st == nil {
+		st = p.state(s)
+	}
+	kept := false // by the memo, for the next pass
+	defer func() {
+		if !kept {
+			p.pool.Put(st)
+		}
+	}()
 	g := &st.grid
 	g.fill(s)
 	plan := &policy.Plan{}
@@ -202,7 +219,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	quiet := false
 	if s.Quiet {
 		var last int
-		if last, rejects, marks, cands, quiet = p.quietScan(ctx, st, s, g); quiet {
+		if last, rejects, marks, cands, fcfsBlocked, quiet = p.quietScan(ctx, st, s, g, first, fcfsBlocked); quiet {
 			stop = last + 1
 		}
 	}
@@ -250,7 +267,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	// built when first needed: a Quiet pass that starts nothing never does.
 	from := func() string {
 		if headFrom == "" {
-			headFrom = headID + " (reserved from " + clock(s, head.Chosen.Start) + ")"
+			headFrom = fromText(s, head)
 		}
 		return headFrom
 	}
@@ -283,7 +300,14 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		return marks[mi]
 	}
-	for qi := 0; qi < stop; qi = next(qi) {
+	qi0 := 0
+	if memoHead != nil {
+		// The earlier jobs were planned by the remembered pass: with its
+		// head waiting they cannot start (memo.go); start where it ended.
+		setHead(memoHead)
+		qi0 = next(first - 1)
+	}
+	for qi := qi0; qi < stop; qi = next(qi) {
 		if qi%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("coalloc: plan interrupted at job %d of %d: %w", qi, len(s.Queue), err)
@@ -348,16 +372,11 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			if quiet {
 				shrink(qi)
 			}
-			dec.Action = policy.Start
-			dec.Backfilled = head != nil
-			var a [160]byte
-			r := []string{str(appendClock(appendParts(append(a[:0], "start now at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
-			plug := p.sel.Name()
+			hf := ""
 			if head != nil {
-				plug = string(p.bf)
-				r = append(r, "backfilled ahead of job "+from()+" without delaying it")
+				hf = from()
 			}
-			dec.Status = policy.NewStatus(policy.Success, plug, append(r, beatenReasons(s, dec.Beaten)...)...)
+			p.startStatus(s, &dec, best, head, hf)
 		case head == nil || p.bf == Conservative:
 			st.Take(best.Parts, best.Start, best.Hold())
 			dec.Action = policy.Reserve
@@ -383,7 +402,26 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	for _, x := range rejects[i:] {
 		decide(x.d)
 	}
+	if p.memoable(s) && quiet {
+		kept = p.remember(s, st, len(plan.Decisions) > 0, head, fcfsBlocked)
+	}
 	return plan, nil
+}
+
+// startStatus makes dec (Chosen and Beaten filled) the decision to start
+// now, with its reasons; head is the job this pass left waiting in its
+// reservation (nil: none), named headFrom in the reasons.
+func (p *Planner) startStatus(s *policy.Snapshot, dec *policy.Decision, best *Candidate, head *policy.Decision, headFrom string) {
+	dec.Action = policy.Start
+	dec.Backfilled = head != nil
+	var a [160]byte
+	r := []string{str(appendClock(appendParts(append(a[:0], "start now at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
+	plug := p.sel.Name()
+	if head != nil {
+		plug = string(p.bf)
+		r = append(r, "backfilled ahead of job "+headFrom+" without delaying it")
+	}
+	dec.Status = policy.NewStatus(policy.Success, plug, append(r, beatenReasons(s, dec.Beaten)...)...)
 }
 
 // admit checks a job against the sites. It returns the eligible sites (h
