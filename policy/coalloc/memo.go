@@ -8,33 +8,34 @@ import (
 	"github.com/gridsub/gridsub/policy"
 )
 
-// The arrival-only fast path of Quiet EASY and strict-FCFS passes.
+// The arrival-only fast path of Quiet passes.
 //
 // A trace replay plans once per event; under load most passes start nothing
 // and the next event is often only an arrival. When the sites are exactly as
 // the last pass saw them (same free nodes, same holds with the same ends,
 // none of which has come), the queue is that pass's queue with jobs
-// appended, and that pass decided nothing (no start, no rejection) and left
-// a head waiting in its reservation, then a full pass at the later Now
-// would find every earlier job still unable to start:
+// appended, and that pass decided nothing (no start, no rejection), then a
+// full pass at the later Now would find every earlier job still unable to
+// start, and would reserve the same instants for them:
 //
 //   - the profiles, in absolute time, are the same (no hold ended between the
-//     two instants), so the head's earliest start is the same instant;
+//     two instants), so every earliest start found then is found again: a
+//     start that was infeasible at the old Now still is, in absolute time;
 //   - an earlier job could not start at the old Now: either it lacked free
 //     nodes now (unchanged: nothing ends before the first hold's end), or its
-//     hold would have overlapped the head's reservation, and a later start
-//     only reaches further into it.
+//     hold would have overlapped a reservation, and a later start only
+//     reaches further into it.
 //
-// So the pass looks ahead over the appended jobs only, on the last pass's
-// final state (profiles, with the head's reservation when that pass made
-// one) shifted to the new Now. When none of them may start, the pass is over
-// at once. Otherwise it runs as a full pass does, the same code: from the
-// first job when the head is still to be reserved (the earlier jobs then
-// fail as before, and the first that is neither kept out nor unplaceable
-// becomes the head), else from the first appended job.
+// So the pass reuses that pass's final state (profiles with the reservations
+// it held) shifted to the new Now and looks ahead over the appended jobs
+// only. When none of them may start, the pass is over at once. Otherwise it
+// runs as a full pass does, the same code, from where the remembered pass
+// stopped: under EASY and strict FCFS from the first appended job when a
+// head waits (else from the first job: the head is still to be reserved),
+// under Conservative from the first job it did not reserve (the jobs it
+// left are reserved first, as a full pass would, then the appended ones).
 // TestPropertyMemoMatchesFullPass checks chains of such passes against a
-// planner that makes full passes. Conservative passes hold every waiting
-// job's reservation and are not memoised.
+// planner that makes full passes.
 type memo struct {
 	mu        sync.Mutex
 	ok        bool
@@ -54,6 +55,9 @@ type memo struct {
 	// start nor is it rejected or kept out by admission, so nothing after
 	// it may start (quietScan).
 	fcfsBlocked bool
+	// resume (Conservative): the jobs before it are reserved in st (or
+	// kept out, or unplaceable); the pass left the later ones unreserved.
+	resume int
 }
 
 // siteKey is what a pass reads of a site, Busy aside.
@@ -69,13 +73,13 @@ func keyOf(s *policy.Site) siteKey {
 
 // memoable says whether a pass of this planner may use the fast path.
 func (p *Planner) memoable(s *policy.Snapshot) bool {
-	return s.Quiet && (p.bf == EASY || p.bf == None)
+	return s.Quiet
 }
 
 // remember keeps st, the state a full Quiet pass ended with, for the next
 // pass. It returns false when the pass is not one the fast path can follow
 // (then the caller keeps st).
-func (p *Planner) remember(s *policy.Snapshot, st *State, acted bool, head *policy.Decision, fcfsBlocked bool) bool {
+func (p *Planner) remember(s *policy.Snapshot, st *State, acted bool, head *policy.Decision, fcfsBlocked bool, reached int) bool {
 	m := &p.memo
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -109,6 +113,10 @@ func (p *Planner) remember(s *policy.Snapshot, st *State, acted bool, head *poli
 		m.headID, m.headStart = head.Job, head.Chosen.Start
 	}
 	m.fcfsBlocked = fcfsBlocked
+	m.resume = 0
+	if p.bf == Conservative {
+		m.resume = reached
+	}
 	return true
 }
 
@@ -171,12 +179,12 @@ func sameLinks(a, b [][]policy.Link) bool {
 // one: nothing could start), the index of the first job it did not plan,
 // and whether strict FCFS was blocked before it. st is nil otherwise. The
 // memo is empty afterwards: the pass remembers its own end.
-func (m *memo) take(p *Planner, s *policy.Snapshot) (st *State, head *policy.Decision, first int, fcfsBlocked bool) {
+func (m *memo) take(p *Planner, s *policy.Snapshot) (st *State, head *policy.Decision, first, resume int, fcfsBlocked bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.matches(s) {
 		m.drop(p)
-		return nil, nil, 0, false
+		return nil, nil, 0, 0, false
 	}
 	st = m.st
 	st.Snap = s
@@ -190,7 +198,7 @@ func (m *memo) take(p *Planner, s *policy.Snapshot) (st *State, head *policy.Dec
 	}
 	m.hits++
 	m.ok, m.st = false, nil
-	return st, head, len(m.ids), m.fcfsBlocked
+	return st, head, len(m.ids), m.resume, m.fcfsBlocked
 }
 
 // fromText names the head for reasons: "g42 (reserved from 10:04:05)".

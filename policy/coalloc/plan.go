@@ -197,8 +197,9 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	var st *State
 	var memoHead *policy.Decision  // the head the remembered pass left waiting
 	first, fcfsBlocked := 0, false // the first job the look-ahead scans (memo: the first appended)
+	resume := 0                    // memo, Conservative: the first job the remembered pass did not reserve
 	if p.memoable(s) {
-		st, memoHead, first, fcfsBlocked = p.memo.take(p, s)
+		st, memoHead, first, resume, fcfsBlocked = p.memo.take(p, s)
 	}
 	if st == nil {
 		st = p.state(s)
@@ -300,12 +301,16 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		return marks[mi]
 	}
-	qi0 := 0
+	// With the memo the earlier jobs were planned by the remembered pass
+	// and cannot start (memo.go): an EASY or strict-FCFS pass whose head
+	// waits goes on at the first appended job, a Conservative one at the
+	// first job it did not reserve.
+	qi0 := resume
 	if memoHead != nil {
-		// The earlier jobs were planned by the remembered pass: with its
-		// head waiting they cannot start (memo.go); start where it ended.
 		setHead(memoHead)
-		qi0 = next(first - 1)
+		if p.bf != Conservative {
+			qi0 = next(first - 1)
+		}
 	}
 	for qi := qi0; qi < stop; qi = next(qi) {
 		if qi%64 == 0 {
@@ -403,7 +408,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		decide(x.d)
 	}
 	if p.memoable(s) && quiet {
-		kept = p.remember(s, st, len(plan.Decisions) > 0, head, fcfsBlocked)
+		kept = p.remember(s, st, len(plan.Decisions) > 0, head, fcfsBlocked, max(qi0, stop))
 	}
 	return plan, nil
 }
