@@ -310,11 +310,13 @@ func (b *Broker) Jobs() []*Job {
 	return out
 }
 
-// Idle reports whether no job is queued or live.
+// Idle reports whether no job is queued, live, or waiting for its
+// advance reservation.
 func (b *Broker) Idle() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.queue) == 0 && len(b.live) == 0
+	return len(b.queue) == 0 && len(b.live) == 0 &&
+		!slices.ContainsFunc(b.reserved, func(id string) bool { j := b.jobs[id]; return j != nil && j.State == Reserved })
 }
 
 // addEvent appends an event to the job; b.mu must be held.

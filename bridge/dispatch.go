@@ -38,9 +38,11 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 		case policy.Reserve:
 			first := j.Predicted.Parts == nil
 			j.Predicted, j.SiteNames = d.Chosen, names
-			if first && !b.opts.NoHistory {
-				b.addEvent(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
-					partsString(names, d.Chosen.Parts), d.Chosen.Start.Format(time.RFC3339), d.Chosen.End().Format(time.RFC3339)))
+			if first {
+				if !b.opts.NoHistory {
+					b.addEvent(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
+						partsString(names, d.Chosen.Parts), d.Chosen.Start.Format(time.RFC3339), d.Chosen.End().Format(time.RFC3339)))
+				}
 				_ = b.persist(ctx, j)
 			}
 			b.mu.Unlock()

@@ -27,13 +27,21 @@ type runJSON struct {
 	Outputs []string `json:"outputs"`
 }
 
-func runReal(t *testing.T, job string) (runJSON, string) {
+// runRealJSON runs a job file on the real testbed, requires success and
+// returns its JSON summary (stdout) and progress (stderr).
+func runRealJSON(t *testing.T, job string) (stdout, stderr string) {
 	t.Helper()
 	out := t.TempDir()
 	code, stdout, stderr := gridsub(t, "--config", "configs/local-slurm.yaml", job, "--output", "json", "--out-dir", out)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+	return stdout, stderr
+}
+
+func runReal(t *testing.T, job string) (runJSON, string) {
+	t.Helper()
+	stdout, stderr := runRealJSON(t, job)
 	var r runJSON
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
@@ -148,11 +156,7 @@ scheduling:
 	if err := os.WriteFile(job, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
-	code, stdout, stderr := gridsub(t, "--config", "configs/local-slurm.yaml", job, "--output", "json", "--out-dir", out)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
+	stdout, stderr := runRealJSON(t, job)
 	var j jobJSON
 	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
