@@ -159,11 +159,14 @@ var resvNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // CreateReservationArgv asks for r.Nodes nodes from r.Start for r.Duration.
 // The start is relative to the controller's clock ("now+<seconds>"), which
-// sidesteps the cluster's time zone; a start in the past means now.
+// sidesteps the cluster's time zone. SLURM's "now" is whole seconds, so the
+// offset is counted from now truncated to the second and rounded up: the
+// reservation never opens before r.Start (a job inside must not start
+// early). A start in the past means now.
 func CreateReservationArgv(r *backends.ReservationSpec, now time.Time, partition string) []string {
 	start := "now"
-	if d := r.Start.Sub(now); d >= time.Second {
-		start = "now+" + strconv.Itoa(int(d/time.Second))
+	if d := r.Start.Sub(now.Truncate(time.Second)); d > 0 {
+		start = "now+" + strconv.Itoa(int((d+time.Second-1)/time.Second))
 	}
 	a := []string{"scontrol", "create", "reservation", "ReservationName=" + r.Name, "StartTime=" + start,
 		"Duration=" + strconv.Itoa(walltimeMinutes(r.Duration)), "NodeCnt=" + strconv.Itoa(r.Nodes),
