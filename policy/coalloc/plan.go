@@ -129,6 +129,13 @@ func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, 
 	last = -1
 	marks, cands = st.marks[:0], st.cands[:0]
 	defer func() { st.marks, st.cands = marks, cands }()
+	// No job wider than every site's free nodes together may start now
+	// (mayStartNow never finds more): under load most are, and this spares
+	// them its per-site run times.
+	freeAll := 0
+	for i := range st.prof {
+		freeAll += max(st.FreeNow(i), 0)
+	}
 	for qi := first; qi < len(s.Queue); qi++ {
 		if qi%256 == 0 && ctx.Err() != nil {
 			return 0, nil, nil, nil, false, false
@@ -140,7 +147,7 @@ func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, 
 			rejects = append(rejects, indexed{qi, *d})
 			marks = append(marks, qi)
 		case pn != nil, fcfsBlocked:
-		case p.mayStartNow(st, j, sites):
+		case j.Width <= freeAll && p.mayStartNow(st, j, sites):
 			last = qi
 			marks = append(marks, qi)
 			cands = append(cands, qi)
