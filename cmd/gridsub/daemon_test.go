@@ -213,6 +213,7 @@ func TestServeAndClients(t *testing.T) {
 	if !strings.Contains(stderr, "placement:") || !strings.Contains(stderr, "completed") {
 		t.Errorf("no progress on stderr: %q", stderr)
 	}
+
 	code, stdout, _ = cli("output", j.ID)
 	if code != 0 || strings.TrimSpace(stdout) != strings.Join(j.Outputs, "\n") {
 		t.Errorf("output: exit %d %q, want %q", code, stdout, j.Outputs)
@@ -334,6 +335,27 @@ func TestServeAndClients(t *testing.T) {
 	}
 	if code, stdout, _ := cli("status", id1, "-o", "json"); code != 0 || !strings.Contains(stdout, `"state": "completed"`) {
 		t.Errorf("status after restart: %d %s", code, stdout)
+	}
+	// Advance reservations: admitted or refused at once, listed.
+	code, stdout, stderr = cli("examples/reservation.yaml")
+	resv := strings.TrimSpace(stdout)
+	if code != 0 || !strings.Contains(stderr, "advance reservation admitted") {
+		t.Fatalf("reservation: exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	big := filepath.Join(d, "big.yaml")
+	if err := os.WriteFile(big, []byte("name: big\ncommand: [\"true\"]\nresources: {nodes: 200, walltime: 10m}\nscheduling:\n  reservation: {earliest_start: +15m, latest_end: +45m}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = cli(big)
+	refused := strings.TrimSpace(stdout)
+	if code != exitJobFailed || !strings.Contains(stderr, "rejected: reservation not admitted: no candidate resource") {
+		t.Fatalf("refused reservation: exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	code, stdout, _ = cli("reservations", "--all", "-o", "json")
+	var rs []api.Reservation
+	if err := json.Unmarshal([]byte(stdout), &rs); err != nil || code != 0 || len(rs) != 2 ||
+		rs[0].Job != resv || rs[0].State != "admitted" || rs[1].Job != refused || rs[1].State != "failed" || rs[1].Reason == "" {
+		t.Fatalf("reservations --all: exit %d, %v: %s", code, err, stdout)
 	}
 	p.term(t, sock)
 }

@@ -57,7 +57,9 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 		switch {
 		case j.State == bridge.Rejected:
 			// An advance reservation is admitted or refused at once.
-			return &exitError{exitJobFailed, fmt.Errorf("job %s rejected: %s", j.ID, j.Reason)}
+			err := fmt.Errorf("job %s rejected: %s", j.ID, j.Reason)
+			fmt.Fprintln(g.stderr, "gridsub:", err) // run does not print the errors of exit status 1
+			return &exitError{exitJobFailed, err}
 		case f.quiet || g.json():
 		case j.State == bridge.Reserved:
 			fmt.Fprintf(g.stderr, "gridsub: %s (%s): advance reservation admitted in the daemon at %s; a site is chosen shortly before %s (`gridsub reservations`, `gridsub watch %s`)\n",
