@@ -287,3 +287,27 @@ func (f plannerFunc) Plan(_ context.Context, s *policy.Snapshot) (*policy.Plan, 
 	f(s)
 	return &policy.Plan{}, nil
 }
+
+// Cancelling a job that waits for its reservation frees the window: an
+// overlapping request refused before is admitted after.
+func TestCancelledReservationFreesItsWindow(t *testing.T) {
+	ctx := context.Background()
+	g := newSimGrid(t, bridge.NewMemStore(), map[string]int{"A": 8}, "A")
+	first, _ := g.b.Submit(ctx, window(resvReq("r1", 6, 10*time.Minute), 15*time.Minute, 25*time.Minute), epoch)
+	if r, _ := g.b.Submit(ctx, window(resvReq("r2", 6, 10*time.Minute), 15*time.Minute, 25*time.Minute), epoch); r.State != bridge.Rejected {
+		t.Fatalf("overlapping request: %s; want rejected", r.State)
+	}
+	if err := g.b.Cancel(ctx, first.ID, epoch.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := g.b.Job(first.ID)
+	if got.State != bridge.Cancelled || got.Resv.State != bridge.ResvReleased {
+		t.Fatalf("cancelled: %s, reservation %s", got.State, got.Resv.State)
+	}
+	if r, _ := g.b.Submit(ctx, window(resvReq("r3", 6, 10*time.Minute), 15*time.Minute, 25*time.Minute), epoch.Add(time.Minute)); r.State != bridge.Reserved {
+		t.Fatalf("after the cancel: %s (%s); want reserved", r.State, r.Reason)
+	}
+	if g.b.Idle() {
+		t.Fatal("a broker with a job waiting for its reservation says it is idle")
+	}
+}
