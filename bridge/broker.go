@@ -484,7 +484,9 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 			cancels = append(cancels, b.track(ctx, j, now, rep)...)
 		}
 	}
-	if len(touched) > 0 {
+	// Only a job that left the live states needs the live list compacted
+	// (most changes are a start: dispatched -> running).
+	if slices.ContainsFunc(touched, func(j *Job) bool { return j.State != Dispatched && j.State != Running }) {
 		b.compactLive()
 	}
 	b.mu.Unlock()
