@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -49,13 +50,32 @@ func dirs(t testing.TB) (state, socket string) {
 // every 50ms.
 func start(t testing.TB, state, socket string, scale float64) *daemon.Daemon {
 	t.Helper()
+	return startWith(t, state, socket, scale, nil)
+}
+
+// startWith is start with extra (or overriding) cron entries.
+func startWith(t testing.TB, state, socket string, scale float64, cron map[string]string) *daemon.Daemon {
+	t.Helper()
+	c := map[string]string{"cycle": "@every 50ms", "health": "@every 200ms"}
+	maps.Copy(c, cron)
 	d, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: socket,
-		TimeScale: scale, SimTick: 20 * time.Millisecond, Cron: map[string]string{"cycle": "@every 50ms", "health": "@every 200ms"}})
+		TimeScale: scale, SimTick: 20 * time.Millisecond, Cron: c})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(t, d) })
 	return d
+}
+
+// okAndFailing are two small jobs: one that completes at Harbin and one
+// that fails (exit code 3) at Shanghai.
+func okAndFailing() []bridge.Request {
+	ok := request("ok", 2, 30*time.Second, 5*time.Minute)
+	ok.Sites = []string{"Harbin"}
+	bad := request("bad", 2, 30*time.Second, 5*time.Minute)
+	bad.Sites = []string{"Shanghai"}
+	bad.Sim.ExitCode = 3
+	return []bridge.Request{ok, bad}
 }
 
 func stop(t testing.TB, d *daemon.Daemon) {

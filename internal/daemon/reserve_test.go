@@ -12,22 +12,6 @@ import (
 	"github.com/gridsub/gridsub/policy/trust"
 )
 
-// startWith runs a daemon on the simulated testbed with extra cron entries.
-func startWith(t *testing.T, state, socket string, scale float64, cron map[string]string) *daemon.Daemon {
-	t.Helper()
-	c := map[string]string{"cycle": "@every 50ms", "health": "@every 200ms"}
-	for k, v := range cron {
-		c[k] = v
-	}
-	d, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: socket,
-		TimeScale: scale, SimTick: 20 * time.Millisecond, Cron: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(t, d) })
-	return d
-}
-
 // A job with a window is admitted at once, bound by the reservation_binding
 // task when its window opens, runs inside its native reservation, and the
 // reservation is released; GET /v1/reservations shows each stage.
@@ -85,12 +69,7 @@ func TestDaemonRecomputesTrust(t *testing.T) {
 	startWith(t, state, sock, 600, map[string]string{daemon.TaskTrust: "@every 100ms"})
 	c := api.NewUnixClient(sock)
 	ctx := context.Background()
-	ok := request("ok", 2, 30*time.Second, 5*time.Minute)
-	ok.Sites = []string{"Harbin"}
-	bad := request("bad", 2, 30*time.Second, 5*time.Minute)
-	bad.Sites = []string{"Shanghai"}
-	bad.Sim.ExitCode = 3
-	for _, r := range []bridge.Request{ok, bad} {
+	for _, r := range okAndFailing() {
 		j, err := c.Submit(ctx, r)
 		if err != nil {
 			t.Fatal(err)

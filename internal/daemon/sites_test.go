@@ -107,13 +107,8 @@ func TestSitesOnTestbed(t *testing.T) {
 	start(t, state, sock, 600)
 	c := api.NewUnixClient(sock)
 	ctx := context.Background()
-	ok := request("ok", 2, 30*time.Second, 5*time.Minute)
-	ok.Sites = []string{"Harbin"}
-	bad := request("bad", 2, 30*time.Second, 5*time.Minute)
-	bad.Sites = []string{"Shanghai"}
-	bad.Sim.ExitCode = 3
 	var ids []string
-	for _, r := range []bridge.Request{ok, bad} {
+	for _, r := range okAndFailing() {
 		j, err := c.Submit(ctx, r)
 		if err != nil {
 			t.Fatal(err)
