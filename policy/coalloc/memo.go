@@ -38,8 +38,7 @@ import (
 // planner that makes full passes.
 type memo struct {
 	mu        sync.Mutex
-	ok        bool
-	st        *State    // the last pass's state at its end
+	st        *State    // the last pass's state at its end; nil: nothing remembered
 	now       time.Time // the last pass's Now
 	ids       []string  // its queue, by job id
 	sites     []siteKey
@@ -71,11 +70,6 @@ func keyOf(s *policy.Site) siteKey {
 	return siteKey{nodes: s.Nodes, free: s.Free, busy: len(s.Busy), h: s.H, trust: s.Trust, down: s.Down}
 }
 
-// memoable says whether a pass of this planner may use the fast path.
-func (p *Planner) memoable(s *policy.Snapshot) bool {
-	return s.Quiet
-}
-
 // remember keeps st, the state a full Quiet pass ended with, for the next
 // pass. It returns false when the pass is not one the fast path can follow
 // (then the caller keeps st).
@@ -90,7 +84,7 @@ func (p *Planner) remember(s *policy.Snapshot, st *State, acted bool, head *poli
 	if m.st != nil && m.st != st {
 		p.pool.Put(m.st)
 	}
-	m.ok, m.st, m.now = true, st, s.Now
+	m.st, m.now = st, s.Now
 	m.ids = m.ids[:0]
 	for i := range s.Queue {
 		m.ids = append(m.ids, s.Queue[i].ID)
@@ -125,13 +119,13 @@ func (m *memo) drop(p *Planner) {
 	if m.st != nil {
 		p.pool.Put(m.st)
 	}
-	m.ok, m.st = false, nil
+	m.st = nil
 }
 
 // matches reports whether s follows the remembered pass as the fast path
 // requires. m.mu held.
 func (m *memo) matches(s *policy.Snapshot) bool {
-	if !m.ok || s.Now.Before(m.now) || len(s.Queue) < len(m.ids) || len(s.Sites) != len(m.sites) ||
+	if m.st == nil || s.Now.Before(m.now) || len(s.Queue) < len(m.ids) || len(s.Sites) != len(m.sites) ||
 		s.MultiSite != m.multi || !slices.Equal(s.Uplinks, m.up) || !sameLinks(s.Links, m.links) {
 		return false
 	}
@@ -197,7 +191,7 @@ func (m *memo) take(p *Planner, s *policy.Snapshot) (st *State, head *policy.Dec
 		head = &policy.Decision{Job: m.headID, Chosen: policy.Option{Start: m.headStart}}
 	}
 	m.hits++
-	m.ok, m.st = false, nil
+	m.st = nil
 	return st, head, len(m.ids), m.resume, m.fcfsBlocked
 }
 

@@ -205,7 +205,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	var memoHead *policy.Decision  // the head the remembered pass left waiting
 	first, fcfsBlocked := 0, false // the first job the look-ahead scans (memo: the first appended)
 	resume := 0                    // memo, Conservative: the first job the remembered pass did not reserve
-	if p.memoable(s) {
+	if s.Quiet {
 		st, memoHead, first, resume, fcfsBlocked = p.memo.take(p, s)
 	}
 	if st == nil {
@@ -414,7 +414,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	for _, x := range rejects[i:] {
 		decide(x.d)
 	}
-	if p.memoable(s) && quiet {
+	if quiet { // a Quiet pass that ran to its end
 		kept = p.remember(s, st, len(plan.Decisions) > 0, head, fcfsBlocked, max(qi0, stop))
 	}
 	return plan, nil
