@@ -41,20 +41,34 @@ func (b *Broker) learnCapacity(ctx context.Context) {
 	if len(ask) == 0 {
 		return
 	}
-	nodes := make([]int, len(b.sites))
-	b.eachSite(func(s int) {
-		if !slices.Contains(ask, s) {
-			return
-		}
-		if in, err := b.sites[s].Backend.Info(ctx); err == nil && in != nil {
-			nodes[s] = in.Nodes
-		}
-	})
+	nodes, _ := b.siteNodes(ctx, func(s int) bool { return slices.Contains(ask, s) })
 	b.mu.Lock()
 	for _, s := range ask {
 		b.learned(s, nodes[s])
 	}
 	b.mu.Unlock()
+}
+
+// siteNodes asks the sites that ask selects for their Info (b.mu not held):
+// each one's node count, or why it could not be had.
+func (b *Broker) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []error) {
+	nodes := make([]int, len(b.sites))
+	errs := make([]error, len(b.sites))
+	b.eachSite(func(s int) {
+		if !ask(s) {
+			return
+		}
+		in, err := b.sites[s].Backend.Info(ctx)
+		if err == nil && in == nil {
+			err = fmt.Errorf("%w: no site info", backends.ErrBadOutput)
+		}
+		if err != nil {
+			errs[s] = err
+			return
+		}
+		nodes[s] = in.Nodes
+	})
+	return nodes, errs
 }
 
 // learned records a site's node count and makes the site a resource of the
@@ -262,19 +276,7 @@ func (b *Broker) BindReservations(ctx context.Context, now time.Time) (BindRepor
 // failure rule; the ones that no longer pass fail), one that answers again
 // is a resource again.
 func (b *Broker) refreshResources(ctx context.Context, now time.Time, rep *BindReport) {
-	nodes := make([]int, len(b.sites))
-	errs := make([]error, len(b.sites))
-	b.eachSite(func(s int) {
-		in, err := b.sites[s].Backend.Info(ctx)
-		if err == nil && in == nil {
-			err = fmt.Errorf("%w: no site info", backends.ErrBadOutput)
-		}
-		if err != nil {
-			errs[s] = err
-			return
-		}
-		nodes[s] = in.Nodes
-	})
+	nodes, errs := b.siteNodes(ctx, func(int) bool { return true })
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	g := b.graph()
