@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -506,24 +505,4 @@ func (b *Broker) submitReserved(ctx context.Context, j *Job, now time.Time, rep 
 	b.submitParts(ctx, now, j.ID, policy.Decision{Job: j.ID, Action: policy.Start, Chosen: opt}, []*backends.JobSpec{sp}, &crep)
 	rep.Submitted += crep.Started
 	rep.Errors = append(rep.Errors, crep.Errors...)
-}
-
-// Reservations lists the jobs that asked for a window and have not ended,
-// earliest window first (copies).
-func (b *Broker) Reservations() []*Job {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []*Job
-	for _, j := range b.jobs {
-		if j.Resv != nil && !j.State.Final() {
-			out = append(out, j.Clone())
-		}
-	}
-	slices.SortFunc(out, func(x, y *Job) int {
-		if c := x.Resv.Earliest.Compare(y.Resv.Earliest); c != 0 {
-			return c
-		}
-		return strings.Compare(x.ID, y.ID)
-	})
-	return out
 }
