@@ -1030,12 +1030,13 @@ func ceilSecond(d time.Duration) time.Duration {
 
 // SetTrust sets the sites' trust scores the policy sees from the next cycle
 // on (policy.Site.Trust, in (0,1]); a site not in scores keeps its score,
-// and 0 means unset.
+// and 0 means unset. A score outside [0,1] (or NaN) is ignored: the
+// policy refuses such a snapshot, which would stop all planning.
 func (b *Broker) SetTrust(scores map[string]float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for name, v := range scores {
-		if s, ok := b.siteIdx[name]; ok {
+		if s, ok := b.siteIdx[name]; ok && v >= 0 && v <= 1 {
 			b.trust[s] = v
 		}
 	}

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -275,8 +276,12 @@ func TestSetTrustReachesThePolicy(t *testing.T) {
 	b.Cycle(ctx, epoch)
 	b.SetTrust(map[string]float64{"A": 0.25, "nosuch": 1})
 	b.Cycle(ctx, epoch.Add(time.Second))
-	if len(seen) != 2 || seen[0] != 0 || seen[1] != 0.25 {
-		t.Fatalf("trust seen by the policy %v; want [0 0.25]", seen)
+	// A score the policy would refuse is ignored, not passed on.
+	b.SetTrust(map[string]float64{"A": 1.5})
+	b.SetTrust(map[string]float64{"A": math.NaN()})
+	b.Cycle(ctx, epoch.Add(2*time.Second))
+	if len(seen) != 3 || seen[0] != 0 || seen[1] != 0.25 || seen[2] != 0.25 {
+		t.Fatalf("trust seen by the policy %v; want [0 0.25 0.25]", seen)
 	}
 }
 

@@ -30,7 +30,7 @@
 // a placement holds its nodes for transfer + run.
 //
 // A multi-site placement fills the width fastest site first (by h, index on
-// ties), each site up to the nodes it has free over the whole hold, every
+// ties; by h/trust when sites have trust scores below 1), each site up to the nodes it has free over the whole hold, every
 // site at least one node; a site left with nothing drops out and the model
 // is recomputed for the sites actually used. A reserved placement on several
 // sites starts at the first time the sites together keep the width free for

@@ -54,6 +54,11 @@ func checkSnapshot(s *policy.Snapshot) error {
 			return fmt.Errorf("%w: uplink to site %d: %v", ErrBadSnapshot, i, err)
 		}
 	}
+	for i := range s.Sites {
+		if tr := s.Sites[i].Trust; !(tr >= 0 && tr <= 1) {
+			return fmt.Errorf("%w: site %d (%s) has trust %v; trust must be in (0,1], or 0 for unset", ErrBadSnapshot, i, s.Sites[i].Name, tr)
+		}
+	}
 	return nil
 }
 
@@ -395,7 +400,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			var a [160]byte
 			b := appendClock(a[:0], "reserved: earliest start ", s, dec.Chosen.Start)
 			r := []string{str(appendClock(appendParts(append(b, " at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
-			r = append(r, whyNotNow(st, j, sites, dec.Beaten, p.oneSite(j))...)
+			r = append(r, whyNotNow(st, j, sites, dec.Chosen, dec.Beaten, p.oneSite(j))...)
 			plug := p.sel.Name()
 			if head != nil {
 				plug = string(p.bf)
@@ -433,11 +438,11 @@ func (p *Planner) startStatus(s *policy.Snapshot, dec *policy.Decision, best *Ca
 		plug = string(p.bf)
 		r = append(r, "backfilled ahead of job "+headFrom+" without delaying it")
 	}
-	dec.Status = policy.NewStatus(policy.Success, plug, append(r, beatenReasons(s, dec.Beaten)...)...)
+	dec.Status = policy.NewStatus(policy.Success, plug, append(r, beatenReasons(s, dec.Chosen, dec.Beaten)...)...)
 }
 
-// admit checks a job against the sites. It returns the eligible sites (h
-// ascending), or a Reject decision (never runnable), or a Pending (not
+// admit checks a job against the sites. It returns the eligible sites
+// (slowness ascending: h, divided by trust below 1), or a Reject decision (never runnable), or a Pending (not
 // runnable while some sites are down).
 func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridInfo) ([]int, *policy.Decision, *policy.Pending) {
 	if g != nil && j.Allowed == nil && j.Width >= 1 && j.Origin >= -1 && j.Origin < len(s.Sites) {
@@ -511,10 +516,10 @@ func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridI
 		return wait("needs %d nodes; the allowed sites that are up have %d (%s), down: %s", j.Width, upTotal, siteList(s, up, nodes), siteList(s, down, nil))
 	}
 	st := make([]int, 0, len(up))
-	// eligible sites by h ascending, index ascending
+	// eligible sites by slowness ascending, index ascending
 	for _, i := range up {
 		k := len(st)
-		for k > 0 && (s.Sites[st[k-1]].H > s.Sites[i].H || (s.Sites[st[k-1]].H == s.Sites[i].H && st[k-1] > i)) {
+		for k > 0 && (slowness(&s.Sites[st[k-1]]) > slowness(&s.Sites[i]) || (slowness(&s.Sites[st[k-1]]) == slowness(&s.Sites[i]) && st[k-1] > i)) {
 			k--
 		}
 		st = append(st, 0)
@@ -536,7 +541,7 @@ func freeNow(st *State, sites []int) int {
 // gridInfo is what admission needs about the whole grid, computed once per
 // pass for the common job that may use every site.
 type gridInfo struct {
-	upByH              []int // sites not down, h ascending, index ascending
+	upByH              []int // sites not down, slowness (h/trust) ascending, index ascending
 	upTotal, upLargest int
 }
 
@@ -557,16 +562,32 @@ func (g *gridInfo) fill(s *policy.Snapshot) {
 		g.upTotal += s.Sites[i].Nodes
 		g.upLargest = max(g.upLargest, s.Sites[i].Nodes)
 	}
-	slices.SortStableFunc(g.upByH, func(a, b int) int { return cmp.Compare(s.Sites[a].H, s.Sites[b].H) })
+	slices.SortStableFunc(g.upByH, func(a, b int) int { return cmp.Compare(slowness(&s.Sites[a]), slowness(&s.Sites[b])) })
+}
+
+// slowness orders the sites for selection and filling: h, the time a site
+// takes per unit of work, divided by its trust (as predicted ends are), so
+// that Greedy's windows and every fill try the trusted fast sites first.
+// It is h itself when trust is unset or 1.
+func slowness(s *policy.Site) float64 {
+	if s.Trust > 0 && s.Trust < 1 {
+		return s.H / s.Trust
+	}
+	return s.H
 }
 
 // whyNotNow says why a reserved job does not start now: per site when the
 // job must run on one site ("Harbin: 16 free < 48 needed"), else in sum.
-func whyNotNow(st *State, j *policy.Job, sites []int, beaten []policy.Option, oneSite bool) []string {
+func whyNotNow(st *State, j *policy.Job, sites []int, chosen policy.Option, beaten []policy.Option, oneSite bool) []string {
 	for _, o := range beaten {
-		if o.Immediate {
-			return []string{fmt.Sprintf("starting now at %s would end later, %s", partList(st.Snap, o.Parts), clock(st.Snap, o.End()))}
+		if !o.Immediate {
+			continue
 		}
+		if o.End().Before(chosen.End()) { // it lost on trust
+			return []string{fmt.Sprintf("starting now at %s would end at %s, but its sites' trust (%s) weighs that end later",
+				partList(st.Snap, o.Parts), clock(st.Snap, o.End()), trustList(st.Snap, o.Parts))}
+		}
+		return []string{fmt.Sprintf("starting now at %s would end later, %s", partList(st.Snap, o.Parts), clock(st.Snap, o.End()))}
 	}
 	free := freeNow(st, sites)
 	if oneSite {
@@ -594,11 +615,15 @@ func whyNotNow(st *State, j *policy.Job, sites []int, beaten []policy.Option, on
 	return []string{str(append(b, " needed"...))}
 }
 
-func beatenReasons(s *policy.Snapshot, b []policy.Option) []string {
+func beatenReasons(s *policy.Snapshot, chosen policy.Option, b []policy.Option) []string {
 	if len(b) == 0 {
 		return nil
 	}
 	o := b[0]
+	if o.End().Before(chosen.End()) { // ended earlier: it lost on trust
+		return []string{fmt.Sprintf("over %s (end %s), whose sites' trust (%s) weighs that end later",
+			partList(s, o.Parts), clock(s, o.End()), trustList(s, o.Parts))}
+	}
 	var a [160]byte
 	buf := appendParts(append(a[:0], "over "...), s, o.Parts)
 	if o.Immediate {

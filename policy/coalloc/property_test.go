@@ -31,6 +31,7 @@ func genSnapshot(t *rapid.T) *policy.Snapshot {
 			left -= k
 		}
 		site.Down = rapid.IntRange(0, 9).Draw(t, "down") == 0
+		site.Trust = rapid.SampledFrom([]float64{0, 0, 1, 0.9, 0.5, 0.2}).Draw(t, "trust") // 0: unset
 		s.Sites = append(s.Sites, site)
 		total += nodes
 	}

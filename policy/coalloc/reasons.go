@@ -53,6 +53,22 @@ func appendParts(b []byte, s *policy.Snapshot, parts []policy.Part) []byte {
 	return b
 }
 
+// trustList is the trust of the parts' sites: "Shanghai 0.61, Harbin 1".
+func trustList(s *policy.Snapshot, parts []policy.Part) string {
+	var b []byte
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		tr := s.Sites[p.Site].Trust
+		if tr <= 0 {
+			tr = 1
+		}
+		b = strconv.AppendFloat(append(appendSiteName(b, s, p.Site), ' '), tr, 'g', 2, 64)
+	}
+	return string(b)
+}
+
 // siteList names sites, with a number each when val is set: "Beijing 128,
 // Shanghai 64"; long lists are cut.
 func siteList(s *policy.Snapshot, sites []int, val func(int) int) string {

@@ -53,7 +53,7 @@ func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 			}
 		}
 		var a [160]byte
-		// sites are h ascending: the first is the fastest target.
+		// sites are by slowness (h/trust) ascending: the first is the fastest target.
 		first := parts[:1]
 		dec := policy.Decision{
 			Job:    j.ID,

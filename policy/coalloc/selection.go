@@ -17,8 +17,9 @@ import (
 // Contract: Select reads st and never changes its profiles; it is
 // deterministic (ties are settled by the Collector's total order, so the
 // best does not depend on the order of evaluation; the runner-ups may);
-// sites are the job's eligible sites (allowed, not down) in h-ascending
-// order, at least one, and must not be modified (they are shared between
+// sites are the job's eligible sites (allowed, not down) in ascending
+// order of slowness (h, divided by trust when a site has one below 1), at
+// least one, and must not be modified (they are shared between
 // jobs); it offers only placements that fit the profiles (immediate ones on
 // nodes free over their whole hold, reserved ones at their earliest common
 // start). It returns an error only when it cannot work at all (Optimal over
@@ -35,7 +36,8 @@ var (
 	_ Selector = NonAdaptive{}
 )
 
-// Greedy is Algorithm 3: sites sorted by h; for every window size l, the
+// Greedy is Algorithm 3: sites sorted by h (by h/trust when the sites have
+// trust scores below 1, SPEC §3); for every window size l, the
 // first l sites, sliding (drop the window's site with the fewest free, resp.
 // total, nodes; add the next site) until they hold the width; evaluate;
 // keep the best. A window never has more sites than the job has nodes.
@@ -115,8 +117,19 @@ func (st *State) windowBound(j *policy.Job, vals []int, win []int) time.Duration
 		lb = min(lb, st.hold1[x])
 	}
 	if len(win) >= 3 {
-		// win is in h order: the second site has the second lowest h.
-		two := [2]int{st.sitesOf[win[0]], st.sitesOf[win[1]]}
+		// Two sites or more of the window run at least as long as its two
+		// of lowest h (the order is by h/trust, so find them).
+		a, b := -1, -1
+		for _, x := range win {
+			s := st.sitesOf[x]
+			switch h := st.Snap.Sites[s].H; {
+			case a < 0 || h < st.Snap.Sites[a].H:
+				a, b = s, a
+			case b < 0 || h < st.Snap.Sites[b].H:
+				b = s
+			}
+		}
+		two := [2]int{a, b}
 		run, _ := st.model(j, two[:])
 		lb = min(lb, hold(run, 0))
 	}

@@ -145,18 +145,39 @@ type Candidate struct {
 	Start     time.Duration
 	Run, Xfer time.Duration
 	Immediate bool
-	Preferred bool // uses a preferred site
+	Preferred bool    // uses a preferred site
+	Trust     float64 // the product of its sites' trust, in (0,1]; 0 means 1
 }
 
 // End is the completion offset.
 func (c *Candidate) End() time.Duration { return addDur(addDur(c.Start, c.Xfer), c.Run) }
 
+// Weighted is the end divided by the placement's trust (SPEC §3: trust is a
+// divisor on predicted completion time): a placement on sites that failed
+// work before must end that much earlier to win. A co-allocated job ends
+// well only if every part does, so a placement's trust is the product of
+// its sites'. Exactly End when every site is trusted (1, or unset).
+func (c *Candidate) Weighted() time.Duration {
+	e := c.End()
+	if c.Trust <= 0 || c.Trust >= 1 || e == never {
+		return e
+	}
+	if w := float64(e) / c.Trust; w < float64(never) {
+		return time.Duration(w)
+	}
+	return never
+}
+
 // Hold is how long the placement holds its nodes.
 func (c *Candidate) Hold() time.Duration { return hold(c.Run, c.Xfer) }
 
-// better is the total order of candidates: earlier end; then immediate; then
-// fewer sites; then a preferred site; then lower site indices.
+// better is the total order of candidates: earlier trust-weighted end;
+// then earlier end; then immediate; then fewer sites; then a preferred
+// site; then lower site indices.
 func better(a, b *Candidate) bool {
+	if aw, bw := a.Weighted(), b.Weighted(); aw != bw {
+		return aw < bw
+	}
 	if ae, be := a.End(), b.End(); ae != be {
 		return ae < be
 	}
@@ -212,9 +233,11 @@ type Collector struct {
 func newCollector(beaten int) *Collector { return &Collector{keep: beaten} }
 
 // Limit is the end a new candidate must not exceed to be worth evaluating:
-// the best end so far, else never. Strategies prune with it (a placement
-// that cannot start early enough is not searched for), so Beaten holds the
-// runner-ups met on the way, not an exhaustive ranking.
+// the best trust-weighted end so far, else never. Strategies prune with it
+// (a placement that cannot start early enough is not searched for), so
+// Beaten holds the runner-ups met on the way, not an exhaustive ranking.
+// Comparing a placement's plain end (or a lower bound of it) with Limit is
+// sound: trust is at most 1, so a weighted end is never below the plain one.
 func (k *Collector) Limit() time.Duration {
 	if len(k.c) == 0 && k.immediateOnly {
 		return 0
@@ -222,12 +245,13 @@ func (k *Collector) Limit() time.Duration {
 	return k.bestEnd()
 }
 
-// bestEnd is the best candidate's end, or never when there is none.
+// bestEnd is the best candidate's trust-weighted end, or never when there
+// is none.
 func (k *Collector) bestEnd() time.Duration {
 	if len(k.c) == 0 {
 		return never
 	}
-	return k.c[0].End()
+	return k.c[0].Weighted()
 }
 
 // Add offers a candidate (its Parts are copied if it is kept).
@@ -316,11 +340,13 @@ func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector
 	if len(used) != len(sites) {
 		run, xfer = st.model(j, used)
 	}
-	c := Candidate{Parts: parts, Start: t, Run: run, Xfer: xfer, Immediate: t == 0}
+	c := Candidate{Parts: parts, Start: t, Run: run, Xfer: xfer, Immediate: t == 0, Trust: 1}
 	for _, p := range parts {
 		if slices.Contains(j.Preferred, p.Site) {
 			c.Preferred = true
-			break
+		}
+		if tr := st.Snap.Sites[p.Site].Trust; tr > 0 {
+			c.Trust *= tr
 		}
 	}
 	k.Add(c)
