@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,11 +113,27 @@ func TestDaemonRecomputesTrust(t *testing.T) {
 			for _, s := range r.Details {
 				t.Logf("%s: trust %.4f (done %d, failed %d)", s.Name, *s.Trust, s.JobsCompleted, s.JobsFailed)
 			}
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("trust served %+v; want %v", r.Details, want)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The policy weighs by it: Shanghai and Harbin are alike (h 1, free),
+	// and the tie would go to Shanghai, the lower index; at trust 0.61 its
+	// predicted end counts for 1/0.61 of it, so the job runs at Harbin. The
+	// task hands the scores to the broker right after storing them, and
+	// again every 100 ms.
+	time.Sleep(250 * time.Millisecond)
+	r := request("choice", 2, 30*time.Second, 5*time.Minute)
+	r.Sites = []string{"Shanghai", "Harbin"}
+	j, err := c.Submit(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitState(t, c, j.ID, 15*time.Second, bridge.Completed, bridge.Failed)
+	if j.State != bridge.Completed || !strings.HasPrefix(j.Sites(), "Harbin") {
+		t.Fatalf("job %s ended %s at %q; want completed at Harbin, the trusted of two equal sites", j.ID, j.State, j.Sites())
 	}
 }
