@@ -188,7 +188,8 @@ func New(res []Resource) *Graph {
 
 // AddResource adds a resource and edges from it to every waiting (unbound)
 // reservation it satisfies (paper §2.4). A name already in the graph is a
-// no-op: fail the old one first to replace it.
+// no-op: fail the old one first to replace it, or change its node count
+// with SetCapacity.
 func (g *Graph) AddResource(r Resource) {
 	if _, ok := g.byName[r.Name]; ok {
 		return
@@ -416,6 +417,14 @@ func (g *Graph) FailResource(name string) (dropped []string) {
 		}
 		return false
 	})
+	return append(dropped, g.readmit(s)...)
+}
+
+// readmit is the loop of the figure-2 rule over s (reservations in ET
+// order): keep (remove from s) every reservation that satisfies inequality
+// (1), drop the earliest of the others, until s is empty. It returns the
+// dropped ids in the order they went.
+func (g *Graph) readmit(s []*resv) (dropped []string) {
 	for len(s) > 0 {
 		keep := make([]bool, len(s))
 		for j, n := range s {
@@ -425,11 +434,65 @@ func (g *Graph) FailResource(name string) (dropped []string) {
 		j := 0
 		s = slices.DeleteFunc(s, func(*resv) bool { j++; return keep[j-1] })
 		if len(s) > 0 {
-			drop(s[0])
+			g.Remove(s[0].q.ID)
+			dropped = append(dropped, s[0].q.ID)
 			s = s[1:]
 		}
 	}
 	return dropped
+}
+
+// SetCapacity changes the node count of resource name: a site that grew or
+// shrank (nodes drained or added). A shrink removes the edges of waiting
+// reservations that no longer satisfy the resource or find no room on it
+// beside the reservations bound there over their window (as deleteEdge
+// does), then re-runs
+// admission, by the failure rule, on the waiting reservations that had it as
+// a candidate: those that still satisfy inequality (1) stay, the earliest of
+// the others is dropped until all do. Reservations bound to it stay: the
+// site's own reservation holds their nodes. It returns the dropped ids; an
+// unknown name or an unchanged capacity returns nil.
+//
+// A growth drops nothing and adds no edge: the admitted reservations keep
+// their candidates (more nodes on them only leaves more room), and later
+// requests are admitted against the new count. Adding edges would not be
+// safe: a reservation with one more candidate counts against every other
+// reservation of that candidate, and inequality (1) can break for one of
+// them.
+func (g *Graph) SetCapacity(name string, capacity int) (dropped []string) {
+	i, ok := g.byName[name]
+	if !ok {
+		return nil
+	}
+	old := g.res[i].capacity()
+	g.res[i].Capacity = capacity
+	now := g.res[i].capacity()
+	if now == old {
+		return nil
+	}
+	holds := g.holdsOn(i, nil)
+	fits := func(q Request) bool {
+		held := 0
+		for _, h := range holds {
+			if h.start.Before(q.LT) && h.end.After(q.ET) {
+				held += h.nodes
+			}
+		}
+		return satisfies(g.res[i].Resource, q) && now-held >= q.Width
+	}
+	var s []*resv
+	for _, n := range g.order {
+		if n.bound {
+			continue
+		}
+		if now < old && n.edges.has(i) {
+			s = append(s, n)
+			if !fits(n.q) {
+				n.edges.clear(i)
+			}
+		}
+	}
+	return g.readmit(s)
 }
 
 // dump renders the whole graph state, for tests of "unchanged".

@@ -339,3 +339,58 @@ func TestBindStrandsNobody(t *testing.T) {
 		t.Errorf("bound to %v", got)
 	}
 }
+
+// A site that shrinks re-runs admission on its waiting reservations by the
+// failure rule; one that grows admits wider requests from then on; a
+// reservation bound to it stays either way.
+func TestSetCapacity(t *testing.T) {
+	wide := func(id string, et, lt, width int, allowed ...string) Request {
+		q := req(id, et, lt, 5, allowed...)
+		q.Width = width
+		return q
+	}
+	g := New([]Resource{{Name: "A", Capacity: 4, Level: 1}, {Name: "B", Capacity: 4, Level: 1}})
+	mustAdmit(t, g, wide("q1", 0, 10, 4))
+	mustAdmit(t, g, wide("q2", 1, 11, 4)) // A and B: one each
+	mustAdmit(t, g, wide("q3", 20, 30, 2, "A"))
+	if got := g.SetCapacity("A", 4); got != nil {
+		t.Errorf("unchanged capacity dropped %v", got)
+	}
+	if got := g.SetCapacity("nosuch", 2); got != nil {
+		t.Errorf("unknown resource dropped %v", got)
+	}
+	// A shrinks to 2: q1 and q2 (4 wide) lose A and share B: q1, the
+	// earliest, goes; q3 (2 wide) still fits A.
+	if got := g.SetCapacity("A", 2); !slices.Equal(got, []string{"q1"}) {
+		t.Errorf("shrink dropped %v, want [q1]", got)
+	}
+	if got := g.Candidates("q2"); !slices.Equal(got, []string{"B"}) {
+		t.Errorf("q2's candidates after the shrink %v, want [B]", got)
+	}
+	if got := g.Reservations(); !slices.Equal(got, []string{"q2", "q3"}) {
+		t.Errorf("left %v, want [q2 q3]", got)
+	}
+	// A 4-wide request for A alone is refused at 2 nodes and admitted once A
+	// has grown back; q2 keeps the candidates it was left with.
+	if ok, _ := g.Admit(wide("q4", 40, 50, 4, "A")); ok {
+		t.Error("a 4-wide request was admitted on a 2-node A")
+	}
+	if got := g.SetCapacity("A", 8); got != nil {
+		t.Errorf("growth dropped %v", got)
+	}
+	mustAdmit(t, g, wide("q4", 40, 50, 4, "A"))
+	if got := g.Candidates("q2"); !slices.Equal(got, []string{"B"}) {
+		t.Errorf("q2's candidates after the growth %v, want [B]", got)
+	}
+	// Bound to B, q2 stays when B shrinks below its width.
+	if _, err := g.Bind("q2", at(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	r, _, _, _ := g.Bound("q2")
+	if got := g.SetCapacity(r, 1); slices.Contains(got, "q2") {
+		t.Errorf("a shrink dropped the bound q2: %v", got)
+	}
+	if _, _, _, ok := g.Bound("q2"); !ok {
+		t.Error("q2 is no longer bound")
+	}
+}

@@ -405,3 +405,50 @@ func TestBindInOrderNeverFails(t *testing.T) {
 		}
 	})
 }
+
+// (f) after SetCapacity every reservation left satisfies inequality (1), no
+// bound reservation is dropped, a growth drops nothing, and no waiting
+// reservation keeps a resource it no longer fits as a candidate.
+func TestSetCapacityInvariant(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		res := genResources(t, rapid.Bool().Draw(t, "unit"))
+		g := New(res)
+		apply(g, genOps(t, res), false)
+		k := rapid.IntRange(0, len(res)-1).Draw(t, "resource")
+		name, old := res[k].Name, res[k].capacity()
+		capacity := rapid.IntRange(1, 2*old+1).Draw(t, "capacity")
+		before := g.Reservations()
+		state := g.dump()
+		var bound []string
+		for _, id := range before {
+			if _, _, _, ok := g.Bound(id); ok {
+				bound = append(bound, id)
+			}
+		}
+		dropped := g.SetCapacity(name, capacity)
+		after := g.Reservations()
+		if capacity >= old && len(dropped) > 0 {
+			t.Fatalf("growing %s from %d to %d dropped %v", name, old, capacity, dropped)
+		}
+		if len(after)+len(dropped) != len(before) {
+			t.Fatalf("%d before, %d after, %d dropped", len(before), len(after), len(dropped))
+		}
+		for k, n := range g.order {
+			if !n.bound {
+				r := g.res[g.byName[name]].Resource
+				fits := satisfies(r, n.q) // room beside bound holds aside
+				if has := slices.Contains(g.Candidates(n.q.ID), name); has && !fits {
+					t.Fatalf("%s: does not fit %s at %d nodes, but it is a candidate: %v", n.q.ID, name, capacity, g.Candidates(n.q.ID))
+				}
+			}
+			if g.freeDeg(k) == 0 || g.starving(k) != nil {
+				t.Fatalf("%s violates inequality (1) after %s went %d -> %d (dropped %v):\n%s\nnow\n%s", n.q.ID, name, old, capacity, dropped, state, g.dump())
+			}
+		}
+		for _, id := range dropped {
+			if slices.Contains(bound, id) {
+				t.Fatalf("bound %s dropped", id)
+			}
+		}
+	})
+}
