@@ -220,7 +220,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		if err := checkWindow(&req, now); err != nil {
 			return nil, err
 		}
-		b.learnCapacity(ctx)
+		b.learnCapacity(ctx, now)
 	}
 	seq, err := b.store.NextID(ctx)
 	if err != nil {
@@ -913,7 +913,8 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 		if !b.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
 		} else if b.capacity[s] != b.snapSites[s].Nodes {
-			b.learned(s, b.snapSites[s].Nodes)
+			was := b.capacity[s]
+			b.failShrunk(ctx, now, s, was, b.learned(s, b.snapSites[s].Nodes))
 		}
 	}
 	b.mu.Unlock()

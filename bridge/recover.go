@@ -40,7 +40,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	}
 	resv := slices.ContainsFunc(jobs, func(j *Job) bool { return j.Resv != nil })
 	if resv {
-		b.learnCapacity(ctx)
+		b.learnCapacity(ctx, now)
 	}
 	b.mu.Lock()
 	if resv {

@@ -25,27 +25,22 @@ import (
 // Each site is one resource of the graph, with its node count as capacity;
 // a reservation needs its nodes on one site (no co-allocation).
 
-// learnCapacity asks the sites whose node count is not known yet (b.mu not
-// held). A site that does not answer stays unknown: it is no resource of the
-// graph until it does.
-func (b *Broker) learnCapacity(ctx context.Context) {
+// learnCapacity asks every site its node count before admission decides on
+// it (b.mu not held): a site not known yet becomes a resource of the graph,
+// one that grew or shrank since it was last asked has its new count there
+// (the reservations a shrink can no longer hold fail now). A site that does
+// not answer keeps what the graph knows of it; binding applies the failure
+// rule to it.
+func (b *Broker) learnCapacity(ctx context.Context, now time.Time) {
+	nodes, errs := b.siteNodes(ctx, func(int) bool { return true })
 	b.mu.Lock()
-	var ask []int
+	defer b.mu.Unlock()
 	for s := range b.sites {
-		if b.capacity[s] == 0 {
-			ask = append(ask, s)
+		if errs[s] == nil {
+			was := b.capacity[s]
+			b.failShrunk(ctx, now, s, was, b.learned(s, nodes[s]))
 		}
 	}
-	b.mu.Unlock()
-	if len(ask) == 0 {
-		return
-	}
-	nodes, _ := b.siteNodes(ctx, func(s int) bool { return slices.Contains(ask, s) })
-	b.mu.Lock()
-	for _, s := range ask {
-		b.learned(s, nodes[s])
-	}
-	b.mu.Unlock()
 }
 
 // siteNodes asks the sites that ask selects for their Info (b.mu not held):
@@ -71,20 +66,45 @@ func (b *Broker) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []
 }
 
 // learned records a site's node count and makes the site a resource of the
-// graph (again, after a failure). b.mu held.
-func (b *Broker) learned(s, nodes int) {
+// graph (again, after a failure). A site already in the graph whose count
+// changed (nodes drained or added) gets the new count there too; the
+// reservations a shrink dropped are returned for the caller to fail
+// (failShrunk). b.mu held.
+func (b *Broker) learned(s, nodes int) (dropped []string) {
 	if nodes <= 0 || (b.capacity[s] == nodes && !b.resFailed[s]) {
-		return
+		return nil
 	}
 	fresh := b.capacity[s] == 0 || b.resFailed[s]
 	b.capacity[s] = nodes
 	b.resFailed[s] = false
 	if b.rrg == nil {
-		return // built on first use from every known capacity
+		return nil // built on first use from every known capacity
 	}
 	if fresh {
 		b.rrg.AddResource(reserve.Resource{Name: b.names[s], Capacity: nodes, Cost: 1})
+		return nil
 	}
+	return b.rrg.SetCapacity(b.names[s], nodes)
+}
+
+// failShrunk fails the jobs still waiting for the reservations the graph
+// dropped when site s shrank from was nodes to its count now, and returns
+// how many. b.mu held.
+func (b *Broker) failShrunk(ctx context.Context, now time.Time, s, was int, dropped []string) int {
+	if len(dropped) == 0 {
+		return 0
+	}
+	b.log.Warn("site shrank: reservations re-admitted", "site", b.names[s], "was", was, "now", b.capacity[s], "dropped", len(dropped))
+	n := 0
+	for _, id := range dropped {
+		j := b.jobs[id]
+		if j == nil || j.State != Reserved {
+			continue // running in its reservation: tracking decides its fate
+		}
+		b.failReserved(ctx, j, now, fmt.Sprintf("site %s shrank from %d to %d nodes and the admission test, re-run, no longer holds the reservation", b.names[s], was, b.capacity[s]))
+		n++
+	}
+	return n
 }
 
 // graph returns the resource–reservation graph, built on first use. b.mu held.
@@ -281,7 +301,8 @@ func (b *Broker) refreshResources(ctx context.Context, now time.Time, rep *BindR
 	g := b.graph()
 	for s := range b.sites {
 		if errs[s] == nil {
-			b.learned(s, nodes[s])
+			was := b.capacity[s]
+			rep.Failed += b.failShrunk(ctx, now, s, was, b.learned(s, nodes[s]))
 			continue
 		}
 		if b.capacity[s] == 0 || b.resFailed[s] {

@@ -316,3 +316,80 @@ func TestCancelledReservationFreesItsWindow(t *testing.T) {
 		t.Fatal("a broker with a job waiting for its reservation says it is idle")
 	}
 }
+
+// drained reports fewer nodes than its simulated site has, as a site whose
+// nodes were drained does; 0 reports the site as it is.
+type drained struct {
+	*simbackend.Site
+	nodes int
+}
+
+func (d *drained) Info(ctx context.Context) (*backends.SiteInfo, error) {
+	in, err := d.Site.Info(ctx)
+	if err != nil || d.nodes == 0 {
+		return in, err
+	}
+	c := *in
+	c.Nodes, c.FreeNodes = d.nodes, min(c.FreeNodes, d.nodes)
+	return &c, nil
+}
+
+// A site that shrinks re-runs admission on its waiting reservations when
+// the broker next asks it how it is (binding asks every site; so does a
+// cycle with jobs queued): one that no longer fits fails with the reason,
+// one that still fits is bound and runs; once the site has grown back, a
+// wide request is admitted again.
+func TestShrunkSiteFailsReservations(t *testing.T) {
+	ctx := context.Background()
+	e := simbackend.NewEngine(epoch, 1)
+	s, err := simbackend.NewSite(e, simbackend.SiteConfig{Name: "A", Nodes: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &drained{Site: s}
+	pl, _ := coalloc.ByName("greedy-easy")
+	b, err := bridge.New(bridge.Options{Sites: []bridge.SiteConfig{{Name: "A", Backend: d, H: 1, Simulated: true}},
+		Planner: pl, MultiSite: 1, BindLead: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, _ := b.Submit(ctx, window(resvReq("wide", 6, 10*time.Minute), 15*time.Minute, 25*time.Minute), epoch)
+	narrow, _ := b.Submit(ctx, window(resvReq("narrow", 2, 10*time.Minute), 15*time.Minute, 25*time.Minute), epoch)
+	if wide.State != bridge.Reserved || narrow.State != bridge.Reserved {
+		t.Fatalf("states %s, %s; want both reserved", wide.State, narrow.State)
+	}
+	// What the daemon's tasks do: bind and cycle.
+	step := func(now time.Time) {
+		t.Helper()
+		e.RunUntil(now)
+		if _, err := b.BindReservations(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Cycle(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.nodes = 4
+	now := epoch
+	for ; now.Before(epoch.Add(15 * time.Minute)); now = now.Add(10 * time.Second) {
+		step(now)
+	}
+	w, _ := b.Job(wide.ID)
+	if w.State != bridge.Failed || !strings.Contains(w.Reason, "site A shrank from 8 to 4 nodes") {
+		t.Fatalf("wide: %s (%s); want failed because A shrank", w.State, w.Reason)
+	}
+	if r, _ := b.Submit(ctx, window(resvReq("wide2", 6, 10*time.Minute), 40*time.Minute, 50*time.Minute), now); r.State != bridge.Rejected {
+		t.Fatalf("a 6-node request on a 4-node site: %s; want rejected", r.State)
+	}
+	for end := now.Add(15 * time.Minute); now.Before(end); now = now.Add(10 * time.Second) {
+		step(now)
+	}
+	if n, _ := b.Job(narrow.ID); n.State != bridge.Completed || n.Start.Before(epoch.Add(15*time.Minute)) {
+		t.Fatalf("narrow: %s from %s (%s); want completed inside its window", n.State, n.Start.Sub(epoch), n.Reason)
+	}
+	d.nodes = 0 // back to 8
+	step(now)
+	if r, _ := b.Submit(ctx, window(resvReq("wide3", 6, 10*time.Minute), 60*time.Minute, 70*time.Minute), now); r.State != bridge.Reserved {
+		t.Fatalf("a 6-node request once A has 8 nodes again: %s (%s); want reserved", r.State, r.Reason)
+	}
+}
