@@ -105,10 +105,19 @@ CREATE TABLE reservations (
 CREATE INDEX reservations_state ON reservations(state, earliest);
 ALTER TABLE sites ADD COLUMN outages INTEGER NOT NULL DEFAULT 0; -- times a probe found the site unreachable after a good (or no) probe, for trust
 `},
+	{5, "recent outcomes for trust: the counts with older ones decayed, and the raw counts folded in", `
+ALTER TABLE sites ADD COLUMN recent_at INTEGER;          -- unix ns the decayed counts are as of; NULL = never decayed
+ALTER TABLE sites ADD COLUMN recent_completed REAL NOT NULL DEFAULT 0;
+ALTER TABLE sites ADD COLUMN recent_failed REAL NOT NULL DEFAULT 0;
+ALTER TABLE sites ADD COLUMN recent_outages REAL NOT NULL DEFAULT 0;
+ALTER TABLE sites ADD COLUMN folded_completed INTEGER NOT NULL DEFAULT 0; -- the raw counts (completed, failed, outages) they include
+ALTER TABLE sites ADD COLUMN folded_failed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sites ADD COLUMN folded_outages INTEGER NOT NULL DEFAULT 0;
+`},
 }
 
 // SchemaVersion is the schema version this binary writes.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 func init() {
 	for i, m := range migrations {

@@ -59,6 +59,24 @@ type SiteHealth struct {
 	// (SPEC.md §3) at TrustAt; nil: not computed.
 	Trust   *float64
 	TrustAt time.Time
+	// Recent is the outcome counts with older outcomes weighing less, as
+	// the trust task last decayed them (SetTrustRecent); nil: never
+	// (since schema version 5).
+	Recent *Recent
+}
+
+// Counts are a site's raw outcome counts (SiteHealth's Completed, Failed
+// and Outages).
+type Counts struct{ Completed, Failed, Outages int64 }
+
+// Recent is a site's outcome counts with older ones decayed: Completed,
+// Failed and Outages as of At, the raw counts up to Folded included. The
+// next decay multiplies them by the decay over the time since At and adds
+// the raw counts beyond Folded.
+type Recent struct {
+	Completed, Failed, Outages float64
+	At                         time.Time
+	Folded                     Counts
 }
 
 // SiteHealthStore is the durable record of the sites' health beside the
@@ -69,12 +87,14 @@ type SiteHealth struct {
 // failed probe records its time and error only, so the numbers of the last
 // successful probe stay (LastOK says when they were true). A probe's Link
 // replaces the stored one; a probe without a Link leaves it. SetTrust
-// stores a trust score computed by a policy (finite, >= 0). SiteHealth
+// stores a trust score computed by a policy (finite, >= 0), and
+// SetTrustRecent that score with the decayed counts it came from. SiteHealth
 // returns every site the store has a record of, by name; a site never
 // probed nor counted has none. Outcome counts are kept by Put itself.
 type SiteHealthStore interface {
 	RecordProbe(ctx context.Context, p SiteProbe) error
 	SetTrust(ctx context.Context, site string, trust float64, at time.Time) error
+	SetTrustRecent(ctx context.Context, site string, trust float64, r Recent) error
 	SiteHealth(ctx context.Context) ([]SiteHealth, error)
 }
 
@@ -93,6 +113,11 @@ const (
 	qProbeLink = `UPDATE sites SET link_at = ?, bytes_per_s = ?, latency_ns = ? WHERE name = ?`
 	qTrust     = `INSERT INTO sites(name, trust, trust_at) VALUES (?, ?, ?)
 	ON CONFLICT(name) DO UPDATE SET trust = excluded.trust, trust_at = excluded.trust_at`
+	qTrustRecent = `INSERT INTO sites(name, trust, trust_at, recent_at, recent_completed, recent_failed, recent_outages,
+		folded_completed, folded_failed, folded_outages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT(name) DO UPDATE SET trust = excluded.trust, trust_at = excluded.trust_at, recent_at = excluded.recent_at,
+		recent_completed = excluded.recent_completed, recent_failed = excluded.recent_failed, recent_outages = excluded.recent_outages,
+		folded_completed = excluded.folded_completed, folded_failed = excluded.folded_failed, folded_outages = excluded.folded_outages`
 	qOutcome = `INSERT INTO sites(name, completed, failed) VALUES (?, ?, ?)
 	ON CONFLICT(name) DO UPDATE SET completed = completed + excluded.completed, failed = failed + excluded.failed`
 )
@@ -147,10 +172,35 @@ func (s *SQLite) SetTrust(ctx context.Context, site string, trust float64, at ti
 	return nil
 }
 
+// SetTrustRecent implements SiteHealthStore: the score, computed at r.At,
+// and the decayed counts it was computed from, in one write.
+func (s *SQLite) SetTrustRecent(ctx context.Context, site string, trust float64, r Recent) error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+	switch {
+	case site == "":
+		return fmt.Errorf("store: set trust: %w: no site name", bridge.ErrBadRequest)
+	case !finite(trust):
+		return fmt.Errorf("store: set trust of %s: %w: %g; want a finite value >= 0", site, bridge.ErrBadRequest, trust)
+	case r.At.IsZero():
+		return fmt.Errorf("store: set trust of %s: %w: no computation time", site, bridge.ErrBadRequest)
+	case !finite(r.Completed) || !finite(r.Failed) || !finite(r.Outages) || r.Folded.Completed < 0 || r.Folded.Failed < 0 || r.Folded.Outages < 0:
+		return fmt.Errorf("store: set trust of %s: %w: recent counts %+v; want finite values >= 0", site, bridge.ErrBadRequest, r)
+	}
+	at := r.At.UnixNano()
+	err := s.write(ctx, func(w *wtx) error {
+		return w.exec(qTrustRecent, site, trust, at, at, r.Completed, r.Failed, r.Outages, r.Folded.Completed, r.Folded.Failed, r.Folded.Outages)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set trust of %s: %w", site, s.wrap("writing", err))
+	}
+	return nil
+}
+
 // SiteHealth implements SiteHealthStore.
 func (s *SQLite) SiteHealth(ctx context.Context) ([]SiteHealth, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT name, probed, error, ok_at, nodes, free_nodes, queued, running,
-		link_at, bytes_per_s, latency_ns, completed, failed, trust, trust_at, outages FROM sites ORDER BY name`)
+		link_at, bytes_per_s, latency_ns, completed, failed, trust, trust_at, outages,
+		recent_at, recent_completed, recent_failed, recent_outages, folded_completed, folded_failed, folded_outages FROM sites ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: site health: %w", s.wrap("reading", err))
 	}
@@ -158,11 +208,17 @@ func (s *SQLite) SiteHealth(ctx context.Context) ([]SiteHealth, error) {
 	var out []SiteHealth
 	for rows.Next() {
 		var h SiteHealth
-		var probed, okAt, linkAt, latency, trustAt sql.NullInt64
+		var probed, okAt, linkAt, latency, trustAt, recentAt sql.NullInt64
 		var rate, trust sql.NullFloat64
+		var r Recent
 		if err := rows.Scan(&h.Site, &probed, &h.LastErr, &okAt, &h.Nodes, &h.FreeNodes, &h.Queued, &h.Running,
-			&linkAt, &rate, &latency, &h.Completed, &h.Failed, &trust, &trustAt, &h.Outages); err != nil {
+			&linkAt, &rate, &latency, &h.Completed, &h.Failed, &trust, &trustAt, &h.Outages,
+			&recentAt, &r.Completed, &r.Failed, &r.Outages, &r.Folded.Completed, &r.Folded.Failed, &r.Folded.Outages); err != nil {
 			return nil, fmt.Errorf("store: site health: %w", s.wrap("reading", err))
+		}
+		if recentAt.Valid {
+			r.At = unixNS(recentAt)
+			h.Recent = &r
 		}
 		h.LastProbe, h.LastOK, h.LinkAt, h.TrustAt = unixNS(probed), unixNS(okAt), unixNS(linkAt), unixNS(trustAt)
 		if rate.Valid && linkAt.Valid {

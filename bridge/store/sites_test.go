@@ -283,3 +283,76 @@ func TestNewerSchemaKeepsSiteHealth(t *testing.T) {
 		t.Fatalf("after the refusal: %+v", h)
 	}
 }
+
+// SetTrustRecent stores the score and the decayed counts together; they
+// survive a reopen, and bad counts are refused without a trace.
+func TestTrustRecentRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "gridsub.db")
+	s, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 6, 0, 0, 123, time.UTC)
+	r := store.Recent{Completed: 3.25, Failed: 0.5, Outages: 1, At: now, Folded: store.Counts{Completed: 4, Failed: 1, Outages: 1}}
+	if err := s.SetTrustRecent(ctx, "A", 0.8, r); err != nil {
+		t.Fatal(err)
+	}
+	for what, bad := range map[string]store.Recent{
+		"no time":         {Completed: 1},
+		"negative":        {Failed: -1, At: now},
+		"NaN":             {Outages: math.NaN(), At: now},
+		"negative folded": {At: now, Folded: store.Counts{Completed: -1}},
+	} {
+		if err := s.SetTrustRecent(ctx, "B", 1, bad); !errors.Is(err, bridge.ErrBadRequest) {
+			t.Errorf("%s: %v, want ErrBadRequest", what, err)
+		}
+	}
+	if err := s.SetTrustRecent(ctx, "B", math.Inf(1), r); !errors.Is(err, bridge.ErrBadRequest) {
+		t.Errorf("infinite trust: %v, want ErrBadRequest", err)
+	}
+	s.Close()
+	s, err = store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all, err := s.SiteHealth(ctx)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("records %+v, %v; want A only (B's writes were all refused)", all, err)
+	}
+	h := all[0]
+	if h.Trust == nil || *h.Trust != 0.8 || !h.TrustAt.Equal(now) || h.Recent == nil || *h.Recent != r {
+		t.Fatalf("after reopen: trust %v at %v, recent %+v; want 0.8 at %v, %+v", h.Trust, h.TrustAt, h.Recent, now, r)
+	}
+}
+
+// A version-4 file keeps its counts and trust; its sites have no decayed
+// counts until the trust task first computes them.
+func TestMigrateFromVersion4(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v4.db")
+	if err := store.CreateAtVersion(ctx, path, 4); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO sites(name, completed, failed, outages, trust, trust_at) VALUES ('A', 5, 2, 1, 0.7, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	s, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatalf("opening a version-4 file: %v", err)
+	}
+	defer s.Close()
+	h := health(t, s, "A")
+	if h.Completed != 5 || h.Failed != 2 || h.Outages != 1 || h.Trust == nil || *h.Trust != 0.7 || h.Recent != nil {
+		t.Fatalf("after migration: %+v, recent %+v", h, h.Recent)
+	}
+	if v := fileVersion(t, path); v != store.SchemaVersion {
+		t.Fatalf("version %d, want %d", v, store.SchemaVersion)
+	}
+}

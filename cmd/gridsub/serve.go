@@ -54,6 +54,7 @@ type serveFlags struct {
 	metricsListen string
 	timeScale     float64
 	keep          time.Duration
+	trustHalfLife time.Duration
 	logFormat     string
 }
 
@@ -74,6 +75,7 @@ the other periodic tasks on the schedules of broker.cron:
                    create them at their site and submit into them   default "@every 10s"
   health           probe every site            default "@every 1m"
   trust            recompute every site's trust from the stored outcomes   default "@every 5m"
+                   (older outcomes weigh less: see --trust-half-life)
   history_cleanup  drop jobs ended long ago    default "@daily" (see --keep-history)
 
 While it runs, "gridsub job.yaml" and "gridsub submit" hand jobs to it and
@@ -106,6 +108,8 @@ running on them when the daemon stopped are found lost and queued again.`,
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "also serve /metrics (only) on this TCP address, without a token")
 	fl.Float64Var(&f.timeScale, "time-scale", 0, "simulated sites only: virtual seconds per wall second (default: sim.time_scale)")
 	fl.DurationVar(&f.keep, "keep-history", 30*24*time.Hour, "history cleanup deletes jobs that ended longer ago than this")
+	fl.DurationVar(&f.trustHalfLife, "trust-half-life", daemon.DefaultTrustHalfLife,
+		"for trust, a job outcome or an outage at a site weighs half as much after this long; 0 or less: never ages")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	return c
 }
@@ -155,7 +159,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
 	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
 		Listen: f.listen, Token: token, MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
-		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, Logger: log})
+		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, TrustHalfLife: halfLife(f.trustHalfLife), Logger: log})
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
 		return nil
@@ -164,4 +168,13 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return usageErr(err)
 	}
 	return &exitError{exitInternal, err}
+}
+
+// halfLife maps --trust-half-life to daemon.Options.TrustHalfLife, where 0
+// means the default: a flag of 0 or less means outcomes never age.
+func halfLife(flag time.Duration) time.Duration {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }

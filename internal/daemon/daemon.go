@@ -70,7 +70,11 @@ type Options struct {
 	TimeScale float64
 	SimTick   time.Duration // how often the simulated engine advances (0 = 100ms)
 	Retention time.Duration // history cleanup prunes jobs ended longer ago (0 = 30 days)
-	Logger    *slog.Logger
+	// TrustHalfLife is how fast outcomes age for trust: a job outcome or
+	// an outage weighs half as much after each half-life (0 = 7 days; < 0 =
+	// never: every outcome since the database was created counts fully).
+	TrustHalfLife time.Duration
+	Logger        *slog.Logger
 }
 
 // Daemon is a running broker service. Start it with Start, stop it with
@@ -140,6 +144,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	if opts.Retention <= 0 {
 		opts.Retention = 30 * 24 * time.Hour
+	}
+	if opts.TrustHalfLife == 0 {
+		opts.TrustHalfLife = DefaultTrustHalfLife
 	}
 	if opts.SimTick <= 0 {
 		opts.SimTick = 100 * time.Millisecond

@@ -56,10 +56,17 @@ func start(t testing.TB, state, socket string, scale float64) *daemon.Daemon {
 // startWith is start with extra (or overriding) cron entries.
 func startWith(t testing.TB, state, socket string, scale float64, cron map[string]string) *daemon.Daemon {
 	t.Helper()
+	return startOpts(t, daemon.Options{StateDir: state, Socket: socket, TimeScale: scale, Cron: cron})
+}
+
+// startOpts starts a daemon on the test bed with opts, fast cycles and
+// health probes added to its cron entries (which override them).
+func startOpts(t testing.TB, opts daemon.Options) *daemon.Daemon {
+	t.Helper()
 	c := map[string]string{"cycle": "@every 50ms", "health": "@every 200ms"}
-	maps.Copy(c, cron)
-	d, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: socket,
-		TimeScale: scale, SimTick: 20 * time.Millisecond, Cron: c})
+	maps.Copy(c, opts.Cron)
+	opts.Spec, opts.SimTick, opts.Cron = testbed(), 20*time.Millisecond, c
+	d, err := daemon.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

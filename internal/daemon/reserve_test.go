@@ -67,7 +67,9 @@ func TestDaemonBindsReservations(t *testing.T) {
 // would have without the failure.
 func TestDaemonRecomputesTrust(t *testing.T) {
 	state, sock := dirs(t)
-	startWith(t, state, sock, 600, map[string]string{daemon.TaskTrust: "@every 100ms"})
+	// Outcomes that never age, so the scores are exactly the model's.
+	startOpts(t, daemon.Options{StateDir: state, Socket: sock, TimeScale: 600, TrustHalfLife: -1,
+		Cron: map[string]string{daemon.TaskTrust: "@every 100ms"}})
 	c := api.NewUnixClient(sock)
 	ctx := context.Background()
 	for _, r := range okAndFailing() {
@@ -89,7 +91,7 @@ func TestDaemonRecomputesTrust(t *testing.T) {
 			case "Harbin":
 				o.Completed = 1
 			case "Shanghai":
-				o.Failed = failedAtShanghai
+				o.Failed = float64(failedAtShanghai)
 			}
 			out[trust.Key{From: "", To: s.Name}] = o
 		}
@@ -135,5 +137,42 @@ func TestDaemonRecomputesTrust(t *testing.T) {
 	j = waitState(t, c, j.ID, 15*time.Second, bridge.Completed, bridge.Failed)
 	if j.State != bridge.Completed || !strings.HasPrefix(j.Sites(), "Harbin") {
 		t.Fatalf("job %s ended %s at %q; want completed at Harbin, the trusted of two equal sites", j.ID, j.State, j.Sites())
+	}
+}
+
+// Outcomes age: with a half-life of 300 ms, Shanghai's score falls to the
+// full weight of its failure when the trust task first counts it, and
+// climbs back towards 1 as the failure ages.
+func TestDaemonTrustDecays(t *testing.T) {
+	state, sock := dirs(t)
+	startOpts(t, daemon.Options{StateDir: state, Socket: sock, TimeScale: 600, TrustHalfLife: 300 * time.Millisecond,
+		Cron: map[string]string{daemon.TaskTrust: "@every 50ms"}})
+	c := api.NewUnixClient(sock)
+	ctx := context.Background()
+	bad := okAndFailing()[1]
+	j, err := c.Submit(ctx, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, j.ID, 15*time.Second, bridge.Failed)
+	lowest, deadline := 1.0, time.Now().Add(15*time.Second)
+	for {
+		r, err := c.SiteStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range r.Details {
+			if s.Name == "Shanghai" && s.Trust != nil {
+				lowest = min(lowest, *s.Trust)
+				if lowest < 0.65 && *s.Trust > 0.95 {
+					t.Logf("Shanghai: trust %.3f at its lowest, %.3f now", lowest, *s.Trust)
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Shanghai's trust was %.3f at its lowest and never climbed back above 0.95 (want a fall below 0.65 first)", lowest)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -9,12 +9,17 @@ import (
 	"github.com/gridsub/gridsub/policy/trust"
 )
 
+// DefaultTrustHalfLife is how fast outcomes age for trust unless
+// Options.TrustHalfLife says otherwise: a week.
+const DefaultTrustHalfLife = 7 * 24 * time.Hour
+
 // recomputeTrust is the trust task (SPEC.md §3): every configured site's
 // trust as the broker sees it, from what the store counted — jobs that
 // completed or failed there and outages the health probes found (one per
-// outage, however long) —
+// outage, however long), older ones decayed (recent) —
 // and the site's power (nodes / h) and measured bandwidth. The scores are
-// stored (GET /v1/sites shows them) and handed to the policy.
+// stored with the decayed counts (GET /v1/sites shows them) and handed to
+// the policy.
 func (d *Daemon) recomputeTrust(ctx context.Context) error {
 	recs, err := d.st.SiteHealth(ctx)
 	if err != nil {
@@ -26,6 +31,8 @@ func (d *Daemon) recomputeTrust(ctx context.Context) error {
 	}
 	var nodes []trust.Node
 	out := map[trust.Key]trust.Outcomes{}
+	now := time.Now()
+	rec := map[string]store.Recent{}
 	for _, s := range d.env.Sites {
 		r := byName[s.Name]
 		n := trust.Node{Name: s.Name, Power: power(s.Nodes, r.Nodes, s.H)}
@@ -33,16 +40,17 @@ func (d *Daemon) recomputeTrust(ctx context.Context) error {
 			n.Bandwidth = r.Link.BytesPerSec
 		}
 		nodes = append(nodes, n)
-		out[trust.Key{From: "", To: s.Name}] = trust.Outcomes{Completed: int(r.Completed), Failed: int(r.Failed), Unreachable: int(r.Outages)}
+		c := recent(r, now, d.opts.TrustHalfLife)
+		rec[s.Name] = c
+		out[trust.Key{From: "", To: s.Name}] = trust.Outcomes{Completed: c.Completed, Failed: c.Failed, Unreachable: c.Outages}
 	}
 	scores := d.trustModel.Scores(trust.Node{Name: ""}, nodes, out)
-	now := time.Now()
 	for _, n := range nodes {
 		v, ok := scores[n.Name]
 		if !ok {
 			continue
 		}
-		if err := d.st.SetTrust(ctx, n.Name, v, now); err != nil {
+		if err := d.st.SetTrustRecent(ctx, n.Name, v, rec[n.Name]); err != nil {
 			return fmt.Errorf("storing the trust of %s: %w", n.Name, err)
 		}
 		d.m.siteTrust.WithLabelValues(n.Name).Set(v)
@@ -50,6 +58,29 @@ func (d *Daemon) recomputeTrust(ctx context.Context) error {
 	d.env.Broker.SetTrust(scores)
 	d.log.Info("trust recomputed", "scores", fmt.Sprint(scores))
 	return nil
+}
+
+// recent decays a site's outcome counts to now: the counts as the last
+// recomputation left them, aged by the time since (trust.Decay), plus the
+// outcomes counted since. The first time (or when the raw counts went
+// backwards: a store replaced) every outcome counted so far weighs fully.
+func recent(r store.SiteHealth, now time.Time, halfLife time.Duration) store.Recent {
+	raw := store.Counts{Completed: r.Completed, Failed: r.Failed, Outages: r.Outages}
+	var prev store.Recent
+	if r.Recent != nil && r.Recent.Folded.Completed <= raw.Completed && r.Recent.Folded.Failed <= raw.Failed && r.Recent.Folded.Outages <= raw.Outages {
+		prev = *r.Recent
+	}
+	age := time.Duration(0)
+	if !prev.At.IsZero() {
+		age = now.Sub(prev.At)
+	}
+	return store.Recent{
+		Completed: trust.Decay(prev.Completed, age, halfLife) + float64(raw.Completed-prev.Folded.Completed),
+		Failed:    trust.Decay(prev.Failed, age, halfLife) + float64(raw.Failed-prev.Folded.Failed),
+		Outages:   trust.Decay(prev.Outages, age, halfLife) + float64(raw.Outages-prev.Folded.Outages),
+		At:        now,
+		Folded:    raw,
+	}
 }
 
 // power is a site's compute power for the trust comparison: its nodes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them.
@@ -35,7 +36,18 @@ type Node struct {
 // (From = "" is the broker / the user's machine; To = a site): tasks that
 // completed, tasks that failed (job failures, transfer failures), and
 // unreachable events (a probe or submission that could not reach the site).
-type Outcomes struct{ Completed, Failed, Unreachable int }
+// Counts may be fractional: decayed counts (Decay) weigh old outcomes less.
+type Outcomes struct{ Completed, Failed, Unreachable float64 }
+
+// Decay is what a count v weighs after elapsed time with the given
+// half-life: v·2^(−elapsed/halfLife). A half-life of 0 or less, or no
+// elapsed time, leaves v as it is (outcomes never age).
+func Decay(v float64, elapsed, halfLife time.Duration) float64 {
+	if halfLife <= 0 || elapsed <= 0 {
+		return v
+	}
+	return v * math.Exp2(-float64(elapsed)/float64(halfLife))
+}
 
 // Add returns the sum of two counts.
 func (o Outcomes) Add(p Outcomes) Outcomes {

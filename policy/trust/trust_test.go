@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -182,7 +183,7 @@ func TestScoreFailuresTendToFloor(t *testing.T) {
 	sites := []Node{{Name: "bad", Power: 800}, {Name: "good", Power: 500}}
 	prev := 1.0
 	for _, f := range []int{0, 1, 2, 5, 10, 100, 1000, 1e6} {
-		out := map[Key]Outcomes{{"", "bad"}: {Failed: f}, {"", "good"}: {Completed: 5}}
+		out := map[Key]Outcomes{{"", "bad"}: {Failed: float64(f)}, {"", "good"}: {Completed: 5}}
 		s := m.Scores(Node{}, sites, out)
 		if s["good"] != 1 {
 			t.Errorf("clean site scores %v, want 1", s["good"])
@@ -260,9 +261,10 @@ func genWorld(t *rapid.T, brokerOnly bool) ([]Node, map[Key]Outcomes) {
 		}
 		to := sites[rapid.IntRange(0, n-1).Draw(t, "to")].Name
 		out[Key{from, to}] = Outcomes{
-			Completed:   rapid.IntRange(0, 20).Draw(t, "c"),
-			Failed:      rapid.IntRange(0, 20).Draw(t, "f"),
-			Unreachable: rapid.IntRange(0, 5).Draw(t, "u"),
+			// Decayed counts are fractional: draw some of those too.
+			Completed:   float64(rapid.IntRange(0, 20).Draw(t, "c")) * rapid.SampledFrom([]float64{1, 1, 0.37}).Draw(t, "cw"),
+			Failed:      float64(rapid.IntRange(0, 20).Draw(t, "f")) * rapid.SampledFrom([]float64{1, 1, 0.61}).Draw(t, "fw"),
+			Unreachable: float64(rapid.IntRange(0, 5).Draw(t, "u")),
 		}
 	}
 	return sites, out
@@ -328,7 +330,7 @@ func TestScoresMonotone(t *testing.T) {
 			from = sites[f].Name
 		}
 		to := sites[rapid.IntRange(0, len(sites)-1).Draw(t, "to")].Name
-		add := Outcomes{Failed: rapid.IntRange(0, 5).Draw(t, "addF"), Unreachable: rapid.IntRange(0, 5).Draw(t, "addU")}
+		add := Outcomes{Failed: float64(rapid.IntRange(0, 5).Draw(t, "addF")), Unreachable: float64(rapid.IntRange(0, 5).Draw(t, "addU"))}
 		worse := clone(out)
 		worse[Key{from, to}] = worse[Key{from, to}].Add(add)
 		after := m.Scores(Node{}, sites, worse)
@@ -382,11 +384,11 @@ func benchWorld(n int) ([]Node, map[Key]Outcomes) {
 	out := map[Key]Outcomes{}
 	for x := range sites {
 		sites[x] = Node{Name: fmt.Sprintf("site%04d", x), Area: fmt.Sprintf("la%d", x/50), Power: float64(500 + r.IntN(300)), Bandwidth: float64(1+r.IntN(100)) * 1e6}
-		out[Key{"", sites[x].Name}] = Outcomes{Completed: r.IntN(100), Failed: r.IntN(10), Unreachable: r.IntN(3)}
+		out[Key{"", sites[x].Name}] = Outcomes{Completed: float64(r.IntN(100)), Failed: float64(r.IntN(10)), Unreachable: float64(r.IntN(3))}
 	}
 	for k := 0; k < 5*n; k++ {
 		a, b := sites[r.IntN(n)].Name, sites[r.IntN(n)].Name
-		out[Key{a, b}] = Outcomes{Completed: r.IntN(10), Failed: r.IntN(3)}
+		out[Key{a, b}] = Outcomes{Completed: float64(r.IntN(10)), Failed: float64(r.IntN(3))}
 	}
 	return sites, out
 }
@@ -401,4 +403,28 @@ func BenchmarkScores1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(sites)), "ns/site")
+}
+
+// Decay halves a count every half-life, and leaves it alone without one.
+func TestDecay(t *testing.T) {
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		v        float64
+		elapsed  time.Duration
+		halfLife time.Duration
+		want     float64
+	}{
+		{8, 0, day, 8},
+		{8, day, day, 4},
+		{8, 3 * day, day, 1},
+		{8, day / 2, day, 8 / math.Sqrt2},
+		{8, day, 0, 8},
+		{8, day, -day, 8},
+		{8, -day, day, 8},
+		{0, day, day, 0},
+	} {
+		if got := Decay(c.v, c.elapsed, c.halfLife); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Decay(%v, %v, %v) = %v, want %v", c.v, c.elapsed, c.halfLife, got, c.want)
+		}
+	}
 }
