@@ -25,14 +25,20 @@ import (
 // Each site is one resource of the graph, with its node count as capacity;
 // a reservation needs its nodes on one site (no co-allocation).
 
+// capacityWait is how long admission waits for the sites' node counts.
+const capacityWait = 5 * time.Second
+
 // learnCapacity asks every site its node count before admission decides on
 // it (b.mu not held): a site not known yet becomes a resource of the graph,
 // one that grew or shrank since it was last asked has its new count there
 // (the reservations a shrink can no longer hold fail now). A site that does
-// not answer keeps what the graph knows of it; binding applies the failure
-// rule to it.
+// not answer within capacityWait keeps what the graph knows of it (a
+// request is not held up by a site that is down); binding applies the
+// failure rule to it.
 func (b *Broker) learnCapacity(ctx context.Context, now time.Time) {
-	nodes, errs := b.siteNodes(ctx, func(int) bool { return true })
+	ask, cancel := context.WithTimeout(ctx, capacityWait)
+	defer cancel()
+	nodes, errs := b.siteNodes(ask, func(int) bool { return true })
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.sites {
