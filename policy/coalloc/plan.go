@@ -442,8 +442,8 @@ func (p *Planner) startStatus(s *policy.Snapshot, dec *policy.Decision, best *Ca
 }
 
 // admit checks a job against the sites. It returns the eligible sites
-// (slowness ascending: h, divided by trust below 1), or a Reject decision (never runnable), or a Pending (not
-// runnable while some sites are down).
+// (slowness ascending: h, divided by trust below 1), or a Reject decision
+// (never runnable), or a Pending (not runnable while some sites are down).
 func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridInfo) ([]int, *policy.Decision, *policy.Pending) {
 	if g != nil && j.Allowed == nil && j.Width >= 1 && j.Origin >= -1 && j.Origin < len(s.Sites) {
 		if ((single || j.NoSplit) && j.Width <= g.upLargest) || (!single && !j.NoSplit && j.Width <= g.upTotal) {
