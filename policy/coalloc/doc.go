@@ -30,14 +30,17 @@
 // a placement holds its nodes for transfer + run.
 //
 // A multi-site placement fills the width fastest site first (by h, index on
-// ties; by h/trust when sites have trust scores below 1), each site up to the nodes it has free over the whole hold, every
-// site at least one node; a site left with nothing drops out and the model
+// ties; by h/trust when sites have trust scores below 1), each site up to
+// the nodes it has free over the whole hold, every site at least one node; a site left with nothing drops out and the model
 // is recomputed for the sites actually used. A reserved placement on several
 // sites starts at the first time the sites together keep the width free for
 // the hold (for one site that is the paper's T_available).
 //
-// Candidates are ranked by predicted end, then immediate before reserved,
-// then fewer sites, then a preferred site, then lower site indices. The
+// Candidates are ranked by predicted end divided by their trust (the
+// product of their sites' Site.Trust, SPEC §3; exactly the end when no
+// site has a score below 1), then predicted end, then immediate before
+// reserved, then fewer sites, then a preferred site, then lower site
+// indices. The
 // search prunes placements that cannot beat the best found so far, so
 // Decision.Beaten holds the runner-ups met on the way (a few), not a full
 // ranking. Jobs left waiting without a decision are listed in Plan.Pending

@@ -18,7 +18,9 @@
 // Admit is addQNode: insert q_k, accept iff inequality (1) holds,
 // freeDeg(q_k) · Π_{q_m∈β(q_k)} freeDeg(q_m) > 0; a refused request leaves
 // the graph as it was. Remove is §2.3, AddResource §2.4 (edges to unbound
-// reservations only), FailResource the rule of the paper's figure 2.
+// reservations only), FailResource the rule of the paper's figure 2, and
+// SetCapacity (a site that grew or shrank, which the paper does not have)
+// applies that rule to the reservations a shrink may no longer hold.
 //
 // # Generalisation to capacities
 //
