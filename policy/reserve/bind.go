@@ -32,6 +32,18 @@ type hold struct {
 	nodes      int
 }
 
+// heldOver sums the nodes of every hold that meets q's window: deleteEdge
+// keeps q's edge to a resource only if its capacity less this still holds q.
+func heldOver(holds []hold, q Request) int {
+	n := 0
+	for _, h := range holds {
+		if h.start.Before(q.LT) && h.end.After(q.ET) {
+			n += h.nodes
+		}
+	}
+	return n
+}
+
 // job is a running non-reserved job as place sees it.
 type job struct {
 	id      string
@@ -246,13 +258,7 @@ func (g *Graph) commit(n *resv, k, ri int, start time.Time) (undo func()) {
 		if qm.bound || !qm.edges.has(ri) {
 			continue
 		}
-		held := 0
-		for _, h := range holds {
-			if h.start.Before(qm.q.LT) && h.end.After(qm.q.ET) {
-				held += h.nodes
-			}
-		}
-		if capacity-held < qm.q.Width {
+		if capacity-heldOver(holds, qm.q) < qm.q.Width {
 			qm.edges.clear(ri)
 			cleared = append(cleared, qm)
 		}

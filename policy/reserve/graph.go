@@ -472,13 +472,7 @@ func (g *Graph) SetCapacity(name string, capacity int) (dropped []string) {
 	}
 	holds := g.holdsOn(i, nil)
 	fits := func(q Request) bool {
-		held := 0
-		for _, h := range holds {
-			if h.start.Before(q.LT) && h.end.After(q.ET) {
-				held += h.nodes
-			}
-		}
-		return satisfies(g.res[i].Resource, q) && now-held >= q.Width
+		return satisfies(g.res[i].Resource, q) && now-heldOver(holds, q) >= q.Width
 	}
 	var s []*resv
 	for _, n := range g.order {
