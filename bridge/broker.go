@@ -913,8 +913,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 		if !b.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
 		} else if b.capacity[s] != b.snapSites[s].Nodes {
-			was := b.capacity[s]
-			b.failShrunk(ctx, now, s, was, b.learned(s, b.snapSites[s].Nodes))
+			b.learned(ctx, now, s, b.snapSites[s].Nodes)
 		}
 	}
 	b.mu.Unlock()

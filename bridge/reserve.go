@@ -43,8 +43,7 @@ func (b *Broker) learnCapacity(ctx context.Context, now time.Time) {
 	defer b.mu.Unlock()
 	for s := range b.sites {
 		if errs[s] == nil {
-			was := b.capacity[s]
-			b.failShrunk(ctx, now, s, was, b.learned(s, nodes[s]))
+			b.learned(ctx, now, s, nodes[s])
 		}
 	}
 }
@@ -73,41 +72,41 @@ func (b *Broker) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []
 
 // learned records a site's node count and makes the site a resource of the
 // graph (again, after a failure). A site already in the graph whose count
-// changed (nodes drained or added) gets the new count there too; the
-// reservations a shrink dropped are returned for the caller to fail
-// (failShrunk). b.mu held.
-func (b *Broker) learned(s, nodes int) (dropped []string) {
+// changed (nodes drained or added) gets the new count there too, and the
+// jobs still waiting for the reservations a shrink dropped fail with the
+// reason. It returns how many failed. b.mu held.
+func (b *Broker) learned(ctx context.Context, now time.Time, s, nodes int) int {
 	if nodes <= 0 || (b.capacity[s] == nodes && !b.resFailed[s]) {
-		return nil
+		return 0
 	}
-	fresh := b.capacity[s] == 0 || b.resFailed[s]
+	was, fresh := b.capacity[s], b.capacity[s] == 0 || b.resFailed[s]
 	b.capacity[s] = nodes
 	b.resFailed[s] = false
 	if b.rrg == nil {
-		return nil // built on first use from every known capacity
+		return 0 // built on first use from every known capacity
 	}
 	if fresh {
 		b.rrg.AddResource(reserve.Resource{Name: b.names[s], Capacity: nodes, Cost: 1})
-		return nil
+		return 0
 	}
-	return b.rrg.SetCapacity(b.names[s], nodes)
-}
-
-// failShrunk fails the jobs still waiting for the reservations the graph
-// dropped when site s shrank from was nodes to its count now, and returns
-// how many. b.mu held.
-func (b *Broker) failShrunk(ctx context.Context, now time.Time, s, was int, dropped []string) int {
+	dropped := b.rrg.SetCapacity(b.names[s], nodes)
 	if len(dropped) == 0 {
 		return 0
 	}
-	b.log.Warn("site shrank: reservations re-admitted", "site", b.names[s], "was", was, "now", b.capacity[s], "dropped", len(dropped))
+	b.log.Warn("site shrank: reservations re-admitted", "site", b.names[s], "was", was, "now", nodes, "dropped", len(dropped))
+	return b.failDropped(ctx, now, dropped, fmt.Sprintf("site %s shrank from %d to %d nodes and the admission test, re-run, no longer holds the reservation", b.names[s], was, nodes))
+}
+
+// failDropped fails, with why, the jobs still waiting for the reservations
+// the graph dropped, and returns how many. b.mu held.
+func (b *Broker) failDropped(ctx context.Context, now time.Time, dropped []string, why string) int {
 	n := 0
 	for _, id := range dropped {
 		j := b.jobs[id]
 		if j == nil || j.State != Reserved {
 			continue // running in its reservation: tracking decides its fate
 		}
-		b.failReserved(ctx, j, now, fmt.Sprintf("site %s shrank from %d to %d nodes and the admission test, re-run, no longer holds the reservation", b.names[s], was, b.capacity[s]))
+		b.failReserved(ctx, j, now, why)
 		n++
 	}
 	return n
@@ -307,8 +306,7 @@ func (b *Broker) refreshResources(ctx context.Context, now time.Time, rep *BindR
 	g := b.graph()
 	for s := range b.sites {
 		if errs[s] == nil {
-			was := b.capacity[s]
-			rep.Failed += b.failShrunk(ctx, now, s, was, b.learned(s, nodes[s]))
+			rep.Failed += b.learned(ctx, now, s, nodes[s])
 			continue
 		}
 		if b.capacity[s] == 0 || b.resFailed[s] {
@@ -317,15 +315,7 @@ func (b *Broker) refreshResources(ctx context.Context, now time.Time, rep *BindR
 		b.resFailed[s] = true
 		dropped := g.FailResource(b.names[s])
 		b.log.Warn("site failed: reservations re-admitted", "site", b.names[s], "err", errs[s], "dropped", len(dropped))
-		for _, id := range dropped {
-			j := b.jobs[id]
-			if j == nil || j.State != Reserved {
-				continue // running in its reservation: tracking decides its fate
-			}
-			why := fmt.Sprintf("site %s failed (%v) and the admission test, re-run without it, no longer holds the reservation", b.names[s], errs[s])
-			b.failReserved(ctx, j, now, why)
-			rep.Failed++
-		}
+		rep.Failed += b.failDropped(ctx, now, dropped, fmt.Sprintf("site %s failed (%v) and the admission test, re-run without it, no longer holds the reservation", b.names[s], errs[s]))
 	}
 }
 
