@@ -55,23 +55,20 @@ func benchAdmit(b *testing.B, res []Resource, maxWidth int) {
 
 // Admit (plus Remove when admitted) at 100 unit resources × 1,000 admitted
 // reservations.
-func BenchmarkAdmit100x1000(b *testing.B) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	var res []Resource
-	for i := range 100 {
-		res = append(res, Resource{Name: fmt.Sprintf("r%d", i), Capacity: 1, Level: 1 + rng.IntN(5)})
-	}
-	benchAdmit(b, res, 1)
-}
+func BenchmarkAdmit100x1000(b *testing.B) { benchAdmit(b, resources100(1), 1) }
 
 // The same with 64-node resources and widths 1–16.
-func BenchmarkAdmit100x1000Wide(b *testing.B) {
+func BenchmarkAdmit100x1000Wide(b *testing.B) { benchAdmit(b, resources100(64), 16) }
+
+// resources100 is 100 resources of the given capacity at levels 1–5 drawn
+// from a fixed seed.
+func resources100(capacity int) []Resource {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var res []Resource
 	for i := range 100 {
-		res = append(res, Resource{Name: fmt.Sprintf("r%d", i), Capacity: 64, Level: 1 + rng.IntN(5)})
+		res = append(res, Resource{Name: fmt.Sprintf("r%d", i), Capacity: capacity, Level: 1 + rng.IntN(5)})
 	}
-	benchAdmit(b, res, 16)
+	return res
 }
 
 // Bind in et order at 100 unit resources × 1,000 admitted reservations, each
