@@ -157,13 +157,8 @@ func (s *SQLite) RecordProbe(ctx context.Context, p SiteProbe) error {
 
 // SetTrust implements SiteHealthStore.
 func (s *SQLite) SetTrust(ctx context.Context, site string, trust float64, at time.Time) error {
-	switch {
-	case site == "":
-		return fmt.Errorf("store: set trust: %w: no site name", bridge.ErrBadRequest)
-	case math.IsNaN(trust) || math.IsInf(trust, 0) || trust < 0:
-		return fmt.Errorf("store: set trust of %s: %w: %g; want a finite value >= 0", site, bridge.ErrBadRequest, trust)
-	case at.IsZero():
-		return fmt.Errorf("store: set trust of %s: %w: no computation time", site, bridge.ErrBadRequest)
+	if err := checkTrust(site, trust, at); err != nil {
+		return err
 	}
 	err := s.write(ctx, func(w *wtx) error { return w.exec(qTrust, site, trust, at.UnixNano()) })
 	if err != nil {
@@ -172,18 +167,30 @@ func (s *SQLite) SetTrust(ctx context.Context, site string, trust float64, at ti
 	return nil
 }
 
-// SetTrustRecent implements SiteHealthStore: the score, computed at r.At,
-// and the decayed counts it was computed from, in one write.
-func (s *SQLite) SetTrustRecent(ctx context.Context, site string, trust float64, r Recent) error {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+// checkTrust refuses a trust write without a site name, with a score that
+// is not a finite value >= 0, or without a computation time.
+func checkTrust(site string, trust float64, at time.Time) error {
 	switch {
 	case site == "":
 		return fmt.Errorf("store: set trust: %w: no site name", bridge.ErrBadRequest)
 	case !finite(trust):
 		return fmt.Errorf("store: set trust of %s: %w: %g; want a finite value >= 0", site, bridge.ErrBadRequest, trust)
-	case r.At.IsZero():
+	case at.IsZero():
 		return fmt.Errorf("store: set trust of %s: %w: no computation time", site, bridge.ErrBadRequest)
-	case !finite(r.Completed) || !finite(r.Failed) || !finite(r.Outages) || r.Folded.Completed < 0 || r.Folded.Failed < 0 || r.Folded.Outages < 0:
+	}
+	return nil
+}
+
+// finite reports whether v is a finite number >= 0.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+
+// SetTrustRecent implements SiteHealthStore: the score, computed at r.At,
+// and the decayed counts it was computed from, in one write.
+func (s *SQLite) SetTrustRecent(ctx context.Context, site string, trust float64, r Recent) error {
+	if err := checkTrust(site, trust, r.At); err != nil {
+		return err
+	}
+	if !finite(r.Completed) || !finite(r.Failed) || !finite(r.Outages) || r.Folded.Completed < 0 || r.Folded.Failed < 0 || r.Folded.Outages < 0 {
 		return fmt.Errorf("store: set trust of %s: %w: recent counts %+v; want finite values >= 0", site, bridge.ErrBadRequest, r)
 	}
 	at := r.At.UnixNano()
