@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,6 +39,11 @@ type Setup struct {
 	Planner   policy.Planner
 	Epoch     time.Time // virtual start (zero = 2000-01-01 UTC)
 	Seed      uint64
+	// Broker drives the replay through bridge.Broker and simbackend sites
+	// instead of the direct driver (direct.go). Both give the same records;
+	// the broker path is the reference the direct one is tested against,
+	// and the only one for plans that replicate jobs (Sabin).
+	Broker bool
 }
 
 // Result is a replay's outcome.
@@ -77,6 +83,17 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 	if epoch.IsZero() {
 		epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
+	if !s.Broker {
+		res, err := direct(ctx, s, epoch, jobs, progress)
+		if !errors.Is(err, errNeedsBroker) {
+			return res, err
+		}
+	}
+	return viaBroker(ctx, s, epoch, jobs, progress)
+}
+
+// viaBroker replays jobs through bridge.Broker on simbackend sites.
+func viaBroker(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress func(submitted, total int)) (*Result, error) {
 	eng := simbackend.NewEngine(epoch, s.Seed)
 	var sites []bridge.SiteConfig
 	caps := make([]simbackend.SiteCapacity, len(s.Sites))

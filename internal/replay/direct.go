@@ -1,0 +1,387 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/simbackend"
+)
+
+// errNeedsBroker: the plan asked for something the direct driver does not
+// model (a Replicate decision: copies queued at every site's own scheduler,
+// first start wins); the replay is run through the broker instead.
+var errNeedsBroker = errors.New("replay: the plan needs the broker")
+
+// direct replays jobs by calling the planner itself, on lean simulated
+// sites, doing exactly what the broker and simbackend sites do for plans
+// made of Start and Reject decisions (TestDirectMatchesBroker holds the two
+// to byte-identical records):
+//
+//   - one cycle per instant where a job arrives or ends: ends first, then
+//     arrivals, then a planning pass over the queue if it is not empty;
+//   - the snapshot a broker builds from the sites' Info: per site the free
+//     nodes and one hold per running job (its nodes until start+walltime),
+//     the queue in FCFS order, Quiet;
+//   - a Start decision submits one component per part, each started at once
+//     (the planner never plans more than the free nodes), with the walltime
+//     and simulated run time of bridge's spec: walltime = ⌈run + transfer⌉,
+//     run time = ⌈round(actual·run/estimate) + transfer⌉ (seconds), killed
+//     at the walltime (the job then fails);
+//   - a job's record starts at its dispatch and ends at its components' end.
+//
+// What it leaves out is what a replay never uses: remote ids, notes, the
+// store, events, output fetching, retries of refused submissions.
+func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress func(submitted, total int)) (*Result, error) {
+	n := len(s.Sites)
+	d := &driver{
+		setup: s, epoch: epoch, jobs: jobs,
+		sites: make([]dsite, n),
+		snap:  policy.Snapshot{Sites: make([]policy.Site, n), Links: s.Links, MultiSite: s.MultiSite, Quiet: true},
+		recs:  make([]simbackend.Record, len(jobs)),
+		state: make([]jobState, len(jobs)),
+		index: make(map[string]int32, 1024),
+	}
+	caps := make([]simbackend.SiteCapacity, n)
+	for i, st := range s.Sites {
+		if st.Nodes < 1 {
+			return nil, fmt.Errorf("site %s: nodes must be >= 1, got %d", st.Name, st.Nodes)
+		}
+		h := st.H
+		if h <= 0 {
+			h = 1
+		}
+		d.sites[i] = dsite{nodes: st.Nodes, free: st.Nodes}
+		d.snap.Sites[i] = policy.Site{Name: st.Name, Nodes: st.Nodes, Free: st.Nodes, H: h}
+		caps[i] = simbackend.SiteCapacity{Name: st.Name, Nodes: st.Nodes}
+	}
+	res := &Result{}
+	next := 0
+	for {
+		if res.Cycles&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		t, ok := int64(0), false
+		if len(d.ends) > 0 {
+			t, ok = d.ends[0].at, true
+		}
+		if next < len(jobs) {
+			if st := int64(jobs[next].Submit); !ok || st < t {
+				t, ok = st, true
+			}
+		}
+		if !ok {
+			break
+		}
+		d.now = t
+		for len(d.ends) > 0 && d.ends[0].at <= t {
+			d.end(d.popEnd())
+		}
+		for next < len(jobs) && int64(jobs[next].Submit) <= t {
+			if err := d.submit(next); err != nil {
+				return nil, err
+			}
+			next++
+			if progress != nil && next%1000 == 0 {
+				progress(next, len(jobs))
+			}
+		}
+		if err := d.cycle(ctx); err != nil {
+			return nil, err
+		}
+		res.Cycles++
+	}
+	if progress != nil {
+		progress(next, len(jobs))
+	}
+	res.Records = make([]simbackend.Record, 0, len(jobs))
+	for i := range jobs[:next] {
+		switch d.state[i] {
+		case jobFailed:
+			res.Failed++
+		case jobDone, jobRejected:
+		default:
+			res.Unfinished++
+			continue
+		}
+		res.Records = append(res.Records, d.recs[i])
+	}
+	res.Unfinished += len(jobs) - next
+	res.Summary = simbackend.Compute(res.Records, caps)
+	return res, nil
+}
+
+type jobState uint8
+
+const (
+	jobWaiting jobState = iota // not submitted, or queued
+	jobRunning
+	jobDone
+	jobFailed // killed at its walltime
+	jobRejected
+)
+
+// dsite is a simulated site: its running jobs in the order a simbackend
+// site keeps them (estimated end, then start order) and its free nodes.
+type dsite struct {
+	nodes, free int
+	running     []hold
+	changed     bool // since the snapshot last read it
+}
+
+type hold struct {
+	estEnd int64 // start + walltime, ns from the epoch
+	seq    uint64
+	nodes  int
+	job    int32
+}
+
+// endEvent is a started job's end (all its components end together: they
+// share the walltime and the simulated run time).
+type endEvent struct {
+	at    int64
+	seq   uint64
+	job   int32
+	timed bool // killed at its walltime
+}
+
+type driver struct {
+	setup Setup
+	epoch time.Time
+	jobs  []Job
+	now   int64 // ns from the epoch
+	sites []dsite
+	snap  policy.Snapshot
+	queue []policy.Job // FCFS
+	qjob  []int32      // queue[i] is jobs[qjob[i]]
+	recs  []simbackend.Record
+	state []jobState
+	index map[string]int32
+	ends  []endEvent // a min-heap on (at, seq)
+	seq   uint64
+}
+
+func (d *driver) at(ns int64) time.Time { return d.epoch.Add(time.Duration(ns)) }
+
+// submit queues job i, as broker.Submit does for a replay's request.
+func (d *driver) submit(i int) error {
+	j := &d.jobs[i]
+	switch {
+	case j.Width < 1:
+		return fmt.Errorf("job %s: nodes must be >= 1, got %d", j.ID, j.Width)
+	case j.Estimate <= 0:
+		return fmt.Errorf("job %s: walltime must be > 0, got %s", j.ID, j.Estimate)
+	}
+	id := strconv.Itoa(i)
+	d.index[id] = int32(i)
+	pj := policy.Job{ID: id, Width: j.Width, Estimate: j.Estimate, Submit: d.at(d.now), Origin: -1, DataSize: j.Size}
+	if j.Origin >= 0 && j.Origin < len(d.sites) {
+		pj.Origin = j.Origin
+	}
+	d.queue = append(d.queue, pj)
+	d.qjob = append(d.qjob, int32(i))
+	d.recs[i] = simbackend.Record{ID: j.ID, Submit: d.at(d.now), Width: j.Width}
+	return nil
+}
+
+// cycle plans the queue and acts on the plan.
+func (d *driver) cycle(ctx context.Context) error {
+	if len(d.queue) == 0 {
+		return nil
+	}
+	d.snap.Now = d.at(d.now)
+	for i := range d.sites {
+		ds := &d.sites[i]
+		if !ds.changed {
+			continue
+		}
+		ds.changed = false
+		ps := &d.snap.Sites[i]
+		ps.Free = ds.free
+		ps.Busy = ps.Busy[:0]
+		for _, h := range ds.running {
+			ps.Busy = append(ps.Busy, policy.Hold{Nodes: h.nodes, Until: d.at(h.estEnd)})
+		}
+	}
+	d.snap.Queue = d.queue[:len(d.queue):len(d.queue)]
+	plan, err := d.setup.Planner.Plan(ctx, &d.snap)
+	if err != nil {
+		return fmt.Errorf("policy %s: %w", d.setup.Planner.Name(), err)
+	}
+	if len(plan.Decisions) == 0 {
+		return nil
+	}
+	gone := false
+	for k := range plan.Decisions {
+		dec := &plan.Decisions[k]
+		i, ok := d.index[dec.Job]
+		if !ok || d.state[i] != jobWaiting {
+			continue
+		}
+		switch dec.Action {
+		case policy.Reject:
+			d.state[i] = jobRejected
+			d.recs[i].Rejected, d.recs[i].End = true, d.at(d.now)
+		case policy.Start:
+			if err := d.start(int(i), dec.Chosen); err != nil {
+				return err
+			}
+		case policy.Replicate:
+			return errNeedsBroker
+		default:
+			continue
+		}
+		delete(d.index, dec.Job)
+		gone = true
+	}
+	if gone {
+		k := 0
+		for x, i := range d.qjob {
+			if d.state[i] == jobWaiting {
+				d.queue[k], d.qjob[k] = d.queue[x], i
+				k++
+			}
+		}
+		clear(d.queue[k:])
+		d.queue, d.qjob = d.queue[:k], d.qjob[:k]
+	}
+	return nil
+}
+
+// start runs job i on the option's parts from now, as the broker's spec and
+// a simbackend site would.
+func (d *driver) start(i int, o policy.Option) error {
+	j := &d.jobs[i]
+	run := o.Runtime
+	if run <= 0 {
+		run = j.Estimate
+	}
+	actual := j.Runtime
+	if actual == 0 {
+		actual = time.Nanosecond // ran for no time; 0 would mean "runs its estimate"
+	}
+	scale := float64(run) / float64(j.Estimate)
+	simRun := ceilSecond(time.Duration(math.Round(float64(actual)*scale)) + o.Transfer)
+	wall := ceilSecond(run + o.Transfer)
+	if wall <= 0 {
+		return fmt.Errorf("job %s: walltime must be > 0, got %s", j.ID, wall)
+	}
+	dur, timed := simRun, false
+	if dur == 0 {
+		dur = wall
+	}
+	if dur > wall {
+		dur, timed = wall, true
+	}
+	for _, p := range o.Parts {
+		if p.Site < 0 || p.Site >= len(d.sites) {
+			return fmt.Errorf("policy %s: job %s: part on site %d of %d", d.setup.Planner.Name(), j.ID, p.Site, len(d.sites))
+		}
+		ds := &d.sites[p.Site]
+		if p.Nodes < 1 || p.Nodes > ds.free {
+			return fmt.Errorf("policy %s: job %s: %d node(s) at %s, which has %d free (a plan never starts more than the free nodes)",
+				d.setup.Planner.Name(), j.ID, p.Nodes, d.setup.Sites[p.Site].Name, ds.free)
+		}
+		d.seq++
+		h := hold{estEnd: d.now + int64(wall), seq: d.seq, nodes: p.Nodes, job: int32(i)}
+		// After every hold with the same or an earlier end (simbackend's order).
+		k, _ := slices.BinarySearchFunc(ds.running, h.estEnd, func(x hold, t int64) int {
+			if x.estEnd <= t {
+				return -1
+			}
+			return 1
+		})
+		ds.running = slices.Insert(ds.running, k, h)
+		ds.free -= p.Nodes
+		ds.changed = true
+	}
+	d.state[i] = jobRunning
+	r := &d.recs[i]
+	r.Start = d.at(d.now)
+	r.Parts = make([]simbackend.Part, len(o.Parts))
+	for k, p := range o.Parts {
+		r.Parts[k] = simbackend.Part{Site: p.Site, Nodes: p.Nodes}
+	}
+	d.seq++
+	d.pushEnd(endEvent{at: d.now + int64(dur), seq: d.seq, job: int32(i), timed: timed})
+	return nil
+}
+
+// end ends a job's components at now.
+func (d *driver) end(e endEvent) {
+	i := int(e.job)
+	r := &d.recs[i]
+	r.End = d.at(e.at)
+	if e.timed {
+		d.state[i] = jobFailed
+	} else {
+		d.state[i] = jobDone
+	}
+	for _, p := range r.Parts {
+		ds := &d.sites[p.Site]
+		for k := range ds.running {
+			if ds.running[k].job == e.job {
+				ds.running = slices.Delete(ds.running, k, k+1)
+				ds.free += p.Nodes
+				break
+			}
+		}
+		ds.changed = true
+	}
+}
+
+func (d *driver) pushEnd(e endEvent) {
+	d.ends = append(d.ends, e)
+	for k := len(d.ends) - 1; k > 0; {
+		p := (k - 1) / 2
+		if !endBefore(&d.ends[k], &d.ends[p]) {
+			break
+		}
+		d.ends[k], d.ends[p] = d.ends[p], d.ends[k]
+		k = p
+	}
+}
+
+func (d *driver) popEnd() endEvent {
+	e := d.ends[0]
+	last := len(d.ends) - 1
+	d.ends[0] = d.ends[last]
+	d.ends = d.ends[:last]
+	for k := 0; ; {
+		c := 2*k + 1
+		if c >= last {
+			break
+		}
+		if c+1 < last && endBefore(&d.ends[c+1], &d.ends[c]) {
+			c++
+		}
+		if !endBefore(&d.ends[c], &d.ends[k]) {
+			break
+		}
+		d.ends[k], d.ends[c] = d.ends[c], d.ends[k]
+		k = c
+	}
+	return e
+}
+
+func endBefore(a, b *endEvent) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
+}
+
+// ceilSecond rounds d up to a whole second, as the broker's spec does.
+func ceilSecond(d time.Duration) time.Duration {
+	if r := d % time.Second; r != 0 {
+		d += time.Second - r
+	}
+	return d
+}

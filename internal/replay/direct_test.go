@@ -1,0 +1,115 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/policy/coalloc"
+)
+
+// oddJobs is a synthetic workload with what CTC lacks: jobs that outrun
+// their estimate (killed at the walltime), jobs that ran for no time, jobs
+// wider than the grid (rejected) or than any one site, jobs from no site.
+func oddJobs(seed uint64, n int) []Job {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var out []Job
+	t := time.Duration(0)
+	for i := range n {
+		t += time.Duration(r.IntN(400)) * time.Second
+		est := time.Duration(1+r.IntN(7200)) * time.Second
+		run := time.Duration(r.Int64N(int64(est)/time.Second.Nanoseconds()+1)) * time.Second
+		switch r.IntN(10) {
+		case 0:
+			run = est + time.Duration(1+r.IntN(600))*time.Second
+		case 1:
+			run = 0
+		}
+		w := 1 + r.IntN(40)
+		if r.IntN(50) == 0 {
+			w = 100 + r.IntN(200)
+		}
+		out = append(out, Job{ID: fmt.Sprint(i), Submit: t, Width: w, Estimate: est, Runtime: run,
+			Origin: r.IntN(4) - 1, Size: int64(r.IntN(100)) << 20})
+	}
+	return out
+}
+
+// TestDirectMatchesBroker holds the direct driver to the broker path: for
+// every planner, on both of paper 000's workloads and both heterogeneity
+// sets, with co-allocation, transfers and jobs killed at their walltime,
+// the two replays give byte-identical records and the same counts.
+func TestDirectMatchesBroker(t *testing.T) {
+	n := 1500
+	if testing.Short() {
+		n = 400
+	}
+	small := paper000()
+	large := []Site{{"Beijing", 128, 1.4}, {"Shanghai", 64, 1.0}, {"Harbin", 32, 0.6}}
+	cases := []struct {
+		sites []Site
+		load  int // 0: Workload 1, 1: Workload 2, 2: oddJobs
+		bw    float64
+		p     float64
+	}{
+		{small, 0, 1e6, 1.1},
+		{large, 1, 1e5, 1.2},
+		{large, 2, 1e6, 1.3},
+	}
+	loads := [][]Job{loadCTC(t, n, false), loadCTC(t, n, true), oddJobs(5, n)}
+	for _, name := range coalloc.Names() {
+		for ci, c := range cases {
+			t.Run(fmt.Sprintf("%s/%d", name, ci), func(t *testing.T) {
+				jobs := loads[c.load]
+				var out [2]*Result
+				for k, viaBroker := range []bool{true, false} {
+					pl, err := coalloc.ByName(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, err := Run(context.Background(), Setup{Sites: c.sites, Links: links(3, c.bw, 575*time.Millisecond),
+						MultiSite: c.p, Planner: pl, Seed: 3, Broker: viaBroker}, jobs, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out[k] = res
+				}
+				b, _ := json.Marshal(out[0].Records)
+				d, _ := json.Marshal(out[1].Records)
+				if string(b) != string(d) {
+					for i := range out[0].Records {
+						if i >= len(out[1].Records) {
+							break
+						}
+						x, _ := json.Marshal(out[0].Records[i])
+						y, _ := json.Marshal(out[1].Records[i])
+						if string(x) != string(y) {
+							t.Fatalf("record %d differs:\nbroker %s\ndirect %s", i, x, y)
+						}
+					}
+					t.Fatalf("records differ: broker %d, direct %d", len(out[0].Records), len(out[1].Records))
+				}
+				if out[0].Failed != out[1].Failed || out[0].Unfinished != out[1].Unfinished || out[0].Cycles != out[1].Cycles {
+					t.Fatalf("counts differ: broker failed %d unfinished %d cycles %d; direct %d %d %d",
+						out[0].Failed, out[0].Unfinished, out[0].Cycles, out[1].Failed, out[1].Unfinished, out[1].Cycles)
+				}
+				multi, rejected := 0, 0
+				for _, r := range out[0].Records {
+					if len(r.Parts) > 1 {
+						multi++
+					}
+					if r.Rejected {
+						rejected++
+					}
+				}
+				if c.load == 2 && (out[0].Failed == 0 || rejected == 0) {
+					t.Fatalf("the odd workload killed %d jobs and rejected %d: it no longer tests those paths", out[0].Failed, rejected)
+				}
+				t.Logf("%d records, %d co-allocated, %d failed, %d rejected, %d cycles", len(out[0].Records), multi, out[0].Failed, rejected, out[0].Cycles)
+			})
+		}
+	}
+}
