@@ -9,15 +9,16 @@
 //     ends, ends first, then arrivals, then one planning pass whose Start
 //     and Reject decisions it carries out as the broker and a simbackend
 //     site would;
+//
 //   - the broker path (Setup.Broker) pushes the same workload through
 //     bridge.Broker and simbackend sites, the very code that runs a live
 //     job:
 //
-//	trace submissions ──┐
-//	                    ├─► at each instant t with something to do:
-//	engine events ──────┘     engine.RunUntil(t)  (site starts and ends)
-//	                          broker.Submit(...)  (jobs submitted at t)
-//	                          broker.Cycle(ctx, t) (poll, plan, dispatch)
+//     trace submissions ──┐
+//     ├─► at each instant t with something to do:
+//     engine events ──────┘     engine.RunUntil(t)  (site starts and ends)
+//     broker.Submit(...)  (jobs submitted at t)
+//     broker.Cycle(ctx, t) (poll, plan, dispatch)
 //
 // There is no second scheduler here: both drivers ask the same
 // policy.Planner the live broker asks, so a replay is a rehearsal of a
