@@ -1,9 +1,7 @@
 package experiment
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,19 +59,10 @@ func loadTrace(w Workload) ([]swf.Job, error) {
 			return nil, fmt.Errorf("%s: the header has no usable MaxProcs; set workload.max_procs", path)
 		}
 	}
-	var jobs []swf.Job
-	for w.Jobs == 0 || len(jobs) < w.Jobs {
-		j, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if w.Filter == "strong" && !f.Apply(&j) {
-			continue
-		}
-		jobs = append(jobs, j)
+	keep := func(j *swf.Job) bool { return w.Filter != "strong" || f.Apply(j) }
+	jobs, err := swf.ReadJobs(r, keep, w.Jobs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(jobs) == 0 {
 		return nil, fmt.Errorf("%s: no job left after the %s filter", path, w.Filter)

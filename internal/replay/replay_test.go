@@ -42,19 +42,9 @@ func loadCTC(tb testing.TB, n int, wide bool) []Job {
 		tb.Fatal(err)
 	}
 	defer r.Close()
-	var jobs []swf.Job
-	f := swf.StrongFilter{MaxProcs: 338}
-	for {
-		j, err := r.Next()
-		if err != nil {
-			break
-		}
-		if f.Apply(&j) {
-			jobs = append(jobs, j)
-		}
-		if n > 0 && len(jobs) >= n {
-			break
-		}
+	jobs, err := swf.ReadJobs(r, swf.StrongFilter{MaxProcs: 338}.Apply, n)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	sh, err := swf.Shape(jobs, swf.ShapeOptions{N: n, WidthCap: 32, Sites: 3, Seed: 7, Wide90: wide})
 	if err != nil {

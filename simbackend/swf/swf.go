@@ -306,11 +306,29 @@ func parseNum(s []byte) (int64, float64, error) {
 	return int64(f), f, nil
 }
 
+// SizeHint is how many job lines the header announces (MaxRecords, else
+// MaxJobs), for sizing a slice before reading; 1024 when the header says
+// nothing usable. It is a hint: the file may hold fewer or more.
+func (r *Reader) SizeHint() int {
+	for _, key := range []string{"MaxRecords", "MaxJobs"} {
+		if v, err := r.Header.Int(key); err == nil && v > 0 {
+			return int(min(v, 1<<24))
+		}
+	}
+	return 1024
+}
+
 // ReadJobs reads jobs from r until EOF or until n have been kept (n <= 0:
 // no limit). keep, when non-nil, filters and may repair each job
 // (StrongFilter.Apply).
 func ReadJobs(r *Reader, keep func(*Job) bool, n int) ([]Job, error) {
-	var out []Job
+	// Sized from the header's record count (a Job is 144 bytes: growing
+	// the slice by doubling copied the whole trace over again and again).
+	c := r.SizeHint()
+	if n > 0 {
+		c = min(c, n)
+	}
+	out := make([]Job, 0, c)
 	for n <= 0 || len(out) < n {
 		j, err := r.Next()
 		if err == io.EOF {
