@@ -70,10 +70,13 @@ type Snapshot struct {
 	MultiSite float64
 	// Quiet tells the policy that nobody reads the explanations and
 	// predictions of a plan (a trace replay): it may leave Plan.Pending
-	// empty instead of explaining every waiting job on every cycle, and may
-	// leave out Reserve decisions (a prediction, not an action). The
-	// decisions that act (Start, Replicate, Reject) and their reasons are
-	// exactly those of the same snapshot without Quiet.
+	// empty instead of explaining every waiting job on every cycle, may
+	// leave out Reserve decisions (a prediction, not an action), and may
+	// give Start decisions without their reasons and Beaten options. The
+	// decisions that act (Start, Replicate, Reject) are exactly those of
+	// the same snapshot without Quiet: the same jobs, actions, chosen
+	// options and Backfilled flags, in the same order, and a Reject keeps
+	// its reasons (a rejected job's only account of why).
 	Quiet bool
 }
 

@@ -382,6 +382,20 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			}
 			continue
 		}
+		if best.Immediate && s.Quiet {
+			// A start nobody reads the reasons of (Snapshot.Quiet).
+			st.Take(best.Parts, 0, best.Hold())
+			if quiet {
+				shrink(qi)
+			}
+			plug := p.sel.Name()
+			if head != nil {
+				plug = string(p.bf)
+			}
+			decide(policy.Decision{Job: j.ID, Action: policy.Start, Chosen: option(s, best), Backfilled: head != nil,
+				Status: policy.Status{Code: policy.Success, Plugin: plug}})
+			continue
+		}
 		dec := policy.Decision{Job: j.ID, Chosen: option(s, best), Beaten: options(s, k.Beaten())}
 		switch {
 		case best.Immediate:

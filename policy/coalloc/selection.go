@@ -70,6 +70,9 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 			st.place(j, st.set, 0, k)
 		}
 	}
+	if k.immediateOnly && len(k.c) == 0 {
+		return nil // an EASY candidate that cannot start now wants nothing else
+	}
 	// Reserved: windows by total nodes (what the site will have once free).
 	st.sitesOf = sites
 	vals = st.vals[:0]
@@ -286,6 +289,9 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 	// reserved pass can prune against the best of them.
 	set := make([]int, 0, n)
 	for pass := 0; pass < 2; pass++ {
+		if pass == 1 && k.immediateOnly && len(k.c) == 0 {
+			break // an EASY candidate that cannot start now wants nothing else
+		}
 		for mask := uint32(1); mask < 1<<n; mask++ {
 			m := bits.OnesCount32(mask)
 			if m > j.Width || (j.NoSplit && m > 1) {
@@ -352,6 +358,9 @@ func (SingleSite) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 		if one[0] = s; st.FreeNow(s) >= j.Width {
 			st.place(j, one, 0, k)
 		}
+	}
+	if k.immediateOnly && len(k.c) == 0 {
+		return nil // an EASY candidate that cannot start now wants nothing else
 	}
 	for _, s := range sites {
 		if one[0] = s; st.Eventual(s) >= j.Width {
