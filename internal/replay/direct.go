@@ -137,7 +137,8 @@ type dsite struct {
 }
 
 type hold struct {
-	estEnd int64 // start + walltime, ns from the epoch
+	estEnd int64     // start + walltime, ns from the epoch
+	until  time.Time // the same, as the snapshot gives it
 	seq    uint64
 	nodes  int
 	job    int32
@@ -207,7 +208,7 @@ func (d *driver) cycle(ctx context.Context) error {
 		ps.Free = ds.free
 		ps.Busy = ps.Busy[:0]
 		for _, h := range ds.running {
-			ps.Busy = append(ps.Busy, policy.Hold{Nodes: h.nodes, Until: d.at(h.estEnd)})
+			ps.Busy = append(ps.Busy, policy.Hold{Nodes: h.nodes, Until: h.until})
 		}
 	}
 	d.snap.Queue = d.queue[:len(d.queue):len(d.queue)]
@@ -242,17 +243,26 @@ func (d *driver) cycle(ctx context.Context) error {
 		gone = true
 	}
 	if gone {
-		k := 0
-		for x, i := range d.qjob {
-			if d.state[i] == jobWaiting {
-				d.queue[k], d.qjob[k] = d.queue[x], i
-				k++
-			}
-		}
-		clear(d.queue[k:])
-		d.queue, d.qjob = d.queue[:k], d.qjob[:k]
+		d.compact()
 	}
 	return nil
+}
+
+// compact drops the queue's jobs that left it. The waiting jobs before the
+// last one that left move back towards the end, the ones after it stay:
+// most jobs leave from the front (the head starts), so this moves few.
+func (d *driver) compact() {
+	k := len(d.qjob)
+	for x := len(d.qjob) - 1; x >= 0; x-- {
+		if i := d.qjob[x]; d.state[i] == jobWaiting {
+			k--
+			if k != x {
+				d.queue[k], d.qjob[k] = d.queue[x], i
+			}
+		}
+	}
+	clear(d.queue[:k])
+	d.queue, d.qjob = d.queue[k:], d.qjob[k:]
 }
 
 // start runs job i on the option's parts from now, as the broker's spec and
@@ -290,7 +300,7 @@ func (d *driver) start(i int, o policy.Option) error {
 				d.setup.Planner.Name(), j.ID, p.Nodes, d.setup.Sites[p.Site].Name, ds.free)
 		}
 		d.seq++
-		h := hold{estEnd: d.now + int64(wall), seq: d.seq, nodes: p.Nodes, job: int32(i)}
+		h := hold{estEnd: d.now + int64(wall), until: d.at(d.now + int64(wall)), seq: d.seq, nodes: p.Nodes, job: int32(i)}
 		// After every hold with the same or an earlier end (simbackend's order).
 		k, _ := slices.BinarySearchFunc(ds.running, h.estEnd, func(x hold, t int64) int {
 			if x.estEnd <= t {

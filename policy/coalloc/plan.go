@@ -186,8 +186,11 @@ func (p *Planner) mayStartNow(st *State, j *policy.Job, sites []int) bool {
 		if f <= 0 || (oneSite && f < j.Width) {
 			continue
 		}
-		one := [1]policy.Part{{Site: i, Nodes: 1}}
-		c := st.prof[i].minFreeFromNow(hold(st.Snap.Runtime(j, one[:]), 0))
+		c := f // a profile that never falls keeps f free over any hold
+		if !st.prof[i].mono {
+			one := [1]policy.Part{{Site: i, Nodes: 1}}
+			c = st.prof[i].minFreeFromNow(hold(st.Snap.Runtime(j, one[:]), 0))
+		}
 		if oneSite && c >= j.Width {
 			return true
 		}

@@ -44,6 +44,11 @@ type profile struct {
 	pmAt []time.Duration
 	pmV  []int
 	pmOK bool
+	// mono: free nodes never fall over time (a site's own holds only end;
+	// a start taken from offset 0 ends too), so the fewest free nodes over
+	// any window from now are the free nodes now. build sets it; a take
+	// from a later offset (a reservation) clears it.
+	mono bool
 	// memory kept for the next build
 	rel   []release
 	atBuf []time.Duration
@@ -90,7 +95,7 @@ func (p *profile) build(s *policy.Site, now time.Time) {
 		if h.Nodes <= 0 {
 			continue
 		}
-		t := h.Until.Sub(now)
+		t := offset(h.Until, now)
 		if t <= 0 {
 			t = overdueGrace
 		}
@@ -147,6 +152,18 @@ func (p *profile) build(s *policy.Site, now time.Time) {
 	b.recompute()
 	p.b = append(p.b, b)
 	p.pmOK = false
+	p.mono = true
+}
+
+// offset is t - now, as time.Time.Sub computes it for times within about
+// 290 years of each other, without Sub's overflow check (an Add and an
+// Equal, most of the cost of building a profile); further apart, Sub.
+func offset(t, now time.Time) time.Duration {
+	ds := t.Unix() - now.Unix()
+	if ds > 9e9 || ds < -9e9 {
+		return t.Sub(now)
+	}
+	return time.Duration(ds)*time.Second + time.Duration(t.Nanosecond()-now.Nanosecond())
 }
 
 func (p *profile) val(q pos) int             { b := &p.b[q.k]; return b.v[q.i] + b.add }
@@ -381,6 +398,9 @@ func (p *profile) minFreeFromNow(d time.Duration) int {
 // take holds n nodes over [t, t+d).
 func (p *profile) take(t, d time.Duration, n int) {
 	p.pmOK = false
+	if t > 0 {
+		p.mono = false
+	}
 	if d <= 0 {
 		d = 1
 	}
