@@ -146,6 +146,12 @@ func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, 
 			return 0, nil, nil, nil, false, false
 		}
 		j := &s.Queue[qi]
+		if j.Width > freeAll && j.Allowed == nil && j.Origin >= -1 && j.Origin < len(s.Sites) && g.fitsUp(j, p.single) {
+			// admit's common case (every site allowed, the up sites can
+			// hold it) without the call: too wide to start now.
+			fcfsBlocked = fcfsBlocked || p.bf == None
+			continue
+		}
 		sites, d, pn := admit(s, j, p.single, p.name, g)
 		switch {
 		case d != nil:
@@ -462,10 +468,8 @@ func (p *Planner) startStatus(s *policy.Snapshot, dec *policy.Decision, best *Ca
 // (slowness ascending: h, divided by trust below 1), or a Reject decision
 // (never runnable), or a Pending (not runnable while some sites are down).
 func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridInfo) ([]int, *policy.Decision, *policy.Pending) {
-	if g != nil && j.Allowed == nil && j.Width >= 1 && j.Origin >= -1 && j.Origin < len(s.Sites) {
-		if ((single || j.NoSplit) && j.Width <= g.upLargest) || (!single && !j.NoSplit && j.Width <= g.upTotal) {
-			return g.upByH, nil, nil // fits the up sites: nothing to explain
-		}
+	if g != nil && j.Allowed == nil && j.Width >= 1 && j.Origin >= -1 && j.Origin < len(s.Sites) && g.fitsUp(j, single) {
+		return g.upByH, nil, nil // fits the up sites: nothing to explain
 	}
 	reject := func(format string, a ...any) ([]int, *policy.Decision, *policy.Pending) {
 		return nil, &policy.Decision{Job: j.ID, Action: policy.Reject, Status: policy.NewStatus(policy.Unresolvable, "admit", fmt.Sprintf(format, a...))}, nil
@@ -560,6 +564,15 @@ func freeNow(st *State, sites []int) int {
 type gridInfo struct {
 	upByH              []int // sites not down, slowness (h/trust) ascending, index ascending
 	upTotal, upLargest int
+}
+
+// fitsUp reports whether the sites that are up can hold j as it may be
+// placed (on one site, or split).
+func (g *gridInfo) fitsUp(j *policy.Job, single bool) bool {
+	if single || j.NoSplit {
+		return j.Width <= g.upLargest
+	}
+	return j.Width <= g.upTotal
 }
 
 func newGridInfo(s *policy.Snapshot) *gridInfo {
