@@ -190,6 +190,9 @@ func (p *profile) end(q pos) time.Duration {
 
 // find is the step that holds at offset t >= 0.
 func (p *profile) find(t time.Duration) pos {
+	if t <= 0 {
+		return pos{} // the first step starts at 0: most searches begin now
+	}
 	lo, hi := 0, len(p.b) // first block starting after t
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
