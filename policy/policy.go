@@ -194,3 +194,38 @@ type Planner interface {
 	Name() string
 	Plan(ctx context.Context, s *Snapshot) (*Plan, error)
 }
+
+// Incremental is implemented by a Planner that can also plan one grid pass
+// after pass from the changes its caller reports, instead of from a fresh
+// Snapshot each time: a trace replay runs the sites itself and knows every
+// change, so it need not rebuild (nor the planner re-read) the whole grid
+// for every pass.
+type Incremental interface {
+	Planner
+	// NewSession starts a session on s (its Now, queue and holds are the
+	// starting point; s is copied, not kept). It fails on a snapshot Plan
+	// would refuse.
+	NewSession(s *Snapshot) (Session, error)
+}
+
+// Session is a sequence of Quiet passes over one grid (Snapshot.Quiet).
+//
+// Contract: each Plan returns exactly what the Planner's Plan returns for
+// the snapshot the reported changes describe (the starting snapshot, with
+// every Submit appended to the queue, every Hold and Release applied to the
+// sites, the jobs earlier plans started or rejected taken out of the queue,
+// and Now set), Quiet. A Session is not safe for concurrent use.
+type Session interface {
+	// Submit appends j to the queue: it was submitted after every job
+	// queued before it. The session keeps j's slices: do not modify them.
+	Submit(j Job)
+	// Hold records nodes held at site until until: a job started there. A
+	// plan's Start decisions are not held until the caller says so (it
+	// knows until when the site holds them).
+	Hold(site, nodes int, until time.Time) error
+	// Release ends a hold that Hold recorded (its job ended).
+	Release(site, nodes int, until time.Time) error
+	// Plan makes one pass at now (never earlier than the last). The jobs it
+	// starts or rejects leave the queue.
+	Plan(ctx context.Context, now time.Time) (*Plan, error)
+}

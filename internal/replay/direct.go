@@ -60,6 +60,15 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress 
 		d.snap.Sites[i] = policy.Site{Name: st.Name, Nodes: st.Nodes, Free: st.Nodes, H: h}
 		caps[i] = simbackend.SiteCapacity{Name: st.Name, Nodes: st.Nodes}
 	}
+	d.snap.Now = epoch
+	if inc, ok := s.Planner.(policy.Incremental); ok {
+		// The planner follows the grid from the changes the driver
+		// reports instead of a snapshot per cycle.
+		var err error
+		if d.sess, err = inc.NewSession(&d.snap); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", s.Planner.Name(), err)
+		}
+	}
 	res := &Result{}
 	next := 0
 	for {
@@ -82,7 +91,9 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress 
 		}
 		d.now = t
 		for len(d.ends) > 0 && d.ends[0].at <= t {
-			d.end(d.popEnd())
+			if err := d.end(d.popEnd()); err != nil {
+				return nil, err
+			}
 		}
 		for next < len(jobs) && int64(jobs[next].Submit) <= t {
 			if err := d.submit(next); err != nil {
@@ -160,8 +171,10 @@ type driver struct {
 	now   int64 // ns from the epoch
 	sites []dsite
 	snap  policy.Snapshot
-	queue []policy.Job // FCFS
-	qjob  []int32      // queue[i] is jobs[qjob[i]]
+	sess  policy.Session // when the planner is Incremental; else a snapshot per cycle
+	queue []policy.Job   // FCFS (without a session)
+	qjob  []int32        // queue[i] is jobs[qjob[i]]
+	nwait int            // jobs queued
 	recs  []simbackend.Record
 	state []jobState
 	index map[string]int32
@@ -186,33 +199,23 @@ func (d *driver) submit(i int) error {
 	if j.Origin >= 0 && j.Origin < len(d.sites) {
 		pj.Origin = j.Origin
 	}
-	d.queue = append(d.queue, pj)
-	d.qjob = append(d.qjob, int32(i))
+	d.nwait++
+	if d.sess != nil {
+		d.sess.Submit(pj)
+	} else {
+		d.queue = append(d.queue, pj)
+		d.qjob = append(d.qjob, int32(i))
+	}
 	d.recs[i] = simbackend.Record{ID: j.ID, Submit: d.at(d.now), Width: j.Width}
 	return nil
 }
 
 // cycle plans the queue and acts on the plan.
 func (d *driver) cycle(ctx context.Context) error {
-	if len(d.queue) == 0 {
+	if d.nwait == 0 {
 		return nil
 	}
-	d.snap.Now = d.at(d.now)
-	for i := range d.sites {
-		ds := &d.sites[i]
-		if !ds.changed {
-			continue
-		}
-		ds.changed = false
-		ps := &d.snap.Sites[i]
-		ps.Free = ds.free
-		ps.Busy = ps.Busy[:0]
-		for _, h := range ds.running {
-			ps.Busy = append(ps.Busy, policy.Hold{Nodes: h.nodes, Until: h.until})
-		}
-	}
-	d.snap.Queue = d.queue[:len(d.queue):len(d.queue)]
-	plan, err := d.setup.Planner.Plan(ctx, &d.snap)
+	plan, err := d.plan(ctx)
 	if err != nil {
 		return fmt.Errorf("policy %s: %w", d.setup.Planner.Name(), err)
 	}
@@ -240,12 +243,37 @@ func (d *driver) cycle(ctx context.Context) error {
 			continue
 		}
 		delete(d.index, dec.Job)
+		d.nwait--
 		gone = true
 	}
-	if gone {
+	if gone && d.sess == nil {
 		d.compact()
 	}
 	return nil
+}
+
+// plan asks the planner for this cycle's plan: through the session, or on
+// a snapshot of the sites and the queue.
+func (d *driver) plan(ctx context.Context) (*policy.Plan, error) {
+	if d.sess != nil {
+		return d.sess.Plan(ctx, d.at(d.now))
+	}
+	d.snap.Now = d.at(d.now)
+	for i := range d.sites {
+		ds := &d.sites[i]
+		if !ds.changed {
+			continue
+		}
+		ds.changed = false
+		ps := &d.snap.Sites[i]
+		ps.Free = ds.free
+		ps.Busy = ps.Busy[:0]
+		for _, h := range ds.running {
+			ps.Busy = append(ps.Busy, policy.Hold{Nodes: h.nodes, Until: h.until})
+		}
+	}
+	d.snap.Queue = d.queue[:len(d.queue):len(d.queue)]
+	return d.setup.Planner.Plan(ctx, &d.snap)
 }
 
 // compact drops the queue's jobs that left it. The waiting jobs before the
@@ -311,6 +339,11 @@ func (d *driver) start(i int, o policy.Option) error {
 		ds.running = slices.Insert(ds.running, k, h)
 		ds.free -= p.Nodes
 		ds.changed = true
+		if d.sess != nil {
+			if err := d.sess.Hold(p.Site, p.Nodes, h.until); err != nil {
+				return fmt.Errorf("policy %s: %w", d.setup.Planner.Name(), err)
+			}
+		}
 	}
 	d.state[i] = jobRunning
 	r := &d.recs[i]
@@ -325,7 +358,7 @@ func (d *driver) start(i int, o policy.Option) error {
 }
 
 // end ends a job's components at now.
-func (d *driver) end(e endEvent) {
+func (d *driver) end(e endEvent) error {
 	i := int(e.job)
 	r := &d.recs[i]
 	r.End = d.at(e.at)
@@ -337,14 +370,20 @@ func (d *driver) end(e endEvent) {
 	for _, p := range r.Parts {
 		ds := &d.sites[p.Site]
 		for k := range ds.running {
-			if ds.running[k].job == e.job {
+			if h := ds.running[k]; h.job == e.job {
 				ds.running = slices.Delete(ds.running, k, k+1)
 				ds.free += p.Nodes
+				if d.sess != nil {
+					if err := d.sess.Release(p.Site, p.Nodes, h.until); err != nil {
+						return fmt.Errorf("policy %s: %w", d.setup.Planner.Name(), err)
+					}
+				}
 				break
 			}
 		}
 		ds.changed = true
 	}
+	return nil
 }
 
 func (d *driver) pushEnd(e endEvent) {

@@ -40,7 +40,8 @@ type memo struct {
 	mu        sync.Mutex
 	st        *State    // the last pass's state at its end; nil: nothing remembered
 	now       time.Time // the last pass's Now
-	ids       []string  // its queue, by job id
+	queued    int       // the length of its queue
+	ids       []string  // its queue, by job id (not kept for a Session)
 	sites     []siteKey
 	busy      []policy.Hold // every site's holds, concatenated
 	up        []policy.Link
@@ -72,9 +73,9 @@ func keyOf(s *policy.Site) siteKey {
 
 // remember keeps st, the state a full Quiet pass ended with, for the next
 // pass. It returns false when the pass is not one the fast path can follow
-// (then the caller keeps st).
-func (p *Planner) remember(s *policy.Snapshot, st *State, acted bool, head *policy.Decision, fcfsBlocked bool, reached int) bool {
-	m := &p.memo
+// (then the caller keeps st). vouched: the next pass's caller will vouch
+// for it (a Session), so no copy of s is kept to check it against.
+func (m *memo) remember(p *Planner, s *policy.Snapshot, st *State, acted bool, head *policy.Decision, fcfsBlocked bool, reached int, vouched bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if acted {
@@ -85,23 +86,26 @@ func (p *Planner) remember(s *policy.Snapshot, st *State, acted bool, head *poli
 		p.pool.Put(m.st)
 	}
 	m.st, m.now = st, s.Now
-	m.ids = m.ids[:0]
-	for i := range s.Queue {
-		m.ids = append(m.ids, s.Queue[i].ID)
-	}
-	m.sites, m.busy = m.sites[:0], m.busy[:0]
-	m.firstEnd = time.Time{}
-	for i := range s.Sites {
-		m.sites = append(m.sites, keyOf(&s.Sites[i]))
-		for _, h := range s.Sites[i].Busy {
-			m.busy = append(m.busy, h)
-			if m.firstEnd.IsZero() || h.Until.Before(m.firstEnd) {
-				m.firstEnd = h.Until
+	m.queued = len(s.Queue)
+	if !vouched {
+		m.ids = m.ids[:0]
+		for i := range s.Queue {
+			m.ids = append(m.ids, s.Queue[i].ID)
+		}
+		m.sites, m.busy = m.sites[:0], m.busy[:0]
+		m.firstEnd = time.Time{}
+		for i := range s.Sites {
+			m.sites = append(m.sites, keyOf(&s.Sites[i]))
+			for _, h := range s.Sites[i].Busy {
+				m.busy = append(m.busy, h)
+				if m.firstEnd.IsZero() || h.Until.Before(m.firstEnd) {
+					m.firstEnd = h.Until
+				}
 			}
 		}
+		m.up = append(m.up[:0], s.Uplinks...)
+		m.links, m.multi = s.Links, s.MultiSite
 	}
-	m.up = append(m.up[:0], s.Uplinks...)
-	m.links, m.multi = s.Links, s.MultiSite
 	m.headID, m.headStart = "", time.Time{}
 	if head != nil {
 		m.headID, m.headStart = head.Job, head.Chosen.Start
@@ -172,11 +176,12 @@ func sameLinks(a, b [][]policy.Link) bool {
 // the head it left waiting (nil when that pass stopped before reserving
 // one: nothing could start), the index of the first job it did not plan,
 // and whether strict FCFS was blocked before it. st is nil otherwise. The
-// memo is empty afterwards: the pass remembers its own end.
-func (m *memo) take(p *Planner, s *policy.Snapshot) (st *State, head *policy.Decision, first, resume int, fcfsBlocked bool) {
+// memo is empty afterwards: the pass remembers its own end. vouched: the
+// caller has checked that s follows the remembered pass (a Session).
+func (m *memo) take(p *Planner, s *policy.Snapshot, vouched bool) (st *State, head *policy.Decision, first, resume int, fcfsBlocked bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.matches(s) {
+	if m.st == nil || (!vouched && !m.matches(s)) || s.Now.Before(m.now) || len(s.Queue) < m.queued {
 		m.drop(p)
 		return nil, nil, 0, 0, false
 	}
@@ -192,7 +197,7 @@ func (m *memo) take(p *Planner, s *policy.Snapshot) (st *State, head *policy.Dec
 	}
 	m.hits++
 	m.st = nil
-	return st, head, len(m.ids), m.resume, m.fcfsBlocked
+	return st, head, m.queued, m.resume, m.fcfsBlocked
 }
 
 // fromText names the head for reasons: "g42 (reserved from 10:04:05)".

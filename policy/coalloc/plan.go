@@ -215,12 +215,22 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	if err := checkSnapshot(s); err != nil {
 		return nil, err
 	}
+	return p.pass(ctx, s, &p.memo, false, nil)
+}
+
+// pass is one pass over a checked snapshot. A Quiet pass starts from m when
+// s follows the pass m remembers (memo.go) and remembers its own end there.
+// vouched: the caller knows s follows m's pass (a Session, told every
+// change), so m does not check it, and keeps no copy of s to check with.
+// gone, when not nil, gets the queue index of every job the plan starts or
+// rejects, in the order of the decisions.
+func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched bool, gone *[]int) (*policy.Plan, error) {
 	var st *State
 	var memoHead *policy.Decision  // the head the remembered pass left waiting
 	first, fcfsBlocked := 0, false // the first job the look-ahead scans (memo: the first appended)
 	resume := 0                    // memo, Conservative: the first job the remembered pass did not reserve
 	if s.Quiet {
-		st, memoHead, first, resume, fcfsBlocked = p.memo.take(p, s)
+		st, memoHead, first, resume, fcfsBlocked = m.take(p, s, vouched)
 	}
 	if st == nil {
 		st = p.state(s)
@@ -273,7 +283,10 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		}
 		plan.Pending = append(plan.Pending, x)
 	}
-	decide := func(x policy.Decision) {
+	decide := func(qi int, x policy.Decision) {
+		if gone != nil && x.Action != policy.Reserve {
+			*gone = append(*gone, qi)
+		}
 		if plan.Decisions == nil {
 			// Most passes decide one or two jobs; a Decision is ~200 bytes.
 			plan.Decisions = make([]policy.Decision, 0, min(len(s.Queue), 4))
@@ -342,7 +355,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		j := &s.Queue[qi]
 		sites, d, pn := admit(s, j, p.single, p.name, g)
 		if d != nil {
-			decide(*d)
+			decide(qi, *d)
 			continue
 		}
 		if pn != nil {
@@ -401,7 +414,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			if head != nil {
 				plug = string(p.bf)
 			}
-			decide(policy.Decision{Job: j.ID, Action: policy.Start, Chosen: option(s, best), Backfilled: head != nil,
+			decide(qi, policy.Decision{Job: j.ID, Action: policy.Start, Chosen: option(s, best), Backfilled: head != nil,
 				Status: policy.Status{Code: policy.Success, Plugin: plug}})
 			continue
 		}
@@ -435,15 +448,15 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		default:
 			return nil, fmt.Errorf("coalloc: internal: EASY backfill candidate %s reached the reserve branch", j.ID)
 		}
-		decide(dec)
+		decide(qi, dec)
 	}
 	// The rejections the pass did not reach (with Quiet it ends early).
 	i, _ := slices.BinarySearchFunc(rejects, stop, func(x indexed, qi int) int { return cmp.Compare(x.qi, qi) })
 	for _, x := range rejects[i:] {
-		decide(x.d)
+		decide(x.qi, x.d)
 	}
 	if quiet { // a Quiet pass that ran to its end
-		kept = p.remember(s, st, len(plan.Decisions) > 0, head, fcfsBlocked, max(qi0, stop))
+		kept = m.remember(p, s, st, len(plan.Decisions) > 0, head, fcfsBlocked, max(qi0, stop), vouched)
 	}
 	return plan, nil
 }
