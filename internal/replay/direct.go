@@ -37,7 +37,10 @@ var errNeedsBroker = errors.New("replay: the plan needs the broker")
 //
 // What it leaves out is what a replay never uses: remote ids, notes, the
 // store, events, output fetching, retries of refused submissions.
-func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress func(submitted, total int)) (*Result, error) {
+//
+// With a feed, jobs come in batches as they are read; read is every job
+// taken from it so far (for the broker path, on errNeedsBroker).
+func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, f *Feed, progress func(submitted, total int)) (res *Result, read []Job, err error) {
 	n := len(s.Sites)
 	d := &driver{
 		setup: s, epoch: epoch, jobs: jobs,
@@ -47,10 +50,38 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress 
 		state: make([]jobState, len(jobs)),
 		index: make(map[string]int32, 1024),
 	}
+	defer func() { read = d.jobs }()
+	if f != nil && f.Hint > 0 {
+		d.jobs = make([]Job, 0, f.Hint)
+		d.recs = make([]simbackend.Record, 0, f.Hint)
+		d.state = make([]jobState, 0, f.Hint)
+	}
+	// more takes the feed's next batch when every job read so far is in.
+	fed := f != nil
+	more := func() error {
+		b, ok, err := f.next(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fed = false
+			return nil
+		}
+		d.jobs = append(d.jobs, b...)
+		d.recs = append(d.recs, make([]simbackend.Record, len(b))...)
+		d.state = append(d.state, make([]jobState, len(b))...)
+		return nil
+	}
+	total := func() int {
+		if f != nil && f.Total > 0 {
+			return f.Total
+		}
+		return len(d.jobs)
+	}
 	caps := make([]simbackend.SiteCapacity, n)
 	for i, st := range s.Sites {
 		if st.Nodes < 1 {
-			return nil, fmt.Errorf("site %s: nodes must be >= 1, got %d", st.Name, st.Nodes)
+			return nil, nil, fmt.Errorf("site %s: nodes must be >= 1, got %d", st.Name, st.Nodes)
 		}
 		h := st.H
 		if h <= 0 {
@@ -66,23 +97,28 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress 
 		// reports instead of a snapshot per cycle.
 		var err error
 		if d.sess, err = inc.NewSession(&d.snap); err != nil {
-			return nil, fmt.Errorf("policy %s: %w", s.Planner.Name(), err)
+			return nil, nil, fmt.Errorf("policy %s: %w", s.Planner.Name(), err)
 		}
 	}
-	res := &Result{}
+	res = &Result{}
 	next := 0
 	for {
 		if res.Cycles&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+		}
+		for fed && next == len(d.jobs) {
+			if err := more(); err != nil {
+				return nil, nil, err
 			}
 		}
 		t, ok := int64(0), false
 		if len(d.ends) > 0 {
 			t, ok = d.ends[0].at, true
 		}
-		if next < len(jobs) {
-			if st := int64(jobs[next].Submit); !ok || st < t {
+		if next < len(d.jobs) {
+			if st := int64(d.jobs[next].Submit); !ok || st < t {
 				t, ok = st, true
 			}
 		}
@@ -92,26 +128,35 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress 
 		d.now = t
 		for len(d.ends) > 0 && d.ends[0].at <= t {
 			if err := d.end(d.popEnd()); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		for next < len(jobs) && int64(jobs[next].Submit) <= t {
+		for {
+			if fed && next == len(d.jobs) {
+				if err := more(); err != nil {
+					return nil, nil, err
+				}
+			}
+			if next == len(d.jobs) || int64(d.jobs[next].Submit) > t {
+				break
+			}
 			if err := d.submit(next); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			next++
 			if progress != nil && next%1000 == 0 {
-				progress(next, len(jobs))
+				progress(next, total())
 			}
 		}
 		if err := d.cycle(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res.Cycles++
 	}
 	if progress != nil {
-		progress(next, len(jobs))
+		progress(next, total())
 	}
+	jobs = d.jobs
 	res.Records = make([]simbackend.Record, 0, len(jobs))
 	for i := range jobs[:next] {
 		switch d.state[i] {
@@ -126,7 +171,7 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progress 
 	}
 	res.Unfinished += len(jobs) - next
 	res.Summary = simbackend.Compute(res.Records, caps)
-	return res, nil
+	return res, nil, nil
 }
 
 type jobState uint8

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/simbackend/swf"
 )
 
 // oddJobs is a synthetic workload with what CTC lacks: jobs that outrun
@@ -129,5 +133,54 @@ func TestDirectMatchesBroker(t *testing.T) {
 				t.Logf("%d records, %d co-allocated, %d failed, %d rejected, %d cycles", len(out[0].Records), multi, out[0].Failed, rejected, out[0].Cycles)
 			})
 		}
+	}
+}
+
+// TestRunFeedMatchesRun: a workload replayed while it is read gives the
+// records of the same workload read first, on the direct driver and on the
+// broker path (Sabin's replicas take it there), and a trace that cannot be
+// read is an error, not a short replay.
+func TestRunFeedMatchesRun(t *testing.T) {
+	n := 9000 // more than two batches
+	if testing.Short() {
+		n = 5000
+	}
+	jobs := loadCTC(t, n, false)
+	for _, name := range []string{"greedy-easy", "sabin"} {
+		var out [2]*Result
+		for k := range out {
+			pl, err := coalloc.ByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setup := Setup{Sites: paper000(), Links: links(3, 1e6, 575*time.Millisecond), MultiSite: 1.1, Planner: pl}
+			if k == 0 {
+				out[k], err = Run(context.Background(), setup, jobs, nil)
+			} else {
+				out[k], err = RunFeed(context.Background(), setup, feedCTC(t, n), nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(out[1].Records) != n {
+			t.Fatalf("%s: %d records from the feed, want %d", name, len(out[1].Records), n)
+		}
+		sameResults(t, out[0], out[1])
+	}
+	bad := filepath.Join(t.TempDir(), "bad.swf")
+	if err := os.WriteFile(bad, []byte("1 0 0 10 4 -1 -1 4 20 -1 1 1 1 1 1 1 -1 -1\n2 5 0 10 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFeed(context.Background(), bad, nil, swf.ShapeOptions{Sites: 3, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, _ := coalloc.ByName("greedy-easy")
+	if _, err := RunFeed(context.Background(), Setup{Sites: paper000(), Planner: pl}, f, nil); err == nil || !strings.Contains(err.Error(), "bad.swf") {
+		t.Fatalf("a trace broken at line 2 replayed with err = %v; want an error naming the file", err)
+	}
+	if _, err := ReadFeed(context.Background(), filepath.Join(t.TempDir(), "missing.swf"), nil, swf.ShapeOptions{Sites: 3}); err == nil {
+		t.Fatal("a missing trace gave a feed")
 	}
 }

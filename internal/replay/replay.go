@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -63,30 +64,54 @@ func FromShaped(in []swf.Shaped) []Job {
 	if len(in) > 0 {
 		t0 = in[0].Submit
 	}
-	for _, s := range in {
-		est := s.ReqTime
-		if est <= 0 {
-			est = s.Run
-		}
-		run := max(s.Run, 0)
-		out = append(out, Job{ID: fmt.Sprint(s.ID), Submit: time.Duration(s.Submit-t0) * time.Second, Width: int(s.Width),
-			Estimate: time.Duration(max(est, 1)) * time.Second, Runtime: time.Duration(run) * time.Second,
-			Origin: s.SubmitSite, Size: s.Size})
+	for i := range in {
+		out = append(out, fromShaped(t0, &in[i]))
 	}
 	return out
+}
+
+// fromShaped converts one shaped job; t0 is the workload's first submit time.
+func fromShaped(t0 int64, s *swf.Shaped) Job {
+	est := s.ReqTime
+	if est <= 0 {
+		est = s.Run
+	}
+	run := max(s.Run, 0)
+	return Job{ID: strconv.FormatInt(s.ID, 10), Submit: time.Duration(s.Submit-t0) * time.Second, Width: int(s.Width),
+		Estimate: time.Duration(max(est, 1)) * time.Second, Runtime: time.Duration(run) * time.Second,
+		Origin: s.SubmitSite, Size: s.Size}
 }
 
 // Run replays jobs (sorted by Submit) on the setup. progress, when not nil,
 // is called now and then with the number of jobs submitted so far.
 func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, total int)) (*Result, error) {
+	return run(ctx, s, jobs, nil, progress)
+}
+
+// RunFeed is Run on a workload that is still being read (ReadFeed): the
+// replay starts with the first batch, and reading and replaying share the
+// machine's cores. The broker path (Setup.Broker, or a plan that
+// replicates) reads the whole workload first.
+func RunFeed(ctx context.Context, s Setup, f Feed, progress func(submitted, total int)) (*Result, error) {
+	return run(ctx, s, nil, &f, progress)
+}
+
+func run(ctx context.Context, s Setup, jobs []Job, f *Feed, progress func(submitted, total int)) (*Result, error) {
 	epoch := s.Epoch
 	if epoch.IsZero() {
 		epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	if !s.Broker {
-		res, err := direct(ctx, s, epoch, jobs, progress)
+		res, read, err := direct(ctx, s, epoch, jobs, f, progress)
 		if !errors.Is(err, errNeedsBroker) {
 			return res, err
+		}
+		jobs = read
+	}
+	if f != nil {
+		var err error
+		if jobs, err = f.rest(ctx, jobs); err != nil {
+			return nil, err
 		}
 	}
 	return viaBroker(ctx, s, epoch, jobs, progress)

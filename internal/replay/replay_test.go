@@ -53,6 +53,22 @@ func loadCTC(tb testing.TB, n int, wide bool) []Job {
 	return FromShaped(sh)
 }
 
+// feedCTC reads the filtered CTC trace (the first n jobs; 0: all) as
+// Workload 1 into a Feed, as loadCTC does into a slice.
+func feedCTC(tb testing.TB, n int) Feed {
+	tb.Helper()
+	dir, ok := swf.WorkloadsDir()
+	if !ok {
+		tb.Skip("workload traces not found: set GRIDSUB_WORKLOADS or put ../shared/workloads beside the repository")
+	}
+	f, err := ReadFeed(context.Background(), filepath.Join(dir, "CTC-SP2-1996-3.1-cln.swf.gz"), swf.StrongFilter{MaxProcs: 338}.Apply,
+		swf.ShapeOptions{N: n, WidthCap: 32, Sites: 3, Seed: 7})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
 // TestReplayPaper000Workload1 replays the first 2,000 CTC jobs of Workload 1
 // through the broker and checks the outcome is complete and sane.
 func TestReplayPaper000Workload1(t *testing.T) {
@@ -136,16 +152,18 @@ func BenchmarkReplayCTCFull(b *testing.B) {
 	for _, name := range []string{"greedy-easy", "optimal-easy", "greedy-conservative"} {
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				jobs := loadCTC(b, 0, false)
+				// Read while replayed: the trace is read, filtered and
+				// shaped on one core while the replay runs on the other.
+				f := feedCTC(b, 0)
 				pl, err := coalloc.ByName(name)
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := Run(context.Background(), Setup{Sites: paper000(), Links: links(3, 1e6, 575*time.Millisecond), MultiSite: 1.1, Planner: pl}, jobs, nil)
+				res, err := RunFeed(context.Background(), Setup{Sites: paper000(), Links: links(3, 1e6, 575*time.Millisecond), MultiSite: 1.1, Planner: pl}, f, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
-				b.ReportMetric(float64(len(jobs)), "jobs")
+				b.ReportMetric(float64(len(res.Records)), "jobs")
 				b.ReportMetric(res.Summary.AU, "AU")
 			}
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MB")

@@ -1,6 +1,7 @@
 package swf
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 )
@@ -36,6 +37,69 @@ type Shaped struct {
 // fixed (for each job: site, then size; then Workload 2's choice and widths),
 // so the same jobs and seed always give the same workload.
 func Shape(jobs []Job, o ShapeOptions) ([]Shaped, error) {
+	sh, err := newShaper(o)
+	if err != nil {
+		return nil, err
+	}
+	n := len(jobs)
+	if o.N > 0 && o.N < n {
+		n = o.N
+	}
+	out := make([]Shaped, n)
+	for i := range out {
+		out[i] = sh.next(&jobs[i])
+	}
+	if o.Wide90 {
+		k := (9*n + 5) / 10
+		for _, i := range sh.rng.Perm(n)[:k] {
+			out[i].Width = sh.o.WideMin + sh.rng.Int64N(sh.o.WideMax-sh.o.WideMin+1)
+		}
+	}
+	return out, nil
+}
+
+// Shaper shapes a workload one job at a time, as it is read, with exactly
+// Shape's draws: Workload 1 (and any shaping without Wide90), whose draws
+// for a job depend on the jobs before it only. Workload 2 picks its wide
+// jobs among all of them, so it needs Shape.
+type Shaper struct {
+	sh   *shaper
+	seen int
+}
+
+// NewShaper starts shaping with o; o.Wide90 is refused (ErrNeedsAll).
+func NewShaper(o ShapeOptions) (*Shaper, error) {
+	if o.Wide90 {
+		return nil, fmt.Errorf("swf: shape: %w", ErrNeedsAll)
+	}
+	sh, err := newShaper(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Shaper{sh: sh}, nil
+}
+
+// ErrNeedsAll: a shaping that draws among all the jobs (Workload 2) cannot
+// shape them one at a time.
+var ErrNeedsAll = errors.New("Workload 2 (wide90) chooses among all jobs: it cannot be shaped as the trace is read")
+
+// Next shapes the next job (filtered, in file order); ok is false once
+// ShapeOptions.N jobs have been shaped.
+func (s *Shaper) Next(j *Job) (out Shaped, ok bool) {
+	if s.sh.o.N > 0 && s.seen >= s.sh.o.N {
+		return Shaped{}, false
+	}
+	s.seen++
+	return s.sh.next(j), true
+}
+
+// shaper holds the checked options and the one random stream of a shaping.
+type shaper struct {
+	o   ShapeOptions
+	rng *rand.Rand
+}
+
+func newShaper(o ShapeOptions) (*shaper, error) {
 	if o.Sites < 1 {
 		return nil, fmt.Errorf("swf: shape: sites must be >= 1, got %d", o.Sites)
 	}
@@ -51,29 +115,14 @@ func Shape(jobs []Job, o ShapeOptions) ([]Shaped, error) {
 	if o.WideMin < 1 || o.WideMax < o.WideMin || o.SizeMin < 0 || o.SizeMax < o.SizeMin {
 		return nil, fmt.Errorf("swf: shape: need 1 <= WideMin <= WideMax and 0 <= SizeMin <= SizeMax")
 	}
-	n := len(jobs)
-	if o.N > 0 && o.N < n {
-		n = o.N
+	return &shaper{o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x5eed5eed))}, nil
+}
+
+// next shapes one job: the width cap, then the site and size draws.
+func (s *shaper) next(j *Job) Shaped {
+	w := j.Width()
+	if s.o.WidthCap > 0 && w > s.o.WidthCap {
+		w = s.o.WidthCap
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x5eed5eed))
-	out := make([]Shaped, n)
-	for i := range out {
-		w := jobs[i].Width()
-		if o.WidthCap > 0 && w > o.WidthCap {
-			w = o.WidthCap
-		}
-		out[i] = Shaped{
-			Job:        jobs[i],
-			Width:      w,
-			SubmitSite: rng.IntN(o.Sites),
-			Size:       o.SizeMin + rng.Int64N(o.SizeMax-o.SizeMin+1),
-		}
-	}
-	if o.Wide90 {
-		k := (9*n + 5) / 10
-		for _, i := range rng.Perm(n)[:k] {
-			out[i].Width = o.WideMin + rng.Int64N(o.WideMax-o.WideMin+1)
-		}
-	}
-	return out, nil
+	return Shaped{Job: *j, Width: w, SubmitSite: s.rng.IntN(s.o.Sites), Size: s.o.SizeMin + s.rng.Int64N(s.o.SizeMax-s.o.SizeMin+1)}
 }

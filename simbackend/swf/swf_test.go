@@ -194,6 +194,39 @@ func TestShape(t *testing.T) {
 	}
 }
 
+// TestShaperMatchesShape: shaping job by job gives Shape's workload, draw
+// for draw, stops after N jobs, and refuses Workload 2.
+func TestShaperMatchesShape(t *testing.T) {
+	var jobs []Job
+	for i := 0; i < 700; i++ {
+		jobs = append(jobs, Job{ID: int64(i + 1), Submit: int64(i), Run: 10, ReqTime: 20, Alloc: int64(1 + i%64), ReqProcs: -1})
+	}
+	o := ShapeOptions{N: 500, WidthCap: 32, Sites: 3, Seed: 11}
+	want, err := Shape(jobs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := NewShaper(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Shaped
+	for i := range jobs {
+		s, ok := sh.Next(&jobs[i])
+		if !ok {
+			break
+		}
+		got = append(got, s)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the shaper's %d jobs differ from Shape's %d", len(got), len(want))
+	}
+	o.Wide90 = true
+	if _, err := NewShaper(o); !errors.Is(err, ErrNeedsAll) {
+		t.Fatalf("Workload 2 one job at a time: err = %v, want ErrNeedsAll", err)
+	}
+}
+
 func TestCTCTraceFilter(t *testing.T) {
 	dir, ok := WorkloadsDir()
 	if !ok {
