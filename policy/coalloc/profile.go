@@ -280,6 +280,9 @@ func (p *profile) minFree(t, d time.Duration) int {
 // (and ending no earlier) can have more. Whole blocks inside the window are
 // read by their min, so the cost is O(blocks + B), not O(steps).
 func (p *profile) windowMin(t, end time.Duration) (int, time.Duration) {
+	if len(p.b) == 1 {
+		return p.windowMin1(t, end)
+	}
 	q := p.find(t)
 	e := q // the last step starting before end
 	if end == never {
@@ -325,6 +328,27 @@ func (p *profile) windowMin(t, end time.Duration) (int, time.Duration) {
 		}
 	}
 	return m, p.end(q) // unreachable: the minimum is some step's value
+}
+
+// windowMin1 is windowMin for a profile of one block (every profile of a
+// few dozen steps, the usual case): one forward scan, no search.
+func (p *profile) windowMin1(t, end time.Duration) (int, time.Duration) {
+	b := &p.b[0]
+	at, v := b.at, b.v
+	i := 0
+	if t > 0 {
+		i = p.find(t).i
+	}
+	m, last := v[i], i
+	for k := i + 1; k < len(at) && at[k] < end; k++ {
+		if x := v[k]; x <= m {
+			m, last = x, k
+		}
+	}
+	if last+1 < len(at) {
+		return m + b.add, at[last+1]
+	}
+	return m + b.add, never
 }
 
 // earliest is the first offset t >= from at which n nodes stay free for d.

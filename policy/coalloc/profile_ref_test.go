@@ -111,6 +111,22 @@ func (p *flatProfile) earliest(from time.Duration, n int, d time.Duration) (time
 	return never, false
 }
 
+// windowMin is the fewest free nodes over [t, end) and the start of the
+// step after the last step with that many (never after the last step).
+func (p *flatProfile) windowMin(t, end time.Duration) (int, time.Duration) {
+	i := p.find(t)
+	m, last := p.free[i], i
+	for k := i + 1; k < len(p.at) && p.at[k] < end; k++ {
+		if p.free[k] <= m {
+			m, last = p.free[k], k
+		}
+	}
+	if last+1 < len(p.at) {
+		return m, p.at[last+1]
+	}
+	return m, never
+}
+
 // split makes a step start exactly at t and returns its index.
 func (p *flatProfile) split(t time.Duration) int {
 	i := p.find(t)
@@ -166,6 +182,18 @@ func TestPropertyProfileMatchesFlat(t *testing.T) {
 			n := rapid.IntRange(1, nodes).Draw(t, "width")
 			if got, want := bp.minFree(at, d), fp.minFree(at, d); got != want {
 				t.Fatalf("minFree(%v,%v) = %d, flat %d", at, d, got, want)
+			}
+			gm, gn := bp.windowMin(at, addDur(at, d))
+			wm, wn := fp.windowMin(at, addDur(at, d))
+			if gm != wm || gn != wn {
+				t.Fatalf("windowMin(%v,%v) = %d %v, flat %d %v (%d blocks)", at, addDur(at, d), gm, gn, wm, wn, len(bp.b))
+			}
+			if bp.mono {
+				for i := 1; i < len(fp.free); i++ {
+					if fp.free[i] < fp.free[i-1] {
+						t.Fatalf("a profile marked never falling falls at %v: %v", fp.at[i], fp.free)
+					}
+				}
 			}
 			if got, want := bp.minFreeFromNow(d), fp.minFree(0, d); got != want {
 				t.Fatalf("minFreeFromNow(%v) = %d, flat minFree(0, %v) %d", d, got, d, want)
