@@ -226,6 +226,7 @@ type Session interface {
 	// Release ends a hold that Hold recorded (its job ended).
 	Release(site, nodes int, until time.Time) error
 	// Plan makes one pass at now (never earlier than the last). The jobs it
-	// starts or rejects leave the queue.
+	// starts or rejects leave the queue. The plan is the session's memory,
+	// valid until the next Plan: read it, do not keep it.
 	Plan(ctx context.Context, now time.Time) (*Plan, error)
 }

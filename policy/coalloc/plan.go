@@ -218,13 +218,23 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 	return p.pass(ctx, s, &p.memo, false, nil)
 }
 
+// reuse is what a caller that plans pass after pass (a Session) lends a
+// pass: a Plan whose memory the pass reuses (the caller reads it before the
+// next pass), and where the queue indices of the jobs the plan starts or
+// rejects go, in the order of the decisions.
+type reuse struct {
+	plan policy.Plan
+	dec  []policy.Decision // the memory of plan.Decisions
+	gone []int
+}
+
 // pass is one pass over a checked snapshot. A Quiet pass starts from m when
 // s follows the pass m remembers (memo.go) and remembers its own end there.
 // vouched: the caller knows s follows m's pass (a Session, told every
 // change), so m does not check it, and keeps no copy of s to check with.
-// gone, when not nil, gets the queue index of every job the plan starts or
-// rejects, in the order of the decisions.
-func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched bool, gone *[]int) (*policy.Plan, error) {
+// r, when not nil, lends the plan's memory and takes the indices of the
+// jobs that leave the queue.
+func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched bool, r *reuse) (*policy.Plan, error) {
 	var st *State
 	var memoHead *policy.Decision  // the head the remembered pass left waiting
 	first, fcfsBlocked := 0, false // the first job the look-ahead scans (memo: the first appended)
@@ -244,6 +254,11 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 	g := &st.grid
 	g.fill(s)
 	plan := &policy.Plan{}
+	if r != nil {
+		clear(r.dec)
+		r.plan, r.gone = policy.Plan{}, r.gone[:0]
+		plan = &r.plan
+	}
 	stop := len(s.Queue)  // the pass plans the jobs before stop
 	var rejects []indexed // with Quiet: every admission rejection
 	var marks []int       // with Quiet: the jobs worth a look once the head waits
@@ -284,14 +299,21 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 		plan.Pending = append(plan.Pending, x)
 	}
 	decide := func(qi int, x policy.Decision) {
-		if gone != nil && x.Action != policy.Reserve {
-			*gone = append(*gone, qi)
+		if r != nil && x.Action != policy.Reserve {
+			r.gone = append(r.gone, qi)
 		}
 		if plan.Decisions == nil {
-			// Most passes decide one or two jobs; a Decision is ~200 bytes.
-			plan.Decisions = make([]policy.Decision, 0, min(len(s.Queue), 4))
+			if r != nil {
+				plan.Decisions = r.dec[:0]
+			} else {
+				// Most passes decide one or two jobs; a Decision is ~200 bytes.
+				plan.Decisions = make([]policy.Decision, 0, min(len(s.Queue), 4))
+			}
 		}
 		plan.Decisions = append(plan.Decisions, x)
+		if r != nil {
+			r.dec = plan.Decisions[:cap(plan.Decisions)]
+		}
 	}
 	k := &st.coll
 	*k = Collector{keep: p.beaten, c: k.c[:0]}

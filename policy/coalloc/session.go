@@ -27,7 +27,8 @@ type Session struct {
 	snap  policy.Snapshot // Quiet; every site's Busy in order of Until
 	m     memo
 	moved bool  // a hold was added or released since the last pass
-	gone  []int // queue indices of the jobs the last plan took out
+	r     reuse // the plan's memory, and the jobs the last plan took out
+	qbuf  []policy.Job // the queue's memory: snap.Queue is a window of it
 }
 
 // NewSession implements policy.Incremental.
@@ -99,12 +100,11 @@ func (ss *Session) Plan(ctx context.Context, now time.Time) (*policy.Plan, error
 	}
 	ss.moved = false
 	ss.snap.Now = now
-	ss.gone = ss.gone[:0]
-	plan, err := ss.p.pass(ctx, &ss.snap, &ss.m, true, &ss.gone)
+	plan, err := ss.p.pass(ctx, &ss.snap, &ss.m, true, &ss.r)
 	if err != nil {
 		return nil, err
 	}
-	if len(ss.gone) > 0 {
+	if len(ss.r.gone) > 0 {
 		ss.dequeue()
 	}
 	return plan, nil
@@ -124,16 +124,19 @@ func (ss *Session) firstEnd() time.Time {
 	return t
 }
 
-// dequeue takes the jobs the last plan started or rejected (ss.gone, queue
-// indices) out of the queue. The jobs before the last one that leaves move
-// back; most leave from the front (the head starts), so few move.
+// dequeue takes the jobs the last plan started or rejected (ss.r.gone,
+// queue indices) out of the queue. The jobs before the last one that leaves
+// move back; most leave from the front (the head starts), so few move. Once
+// the room freed at the front outgrows the queue, the queue moves to the
+// front of its memory, so that Submit seldom needs more.
 func (ss *Session) dequeue() {
-	slices.Sort(ss.gone)
+	gone := ss.r.gone
+	slices.Sort(gone)
 	q := ss.snap.Queue
-	g := len(ss.gone) - 1
-	k := ss.gone[g] + 1 // q[k:] stays where it is
-	for x := ss.gone[g]; x >= 0; x-- {
-		if g >= 0 && ss.gone[g] == x {
+	g := len(gone) - 1
+	k := gone[g] + 1 // q[k:] stays where it is
+	for x := gone[g]; x >= 0; x-- {
+		if g >= 0 && gone[g] == x {
 			g--
 			continue
 		}
@@ -141,5 +144,14 @@ func (ss *Session) dequeue() {
 		q[k] = q[x]
 	}
 	clear(q[:k])
-	ss.snap.Queue = q[k:]
+	q = q[k:]
+	if ss.qbuf == nil || cap(ss.qbuf) < cap(q) {
+		ss.qbuf = q // a Submit moved the queue to new memory
+	}
+	if front := cap(ss.qbuf) - cap(q); front > len(q) {
+		n := copy(ss.qbuf[:len(q)], q)
+		clear(q[max(0, len(q)-front):]) // what the copy did not overwrite
+		q = ss.qbuf[:n]
+	}
+	ss.snap.Queue = q
 }
