@@ -67,9 +67,10 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, f *Feed, 
 			fed = false
 			return nil
 		}
+		// The new entries past len are zero: memory is only ever appended.
 		d.jobs = append(d.jobs, b...)
-		d.recs = append(d.recs, make([]simbackend.Record, len(b))...)
-		d.state = append(d.state, make([]jobState, len(b))...)
+		d.recs = slices.Grow(d.recs, len(b))[:len(d.recs)+len(b)]
+		d.state = slices.Grow(d.state, len(b))[:len(d.state)+len(b)]
 		return nil
 	}
 	total := func() int {

@@ -26,8 +26,8 @@ type Session struct {
 	p     *Planner
 	snap  policy.Snapshot // Quiet; every site's Busy in order of Until
 	m     memo
-	moved bool  // a hold was added or released since the last pass
-	r     reuse // the plan's memory, and the jobs the last plan took out
+	moved bool         // a hold was added or released since the last pass
+	r     reuse        // the plan's memory, and the jobs the last plan took out
 	qbuf  []policy.Job // the queue's memory: snap.Queue is a window of it
 }
 
