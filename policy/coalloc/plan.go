@@ -317,6 +317,9 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 	}
 	k := &st.coll
 	*k = Collector{keep: p.beaten, c: k.c[:0]}
+	if s.Quiet {
+		k.keep = 0 // a Quiet plan carries no runner-ups: keep only the best
+	}
 	var head *policy.Decision // the first job of this pass left waiting (reserved)
 	var headID, headFrom string
 	var blocked []string // the reason of the jobs the head blocks

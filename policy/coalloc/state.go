@@ -1,6 +1,7 @@
 package coalloc
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -195,6 +196,9 @@ func better(a, b *Candidate) bool {
 
 // cmpSites compares the site sets of two placements as sorted index lists.
 func cmpSites(a, b []policy.Part) int {
+	if len(a) == 1 && len(b) == 1 { // most placements are on one site
+		return cmp.Compare(a[0].Site, b[0].Site)
+	}
 	var xa, xb [16]int
 	sa, sb := sortedSites(xa[:0], a), sortedSites(xb[:0], b)
 	return slices.Compare(sa, sb)
@@ -266,6 +270,13 @@ func (k *Collector) Add(c Candidate) {
 		}
 	}
 	if len(k.c) > k.keep && !better(&c, &k.c[len(k.c)-1]) {
+		return
+	}
+	if k.keep == 0 && len(k.c) == 1 {
+		// Only the best is kept, and c beats it: c takes its place and
+		// the memory of its parts.
+		c.Parts = append(k.c[0].Parts[:0], c.Parts...)
+		k.c[0] = c
 		return
 	}
 	c.Parts = slices.Clone(c.Parts)
