@@ -101,12 +101,17 @@ type Planner struct {
 func (p *Planner) oneSite(j *policy.Job) bool { return p.single || j.NoSplit }
 
 // state is a State for s, from the pool when one is free.
-func (p *Planner) state(s *policy.Snapshot) *State {
-	if st, ok := p.pool.Get().(*State); ok {
-		st.reset(s)
-		return st
+func (p *Planner) state(s *policy.Snapshot, c *baseCache) *State {
+	st, ok := p.pool.Get().(*State)
+	if !ok {
+		st = &State{}
 	}
-	return NewState(s)
+	if c != nil {
+		st.resetCached(s, c)
+	} else {
+		st.reset(s)
+	}
+	return st
 }
 
 // quietScan looks ahead over the queue of a Quiet snapshot, where nobody
@@ -226,6 +231,9 @@ type reuse struct {
 	plan policy.Plan
 	dec  []policy.Decision // the memory of plan.Decisions
 	gone []int
+	// bases are the sites' profiles as last built, for a caller that says
+	// which sites' holds changed (baseCache.changed).
+	bases baseCache
 }
 
 // pass is one pass over a checked snapshot. A Quiet pass starts from m when
@@ -243,7 +251,11 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 		st, memoHead, first, resume, fcfsBlocked = m.take(p, s, vouched)
 	}
 	if st == nil {
-		st = p.state(s)
+		var c *baseCache
+		if r != nil {
+			c = &r.bases
+		}
+		st = p.state(s, c)
 	}
 	kept := false // by the memo, for the next pass
 	defer func() {

@@ -49,6 +49,11 @@ type profile struct {
 	// any window from now are the free nodes now. build sets it; a take
 	// from a later offset (a reservation) clears it.
 	mono bool
+	// What build saw of the holds: the earliest end still to come (an
+	// offset; never without one), and whether some hold had already ended
+	// (it then counts as ending overdueGrace from now).
+	firstEnd time.Duration
+	overdue  bool
 	// memory kept for the next build
 	rel   []release
 	atBuf []time.Duration
@@ -91,13 +96,16 @@ type release struct {
 func (p *profile) build(s *policy.Site, now time.Time) {
 	rs := p.rel[:0]
 	sorted := true
+	p.firstEnd, p.overdue = never, false
 	for _, h := range s.Busy {
 		if h.Nodes <= 0 {
 			continue
 		}
 		t := offset(h.Until, now)
 		if t <= 0 {
-			t = overdueGrace
+			t, p.overdue = overdueGrace, true
+		} else {
+			p.firstEnd = min(p.firstEnd, t)
 		}
 		if len(rs) > 0 && t < rs[len(rs)-1].at {
 			sorted = false
@@ -164,6 +172,42 @@ func offset(t, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return time.Duration(ds)*time.Second + time.Duration(t.Nanosecond()-now.Nanosecond())
+}
+
+// copyShifted makes p a copy of q with every step d earlier (the first
+// still at 0), in p's own memory: q seen from an instant d later, when no
+// step but the first starts before d.
+func (p *profile) copyShifted(q *profile, d time.Duration) {
+	size := 0
+	for k := range q.b {
+		size += len(q.b[k].at) + blockSlack
+	}
+	if cap(p.atBuf) < size {
+		p.atBuf, p.vBuf = make([]time.Duration, size), make([]int, size)
+	}
+	p.atBuf, p.vBuf = p.atBuf[:size], p.vBuf[:size]
+	p.b = p.b[:0]
+	off := 0
+	for k := range q.b {
+		qb := &q.b[k]
+		n := len(qb.at)
+		at := p.atBuf[off : off+n : off+n+blockSlack]
+		v := p.vBuf[off : off+n : off+n+blockSlack]
+		copy(at, qb.at)
+		copy(v, qb.v)
+		if d != 0 {
+			for i := range at {
+				at[i] -= d
+			}
+			if k == 0 {
+				at[0] = 0
+			}
+		}
+		p.b = append(p.b, block{at: at, v: v, add: qb.add, mn: qb.mn, mx: qb.mx})
+		off += n + blockSlack
+	}
+	p.pmOK = false
+	p.mono = q.mono
 }
 
 func (p *profile) val(q pos) int             { b := &p.b[q.k]; return b.v[q.i] + b.add }

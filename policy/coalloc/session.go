@@ -65,6 +65,7 @@ func (ss *Session) Hold(site, nodes int, until time.Time) error {
 	st.Busy = slices.Insert(st.Busy, k, policy.Hold{Nodes: nodes, Until: until})
 	st.Free -= nodes
 	ss.moved = true
+	ss.r.bases.changed(site)
 	return nil
 }
 
@@ -80,6 +81,7 @@ func (ss *Session) Release(site, nodes int, until time.Time) error {
 			st.Busy = slices.Delete(st.Busy, k, k+1)
 			st.Free += nodes
 			ss.moved = true
+			ss.r.bases.changed(site)
 			return nil
 		}
 	}

@@ -51,6 +51,52 @@ func (st *State) reset(s *policy.Snapshot) {
 	}
 }
 
+// resetCached is reset with the sites' base profiles from c: a site whose
+// holds did not change since its profile was built gets a copy of it,
+// shifted to s.Now, instead of a build from its holds.
+func (st *State) resetCached(s *policy.Snapshot, c *baseCache) {
+	st.Snap = s
+	if cap(st.prof) < len(s.Sites) {
+		st.prof = append(st.prof[:cap(st.prof)], make([]profile, len(s.Sites)-cap(st.prof))...)
+	}
+	st.prof = st.prof[:len(s.Sites)]
+	c.size(len(s.Sites))
+	for i := range s.Sites {
+		b := &c.prof[i]
+		d := s.Now.Sub(c.at[i])
+		if !c.ok[i] || d < 0 || (d > 0 && (b.overdue || b.firstEnd <= d)) {
+			b.build(&s.Sites[i], s.Now)
+			c.ok[i], c.at[i], d = true, s.Now, 0
+		}
+		st.prof[i].copyShifted(b, d)
+	}
+}
+
+// baseCache keeps each site's profile as built, with the instant it was
+// built for: while the site's holds are the same, a pass at a later Now
+// copies and shifts it instead of building it from the holds again (most
+// passes of a replay follow a change at one site). A profile with a hold
+// past its end is not reused at a later Now (that hold counts as ending
+// soon after each Now), nor one whose first hold has ended since.
+type baseCache struct {
+	prof []profile
+	at   []time.Time
+	ok   []bool
+}
+
+func (c *baseCache) size(n int) {
+	if len(c.prof) != n {
+		*c = baseCache{prof: make([]profile, n), at: make([]time.Time, n), ok: make([]bool, n)}
+	}
+}
+
+// changed marks site i's holds as changed: its profile is built again.
+func (c *baseCache) changed(i int) {
+	if i < len(c.ok) {
+		c.ok[i] = false
+	}
+}
+
 // FreeNow is the nodes of site i free now, after this pass's starts.
 func (st *State) FreeNow(i int) int { return st.prof[i].freeNow() }
 
