@@ -193,7 +193,8 @@ func (m *memo) take(p *Planner, s *policy.Snapshot, vouched bool) (st *State, he
 		}
 	}
 	if m.headID != "" {
-		head = &policy.Decision{Job: m.headID, Chosen: policy.Option{Start: m.headStart}}
+		st.head = policy.Decision{Job: m.headID, Chosen: policy.Option{Start: m.headStart}}
+		head = &st.head
 	}
 	m.hits++
 	m.st = nil

@@ -265,11 +265,13 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 	}()
 	g := &st.grid
 	g.fill(s)
-	plan := &policy.Plan{}
+	var plan *policy.Plan
 	if r != nil {
 		clear(r.dec)
 		r.plan, r.gone = policy.Plan{}, r.gone[:0]
 		plan = &r.plan
+	} else {
+		plan = &policy.Plan{}
 	}
 	stop := len(s.Queue)  // the pass plans the jobs before stop
 	var rejects []indexed // with Quiet: every admission rejection
@@ -434,7 +436,9 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 			// A reservation nobody reads: hold it, decide nothing.
 			st.Take(best.Parts, best.Start, best.Hold())
 			if head == nil {
-				setHead(&policy.Decision{Job: j.ID, Chosen: policy.Option{Start: s.Now.Add(best.Start)}})
+				// The head of a Quiet pass is only named (in st's memory).
+				st.head = policy.Decision{Job: j.ID, Chosen: policy.Option{Start: s.Now.Add(best.Start)}}
+				setHead(&st.head)
 			}
 			if quiet {
 				shrink(qi)

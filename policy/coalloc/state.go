@@ -26,10 +26,11 @@ type State struct {
 	hold1   []time.Duration // by position: single-site hold, 0 = not yet (Greedy)
 	parts   []policy.Part
 	win     windowScratch
-	marks   []int     // Planner.quietScan
-	cands   []int     // Planner.quietScan
-	grid    gridInfo  // Planner.Plan, reused from pass to pass
-	coll    Collector // Planner.Plan, reused from pass to pass
+	head    policy.Decision // the head a Quiet pass names (Planner.pass)
+	marks   []int           // Planner.quietScan
+	cands   []int           // Planner.quietScan
+	grid    gridInfo        // Planner.Plan, reused from pass to pass
+	coll    Collector       // Planner.Plan, reused from pass to pass
 }
 
 // NewState builds the pass state for s. It does not modify s.
