@@ -69,6 +69,7 @@ func direct(ctx context.Context, s Setup, epoch time.Time, jobs []Job, f *Feed, 
 		}
 		// The new entries past len are zero: memory is only ever appended.
 		d.jobs = append(d.jobs, b...)
+		f.recycle(b)
 		d.recs = slices.Grow(d.recs, len(b))[:len(d.recs)+len(b)]
 		d.state = slices.Grow(d.state, len(b))[:len(d.state)+len(b)]
 		return nil

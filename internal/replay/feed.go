@@ -21,6 +21,20 @@ type Feed struct {
 	// Hint is about how many jobs to expect (the trace header's count), to
 	// size memory once rather than grow it batch by batch; 0 = no idea.
 	Hint int
+	// Free, when not nil, takes back the batches the replay has copied, for
+	// the reader to fill again (a send that would block is skipped).
+	Free chan<- []Job
+}
+
+// recycle hands a batch the replay has copied back to the reader.
+func (f *Feed) recycle(b []Job) {
+	if f.Free == nil {
+		return
+	}
+	select {
+	case f.Free <- b:
+	default:
+	}
 }
 
 // feedBatch is how many jobs a reader sends at a time: few channel
@@ -71,6 +85,7 @@ func ReadFeed(ctx context.Context, path string, keep func(*swf.Job) bool, o swf.
 		return Feed{}, err
 	}
 	c := make(chan []Job, 4)
+	free := make(chan []Job, 4)
 	var mu sync.Mutex
 	var readErr error
 	go func() {
@@ -93,8 +108,10 @@ func ReadFeed(ctx context.Context, path string, keep func(*swf.Job) bool, o swf.
 		b := make([]Job, 0, feedBatch)
 		var t0 int64
 		first := true
+		var j swf.Job // one for the whole trace: keep(&j) would move a fresh one to the heap per line
 		for {
-			j, err := r.Next()
+			var err error
+			j, err = r.Next()
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -117,7 +134,12 @@ func ReadFeed(ctx context.Context, path string, keep func(*swf.Job) bool, o swf.
 				if !send(b) {
 					return
 				}
-				b = make([]Job, 0, feedBatch)
+				select { // a batch the replay is done with, else a new one
+				case b = <-free:
+					b = b[:0]
+				default:
+					b = make([]Job, 0, feedBatch)
+				}
 			}
 		}
 		if len(b) > 0 {
@@ -128,7 +150,7 @@ func ReadFeed(ctx context.Context, path string, keep func(*swf.Job) bool, o swf.
 	if o.N > 0 {
 		hint = min(hint, o.N)
 	}
-	return Feed{C: c, Total: o.N, Hint: hint, Err: func() error {
+	return Feed{C: c, Free: free, Total: o.N, Hint: hint, Err: func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		return readErr
