@@ -25,11 +25,16 @@ func needTraces(t testing.TB) {
 
 func runTiny(t *testing.T, workers int) (*Summary, []byte) {
 	t.Helper()
+	return runTinyWith(t, Options{Workers: workers})
+}
+
+func runTinyWith(t *testing.T, o Options) (*Summary, []byte) {
+	t.Helper()
 	e, err := Load("testdata/tiny.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Execute(context.Background(), e, Options{Workers: workers})
+	s, err := Execute(context.Background(), e, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +57,17 @@ func TestDeterministic(t *testing.T) {
 	}
 	if !bytes.Equal(a, c) {
 		t.Fatalf("1 and 2 workers differ:\n%s\n---\n%s", a, c)
+	}
+}
+
+// TestViaBrokerSameResults: replaying every run through the real broker
+// gives the results.csv of the default direct driver, byte for byte.
+func TestViaBrokerSameResults(t *testing.T) {
+	needTraces(t)
+	_, direct := runTinyWith(t, Options{Workers: 2})
+	_, broker := runTinyWith(t, Options{Workers: 2, ViaBroker: true})
+	if !bytes.Equal(direct, broker) {
+		t.Fatalf("direct and via-broker results differ:\n%s\n---\n%s", direct, broker)
 	}
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	Workers int
 	// Progress, when set, is called as runs advance.
 	Progress Progress
+	// ViaBroker replays every run through bridge.Broker (replay.Setup.Broker):
+	// the same results as the default direct driver, slower.
+	ViaBroker bool
 }
 
 // Execute performs every run of e on a pool of workers and returns them in
@@ -60,7 +63,7 @@ func Execute(ctx context.Context, e *Experiment, o Options) (*Summary, error) {
 	runs := e.Expand()
 	workers = max(1, min(workers, len(runs)))
 	start := time.Now()
-	exec, err := prepare(e)
+	exec, err := prepare(e, o.ViaBroker)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +159,7 @@ type execFunc func(ctx context.Context, p Params, progress func(submitted, total
 
 // prepare reads what every run shares (the workloads, the reference
 // schedule) once and returns the function that performs one run.
-func prepare(e *Experiment) (execFunc, error) {
+func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 	if e.Kind == KindCTCReference {
 		return prepareReference(e)
 	}
@@ -196,7 +199,7 @@ func prepare(e *Experiment) (execFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		res, err := replay.Run(ctx, replay.Setup{
+		res, err := replay.Run(ctx, replay.Setup{Broker: viaBroker,
 			Sites: sites, Links: links(len(sites), bw, latency), MultiSite: p.P, Planner: pl, Seed: e.Workload.Seed,
 		}, jobs, progress)
 		if err != nil {
