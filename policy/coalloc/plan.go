@@ -267,7 +267,7 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 	g.fill(s)
 	var plan *policy.Plan
 	if r != nil {
-		clear(r.dec)
+		clear(r.dec[:len(r.plan.Decisions)]) // what the last plan decided
 		r.plan, r.gone = policy.Plan{}, r.gone[:0]
 		plan = &r.plan
 	} else {

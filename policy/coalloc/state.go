@@ -18,6 +18,7 @@ type State struct {
 	elig    []int
 	vals    []int
 	caps    []int
+	wmins   []int // earliestCommon's window minima where it stopped
 	order   []int
 	set     []int
 	pre     []int
@@ -139,6 +140,9 @@ func hold(run, xfer time.Duration) time.Duration {
 //
 // A start t is abandoned once t+lb > limit: lb must be a lower bound of the
 // hold of whatever placement the caller makes at t (see reserveAt).
+//
+// On success st.wmins holds, by position in sites, each site's fewest free
+// nodes over [t, t+d) (at least 0; for a single site, w: what it gives).
 func (st *State) earliestCommon(sites []int, w int, d, lb, limit time.Duration) (time.Duration, bool) {
 	if lb > limit {
 		return never, false
@@ -148,6 +152,7 @@ func (st *State) earliestCommon(sites []int, w int, d, lb, limit time.Duration) 
 		if !ok || addDur(t, lb) > limit {
 			return never, false
 		}
+		st.wmins = append(st.wmins[:0], w)
 		return t, true
 	}
 	// Sweep candidate starts in time order. At a failed candidate t every
@@ -161,8 +166,10 @@ func (st *State) earliestCommon(sites []int, w int, d, lb, limit time.Duration) 
 		}
 		end := addDur(t, d)
 		sum, next := 0, never
+		st.wmins = st.wmins[:0]
 		for _, s := range sites {
 			m, j := st.prof[s].windowMin(t, end)
+			st.wmins = append(st.wmins, max(m, 0))
 			sum += max(m, 0)
 			next = min(next, j)
 		}
@@ -364,13 +371,18 @@ func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector
 	run, xfer := st.model(j, sites)
 	d := hold(run, xfer)
 	st.caps = st.caps[:0]
-	sum := 0
 	for _, s := range sites {
-		c := st.prof[s].minFree(t, d)
-		if c < 0 {
-			c = 0
-		}
-		st.caps = append(st.caps, c)
+		st.caps = append(st.caps, max(st.prof[s].minFree(t, d), 0))
+	}
+	return st.placeWith(j, sites, t, run, xfer, st.caps, k)
+}
+
+// placeWith is place once the model of the sites (run, xfer) and each
+// site's fewest free nodes over the hold from t (caps, by position; at least
+// the width for one site that holds it all) are known.
+func (st *State) placeWith(j *policy.Job, sites []int, t, run, xfer time.Duration, caps []int, k *Collector) bool {
+	sum := 0
+	for _, c := range caps {
 		sum += c
 	}
 	if sum < j.Width {
@@ -382,7 +394,7 @@ func (st *State) place(j *policy.Job, sites []int, t time.Duration, k *Collector
 		if left == 0 {
 			break
 		}
-		n := min(st.caps[i], left)
+		n := min(caps[i], left)
 		if n == 0 {
 			continue
 		}
@@ -431,5 +443,6 @@ func (st *State) reserveAt(j *policy.Job, sites []int, k *Collector, lb time.Dur
 	if !ok {
 		return false
 	}
-	return st.place(j, sites, t, k)
+	// The search ended on the window minima place would read again.
+	return st.placeWith(j, sites, t, run, xfer, st.wmins, k)
 }
