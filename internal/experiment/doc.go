@@ -7,9 +7,11 @@
 //	                 ─► Expand: the cartesian product of the sweep
 //	                   (policy × workload × h set × bandwidth × p) → []Run
 //	                 ─► Runner: a pool of workers; each run is one
-//	                   replay.Run (the real broker and planner on simulated
-//	                   sites, in virtual time) or, for the kind
-//	                   "ctc-easy-reference", one simbackend.ReplayEASY
+//	                   replay.Run (the broker's planner on simulated sites,
+//	                   in virtual time: the direct driver, or the real
+//	                   broker with Options.ViaBroker; the same records) or,
+//	                   for the kind "ctc-easy-reference", one
+//	                   simbackend.ReplayEASY
 //	                 ─► Summary ─► results.csv, summary.json, one PNG+SVG
 //	                   per plot
 //

@@ -57,6 +57,15 @@
 // multi-site, blind to h and p) and "sabin" (Sabin's multi-queue: a Replicate
 // decision copying every job to every site able to run it alone).
 //
+// A Planner is also a policy.Incremental: NewSession gives a Session that
+// makes the very passes Plan makes (the same code, Quiet) on a snapshot it
+// keeps up to date from the changes its caller reports (submissions, holds
+// taken and released), for a trace replay that runs the sites itself. What
+// Plan's memo must verify by comparing the queue and every hold with the
+// last pass's, a session knows; it also keeps each site's profile while the
+// site's holds are unchanged. TestPropertySessionMatchesPlan holds a Session
+// to Plan through random sequences of changes.
+//
 // Build planners with New(Options{...}) or ByName("greedy-easy"); Names
 // lists the names. See README.md for the diagram and docs/policy.md for the
 // measured costs.
