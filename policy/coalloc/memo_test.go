@@ -26,15 +26,7 @@ func TestPropertyMemoMatchesFullPass(t *testing.T) {
 	}
 	hits, passes := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
-		s := genSnapshot(t)
-		s.Quiet = true
-		for i := range s.Sites { // overdue holds end the fast path at once: fewer of them
-			for k := range s.Sites[i].Busy {
-				if h := &s.Sites[i].Busy[k]; !h.Until.After(s.Now) && rapid.Bool().Draw(t, "not overdue") {
-					h.Until = s.Now.Add(time.Duration(rapid.IntRange(1, 600).Draw(t, "until")) * time.Second)
-				}
-			}
-		}
+		s := genQuietSnapshot(t)
 		name := rapid.SampledFrom(names).Draw(t, "planner")
 		ppl, err := ByName(name)
 		if err != nil {
@@ -97,14 +89,7 @@ func TestPropertyMemoMatchesFullPass(t *testing.T) {
 				hits++
 			}
 			passes++
-			fresh, _ := ByName(name)
-			want, err := fresh.Plan(context.Background(), clone(next))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got.Decisions, want.Decisions) {
-				t.Fatalf("%s step %d (fast path %v): decisions\n%+v\nwant (full pass)\n%+v", name, step, pl.memo.hits > before, got.Decisions, want.Decisions)
-			}
+			sameAsFullPass(t, name, next, got, fmt.Sprintf("step %d (fast path %v)", step, pl.memo.hits > before))
 			cur = next
 		}
 	})
@@ -112,6 +97,34 @@ func TestPropertyMemoMatchesFullPass(t *testing.T) {
 	if hits == 0 {
 		t.Fatal("the fast path was never taken: the property was not exercised")
 	}
+}
+
+// sameAsFullPass fails unless got plans what a fresh planner name (which
+// makes a full pass) plans for s.
+func sameAsFullPass(t *rapid.T, name string, s *policy.Snapshot, got *policy.Plan, where string) {
+	fresh, _ := ByName(name)
+	want, err := fresh.Plan(context.Background(), clone(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Decisions, want.Decisions) {
+		t.Fatalf("%s %s: plans\n%+v\nwant (a full pass)\n%+v", name, where, got.Decisions, want.Decisions)
+	}
+}
+
+// genQuietSnapshot is a Quiet genSnapshot with fewer holds past their end
+// (such a hold ends the memo's fast path at once).
+func genQuietSnapshot(t *rapid.T) *policy.Snapshot {
+	s := genSnapshot(t)
+	s.Quiet = true
+	for i := range s.Sites {
+		for k := range s.Sites[i].Busy {
+			if h := &s.Sites[i].Busy[k]; !h.Until.After(s.Now) && rapid.Bool().Draw(t, "not overdue") {
+				h.Until = s.Now.Add(time.Duration(rapid.IntRange(1, 600).Draw(t, "until")) * time.Second)
+			}
+		}
+	}
+	return s
 }
 
 // applied is s after a broker acted on plan: rejected and started jobs

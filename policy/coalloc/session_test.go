@@ -20,15 +20,7 @@ func TestPropertySessionMatchesPlan(t *testing.T) {
 	names := slices.DeleteFunc(Names(), func(n string) bool { return n == "sabin" })
 	hits, passes := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
-		s := genSnapshot(t)
-		s.Quiet = true
-		for i := range s.Sites { // overdue holds end the fast path at once: fewer of them
-			for k := range s.Sites[i].Busy {
-				if h := &s.Sites[i].Busy[k]; !h.Until.After(s.Now) && rapid.Bool().Draw(t, "not overdue") {
-					h.Until = s.Now.Add(time.Duration(rapid.IntRange(1, 600).Draw(t, "until")) * time.Second)
-				}
-			}
-		}
+		s := genQuietSnapshot(t)
 		name := rapid.SampledFrom(names).Draw(t, "planner")
 		ppl, err := ByName(name)
 		if err != nil {
@@ -78,14 +70,7 @@ func TestPropertySessionMatchesPlan(t *testing.T) {
 				if ss.m.hits > before {
 					hits++
 				}
-				fresh, _ := ByName(name)
-				want, err := fresh.Plan(context.Background(), clone(mirror))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(got.Decisions, want.Decisions) {
-					t.Fatalf("%s step %d (fast path %v): session plans\n%+v\nPlan plans\n%+v", name, step, ss.m.hits > before, got.Decisions, want.Decisions)
-				}
+				sameAsFullPass(t, name, mirror, got, fmt.Sprintf("session step %d (fast path %v)", step, ss.m.hits > before))
 				gone := map[string]bool{}
 				for _, d := range got.Decisions {
 					if d.Action == policy.Reserve {
