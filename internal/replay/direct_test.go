@@ -3,10 +3,12 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +186,37 @@ func TestRunFeedMatchesRun(t *testing.T) {
 	}
 	if _, err := ReadFeed(context.Background(), filepath.Join(t.TempDir(), "missing.swf"), nil, swf.ShapeOptions{Sites: 3}); err == nil {
 		t.Fatal("a missing trace gave a feed")
+	}
+}
+
+// failingPlanner fails its nth Plan.
+type failingPlanner struct {
+	policy.Planner
+	n int
+}
+
+func (f *failingPlanner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	if f.n--; f.n == 0 {
+		return nil, errors.New("planner broke")
+	}
+	return f.Planner.Plan(ctx, s)
+}
+
+// TestRunFeedStopsItsReader: a replay that fails halfway through a feed
+// stops the reader (which closes the feed) rather than leaving it blocked
+// on a batch nobody takes.
+func TestRunFeedStopsItsReader(t *testing.T) {
+	before := runtime.NumGoroutine()
+	f := feedCTC(t, 0)
+	pl, _ := coalloc.ByName("greedy-easy")
+	_, err := RunFeed(context.Background(), Setup{Sites: paper000(), Planner: &failingPlanner{pl, 50}}, f, nil)
+	if err == nil || !strings.Contains(err.Error(), "planner broke") {
+		t.Fatalf("err = %v, want the planner's", err)
+	}
+	// Nobody reads the feed any more: only a stopped reader ends.
+	for end := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d goroutines 10 s after the replay failed, %d before it: the reader is still blocked", runtime.NumGoroutine(), before)
+		}
 	}
 }

@@ -24,6 +24,10 @@ type Feed struct {
 	// Free, when not nil, takes back the batches the replay has copied, for
 	// the reader to fill again (a send that would block is skipped).
 	Free chan<- []Job
+	// Stop, when not nil, tells the reader to stop (and close its file):
+	// RunFeed calls it when it returns, whether or not it read the feed to
+	// its end, so that a replay that fails leaves no reader behind.
+	Stop func()
 }
 
 // recycle hands a batch the replay has copied back to the reader.
@@ -84,6 +88,7 @@ func ReadFeed(ctx context.Context, path string, keep func(*swf.Job) bool, o swf.
 	if err != nil {
 		return Feed{}, err
 	}
+	ctx, stop := context.WithCancel(ctx)
 	c := make(chan []Job, 4)
 	free := make(chan []Job, 4)
 	var mu sync.Mutex
@@ -150,7 +155,7 @@ func ReadFeed(ctx context.Context, path string, keep func(*swf.Job) bool, o swf.
 	if o.N > 0 {
 		hint = min(hint, o.N)
 	}
-	return Feed{C: c, Free: free, Total: o.N, Hint: hint, Err: func() error {
+	return Feed{C: c, Free: free, Stop: stop, Total: o.N, Hint: hint, Err: func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		return readErr

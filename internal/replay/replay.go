@@ -93,6 +93,9 @@ func Run(ctx context.Context, s Setup, jobs []Job, progress func(submitted, tota
 // machine's cores. The broker path (Setup.Broker, or a plan that
 // replicates) reads the whole workload first.
 func RunFeed(ctx context.Context, s Setup, f Feed, progress func(submitted, total int)) (*Result, error) {
+	if f.Stop != nil {
+		defer f.Stop()
+	}
 	return run(ctx, s, nil, &f, progress)
 }
 
