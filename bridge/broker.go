@@ -1010,15 +1010,31 @@ func (b *Broker) spec(j *Job, k, n int, site string, nodes int, opt policy.Optio
 	}
 	sp.Walltime = ceilSecond(run)
 	if sim {
-		actual := r.Sim.Runtime // may exceed the estimate: the site then kills it at its walltime
-		if actual <= 0 {
-			actual = r.Estimate
-		}
-		scale := float64(run) / float64(r.Estimate)
-		sp.Sim = backends.SimHints{Runtime: ceilSecond(time.Duration(math.Round(float64(actual)*scale)) + opt.Transfer), ExitCode: r.Sim.ExitCode}
-		sp.Walltime = ceilSecond(run + opt.Transfer)
+		wall, simRun := SimTimes(opt.Runtime, opt.Transfer, r.Estimate, r.Sim.Runtime)
+		sp.Sim = backends.SimHints{Runtime: simRun, ExitCode: r.Sim.ExitCode}
+		sp.Walltime = wall
 	}
 	return sp
+}
+
+// SimTimes is the walltime and the simulated run time the broker gives a
+// simulated site for a job with the given estimate (on the reference
+// machine) placed where the model predicts run (0 or less: the estimate)
+// after a transfer of xfer: the input transfer counts inside the
+// allocation, as in paper 000, and the job's actual run time on the
+// reference machine (0 or less: the estimate; it may exceed the estimate,
+// and the site then kills the job at its walltime) is scaled as the
+// estimate is. Both are rounded up to the second, as batch systems take
+// them. The trace replay's direct driver uses the same rule.
+func SimTimes(run, xfer, estimate, actual time.Duration) (walltime, simRuntime time.Duration) {
+	if run <= 0 {
+		run = estimate
+	}
+	if actual <= 0 {
+		actual = estimate
+	}
+	scale := float64(run) / float64(estimate)
+	return ceilSecond(run + xfer), ceilSecond(time.Duration(math.Round(float64(actual)*scale)) + xfer)
 }
 
 func ceilSecond(d time.Duration) time.Duration {

@@ -295,23 +295,32 @@ func (s *Site) Submit(ctx context.Context, spec *backends.JobSpec) (backends.Job
 	return j.id, nil
 }
 
+// RunLength is how long a simulated site runs a job: its simulated run time
+// (0: its walltime), cut at its walltime, where the site kills it (killed).
+// The trace replay's direct driver uses the same rule.
+func RunLength(walltime, simRuntime time.Duration) (d time.Duration, killed bool) {
+	if simRuntime == 0 {
+		simRuntime = walltime
+	}
+	if simRuntime > walltime {
+		return walltime, true
+	}
+	return simRuntime, false
+}
+
 // onStart is the scheduler's start callback (engine lock held).
 func (s *Site) onStart(sj *sjob, now int64) {
 	j := sj.owner.(*siteJob)
 	j.state, j.reason = backends.StateRunning, ""
 	s.nQueue--
 	s.nRun++
-	run := j.spec.Sim.Runtime
-	if run == 0 {
-		run = j.spec.Walltime
-	}
+	run, killed := RunLength(j.spec.Walltime, j.spec.Sim.Runtime)
 	dur := int64(run)
 	j.endState, j.endWhy, j.exit = backends.StateCompleted, "", j.spec.Sim.ExitCode
 	if j.exit != 0 {
 		j.endState, j.endWhy = backends.StateFailed, "NonZeroExitCode"
 	}
-	if dur > j.est {
-		dur = j.est
+	if killed {
 		j.endState, j.endWhy, j.exit = backends.StateTimeout, "TimeLimit", -1
 	}
 	if j.resv != nil && now+dur > j.resv.r.end {

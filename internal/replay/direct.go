@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/simbackend"
 )
@@ -348,27 +348,15 @@ func (d *driver) compact() {
 // a simbackend site would.
 func (d *driver) start(i int, o policy.Option) error {
 	j := &d.jobs[i]
-	run := o.Runtime
-	if run <= 0 {
-		run = j.Estimate
-	}
 	actual := j.Runtime
 	if actual == 0 {
 		actual = time.Nanosecond // ran for no time; 0 would mean "runs its estimate"
 	}
-	scale := float64(run) / float64(j.Estimate)
-	simRun := ceilSecond(time.Duration(math.Round(float64(actual)*scale)) + o.Transfer)
-	wall := ceilSecond(run + o.Transfer)
+	wall, simRun := bridge.SimTimes(o.Runtime, o.Transfer, j.Estimate, actual)
 	if wall <= 0 {
 		return fmt.Errorf("job %s: walltime must be > 0, got %s", j.ID, wall)
 	}
-	dur, timed := simRun, false
-	if dur == 0 {
-		dur = wall
-	}
-	if dur > wall {
-		dur, timed = wall, true
-	}
+	dur, timed := simbackend.RunLength(wall, simRun)
 	for _, p := range o.Parts {
 		if p.Site < 0 || p.Site >= len(d.sites) {
 			return fmt.Errorf("policy %s: job %s: part on site %d of %d", d.setup.Planner.Name(), j.ID, p.Site, len(d.sites))
@@ -476,12 +464,4 @@ func endBefore(a, b *endEvent) bool {
 		return a.at < b.at
 	}
 	return a.seq < b.seq
-}
-
-// ceilSecond rounds d up to a whole second, as the broker's spec does.
-func ceilSecond(d time.Duration) time.Duration {
-	if r := d % time.Second; r != 0 {
-		d += time.Second - r
-	}
-	return d
 }
