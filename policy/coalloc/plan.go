@@ -151,9 +151,8 @@ func (p *Planner) quietScan(ctx context.Context, st *State, s *policy.Snapshot, 
 			return 0, nil, nil, nil, false, false
 		}
 		j := &s.Queue[qi]
-		if j.Width > freeAll && j.Allowed == nil && j.Origin >= -1 && j.Origin < len(s.Sites) && g.fitsUp(j, p.single) {
-			// admit's common case (every site allowed, the up sites can
-			// hold it) without the call: too wide to start now.
+		if j.Width > freeAll && g.plain(s, j, p.single) {
+			// admit's common case without the call: too wide to start now.
 			fcfsBlocked = fcfsBlocked || p.bf == None
 			continue
 		}
@@ -451,12 +450,8 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 			if quiet {
 				shrink(qi)
 			}
-			plug := p.sel.Name()
-			if head != nil {
-				plug = string(p.bf)
-			}
 			decide(qi, policy.Decision{Job: j.ID, Action: policy.Start, Chosen: option(s, best), Backfilled: head != nil,
-				Status: policy.Status{Code: policy.Success, Plugin: plug}})
+				Status: policy.Status{Code: policy.Success, Plugin: p.plugin(head != nil)}})
 			continue
 		}
 		dec := policy.Decision{Job: j.ID, Chosen: option(s, best), Beaten: options(s, k.Beaten())}
@@ -478,11 +473,7 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 			b := appendClock(a[:0], "reserved: earliest start ", s, dec.Chosen.Start)
 			r := []string{str(appendClock(appendParts(append(b, " at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
 			r = append(r, whyNotNow(st, j, sites, dec.Chosen, dec.Beaten, p.oneSite(j))...)
-			plug := p.sel.Name()
-			if head != nil {
-				plug = string(p.bf)
-			}
-			dec.Status = policy.NewStatus(policy.Wait, plug, r...)
+			dec.Status = policy.NewStatus(policy.Wait, p.plugin(head != nil), r...)
 			if head == nil {
 				setHead(&dec)
 			}
@@ -502,6 +493,15 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 	return plan, nil
 }
 
+// plugin names the stage a decision comes from: the selection for the
+// jobs up to the head, the backfilling rule once a head waits.
+func (p *Planner) plugin(behindHead bool) string {
+	if behindHead {
+		return string(p.bf)
+	}
+	return p.sel.Name()
+}
+
 // startStatus makes dec (Chosen and Beaten filled) the decision to start
 // now, with its reasons; head is the job this pass left waiting in its
 // reservation (nil: none), named headFrom in the reasons.
@@ -510,9 +510,8 @@ func (p *Planner) startStatus(s *policy.Snapshot, dec *policy.Decision, best *Ca
 	dec.Backfilled = head != nil
 	var a [160]byte
 	r := []string{str(appendClock(appendParts(append(a[:0], "start now at "...), s, best.Parts), ", end ", s, dec.Chosen.End()))}
-	plug := p.sel.Name()
+	plug := p.plugin(head != nil)
 	if head != nil {
-		plug = string(p.bf)
 		r = append(r, "backfilled ahead of job "+headFrom+" without delaying it")
 	}
 	dec.Status = policy.NewStatus(policy.Success, plug, append(r, beatenReasons(s, dec.Chosen, dec.Beaten)...)...)
@@ -522,7 +521,7 @@ func (p *Planner) startStatus(s *policy.Snapshot, dec *policy.Decision, best *Ca
 // (slowness ascending: h, divided by trust below 1), or a Reject decision
 // (never runnable), or a Pending (not runnable while some sites are down).
 func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridInfo) ([]int, *policy.Decision, *policy.Pending) {
-	if g != nil && j.Allowed == nil && j.Width >= 1 && j.Origin >= -1 && j.Origin < len(s.Sites) && g.fitsUp(j, single) {
+	if g != nil && g.plain(s, j, single) {
 		return g.upByH, nil, nil // fits the up sites: nothing to explain
 	}
 	reject := func(format string, a ...any) ([]int, *policy.Decision, *policy.Pending) {
@@ -620,9 +619,14 @@ type gridInfo struct {
 	upTotal, upLargest int
 }
 
-// fitsUp reports whether the sites that are up can hold j as it may be
-// placed (on one site, or split).
-func (g *gridInfo) fitsUp(j *policy.Job, single bool) bool {
+// plain reports admission's common case: j may use every site, comes from
+// a real origin (or none), and the sites that are up can hold it as it may
+// be placed (on one site, or split), so admission passes it to every up site
+// with nothing to explain.
+func (g *gridInfo) plain(s *policy.Snapshot, j *policy.Job, single bool) bool {
+	if j.Allowed != nil || j.Width < 1 || j.Origin < -1 || j.Origin >= len(s.Sites) {
+		return false
+	}
 	if single || j.NoSplit {
 		return j.Width <= g.upLargest
 	}
