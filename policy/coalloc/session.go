@@ -27,7 +27,7 @@ type Session struct {
 	snap  policy.Snapshot // Quiet; every site's Busy in order of Until
 	m     memo
 	moved bool         // a hold was added or released since the last pass
-	r     reuse        // the plan's memory, and the jobs the last plan took out
+	r     reuse        // the plan's memory, the jobs it took out, the sites' profiles
 	qbuf  []policy.Job // the queue's memory: snap.Queue is a window of it
 }
 
@@ -38,6 +38,12 @@ func (p *Planner) NewSession(s *policy.Snapshot) (policy.Session, error) {
 	}
 	ss := &Session{p: p, moved: true, snap: policy.Snapshot{Now: s.Now, Links: s.Links, MultiSite: s.MultiSite, Quiet: true,
 		Sites: slices.Clone(s.Sites), Queue: slices.Clone(s.Queue), Uplinks: slices.Clone(s.Uplinks)}}
+	if s.Links != nil {
+		ss.snap.Links = make([][]policy.Link, len(s.Links))
+		for i := range s.Links {
+			ss.snap.Links[i] = slices.Clone(s.Links[i])
+		}
+	}
 	for i := range ss.snap.Sites {
 		b := slices.Clone(ss.snap.Sites[i].Busy)
 		slices.SortStableFunc(b, func(x, y policy.Hold) int { return x.Until.Compare(y.Until) })
