@@ -25,9 +25,11 @@ var errNeedsBroker = errors.New("replay: the plan needs the broker")
 //
 //   - one cycle per instant where a job arrives or ends: ends first, then
 //     arrivals, then a planning pass over the queue if it is not empty;
-//   - the snapshot a broker builds from the sites' Info: per site the free
-//     nodes and one hold per running job (its nodes until start+walltime),
-//     the queue in FCFS order, Quiet;
+//   - the planner sees what a broker's snapshot of the sites' Info shows:
+//     per site the free nodes and one hold per running job (its nodes until
+//     start+walltime), the queue in FCFS order, Quiet; a planner that is a
+//     policy.Incremental is told each change (its Session) instead of
+//     getting a snapshot per cycle;
 //   - a Start decision submits one component per part, each started at once
 //     (the planner never plans more than the free nodes), with the walltime
 //     and simulated run time of bridge's spec: walltime = ⌈run + transfer⌉,
