@@ -17,16 +17,11 @@ import (
 // time) and passes, a Session plans exactly what a fresh planner's Plan
 // plans on the snapshot those changes describe.
 func TestPropertySessionMatchesPlan(t *testing.T) {
-	names := slices.DeleteFunc(Names(), func(n string) bool { return n == "sabin" })
 	hits, passes := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		s := genQuietSnapshot(t)
-		name := rapid.SampledFrom(names).Draw(t, "planner")
-		ppl, err := ByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		is, err := ppl.(*Planner).NewSession(s)
+		name, pl := drawPlanner(t)
+		is, err := pl.NewSession(s)
 		if err != nil {
 			t.Fatal(err)
 		}
