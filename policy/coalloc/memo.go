@@ -127,10 +127,10 @@ func (m *memo) drop(p *Planner) {
 }
 
 // matches reports whether s follows the remembered pass as the fast path
-// requires. m.mu held.
+// requires, beyond what take checks for every caller (a remembered state,
+// a Now no earlier, a queue no shorter). m.mu held.
 func (m *memo) matches(s *policy.Snapshot) bool {
-	if m.st == nil || s.Now.Before(m.now) || len(s.Queue) < len(m.ids) || len(s.Sites) != len(m.sites) ||
-		s.MultiSite != m.multi || !slices.Equal(s.Uplinks, m.up) || !sameLinks(s.Links, m.links) {
+	if len(s.Sites) != len(m.sites) || s.MultiSite != m.multi || !slices.Equal(s.Uplinks, m.up) || !sameLinks(s.Links, m.links) {
 		return false
 	}
 	// Every hold must still be running at the new Now (a hold past its end
@@ -181,7 +181,7 @@ func sameLinks(a, b [][]policy.Link) bool {
 func (m *memo) take(p *Planner, s *policy.Snapshot, vouched bool) (st *State, head *policy.Decision, first, resume int, fcfsBlocked bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.st == nil || (!vouched && !m.matches(s)) || s.Now.Before(m.now) || len(s.Queue) < m.queued {
+	if m.st == nil || s.Now.Before(m.now) || len(s.Queue) < m.queued || (!vouched && !m.matches(s)) {
 		m.drop(p)
 		return nil, nil, 0, 0, false
 	}

@@ -195,19 +195,14 @@ func (p *profile) copyShifted(q *profile, d time.Duration) {
 		v := p.vBuf[off : off+n : off+n+blockSlack]
 		copy(at, qb.at)
 		copy(v, qb.v)
-		if d != 0 {
-			for i := range at {
-				at[i] -= d
-			}
-			if k == 0 {
-				at[0] = 0
-			}
-		}
 		p.b = append(p.b, block{at: at, v: v, add: qb.add, mn: qb.mn, mx: qb.mx})
 		off += n + blockSlack
 	}
 	p.pmOK = false
 	p.mono = q.mono
+	if d != 0 {
+		p.shift(d)
+	}
 }
 
 func (p *profile) val(q pos) int             { b := &p.b[q.k]; return b.v[q.i] + b.add }

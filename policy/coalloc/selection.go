@@ -70,7 +70,7 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 			st.place(j, st.set, 0, k)
 		}
 	}
-	if k.immediateOnly && len(k.c) == 0 {
+	if k.nothingNow() {
 		return nil // an EASY candidate that cannot start now wants nothing else
 	}
 	// Reserved: windows by total nodes (what the site will have once free).
@@ -289,7 +289,7 @@ func (o *Optimal) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 	// reserved pass can prune against the best of them.
 	set := make([]int, 0, n)
 	for pass := 0; pass < 2; pass++ {
-		if pass == 1 && k.immediateOnly && len(k.c) == 0 {
+		if pass == 1 && k.nothingNow() {
 			break // an EASY candidate that cannot start now wants nothing else
 		}
 		for mask := uint32(1); mask < 1<<n; mask++ {
@@ -359,7 +359,7 @@ func (SingleSite) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 			st.place(j, one, 0, k)
 		}
 	}
-	if k.immediateOnly && len(k.c) == 0 {
+	if k.nothingNow() {
 		return nil // an EASY candidate that cannot start now wants nothing else
 	}
 	for _, s := range sites {

@@ -44,13 +44,18 @@ func NewState(s *policy.Snapshot) *State {
 // reset makes st the pass state for s, reusing its memory.
 func (st *State) reset(s *policy.Snapshot) {
 	st.Snap = s
-	if cap(st.prof) < len(s.Sites) {
-		st.prof = append(st.prof[:cap(st.prof)], make([]profile, len(s.Sites)-cap(st.prof))...)
-	}
-	st.prof = st.prof[:len(s.Sites)]
+	st.sizeProfiles(len(s.Sites))
 	for i := range s.Sites {
 		st.prof[i].build(&s.Sites[i], s.Now)
 	}
+}
+
+// sizeProfiles gives st one profile per site, reusing its memory.
+func (st *State) sizeProfiles(n int) {
+	if cap(st.prof) < n {
+		st.prof = append(st.prof[:cap(st.prof)], make([]profile, n-cap(st.prof))...)
+	}
+	st.prof = st.prof[:n]
 }
 
 // resetCached is reset with the sites' base profiles from c: a site whose
@@ -58,14 +63,11 @@ func (st *State) reset(s *policy.Snapshot) {
 // shifted to s.Now, instead of a build from its holds.
 func (st *State) resetCached(s *policy.Snapshot, c *baseCache) {
 	st.Snap = s
-	if cap(st.prof) < len(s.Sites) {
-		st.prof = append(st.prof[:cap(st.prof)], make([]profile, len(s.Sites)-cap(st.prof))...)
-	}
-	st.prof = st.prof[:len(s.Sites)]
+	st.sizeProfiles(len(s.Sites))
 	c.size(len(s.Sites))
 	for i := range s.Sites {
 		b := &c.prof[i]
-		d := s.Now.Sub(c.at[i])
+		d := offset(s.Now, c.at[i])
 		if !c.ok[i] || d < 0 || (d > 0 && (b.overdue || b.firstEnd <= d)) {
 			b.build(&s.Sites[i], s.Now)
 			c.ok[i], c.at[i], d = true, s.Now, 0
@@ -297,7 +299,7 @@ func newCollector(beaten int) *Collector { return &Collector{keep: beaten} }
 // Comparing a placement's plain end (or a lower bound of it) with Limit is
 // sound: trust is at most 1, so a weighted end is never below the plain one.
 func (k *Collector) Limit() time.Duration {
-	if len(k.c) == 0 && k.immediateOnly {
+	if k.nothingNow() {
 		return 0
 	}
 	return k.bestEnd()
@@ -345,6 +347,11 @@ func (k *Collector) Add(c Candidate) {
 		k.c = k.c[:k.keep+1]
 	}
 }
+
+// nothingNow reports an EASY backfill candidate (immediateOnly) with no
+// immediate placement: it can only wait, so no reservation is worth
+// searching for it (Limit is 0).
+func (k *Collector) nothingNow() bool { return k.immediateOnly && len(k.c) == 0 }
 
 // Best is the best candidate, or nil.
 func (k *Collector) Best() *Candidate {
