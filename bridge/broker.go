@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/internal/jobrules"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/reserve"
 )
@@ -31,6 +32,10 @@ var (
 	ErrBadRequest = errors.New("bad request")
 	// ErrFinal: the job has already ended.
 	ErrFinal = errors.New("job already ended")
+	// ErrOutsideRoot: a request's input or output directory is not inside
+	// the broker's allowed roots (Options.InputRoots, OutputRoot). A
+	// RequestError carrying it also wraps ErrBadRequest.
+	ErrOutsideRoot = jobrules.ErrOutsideRoot
 )
 
 // SiteConfig is one site the broker dispatches to.
@@ -78,6 +83,15 @@ type Options struct {
 	// BindLead is how long before its window opens an advance reservation
 	// is bound to a site and created there (0: when it opens).
 	BindLead time.Duration
+	// OutputRoot is the one directory under which the broker writes
+	// fetched outputs: a request's OutputDir must resolve (symbolic links
+	// included) inside it, a relative one is taken below it, and it is
+	// checked again before fetching. "": no request may ask for outputs.
+	OutputRoot string
+	// InputRoots are the directories a request's input files (Local) may
+	// be read from, symbolic links resolved. None: no request may stage
+	// inputs. See bridge/validate.go for every check Submit makes.
+	InputRoots []string
 }
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
@@ -124,6 +138,9 @@ type Broker struct {
 	infoErr   []error
 	names     []string
 	uplinkBuf []policy.Link
+
+	outRoot []string // Options.OutputRoot resolved (none or one)
+	inRoots []string // Options.InputRoots resolved
 }
 
 type pendingEvent struct {
@@ -171,6 +188,9 @@ func New(opts Options) (*Broker, error) {
 	if opts.Links != nil && len(opts.Links) != len(opts.Sites) {
 		return nil, fmt.Errorf("%w: links matrix is %d×?, want %d×%d", ErrBadRequest, len(opts.Links), len(opts.Sites), len(opts.Sites))
 	}
+	if err := b.setRoots(opts); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -196,14 +216,15 @@ func (b *Broker) checkSites(field string, names []string) error {
 }
 
 // Submit validates a request and queues it. It returns the new job (a copy).
+// Every client (the CLI, the HTTP API, a trace replay) comes through here,
+// so every job obeys the same rules (bridge/validate.go, internal/jobrules):
+// a request that breaks one is refused with a RequestError naming each
+// field (it wraps ErrBadRequest), and nothing is stored. The stored
+// request has its local paths resolved (Inputs[i].Local, OutputDir).
 func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, error) {
-	switch {
-	case req.Nodes < 1:
-		return nil, fmt.Errorf("%w: nodes must be >= 1, got %d", ErrBadRequest, req.Nodes)
-	case req.Estimate <= 0:
-		return nil, fmt.Errorf("%w: walltime must be > 0, got %s", ErrBadRequest, req.Estimate)
-	case len(req.Command) == 0 && req.Script == "":
-		return nil, fmt.Errorf("%w: a job needs a command or a script", ErrBadRequest)
+	req = req.clone() // validate normalises paths in place
+	if err := b.validate(&req, now); err != nil {
+		return nil, err
 	}
 	if req.Origin != "" {
 		if err := b.checkSites("origin", []string{req.Origin}); err != nil {
@@ -709,7 +730,7 @@ type outcome struct {
 // once they are here (fetchEnded applies f then), so whoever sees the job
 // completed finds its outputs too. b.mu held.
 func (b *Broker) finish(j *Job, f outcome, now time.Time) {
-	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil {
+	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil && b.fetchAllowed(j, now) {
 		j.final = &f
 		b.ended = append(b.ended, j.ID)
 		return

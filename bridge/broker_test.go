@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -406,15 +407,22 @@ func TestMeasuredLinksReachThePolicy(t *testing.T) {
 // the outputs to the same place.
 func TestOutputDirPlaceholderIsStored(t *testing.T) {
 	mem := NewMemStore()
-	b := brokerOn(t, mem, newFake("A", 1))
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: newFake("A", 1)}}, Planner: scriptPlanner{firstFit}, Store: mem, OutputRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := req(1)
-	r.OutputDir = "out/" + IDPlaceholder
+	r.OutputDir = "out/" + IDPlaceholder // relative: below the output root
 	j, err := b.Submit(context.Background(), r, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stored, _ := mem.Get(context.Background(), j.ID)
-	if want := "out/" + j.ID; j.Req.OutputDir != want || stored.Req.OutputDir != want {
+	if want := filepath.Join(root, "out", j.ID); j.Req.OutputDir != want || stored.Req.OutputDir != want {
 		t.Fatalf("returned %q, stored %q, want %q", j.Req.OutputDir, stored.Req.OutputDir, want)
 	}
 }
@@ -459,7 +467,7 @@ func (f *fetchingSite) FetchOutputs(_ context.Context, id backends.JobID, spec *
 // finds its outputs too.
 func TestJobEndsOnlyOnceItsOutputsAreFetched(t *testing.T) {
 	fs := &fetchingSite{fakeSite: newFake("A", 4)}
-	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: fs}}, Planner: scriptPlanner{firstFit}})
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: fs}}, Planner: scriptPlanner{firstFit}, OutputRoot: "/out"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,282 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/internal/jobrules"
+)
+
+// FieldError is one problem of a request: the field as the API's JSON
+// names it ("Env[\"SLURM_X\"]", "Inputs[0].Local", "OutputDir") and what is
+// wrong with it. Err is jobrules.ErrValue, jobrules.ErrPath or
+// jobrules.ErrOutsideRoot (ErrOutsideRoot in this package).
+type FieldError struct {
+	Field string
+	Msg   string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Unwrap returns the kind of problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// RequestError is every problem Submit found in a request, in field order.
+// It wraps ErrBadRequest and each *FieldError, so errors.Is(err,
+// ErrBadRequest) holds and errors.As finds the first FieldError.
+type RequestError []*FieldError
+
+func (e RequestError) Error() string {
+	msgs := make([]string, len(e))
+	for i, f := range e {
+		msgs[i] = f.Error()
+	}
+	return ErrBadRequest.Error() + ": " + strings.Join(msgs, "; ")
+}
+
+// Unwrap exposes ErrBadRequest and the field errors.
+func (e RequestError) Unwrap() []error {
+	out := make([]error, 0, len(e)+1)
+	out = append(out, ErrBadRequest)
+	for _, f := range e {
+		out = append(out, f)
+	}
+	return out
+}
+
+// problems collects a request's FieldErrors.
+type problems RequestError
+
+func (p *problems) add(field string, err error) {
+	if err == nil {
+		return
+	}
+	fe := &FieldError{Field: field, Msg: err.Error(), Err: jobrules.ErrValue}
+	var re *jobrules.Error
+	if errors.As(err, &re) {
+		fe.Err = re.Err
+	}
+	*p = append(*p, fe)
+}
+
+func (p *problems) addf(field, format string, args ...any) {
+	p.add(field, &jobrules.Error{Msg: fmt.Sprintf(format, args...), Err: jobrules.ErrValue})
+}
+
+// validate checks a request at submission time now against the rules every
+// job obeys (internal/jobrules, the same the job file parser applies) and
+// the broker's roots, and normalises its local paths: each input's Local
+// and the OutputDir become absolute, with their symbolic links resolved
+// (a relative OutputDir is taken below the output root). It checks
+// everything but site names (checkSites) and the reservation window's
+// fit (checkWindow). On failure the error is a RequestError.
+func (b *Broker) validate(req *Request, now time.Time) error {
+	var p problems
+	p.add("Name", jobrules.Name(req.Name))
+	switch {
+	case len(req.Command) == 0 && req.Script == "":
+		p.addf("Command", "a job needs a command (an argv list) or a script")
+	case len(req.Command) > 0 && req.Script != "":
+		p.addf("Script", "give a command or a script, not both")
+	case len(req.Command) > jobrules.MaxArgs:
+		p.addf("Command", "has %d words; at most %d", len(req.Command), jobrules.MaxArgs)
+	case len(req.Command) > 0:
+		if req.Command[0] == "" {
+			p.addf("Command[0]", "must name a program to run")
+		}
+		for i, w := range req.Command {
+			p.add("Command["+strconv.Itoa(i)+"]", jobrules.Word(w))
+		}
+	default:
+		p.add("Script", jobrules.Script(req.Script))
+	}
+	if len(req.Env) > jobrules.MaxEnvVars {
+		p.addf("Env", "has %d variables; at most %d", len(req.Env), jobrules.MaxEnvVars)
+	} else {
+		for _, k := range sortedKeys(req.Env) {
+			f := "Env[" + strconv.Quote(k) + "]"
+			if err := jobrules.EnvName(k); err != nil {
+				p.add(f, err)
+				continue
+			}
+			p.add(f, jobrules.EnvValue(req.Env[k]))
+		}
+	}
+	if req.WorkDir != "" {
+		if c, err := jobrules.RelPath(req.WorkDir, true); err != nil {
+			p.add("WorkDir", err)
+		} else {
+			req.WorkDir = strings.TrimSuffix(c, "/")
+		}
+	}
+	p.add("Nodes", jobrules.Count(int64(req.Nodes), 1, jobrules.MaxNodes, fmt.Sprintf("a whole number from 1 to %d", jobrules.MaxNodes)))
+	p.add("CoresPerNode", jobrules.Count(int64(req.CoresPerNode), 0, jobrules.MaxCoresPerNode, fmt.Sprintf("0 (the site's default) or a whole number up to %d", jobrules.MaxCoresPerNode)))
+	p.add("Estimate", jobrules.Walltime(req.Estimate))
+	if req.Sim.Runtime != 0 {
+		p.add("Sim.Runtime", jobrules.Walltime(req.Sim.Runtime))
+	}
+	p.add("Sim.ExitCode", jobrules.Count(int64(req.Sim.ExitCode), 0, jobrules.MaxExitCode, "a whole number 0..255"))
+	p.add("DataSize", jobrules.DataSize(req.DataSize))
+	p.add("QoS", jobrules.QoS(req.QoS))
+	if !req.Deadline.IsZero() {
+		p.add("Deadline", jobrules.Time(req.Deadline, now))
+	}
+	if w := req.Window; w != nil {
+		if !w.Earliest.IsZero() {
+			p.add("Window.Earliest", jobrules.Time(w.Earliest, now))
+		}
+		if !w.Latest.IsZero() {
+			p.add("Window.Latest", jobrules.Time(w.Latest, now))
+		}
+	}
+	b.validateFiles(req, &p)
+	if len(p) > 0 {
+		return RequestError(p)
+	}
+	return nil
+}
+
+// validateFiles checks the inputs, outputs and output directory.
+func (b *Broker) validateFiles(req *Request, p *problems) {
+	if len(req.Outputs) > jobrules.MaxFiles {
+		p.addf("Outputs", "has %d paths; at most %d", len(req.Outputs), jobrules.MaxFiles)
+	} else {
+		seen := map[string]bool{}
+		for i, o := range req.Outputs {
+			f := "Outputs[" + strconv.Itoa(i) + "]"
+			c, err := jobrules.RelPath(o, false)
+			switch {
+			case err != nil:
+				p.add(f, err)
+			case seen[c]:
+				p.addf(f, "%q is already listed", o)
+			default:
+				seen[c] = true
+				req.Outputs[i] = c
+			}
+		}
+	}
+	if len(req.Inputs) > jobrules.MaxFiles {
+		p.addf("Inputs", "has %d files; at most %d", len(req.Inputs), jobrules.MaxFiles)
+	} else {
+		seen := map[string]bool{}
+		for i := range req.Inputs {
+			in := &req.Inputs[i]
+			f := "Inputs[" + strconv.Itoa(i) + "]"
+			if local, err := b.inputFile(in.Local); err != nil {
+				p.add(f+".Local", err)
+			} else {
+				in.Local = local
+			}
+			remote := in.Remote
+			if strings.HasSuffix(remote, "/") {
+				remote += path.Base(filepath.ToSlash(in.Local))
+			}
+			c, err := jobrules.RelPath(remote, false)
+			switch {
+			case err != nil:
+				p.add(f+".Remote", err)
+			case seen[c]:
+				p.addf(f+".Remote", "%q is already the remote name of another input", c)
+			default:
+				seen[c] = true
+				in.Remote = c
+			}
+			if in.Mode&^fs.ModePerm != 0 {
+				p.addf(f+".Mode", "must be a file mode 0..0777, got %#o", uint32(in.Mode))
+			}
+		}
+	}
+	if req.OutputDir != "" {
+		if dir, err := b.outputDir(req.OutputDir); err != nil {
+			p.add("OutputDir", err)
+		} else {
+			req.OutputDir = dir
+		}
+	}
+}
+
+// inputFile confines an input's local path to the input roots and checks
+// that it is a regular file; it returns the path with its links resolved.
+func (b *Broker) inputFile(local string) (string, error) {
+	if local == "" {
+		return "", &jobrules.Error{Msg: "must be the absolute path of a file on the broker's machine, got an empty string", Err: jobrules.ErrValue}
+	}
+	if !filepath.IsAbs(local) {
+		return "", &jobrules.Error{Msg: fmt.Sprintf("must be an absolute path, got %q", local), Err: jobrules.ErrValue}
+	}
+	r, err := jobrules.Confine(local, b.inRoots, "the allowed input roots")
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(r)
+	switch {
+	case err != nil:
+		return "", &jobrules.Error{Msg: fmt.Sprintf("cannot read %s: %v", local, errors.Unwrap(err)), Err: jobrules.ErrValue}
+	case !st.Mode().IsRegular():
+		return "", &jobrules.Error{Msg: fmt.Sprintf("%s is not a regular file", local), Err: jobrules.ErrValue}
+	}
+	return r, nil
+}
+
+// outputDir resolves a requested output directory: relative ones below the
+// output root; every one confined to it.
+func (b *Broker) outputDir(dir string) (string, error) {
+	if len(b.outRoot) == 0 {
+		return "", &jobrules.Error{Msg: fmt.Sprintf("%s is not allowed: this broker has no output root, it fetches no outputs", dir), Err: jobrules.ErrOutsideRoot}
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(b.outRoot[0], dir)
+	}
+	return jobrules.Confine(dir, b.outRoot, "the output root")
+}
+
+// fetchAllowed checks again, when a job's outputs are about to be fetched,
+// that its output directory is inside the output root (a symbolic link may
+// have appeared since it was submitted, or the job was stored by an older
+// broker). When it is not, the refusal is recorded and nothing is fetched.
+// b.mu held.
+func (b *Broker) fetchAllowed(j *Job, now time.Time) bool {
+	if _, err := b.outputDir(j.Req.OutputDir); err != nil {
+		msg := fmt.Sprintf("outputs not fetched: OutputDir: %v", err)
+		j.FetchErrors = append(j.FetchErrors, msg)
+		b.addEvent(j, now, "fetch-failed", "", msg)
+		return false
+	}
+	return true
+}
+
+// setRoots resolves Options.OutputRoot and Options.InputRoots.
+func (b *Broker) setRoots(o Options) error {
+	if o.OutputRoot != "" {
+		r, err := jobrules.ResolveRoots([]string{o.OutputRoot})
+		if err != nil {
+			return fmt.Errorf("%w: output %w", ErrBadRequest, err)
+		}
+		b.outRoot = r
+	}
+	r, err := jobrules.ResolveRoots(o.InputRoots)
+	if err != nil {
+		return fmt.Errorf("%w: input %w", ErrBadRequest, err)
+	}
+	b.inRoots = r
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
