@@ -22,6 +22,9 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 		TimeScale: cfg.Sim.TimeScale,
 		Seed:      cfg.Sim.Seed,
 		Interval:  cfg.Broker.PollInterval,
+
+		OutputRoot: cfg.Broker.OutputRoot,
+		InputRoots: cfg.Broker.InputRoots,
 	}
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/internal/config"
 )
 
 // TestMain points every test at a socket where no daemon runs, so a daemon
@@ -97,7 +98,9 @@ func startServe(t *testing.T, bin, state, sock string, args ...string) *servePro
 	cmd := exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
 		return strings.HasPrefix(e, "GRIDSUB_")
-	}), envStateDir+"="+state, envSocket+"="+sock)
+	}), envStateDir+"="+state, envSocket+"="+sock,
+		// The tests' --out-dir are beside the state directory.
+		config.EnvName("broker.output_root")+"="+filepath.Dir(state))
 	p := &serveProc{cmd: cmd, logs: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {

@@ -35,7 +35,12 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 	if err != nil {
 		return usageErr(err)
 	}
-	if f.outDir != "" {
+	switch {
+	case f.outDir != "" && !f.outDirSet:
+		// The daemon's output root (broker.output_root) holds <job-id>/.
+		req.OutputDir = daemon.IDPlaceholder
+	case f.outDir != "":
+		// Must lie inside the daemon's output root; the daemon refuses it otherwise.
 		abs, err := filepath.Abs(f.outDir)
 		if err != nil {
 			return usageErr(fmt.Errorf("--out-dir: %w", err))

@@ -22,6 +22,7 @@ import (
 
 type submitFlags struct {
 	outDir    string
+	outDirSet bool // --out-dir given: a daemon writes there (inside its output root), else below its root
 	timeScale float64
 	quiet     bool
 	wait      bool // with a daemon: follow the job (jobs.go)
@@ -30,12 +31,28 @@ type submitFlags struct {
 
 func (f *submitFlags) register(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringVar(&f.outDir, "out-dir", "gridsub-out", "directory for fetched outputs; each job gets <out-dir>/<job-id>/")
+	f.outDir = "gridsub-out"
+	fl.Var(setString{&f.outDir, &f.outDirSet}, "out-dir", "directory for fetched outputs; each job gets <out-dir>/<job-id>/ (with a daemon: default its broker.output_root, and a given one must lie inside that)")
 	fl.Float64Var(&f.timeScale, "time-scale", 0, "simulated sites only: virtual seconds per wall second (default: from the config, raised so a job ends in a few seconds)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no placement or progress on stderr, only the summary")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "when a daemon (gridsub serve) takes the job: follow it to its end, as without a daemon")
 	fl.BoolVar(&f.embedded, "embedded", false, "run on an embedded broker even when a daemon is running")
 }
+
+// setString is a string flag that records whether it was given.
+type setString struct {
+	v   *string
+	set *bool
+}
+
+func (s setString) String() string {
+	if s.v == nil {
+		return ""
+	}
+	return *s.v
+}
+func (s setString) Set(v string) error { *s.v, *s.set = v, true; return nil }
+func (s setString) Type() string       { return "string" }
 
 func newSubmitCmd(g *globals) *cobra.Command {
 	f := &submitFlags{}
@@ -105,6 +122,28 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 	}, nil
 }
 
+// embeddedRoots are the roots of the embedded broker: the output root is
+// --out-dir (none when it is ""), the input roots are the configured ones,
+// the current directory and the job file's directory.
+func embeddedRoots(outDir, jobDir string, inputRoots []string) (string, []string, error) {
+	root := ""
+	if outDir != "" {
+		abs, err := filepath.Abs(outDir)
+		if err != nil {
+			return "", nil, fmt.Errorf("--out-dir: %w", err)
+		}
+		root = abs
+	}
+	roots := slices.Clone(inputRoots)
+	if wd, err := os.Getwd(); err == nil {
+		roots = append(roots, wd)
+	}
+	if jobDir != "" {
+		roots = append(roots, jobDir)
+	}
+	return root, roots, nil
+}
+
 func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) error {
 	if !f.embedded {
 		// A running daemon takes the job; without one, run it here.
@@ -135,6 +174,12 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	// start time so that no later run reuses them (remote tags, job
 	// directories, gridsub-out/<id>).
 	spec.IDPrefix = embeddedIDPrefix(time.Now())
+	// The embedded broker writes outputs below --out-dir only, and reads
+	// inputs from the configured input roots, the current directory and
+	// the job file's directory (bridge/validate.go checks each path).
+	if spec.OutputRoot, spec.InputRoots, err = embeddedRoots(f.outDir, job.Dir(), spec.InputRoots); err != nil {
+		return usageErr(err)
+	}
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})
 	if err != nil {
 		return &exitError{exitInternal, siteAdvice(err, cfg.Source)}
@@ -147,7 +192,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	now := env.Now()
 	outDir := ""
 	if f.outDir != "" {
-		outDir = filepath.Join(f.outDir, bridge.IDPlaceholder) // one directory per job
+		outDir = bridge.IDPlaceholder // one directory per job, below the output root (--out-dir)
 	}
 	req, err := toRequest(job, now, outDir)
 	if err != nil {

@@ -101,6 +101,15 @@ type Broker struct {
 	PollInterval time.Duration `mapstructure:"poll_interval"`
 	StateDir     string        `mapstructure:"state_dir"` // durable state; default $XDG_STATE_HOME/gridsub or ~/.local/state/gridsub
 	Socket       string        `mapstructure:"socket"`    // the broker's API socket; default <state_dir>/gridsub.sock
+	// OutputRoot is the one directory under which the daemon writes
+	// fetched outputs (bridge.Options.OutputRoot): a client's output
+	// directory must lie inside it, a relative one is taken below it.
+	// Default $HOME/gridsub-out. Overridden by GRIDSUB_BROKER_OUTPUT_ROOT.
+	OutputRoot string `mapstructure:"output_root"`
+	// InputRoots are the directories input files may be staged from
+	// (bridge.Options.InputRoots). Default: [$HOME]. Hidden files and
+	// directories below a root (.ssh, .gnupg, ...) are refused anyway.
+	InputRoots []string `mapstructure:"input_roots"`
 	// Cron holds robfig/cron specs of periodic broker work by name, e.g.
 	// trust_decay: "@every 10m". Each spec is checked at load.
 	Cron map[string]string `mapstructure:"cron"`
@@ -125,6 +134,7 @@ var defaults = map[string]any{
 	"broker.poll_interval":      "2s",
 	"broker.state_dir":          "",
 	"broker.socket":             "",
+	"broker.output_root":        "",
 	"sim.time_scale":            600,
 	"sim.seed":                  1,
 }
@@ -271,6 +281,14 @@ func (c *Config) finish(lookup func(string) (string, bool)) error {
 	}
 	if c.Broker.Socket == "" {
 		c.Broker.Socket = filepath.Join(c.Broker.StateDir, "gridsub.sock")
+	}
+	if h, ok := lookup("HOME"); ok && h != "" {
+		if c.Broker.OutputRoot == "" {
+			c.Broker.OutputRoot = filepath.Join(h, "gridsub-out")
+		}
+		if len(c.Broker.InputRoots) == 0 {
+			c.Broker.InputRoots = []string{h}
+		}
 	}
 	return nil
 }

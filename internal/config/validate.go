@@ -120,6 +120,14 @@ func (c *Config) validate() Errors {
 	if !path.IsAbs(b.StateDir) {
 		bad("broker.state_dir", "must be an absolute directory, got %q", b.StateDir)
 	}
+	if b.OutputRoot != "" && !path.IsAbs(b.OutputRoot) {
+		bad("broker.output_root", "must be an absolute directory, got %q", b.OutputRoot)
+	}
+	for i, r := range b.InputRoots {
+		if !path.IsAbs(r) {
+			bad(fmt.Sprintf("broker.input_roots[%d]", i), "must be an absolute directory, got %q", r)
+		}
+	}
 	for _, name := range sortedCron(b.Cron) {
 		if _, err := cron.ParseStandard(b.Cron[name]); err != nil {
 			bad("broker.cron."+name, "%q is not a cron spec (e.g. \"@every 10m\" or \"*/5 * * * *\"): %v", b.Cron[name], err)

@@ -65,7 +65,13 @@ func startOpts(t testing.TB, opts daemon.Options) *daemon.Daemon {
 	t.Helper()
 	c := map[string]string{"cycle": "@every 50ms", "health": "@every 200ms"}
 	maps.Copy(c, opts.Cron)
-	opts.Spec, opts.SimTick, opts.Cron = testbed(), 20*time.Millisecond, c
+	spec := testbed()
+	// Outputs only below the test's directory unless the test says otherwise.
+	spec.OutputRoot, spec.InputRoots = filepath.Dir(opts.StateDir), opts.Spec.InputRoots
+	if opts.Spec.OutputRoot != "" {
+		spec.OutputRoot = opts.Spec.OutputRoot
+	}
+	opts.Spec, opts.SimTick, opts.Cron = spec, 20*time.Millisecond, c
 	d, err := daemon.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +219,7 @@ func TestOutputDirPlaceholder(t *testing.T) {
 	state, sock := dirs(t)
 	start(t, state, sock, 600)
 	c := api.NewUnixClient(sock)
-	out := t.TempDir()
+	out := filepath.Join(filepath.Dir(state), "out") // inside the daemon's output root
 	r := request("out", 1, 10*time.Second, time.Minute)
 	r.OutputDir = filepath.Join(out, daemon.IDPlaceholder)
 	j, err := c.Submit(context.Background(), r)
