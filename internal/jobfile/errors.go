@@ -39,6 +39,9 @@ var (
 	// deadline in the past, a reservation window shorter than the walltime);
 	// reported by Resolve.
 	ErrTime = errors.New("impossible time")
+	// ErrFile: the job file is not a regular file (a FIFO, a device, a
+	// directory) or is larger than MaxFileSize (reported by Load).
+	ErrFile = errors.New("not a usable job file")
 )
 
 // Pos is a position in a job file; lines and columns count from 1.

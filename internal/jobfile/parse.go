@@ -13,12 +13,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gridsub/gridsub/internal/jobrules"
 )
 
-// MaxFileSize is the largest job file Parse accepts.
+// MaxFileSize is the largest job file Parse and Load accept (1 MiB); Load
+// reads no more than this (and one byte) of a file.
 const MaxFileSize = 1 << 20
 
 // Field names of each mapping, in the order the reference documents them.
@@ -32,21 +36,18 @@ var (
 	simulateFields    = []string{"runtime", "exit_code"}
 )
 
-var (
-	nameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	envRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	siteRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-)
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Load reads and parses the job file at path. Input local paths that are
 // relative are resolved against the file's directory, and every input must be
 // a readable regular file (ErrInput otherwise). Error messages name the file
-// as path was given.
+// as path was given. The job file itself must be a regular file (not a
+// FIFO, a device such as /dev/zero, or a directory: ErrFile) of at most
+// MaxFileSize bytes; Load never reads more than that.
 func Load(file string) (*Job, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading job file: %w", err)
+		return nil, err
 	}
 	j, err := Parse(file, data)
 	if err != nil {
@@ -80,6 +81,52 @@ func Load(file string) (*Job, error) {
 	return j, nil
 }
 
+// readFile reads a job file: a regular file of at most MaxFileSize bytes.
+// It opens without blocking (a FIFO would wait for a writer), checks what
+// it opened, and reads through a limit.
+func readFile(file string) ([]byte, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading job file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading job file: %w", err)
+	}
+	switch {
+	case st.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory; give the path of a job file (e.g. job.yaml)", ErrFile, file)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s is not a regular file (it is a %s); a job file must be a plain file", ErrFile, file, fileKind(st.Mode()))
+	case st.Size() > MaxFileSize:
+		return nil, fmt.Errorf("%w: %s is %d bytes; a job file may be at most %d (1 MiB)", ErrFile, file, st.Size(), MaxFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading job file: %w", err)
+	}
+	if len(data) > MaxFileSize { // grew since the Stat
+		return nil, fmt.Errorf("%w: %s is more than %d bytes; a job file may be at most %d (1 MiB)", ErrFile, file, MaxFileSize, MaxFileSize)
+	}
+	return data, nil
+}
+
+// fileKind names a file mode's type for messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
+}
+
 // Parse parses and validates a job file. filename is used only in error
 // messages. It never reads the clock or the file system: relative times stay
 // relative (see Job.Resolve) and input paths stay as written (see Load).
@@ -109,6 +156,20 @@ func (p *parser) failAt(at Pos, field string, sentinel error, format string, arg
 
 func (p *parser) fail(n *yaml.Node, field string, sentinel error, format string, args ...any) {
 	p.failAt(posOf(n), field, sentinel, format, args...)
+}
+
+// rule reports a broken jobrules rule at n; it returns whether err is nil.
+// jobrules.ErrPath becomes ErrPath, anything else ErrValue.
+func (p *parser) rule(n *yaml.Node, field string, err error) bool {
+	if err == nil {
+		return true
+	}
+	sentinel := ErrValue
+	if errors.Is(err, jobrules.ErrPath) {
+		sentinel = ErrPath
+	}
+	p.fail(n, field, sentinel, "%s", err.Error())
+	return false
 }
 
 // describe says what a node holds, for "got ..." in messages.
@@ -297,8 +358,12 @@ func (p *parser) integer(n *yaml.Node, field string, lo, hi int64, want string) 
 		return 0, false
 	}
 	var v int64
-	if err := n.Decode(&v); err != nil || v < lo || v > hi {
+	if err := n.Decode(&v); err != nil || v < lo {
 		p.fail(n, field, ErrValue, "must be %s, got %s", want, n.Value)
+		return 0, false
+	}
+	if v > hi {
+		p.fail(n, field, ErrValue, "must be %s, got %s (at most %d)", want, n.Value, hi)
 		return 0, false
 	}
 	return int(v), true
@@ -347,16 +412,17 @@ func (p *parser) words(n *yaml.Node, field, example string) ([]string, bool) {
 		p.fail(n, field, ErrType, "must be a list of words like %s, got %s", example, describe(n))
 		return nil, false
 	}
+	if len(n.Content) > jobrules.MaxArgs {
+		p.fail(n, field, ErrValue, "has %d words; at most %d", len(n.Content), jobrules.MaxArgs)
+		return nil, false
+	}
 	out := make([]string, 0, len(n.Content))
 	ok := true
 	for i, c := range n.Content {
 		c = deref(c)
 		f := fmt.Sprintf("%s[%d]", field, i)
 		s, good := p.text(c, f, "a word (a string)")
-		if good && strings.ContainsRune(s, 0) {
-			p.fail(c, f, ErrValue, "must not contain a NUL byte")
-			good = false
-		}
+		good = good && p.rule(c, f, jobrules.Word(s))
 		ok = ok && good
 		p.pos[f] = posOf(c)
 		out = append(out, s)
@@ -371,6 +437,10 @@ func (p *parser) strs(n *yaml.Node, field, want string) ([]string, []*yaml.Node,
 		items = n.Content
 	} else if n.Kind != yaml.ScalarNode || isNull(n) {
 		p.fail(n, field, ErrType, "must be a list of %s, got %s", want, describe(n))
+		return nil, nil, false
+	}
+	if len(items) > jobrules.MaxFiles {
+		p.fail(n, field, ErrValue, "has %d entries; at most %d", len(items), jobrules.MaxFiles)
 		return nil, nil, false
 	}
 	out := make([]string, 0, len(items))
@@ -392,30 +462,8 @@ func (p *parser) strs(n *yaml.Node, field, want string) ([]string, []*yaml.Node,
 // absolute, not escaping with "..". allowDot permits "." (the job directory
 // itself). It returns the cleaned path (keeping a trailing "/").
 func (p *parser) relPath(n *yaml.Node, field, s string, allowDot bool) (string, bool) {
-	switch {
-	case s == "":
-		p.fail(n, field, ErrValue, "must be a path relative to the job directory, got an empty string")
-		return "", false
-	case strings.ContainsRune(s, 0):
-		p.fail(n, field, ErrValue, "must not contain a NUL byte")
-		return "", false
-	case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || strings.HasPrefix(s, `\`) || filepath.VolumeName(s) != "" || len(s) > 1 && s[1] == ':':
-		p.fail(n, field, ErrPath, "must be relative to the job directory, got the absolute path %q", s)
-		return "", false
-	}
-	c := path.Clean(strings.ReplaceAll(s, `\`, "/"))
-	if c == ".." || strings.HasPrefix(c, "../") {
-		p.fail(n, field, ErrPath, "%q escapes the job directory; use a path inside it (no leading ../)", s)
-		return "", false
-	}
-	if c == "." && !allowDot {
-		p.fail(n, field, ErrValue, "must name a file or directory inside the job directory, got %q", s)
-		return "", false
-	}
-	if strings.HasSuffix(s, "/") && c != "." {
-		c += "/"
-	}
-	return c, true
+	c, err := jobrules.RelPath(s, allowDot)
+	return c, p.rule(n, field, err)
 }
 
 func (p *parser) duration(n *yaml.Node, field string, positive bool) (time.Duration, bool) {
@@ -436,6 +484,10 @@ func (p *parser) duration(n *yaml.Node, field string, positive bool) (time.Durat
 		p.fail(n, field, ErrValue, "must be %s, got %s", want, s)
 		return 0, false
 	}
+	if d > jobrules.MaxWalltime {
+		p.fail(n, field, ErrValue, "must be at most %s (365 days), got %s", jobrules.MaxWalltime, s)
+		return 0, false
+	}
 	return d, true
 }
 
@@ -449,6 +501,9 @@ func (p *parser) timeSpec(n *yaml.Node, field string) (TimeSpec, bool) {
 		p.fail(n, field, ErrValue, "%v", err)
 		return TimeSpec{}, false
 	}
+	if t.Relative && !p.rule(n, field, jobrules.Offset(t.Rel)) {
+		return TimeSpec{}, false
+	}
 	return t, true
 }
 
@@ -458,9 +513,7 @@ func (p *parser) job(root *yaml.Node, j *Job) {
 
 	if e, ok := f["name"]; ok {
 		if s, ok := p.text(e.val, "name", "a job name"); ok {
-			if !nameRE.MatchString(s) {
-				p.fail(e.val, "name", ErrValue, "must be 1-64 characters of letters, digits, '.', '_' and '-', starting with a letter or digit, got %q", s)
-			}
+			p.rule(e.val, "name", jobrules.Name(s))
 			j.Name = s
 		}
 	} else {
@@ -490,6 +543,8 @@ func (p *parser) job(root *yaml.Node, j *Job) {
 		if s, ok := p.text(scr.val, "script", "a bash script body (use `script: |` and indent the lines)"); ok {
 			if strings.TrimSpace(s) == "" {
 				p.fail(scr.val, "script", ErrRequired, "is empty; give the bash commands to run")
+			} else {
+				p.rule(scr.val, "script", jobrules.Script(s))
 			}
 			j.Script = s
 		}
@@ -505,20 +560,19 @@ func (p *parser) job(root *yaml.Node, j *Job) {
 
 	if e, ok := f["env"]; ok && p.mapping(e.val, "env", `a mapping of variable names to values, like {OMP_NUM_THREADS: "4"}`) {
 		env := p.fields(e.val, "env", nil)
+		if len(env) > jobrules.MaxEnvVars {
+			p.fail(e.val, "env", ErrValue, "has %d variables; at most %d", len(env), jobrules.MaxEnvVars)
+			env = nil
+		}
 		j.Env = make(map[string]string, len(env))
 		for k, kv := range env {
 			field := "env." + k
-			if !envRE.MatchString(k) {
-				p.fail(kv.key, field, ErrValue, "%q is not a valid environment variable name (letters, digits and '_', not starting with a digit)", k)
-				continue
-			}
-			if strings.HasPrefix(k, "GRIDSUB_") || strings.HasPrefix(k, "SLURM_") || strings.HasPrefix(k, "PBS_") {
-				p.fail(kv.key, field, ErrValue, "%q is reserved for gridsub and the batch system (GRIDSUB_*, SLURM_*, PBS_*); choose another name", k)
+			if !p.rule(kv.key, field, jobrules.EnvName(k)) {
 				continue
 			}
 			v, ok := p.text(kv.val, field, `a value (a string; use "" for an empty one)`)
-			if ok && strings.ContainsRune(v, 0) {
-				p.fail(kv.val, field, ErrValue, "must not contain a NUL byte")
+			if ok {
+				p.rule(kv.val, field, jobrules.EnvValue(v))
 			}
 			j.Env[k] = v
 		}
@@ -585,6 +639,10 @@ func (p *parser) inputs(n *yaml.Node, j *Job) {
 		p.fail(n, "inputs", ErrType, "must be a list of files, each a path or {local: ..., remote: ...}, got %s", describe(n))
 		return
 	}
+	if len(items) > jobrules.MaxFiles {
+		p.fail(n, "inputs", ErrValue, "has %d files; at most %d", len(items), jobrules.MaxFiles)
+		return
+	}
 	seen := map[string]int{}
 	for i, it := range items {
 		it = deref(it)
@@ -637,7 +695,7 @@ func (p *parser) inputs(n *yaml.Node, j *Job) {
 			p.fail(it, field, ErrType, "must be a local path or {local: ..., remote: ...}, got %s", describe(it))
 			continue
 		}
-		if in.Local == "" || strings.ContainsRune(in.Local, 0) {
+		if in.Local == "" || strings.ContainsRune(in.Local, 0) || len(in.Local) > jobrules.MaxPathLen {
 			p.fail(localNode, field+".local", ErrValue, "must be a path to a file on this machine, got %q", in.Local)
 			continue
 		}
@@ -674,14 +732,14 @@ func (p *parser) resources(e entry, j *Job) {
 	f := p.fields(e.val, "resources", resourceFields)
 	at := posOf(e.key)
 	if kv, ok := f["nodes"]; ok {
-		if v, ok := p.integer(kv.val, "resources.nodes", 1, 1<<20, "a whole number >= 1"); ok {
+		if v, ok := p.integer(kv.val, "resources.nodes", 1, jobrules.MaxNodes, "a whole number >= 1"); ok {
 			j.Resources.Nodes = v
 		}
 	} else {
 		p.failAt(at, "resources.nodes", ErrRequired, "missing; give the number of nodes the job needs (a whole number >= 1)")
 	}
 	if kv, ok := f["cores_per_node"]; ok {
-		if v, ok := p.integer(kv.val, "resources.cores_per_node", 1, 1<<20, "a whole number >= 1"); ok {
+		if v, ok := p.integer(kv.val, "resources.cores_per_node", 1, jobrules.MaxCoresPerNode, "a whole number >= 1"); ok {
 			j.Resources.CoresPerNode = v
 		}
 	}
@@ -695,7 +753,7 @@ func (p *parser) resources(e entry, j *Job) {
 }
 
 func (p *parser) siteName(n *yaml.Node, field, s string) bool {
-	if !siteRE.MatchString(s) {
+	if !jobrules.IsName(s) {
 		p.fail(n, field, ErrValue, "%q is not a site name (1-64 letters, digits, '.', '_' or '-')", s)
 		return false
 	}
@@ -736,7 +794,7 @@ func (p *parser) scheduling(e entry, j *Job) {
 		if v, ok := p.text(kv.val, "scheduling.data_size", sizeHint); ok {
 			if n, err := ParseSize(v); err != nil {
 				p.fail(kv.val, "scheduling.data_size", ErrValue, "%v", err)
-			} else {
+			} else if p.rule(kv.val, "scheduling.data_size", jobrules.DataSize(n)) {
 				s.DataSize = n
 			}
 		}
@@ -814,6 +872,8 @@ func (p *parser) benefit(e entry, j *Job, sched map[string]entry) {
 		if good && (k == "c" && v < 0 || k != "c" && v <= 0) {
 			p.fail(kv.val, field, ErrValue, "must be %s, got %s", want, kv.val.Value)
 			good = false
+		} else if good {
+			good = p.rule(kv.val, field, jobrules.Benefit(v, 0, k != "c"))
 		}
 		ok = ok && good
 		switch k {
@@ -886,7 +946,16 @@ func (p *parser) reservation(e entry, j *Job) {
 			}
 			flex = v
 		}
-		w := time.Duration(float64(j.Resources.Walltime) / (1 - flex))
+		wf := float64(j.Resources.Walltime) / (1 - flex)
+		if wf > float64(jobrules.MaxHorizon) {
+			at := e.key
+			if hasFL {
+				at = fl.val
+			}
+			p.fail(at, "scheduling.reservation.flexibility", ErrValue, "the window walltime/(1 − flexibility) = %.3g years is longer than 10 years; lower the flexibility", wf/float64(365*24*time.Hour))
+			return
+		}
+		w := time.Duration(wf)
 		r.LatestEnd = r.EarliestStart
 		if r.LatestEnd.Relative {
 			r.LatestEnd.Rel += w
