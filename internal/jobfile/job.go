@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/internal/jobrules"
 	"github.com/gridsub/gridsub/policy"
 )
 
@@ -187,6 +188,8 @@ func (j *Job) Resolve(submit time.Time) (Times, error) {
 	if !t.Deadline.IsZero() && !t.Deadline.After(submit) {
 		errs = append(errs, j.errAt("scheduling.deadline", ErrTime,
 			fmt.Sprintf("deadline %s is not after the submission time %s", t.Deadline.Format(time.RFC3339), submit.Format(time.RFC3339))))
+	} else if !t.Deadline.IsZero() {
+		errs = j.horizon(errs, "scheduling.deadline", t.Deadline, submit)
 	}
 	if r := j.Scheduling.Reservation; r != nil {
 		t.EarliestStart = r.EarliestStart.At(submit)
@@ -198,6 +201,8 @@ func (j *Job) Resolve(submit time.Time) (Times, error) {
 		case t.EarliestStart.Before(submit):
 			errs = append(errs, j.errAt("scheduling.reservation.earliest_start", ErrTime,
 				fmt.Sprintf("earliest start %s is before the submission time %s", t.EarliestStart.Format(time.RFC3339), submit.Format(time.RFC3339))))
+		case t.LatestEnd.After(submit.Add(jobrules.MaxHorizon)):
+			errs = j.horizon(errs, "scheduling.reservation.latest_end", t.LatestEnd, submit)
 		case t.LatestEnd.Sub(t.EarliestStart) < j.Resources.Walltime:
 			errs = append(errs, j.errAt("scheduling.reservation.latest_end", ErrTime,
 				fmt.Sprintf("window %s .. %s (%s) is shorter than resources.walltime %s", t.EarliestStart.Format(time.RFC3339),
@@ -205,6 +210,15 @@ func (j *Job) Resolve(submit time.Time) (Times, error) {
 		}
 	}
 	return t, errs.asError()
+}
+
+// horizon adds an ErrTime error when t is further after submit than
+// jobrules.MaxHorizon (10 years): the same limit Submit applies.
+func (j *Job) horizon(errs ErrorList, field string, t, submit time.Time) ErrorList {
+	if err := jobrules.Time(t, submit); err != nil {
+		errs = append(errs, j.errAt(field, ErrTime, err.Error()))
+	}
+	return errs
 }
 
 // PolicyJob is the job as a policy sees it (policy.Job), given its grid id,

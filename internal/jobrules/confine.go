@@ -79,7 +79,7 @@ func Confine(p string, roots []string, what string) (string, error) {
 		return "", bad(ErrValue, "is %d bytes; a path may be at most %d", len(p), MaxPathLen)
 	}
 	if len(roots) == 0 {
-		return "", bad(ErrOutsideRoot, "%s is not allowed: no %s is configured", p, what)
+		return "", bad(ErrOutsideRoot, "%s is not allowed: %s: none configured", p, what)
 	}
 	r, err := Resolve(p)
 	if err != nil {
