@@ -131,11 +131,15 @@ func (b *Broker) validate(req *Request, now time.Time) error {
 		p.add("Deadline", jobrules.Time(req.Deadline, now))
 	}
 	if w := req.Window; w != nil {
-		if !w.Earliest.IsZero() {
-			p.add("Window.Earliest", jobrules.Time(w.Earliest, now))
-		}
-		if !w.Latest.IsZero() {
-			p.add("Window.Latest", jobrules.Time(w.Latest, now))
+		for _, x := range []struct {
+			field string
+			t     time.Time
+		}{{"Window.Earliest", w.Earliest}, {"Window.Latest", w.Latest}} {
+			if x.t.IsZero() {
+				p.addf(x.field, "missing; a reservation window needs its earliest start and its latest end")
+			} else {
+				p.add(x.field, jobrules.Time(x.t, now))
+			}
 		}
 	}
 	b.validateFiles(req, &p)
