@@ -185,7 +185,7 @@ func TestSubmitRefusesHostileRequests(t *testing.T) {
 func TestSubmitReportsEveryProblem(t *testing.T) {
 	e := newHostileEnv(t, nil)
 	r := e.good()
-	r.Name, r.Nodes, r.QoS, r.OutputDir = "", 0, "gold", "/etc/" + IDPlaceholder
+	r.Name, r.Nodes, r.QoS, r.OutputDir = "", 0, "gold", "/etc/"+IDPlaceholder
 	_, err := e.b.Submit(context.Background(), r, t0)
 	var re RequestError
 	if !errors.As(err, &re) || len(re) != 4 {

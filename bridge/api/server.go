@@ -1,13 +1,16 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -262,12 +265,24 @@ type SubmitResponse struct {
 	Job *bridge.Job `json:"job"`
 }
 
+// submit decodes a request strictly (bounded body, no unknown fields, one
+// JSON value) and hands it to the broker's Submit, which validates it: the
+// API adds no rule of its own, so it answers exactly as the CLI does.
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("reading the request body: %v (at most %d bytes)", err, s.opts.MaxBody))
+		return
+	}
 	var req bridge.Request
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "request body is not a job request: "+err.Error()+" (see the Request schema in GET /openapi.yaml)")
+		msg := err.Error()
+		if f := badField(body); f != "" && !strings.Contains(msg, "Request."+f) {
+			msg = f + ": " + msg
+		}
+		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "request body is not a job request: "+msg+" (see the Request schema in GET /openapi.yaml)")
 		return
 	}
 	if dec.More() {
@@ -281,6 +296,27 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
 	writeJSON(w, http.StatusCreated, SubmitResponse{ID: j.ID, Job: j})
+}
+
+// badField finds the top-level field of a request body that does not decode
+// (encoding/json does not name the field for errors such as a malformed
+// time), or "".
+func badField(body []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		one, err := json.Marshal(map[string]json.RawMessage{k: m[k]})
+		if err != nil {
+			return k
+		}
+		var r bridge.Request
+		if json.Unmarshal(one, &r) != nil {
+			return k
+		}
+	}
+	return ""
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
