@@ -21,8 +21,9 @@
 //	command      argv list (a single word may be a plain string); or
 //	script       a bash script body; exactly one of command and script
 //	args         words appended to command (not allowed with script)
-//	env          mapping of variable names ([A-Za-z_][A-Za-z0-9_]*, not GRIDSUB_*,
-//	             SLURM_*, PBS_*) to string values
+//	env          mapping of variable names ([A-Za-z_][A-Za-z0-9_]*, not GRIDSUB_* in
+//	             any case, SLURM_*, SBATCH_*, SALLOC_*, SRUN_*, PBS_*) to string
+//	             values (no NUL, at most 64 KiB; at most 1024 variables)
 //	workdir      directory relative to the job directory (no absolute path, no ..)
 //	inputs       list of local paths (relative to the job file's directory) or
 //	             {local, remote, mode}; remote defaults to the base name, is
@@ -30,23 +31,30 @@
 //	outputs      list of relative paths confined to the job directory; a
 //	             trailing "/" marks a directory
 //	resources:
-//	  nodes          width, whole number >= 1 (required)
-//	  cores_per_node whole number >= 1 (default: the site's)
-//	  walltime       estimate on the reference machine, > 0 (required):
+//	  nodes          width, whole number 1..2^20 (required)
+//	  cores_per_node whole number 1..2^20 (default: the site's)
+//	  walltime       estimate on the reference machine, > 0, <= 365d (required):
 //	                 "90m", "1h30m", "2d", "01:30:00", "1-12:00:00"
 //	scheduling:
 //	  origin       submit site (where the data comes from)
-//	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; needs origin
+//	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; <= 1 PiB; needs origin
 //	  sites        allowed sites (default: all)
 //	  prefer       preferred sites (among sites, if sites is given)
 //	  no_split     forbid co-allocation across sites (default false)
-//	  deadline     RFC 3339 time or "+<duration>" after submission
+//	  deadline     RFC 3339 time (1970 or later) or "+<duration>" after submission;
+//	               at most 10 years after the submission
 //	  qos          auto (default) | high | low | none (SPEC.md §5)
-//	  benefit      {a > 0, b > 0, c >= 0}, the SPEC.md §4 benefit function; needs deadline
+//	  benefit      {a > 0, b > 0, c >= 0, each <= 1e15}, the SPEC.md §4 benefit function; needs deadline
 //	  reservation  {earliest_start, latest_end | flexibility in [0,1)} (SPEC.md §2)
 //	simulate:      simulated sites only
-//	  runtime      actual run time on the reference machine (default: walltime)
+//	  runtime      actual run time on the reference machine, <= 365d (default: walltime)
 //	  exit_code    0..255 (default 0)
+//
+// The file itself must be a regular file of at most MaxFileSize (1 MiB):
+// Load refuses FIFOs, devices and directories without blocking or reading
+// them (ErrFile). Names, env, argv and path rules and every numeric limit
+// are those of internal/jobrules, which the broker's Submit applies to
+// every request too, so a job file and an API request get the same answer.
 //
 // Site names are checked against a configuration by Job.CheckSites, which
 // reports each unknown name at its line with the list of known sites.

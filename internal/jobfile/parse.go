@@ -504,6 +504,11 @@ func (p *parser) timeSpec(n *yaml.Node, field string) (TimeSpec, bool) {
 	if t.Relative && !p.rule(n, field, jobrules.Offset(t.Rel)) {
 		return TimeSpec{}, false
 	}
+	if !t.Relative && t.Abs.Year() < 1970 {
+		// Year 0001 would even read as "no time given" (the zero time).
+		p.fail(n, field, ErrValue, "%s is before 1970; give the real time, e.g. 2026-12-01T12:00:00Z, or a relative one like +4h", s)
+		return TimeSpec{}, false
+	}
 	return t, true
 }
 
