@@ -122,7 +122,7 @@ func TestSubmitRefusesHostileRequests(t *testing.T) {
 		{"negative nodes", func(r *Request) { r.Nodes = -1 }, "Nodes", "got -1"},
 		{"nodes 2^40", func(r *Request) { r.Nodes = 1 << 40 }, "Nodes", "from 1 to 1048576"},
 		{"negative data", func(r *Request) { r.DataSize = -1 }, "DataSize", "got -1"},
-		{"data 9EiB", func(r *Request) { r.DataSize = math.MaxInt64 }, "DataSize", "1 PiB"},
+		{"data 9EiB", func(r *Request) { r.DataSize = math.MaxInt64 }, "DataSize", "64 TiB"},
 		{"unknown QoS", func(r *Request) { r.QoS = "platinum" }, "QoS", `must be one of auto, high, low, none, got "platinum"`},
 		{"year-0001 deadline", func(r *Request) { r.Deadline = year1.Add(time.Second) }, "Deadline", "is before the submission time"},
 		{"deadline year 9999", func(r *Request) { r.Deadline = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, "Deadline", "more than 10 years"},

@@ -37,7 +37,7 @@
 //	                 "90m", "1h30m", "2d", "01:30:00", "1-12:00:00"
 //	scheduling:
 //	  origin       submit site (where the data comes from)
-//	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; <= 1 PiB; needs origin
+//	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; <= 64 TiB; needs origin
 //	  sites        allowed sites (default: all)
 //	  prefer       preferred sites (among sites, if sites is given)
 //	  no_split     forbid co-allocation across sites (default false)

@@ -21,7 +21,7 @@
 //	nodes          1 .. MaxNodes (2^20)
 //	cores_per_node 0 (site default) or 1 .. MaxCoresPerNode (2^20)
 //	walltime       > 0 and <= MaxWalltime (365 days)
-//	data size      0 .. MaxDataSize (2^50 bytes, 1 PiB)
+//	data size      0 .. MaxDataSize (2^46 bytes, 64 TiB)
 //	times          deadline, reservation window: not more than ClockSkew
 //	               (5 minutes) before the submission and not more than
 //	               MaxHorizon (10 years) after it

@@ -47,7 +47,9 @@ const (
 	// scaled by a site's speed and rounded up to the second it still fits
 	// a time.Duration many times over.
 	MaxWalltime = 365 * 24 * time.Hour
-	MaxDataSize = 1 << 50 // bytes (1 PiB)
+	// MaxDataSize bounds the bytes a job moves: even over a slow link
+	// (10 KB/s) its transfer time fits a time.Duration.
+	MaxDataSize = 1 << 46 // bytes (64 TiB)
 	// ClockSkew is how far before the submission a deadline or a
 	// reservation start may lie: the client's and the broker's clocks
 	// need not agree to the second.
@@ -215,7 +217,7 @@ func Walltime(d time.Duration) error {
 // DataSize checks a byte count: 0 .. MaxDataSize.
 func DataSize(n int64) error {
 	if n < 0 || n > MaxDataSize {
-		return bad(ErrValue, "must be 0 .. %d bytes (1 PiB), got %d", int64(MaxDataSize), n)
+		return bad(ErrValue, "must be 0 .. %d bytes (64 TiB), got %d", int64(MaxDataSize), n)
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func TestRules(t *testing.T) {
 		{"walltime max int", Walltime(math.MaxInt64), ErrValue, "at most 8760h0m0s"},
 		{"walltime year", Walltime(MaxWalltime), nil, ""},
 		{"data negative", DataSize(-1), ErrValue, "got -1"},
-		{"data 9EiB", DataSize(math.MaxInt64), ErrValue, "1 PiB"},
+		{"data 9EiB", DataSize(math.MaxInt64), ErrValue, "64 TiB"},
 		{"data PiB", DataSize(MaxDataSize), nil, ""},
 		{"qos empty", QoS(""), nil, ""},
 		{"qos high", QoS("high"), nil, ""},
