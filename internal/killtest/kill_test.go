@@ -441,6 +441,11 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 		}
 		cfgText = strings.Replace(cfgText, old, "remote_dir: "+remote[s.env], 1)
 	}
+	// The staged input lives in tmp: the daemon may read it from there only.
+	if !strings.Contains(cfgText, "\nbroker:\n") {
+		t.Fatal("configs/local-slurm.yaml has no broker section to add the test's input root to")
+	}
+	cfgText = strings.Replace(cfgText, "\nbroker:\n", "\nbroker:\n  input_roots: ["+tmp+"]\n", 1)
 	cfg := filepath.Join(tmp, "killtest.yaml")
 	if err := os.WriteFile(cfg, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
