@@ -298,3 +298,37 @@ func TestFetchRechecksTheOutputDir(t *testing.T) {
 		t.Fatalf("hijacked job: %s, outputs %v, fetch errors %q", gotBad.State, gotBad.Outputs, gotBad.FetchErrors)
 	}
 }
+
+// BenchmarkValidate: the cost Submit adds per request, for a trace replay's
+// request (no files) and for one with an input and an output directory
+// (each resolved through the file system).
+func BenchmarkValidate(b *testing.B) {
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := filepath.Join(base, "in.dat")
+	if err := os.WriteFile(in, []byte("x"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	br, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: newFake("A", 1)}}, Planner: scriptPlanner{firstFit}, OutputRoot: base, InputRoots: []string{base}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain := Request{Name: "job-12345", Command: []string{"replay"}, Nodes: 64, Estimate: time.Hour, DataSize: 1 << 30}
+	files := plain
+	files.Inputs = []backends.StageFile{{Local: in, Remote: "in.dat"}}
+	files.Outputs = []string{"out.txt", "res/"}
+	files.Env = map[string]string{"OMP_NUM_THREADS": "4"}
+	files.OutputDir = IDPlaceholder
+	for name, r := range map[string]Request{"plain": plain, "files": files} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				c := r.clone()
+				if err := br.validate(&c, t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
