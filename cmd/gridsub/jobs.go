@@ -49,6 +49,9 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 	}
 	j, err := c.Submit(ctx, req)
 	if err != nil {
+		if f.outDirSet && errors.Is(err, bridge.ErrBadRequest) && strings.Contains(err.Error(), "OutputDir: ") {
+			err = fmt.Errorf("%w\n  --out-dir must lie inside the daemon's output root (broker.output_root); without --out-dir the outputs go to <output_root>/<job-id>, and --embedded runs the job here", err)
+		}
 		return clientErr(err)
 	}
 	if !f.wait {
