@@ -30,7 +30,8 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // Unwrap returns the kind of problem.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// RequestError is every problem Submit found in a request, in field order.
+// RequestError is every problem Submit found in a request, one per bad
+// field, in the order Submit checks them.
 // It wraps ErrBadRequest and each *FieldError, so errors.Is(err,
 // ErrBadRequest) holds and errors.As finds the first FieldError.
 type RequestError []*FieldError
