@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -298,6 +299,17 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, SubmitResponse{ID: j.ID, Job: j})
 }
 
+// requestFields are the JSON names of bridge.Request's fields.
+var requestFields = func() []string {
+	var out []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[bridge.Request]()) {
+		if f.IsExported() {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}()
+
 // badField finds the top-level field of a request body that does not decode
 // (encoding/json does not name the field for errors such as a malformed
 // time), or "".
@@ -307,6 +319,9 @@ func badField(body []byte) string {
 		return ""
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.ContainsFunc(requestFields, func(f string) bool { return strings.EqualFold(f, k) }) {
+			continue // unknown: the decoder's own error names it
+		}
 		one, err := json.Marshal(map[string]json.RawMessage{k: m[k]})
 		if err != nil {
 			return k
