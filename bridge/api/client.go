@@ -68,7 +68,7 @@ func (e *Error) Unwrap() error {
 	switch e.Code {
 	case CodeNotFound:
 		return bridge.ErrNotFound
-	case CodeBadRequest:
+	case CodeBadRequest, CodeTooLarge:
 		return bridge.ErrBadRequest
 	case CodeUnknownSite:
 		return bridge.ErrUnknownSite

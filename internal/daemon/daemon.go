@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,7 +56,14 @@ type Options struct {
 	// Listen, when set, also serves the API on this TCP address; it then
 	// needs Token (sent as "Authorization: Bearer <token>").
 	Listen string
-	Token  string
+	Token  string // at least api.MinTokenLen characters
+	// TLSCert and TLSKey (PEM files) make the TCP listener speak TLS 1.2+.
+	// Without them a Listen address that is not loopback is refused unless
+	// InsecurePlaintext is set.
+	TLSCert, TLSKey   string
+	InsecurePlaintext bool
+	// Limits bound every listener's connections (zero: api.DefaultLimits).
+	Limits api.Limits
 	// MetricsListen, when set, serves /metrics alone on this TCP address
 	// without a token (for a Prometheus scraper); /metrics is also served
 	// on the socket.
@@ -139,9 +147,19 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("%w: the state directory must be an absolute path, got %q", ErrOptions, opts.StateDir)
 	case opts.Socket == "":
 		return nil, fmt.Errorf("%w: no socket path", ErrOptions)
-	case opts.Listen != "" && opts.Token == "":
-		return nil, fmt.Errorf("%w: serving on TCP %s needs a token (--token or GRIDSUB_TOKEN)", ErrOptions, opts.Listen)
+	case opts.Listen != "" && api.CheckToken(opts.Token) != nil:
+		return nil, fmt.Errorf("%w: serving on TCP %s: %w", ErrOptions, opts.Listen, api.CheckToken(opts.Token))
+	case opts.Listen == "" && (opts.TLSCert != "" || opts.TLSKey != ""):
+		return nil, fmt.Errorf("%w: a TLS certificate is given but no TCP listen address; TLS applies to --listen only", ErrOptions)
 	}
+	var tlsConf *tls.Config
+	if opts.Listen != "" && (opts.TLSCert != "" || opts.TLSKey != "") {
+		var err error
+		if tlsConf, err = api.ServerTLS(opts.TLSCert, opts.TLSKey); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrOptions, err)
+		}
+	}
+	opts.Limits = opts.Limits.WithDefaults()
 	if opts.Retention <= 0 {
 		opts.Retention = 30 * 24 * time.Hour
 	}
@@ -238,10 +256,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	listeners = append(listeners, ul)
+	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log}), ""))
 	if opts.Listen != "" {
-		tl, err := net.Listen("tcp", opts.Listen)
+		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
+			InsecurePlaintext: opts.InsecurePlaintext, MaxConns: opts.Limits.MaxConns})
 		if err != nil {
 			ul.Close()
 			return nil, fmt.Errorf("API on %s: %w", opts.Listen, err)
@@ -261,12 +280,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		m := http.NewServeMux()
 		m.Handle("GET /metrics", metricsH)
 		d.mtcp = ml.Addr().String()
-		listeners = append(listeners, ml)
+		listeners = append(listeners, api.LimitListener(ml, opts.Limits.MaxConns))
 		handlers = append(handlers, m)
 	}
 	for i, l := range listeners {
-		srv := &http.Server{Handler: handlers[i], ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		srv := api.NewHTTPServer(handlers[i], opts.Limits, log)
 		d.servers = append(d.servers, srv)
 		go func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -283,7 +301,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.cron.Start()
 	d.post(TaskCycle) // recovered jobs need not wait a period
 	ok = true
-	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "metrics", opts.MetricsListen,
+	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "tls", tlsConf != nil, "metrics", opts.MetricsListen,
 		"state_dir", opts.StateDir, "sites", strings.Join(d.env.Broker.SiteNames(), ","), "simulated", d.env.Engine != nil,
 		"time_scale", d.scale)
 	return d, nil
