@@ -57,7 +57,9 @@ func TestHostileFiles(t *testing.T) {
 // field.
 func TestHostileValues(t *testing.T) {
 	const head = "name: h\n"
-	wl := func(kv string) string { return head + "workload: {trace: X.swf, " + kv + "}\npolicies: [greedy-easy]\n" }
+	wl := func(kv string) string {
+		return head + "workload: {trace: X.swf, " + kv + "}\npolicies: [greedy-easy]\n"
+	}
 	tb := func(kv string) string {
 		return head + "workload: {trace: X.swf}\npolicies: [greedy-easy]\ntestbed: {" + kv + "}\n"
 	}
