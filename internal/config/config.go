@@ -65,7 +65,7 @@ type SSH struct {
 	KeyFile               string `mapstructure:"key_file"`                 // private key file (unencrypted, or use the agent)
 	KnownHosts            string `mapstructure:"known_hosts"`              // known_hosts file checked against the host key
 	Agent                 bool   `mapstructure:"agent"`                    // also offer the keys of $SSH_AUTH_SOCK
-	InsecureIgnoreHostKey bool   `mapstructure:"insecure_ignore_host_key"` // skip the host key check (testing only)
+	InsecureIgnoreHostKey bool   `mapstructure:"insecure_ignore_host_key"` // testing only: accept a host known_hosts does not list (a listed host must still match)
 	MaxSessions           int    `mapstructure:"max_sessions"`             // concurrent sessions on the one connection; default 8
 }
 
