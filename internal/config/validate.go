@@ -37,7 +37,7 @@ const (
 	MinInterval = 10 * time.Millisecond
 	MaxInterval = 366 * 24 * time.Hour
 	// MinTimeScale and MaxTimeScale bound sim.time_scale.
-	MinTimeScale, MaxTimeScale = 0.01, 1e5
+	MinTimeScale, MaxTimeScale = 0.01, 1e4
 )
 
 // validate checks every value and returns every problem.

@@ -108,7 +108,7 @@ type Daemon struct {
 	trustModel trust.Model // the trust task's model (paper 002)
 
 	scale     float64
-	v0, w0    time.Time // virtual and wall time when the simulated clock started
+	v0, w0    time.Time // virtual and wall time of the simulated clock's last advance
 	lastSaved time.Time
 
 	once    sync.Once
@@ -160,6 +160,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}
 	opts.Limits = opts.Limits.WithDefaults()
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	if opts.Retention <= 0 {
 		opts.Retention = 30 * 24 * time.Hour
 	}
@@ -396,7 +399,12 @@ func (d *Daemon) advance() {
 		return
 	}
 	now := time.Now()
-	e.RunUntil(d.v0.Add(time.Duration(float64(now.Sub(d.w0)) * d.scale)))
+	// Measured from the last advance, not from the start: wall time since
+	// the start times the scale would overflow a Duration after
+	// 2^63 ns / scale (177 days at the default 600).
+	v := d.v0.Add(time.Duration(float64(now.Sub(d.w0)) * d.scale))
+	e.RunUntil(v)
+	d.v0, d.w0 = v, now
 	if now.Sub(d.lastSaved) >= 5*time.Second {
 		d.saveClock()
 		d.lastSaved = now

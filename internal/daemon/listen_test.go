@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -100,5 +101,20 @@ func TestTLSDaemon(t *testing.T) {
 		if el := time.Since(t0); (errors.As(err, &ne) && ne.Timeout()) || el > 3*time.Second {
 			t.Errorf("%s: a client holding its headers was kept %s (%v)", conn.RemoteAddr(), el, err)
 		}
+	}
+}
+
+// TestTimeScaleBounds: a --time-scale that would stall the simulated clock
+// or overflow it is refused before anything starts.
+func TestTimeScaleBounds(t *testing.T) {
+	state, sock := dirs(t)
+	for _, s := range []float64{1e-300, 1e300, math.NaN(), math.Inf(1), 1e5} {
+		_, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: sock, TimeScale: s})
+		if !errors.Is(err, daemon.ErrOptions) || !strings.Contains(err.Error(), "time scale") {
+			t.Errorf("time scale %v: %v, want ErrOptions", s, err)
+		}
+	}
+	if _, err := os.Lstat(sock); err == nil {
+		t.Errorf("a refused start left a socket at %s", sock)
 	}
 }
