@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -307,5 +308,26 @@ func TestTLSFiles(t *testing.T) {
 	}
 	if _, err := api.ClientTLS("/dev/zero"); !errors.Is(err, api.ErrTLS) || !strings.Contains(err.Error(), "regular file") {
 		t.Errorf("/dev/zero as CA file: %v", err)
+	}
+}
+
+// TestClientBoundsAnswers: a server that answers without end does not
+// exhaust the client's memory.
+func TestClientBoundsAnswers(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"sites": ["`)
+		chunk := []byte(strings.Repeat("a", 1<<20))
+		for range 4 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, `"]}`)
+	}))
+	defer ts.Close()
+	_, err := api.NewClient(ts.URL, "", nil).WithMaxResponse(1<<20).Sites(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+		t.Fatalf("an endless answer: %v", err)
 	}
 }
