@@ -326,7 +326,7 @@ func TestClientBoundsAnswers(t *testing.T) {
 		io.WriteString(w, `"]}`)
 	}))
 	defer ts.Close()
-	_, err := api.NewClient(ts.URL, "", nil).WithMaxResponse(1<<20).Sites(context.Background())
+	_, err := api.NewClient(ts.URL, "", nil).WithMaxResponse(1 << 20).Sites(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
 		t.Fatalf("an endless answer: %v", err)
 	}
