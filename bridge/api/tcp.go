@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -57,11 +58,16 @@ type TCPOptions struct {
 // o.TLS is set and at most o.MaxConns connections at once. It refuses (and
 // binds nothing) when the token fails CheckToken, and refuses a
 // non-loopback address without TLS unless o.InsecurePlaintext (ErrPlaintext).
-// Whether the address is loopback is read from the address actually bound,
-// so ":8470" and "0.0.0.0:8470" (every interface) count as non-loopback.
+// Loopback means an IP literal of the loopback range or "localhost"; ":8470"
+// and "0.0.0.0:8470" (every interface) and other host names are not. A
+// refused address is never bound; the address actually bound is checked
+// again.
 func ListenTCP(addr string, o TCPOptions) (net.Listener, error) {
 	if err := CheckToken(o.Token); err != nil {
 		return nil, fmt.Errorf("api: serving on TCP %s: %w", addr, err)
+	}
+	if o.TLS == nil && !o.InsecurePlaintext && !loopbackName(addr) {
+		return nil, plaintextErr(addr)
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -79,15 +85,36 @@ func ListenTCP(addr string, o TCPOptions) (net.Listener, error) {
 // bound TCP listener.
 func secureTCP(l net.Listener, o TCPOptions) (net.Listener, error) {
 	if o.TLS == nil && !o.InsecurePlaintext && !isLoopback(l.Addr()) {
-		return nil, fmt.Errorf("api: %s: %w: the bearer token and every job would cross the network unencrypted. "+
-			"Give a certificate (broker.tls_cert and broker.tls_key), listen on 127.0.0.1 only, "+
-			"or set broker.insecure_plaintext: true if the network is trusted", l.Addr(), ErrPlaintext)
+		return nil, plaintextErr(l.Addr().String())
 	}
 	out := LimitListener(l, o.MaxConns)
 	if o.TLS != nil {
 		out = tls.NewListener(out, o.TLS)
 	}
 	return out, nil
+}
+
+func plaintextErr(addr string) error {
+	return fmt.Errorf("api: %s: %w: the bearer token and every job would cross the network unencrypted. "+
+		"Give a certificate (broker.tls_cert and broker.tls_key), listen on 127.0.0.1 only, "+
+		"or set broker.insecure_plaintext: true if the network is trusted", addr, ErrPlaintext)
+}
+
+// loopbackName reports whether a listen address names the loopback
+// interface: "localhost" or a loopback IP literal.
+func loopbackName(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	if i := strings.IndexByte(host, '%'); i >= 0 {
+		host = host[:i]
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // isLoopback reports whether a bound address accepts loopback clients only.

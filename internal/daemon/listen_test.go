@@ -33,7 +33,7 @@ func TestTCPListenerRules(t *testing.T) {
 		says string
 	}{
 		{"short token", daemon.Options{Listen: "127.0.0.1:0", Token: "s3cret"}, []error{daemon.ErrOptions, api.ErrShortToken}, "openssl rand -hex 32"},
-		{"every interface, plain", daemon.Options{Listen: "0.0.0.0:0", Token: tcpToken}, []error{api.ErrPlaintext}, "broker.insecure_plaintext"},
+		{"every interface, plain", daemon.Options{Listen: "0.0.0.0:0", Token: tcpToken}, []error{api.ErrPlaintext}, "broker.insecure_plaintext"}, // refused before it binds
 		{"cert without key", daemon.Options{Listen: "127.0.0.1:0", Token: tcpToken, TLSCert: cert}, []error{daemon.ErrOptions, api.ErrTLS}, "key"},
 		{"TLS without listen", daemon.Options{TLSCert: cert, TLSKey: key}, []error{daemon.ErrOptions}, "no TCP listen address"},
 	} {
@@ -57,14 +57,14 @@ func TestTCPListenerRules(t *testing.T) {
 	}
 }
 
-// TestTLSDaemon: the daemon serves the API over TLS on every interface with
+// TestTLSDaemon: the daemon serves the API over TLS with
 // a certificate made now; the Go client trusts it through the CA file; a
 // client holding its headers open is cut off by the daemon's limits.
 func TestTLSDaemon(t *testing.T) {
 	state, sock := dirs(t)
 	cert, key := apitest.SelfSigned(t)
 	d := startOpts(t, daemon.Options{StateDir: state, Socket: sock, TimeScale: 600,
-		Listen: "0.0.0.0:0", Token: tcpToken, TLSCert: cert, TLSKey: key,
+		Listen: "127.0.0.1:0", Token: tcpToken, TLSCert: cert, TLSKey: key,
 		Limits: api.Limits{ReadHeaderTimeout: 300 * time.Millisecond}})
 	_, port, _ := net.SplitHostPort(d.TCPAddr())
 	ctls, err := api.ClientTLS(cert)
