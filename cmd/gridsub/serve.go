@@ -158,12 +158,13 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		}
 		token = strings.TrimSpace(string(b))
 	}
+	tlsCert, tlsKey := cfg.Broker.TLSCert, cfg.Broker.TLSKey
 	if f.listen == "" {
-		token = "" // the socket's file mode is the protection
+		token, tlsCert, tlsKey = "", "", "" // the socket's file mode is the protection
 	}
 	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
 	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
-		Listen: f.listen, Token: token, TLSCert: cfg.Broker.TLSCert, TLSKey: cfg.Broker.TLSKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext,
+		Listen: f.listen, Token: token, TLSCert: tlsCert, TLSKey: tlsKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext,
 		MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
 		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, TrustHalfLife: halfLife(f.trustHalfLife), Logger: log})
 	switch {
