@@ -80,11 +80,21 @@ func checkSpec(spec *backends.JobSpec) error {
 	return nil
 }
 
-// ShellQuote quotes one word for bash: it comes back literally.
+// ShellQuote quotes one word for bash: it comes back literally. A word it
+// leaves bare may still mean something in command position (NAME=1 is an
+// assignment, "if" a keyword): quote a command name with commandWord.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == "" {
 		return s
 	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// commandWord quotes the first word of a command line always, so that bash
+// runs a program of that name: quoted, "NAME=1" is not an assignment (which
+// would run the next word as the command, with NAME set) and "if", "time"
+// or "{" are not keywords.
+func commandWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
@@ -149,6 +159,9 @@ func Wrapper(spec *backends.JobSpec) string {
 		q := make([]string, len(spec.Command))
 		for i, w := range spec.Command {
 			q[i] = ShellQuote(w)
+		}
+		if len(q) > 0 {
+			q[0] = commandWord(spec.Command[0])
 		}
 		b.WriteString(strings.Join(q, " "))
 	}

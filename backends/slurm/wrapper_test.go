@@ -119,3 +119,38 @@ func TestSbatchArgs(t *testing.T) {
 		t.Errorf("defaults: %s", got)
 	}
 }
+
+// TestWrapperFirstWordIsACommand: a first word that looks like an
+// assignment or a keyword is run as a program of that name. With a program
+// called "NAME=1" on PATH it runs (and gets the other words as arguments);
+// without one, bash says "command not found" (127) instead of setting NAME
+// and running the next word.
+func TestWrapperFirstWordIsACommand(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"NAME=1", "if", "time"} {
+		prog := "#!/bin/sh\nprintf 'ran %s:' \"$(basename \"$0\")\"; printf '%s|' \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	for _, name := range []string{"NAME=1", "if", "time"} {
+		spec := &backends.JobSpec{GridID: "g3", Nodes: 1, Walltime: time.Minute, Command: []string{name, "echo", "$NAME"}}
+		dir, out, rc := runWrapper(t, spec)
+		if want := "ran " + name + ":echo|$NAME|"; rc != 0 || out != want {
+			t.Errorf("%s: rc %d, stdout %q; want 0, %q", name, rc, out, want)
+		}
+		if got := readExit(t, dir); got != "0" {
+			t.Errorf("%s: exit file %q", name, got)
+		}
+	}
+	os.Remove(filepath.Join(bin, "NAME=1"))
+	spec := &backends.JobSpec{GridID: "g4", Nodes: 1, Walltime: time.Minute, Command: []string{"NAME=1", "printenv", "NAME"}}
+	dir, out, rc := runWrapper(t, spec)
+	if rc != 127 || out != "" {
+		t.Errorf("NAME=1 printenv NAME without a program NAME=1: rc %d, stdout %q; want 127 and nothing (printenv must not run)", rc, out)
+	}
+	if got := readExit(t, dir); got != "127" {
+		t.Errorf("exit file %q, want 127", got)
+	}
+}

@@ -37,8 +37,10 @@ type Config struct {
 	// "[host]:port" entries, hashed host names, @cert-authority and @revoked
 	// lines are understood. Empty means ~/.ssh/known_hosts.
 	KnownHosts []string
-	// InsecureIgnoreHostKey skips the host key check. Every connect logs a
-	// WARN with the key's fingerprint. Never the default.
+	// InsecureIgnoreHostKey skips the host key check for a host that the
+	// known_hosts files (KnownHosts, else ~/.ssh/known_hosts) do not list;
+	// such a connect logs a WARN with the key's fingerprint. A listed host
+	// must still offer a listed key. Never the default.
 	InsecureIgnoreHostKey bool
 
 	// MaxSessions bounds the concurrent sessions on the one connection

@@ -63,8 +63,11 @@
 // ErrHostKeyChanged naming host, port, the offered fingerprint, the
 // known_hosts file and line, and the ssh-keygen -R command to run after
 // verifying the new key with the site's admins; an unknown host fails with
-// ErrHostKeyUnknown and the ssh-keyscan line to add it. The check is skipped
-// only with Config.InsecureIgnoreHostKey, which logs a WARN on every connect.
+// ErrHostKeyUnknown and the ssh-keyscan line to add it. Config.InsecureIgnoreHostKey
+// skips the check only for a host the known_hosts files (Config.KnownHosts,
+// else ~/.ssh/known_hosts) do not list, with a WARN on every such connect; a
+// host they list must still offer a listed key (ErrHostKeyChanged,
+// ErrHostKeyRevoked otherwise), so the flag can never override known_hosts.
 //
 // Authentication is public key only: key files (passphrase-protected ones
 // are refused with advice to use ssh-agent) and/or the ssh-agent at

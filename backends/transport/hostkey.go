@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,17 +24,22 @@ type hostKeys struct {
 
 // newHostKeys reads the known_hosts files (a missing file counts as empty,
 // so that the error for an unknown host says which file to add it to).
+//
+// With InsecureIgnoreHostKey the files are read all the same (the
+// configured ones, else ~/.ssh/known_hosts): a host they list must still
+// offer a listed key (else ErrHostKeyChanged, or ErrHostKeyRevoked), and
+// only a host they do not list at all is let through unchecked, with a
+// WARN naming the key. The flag covers hosts absent from known_hosts, never
+// a key that contradicts it.
 func newHostKeys(cfg Config) (*hostKeys, error) {
-	if cfg.InsecureIgnoreHostKey {
-		log := cfg.Logger
-		return &hostKeys{cb: func(hostname string, remote net.Addr, key ssh.PublicKey) error {
-			log.Warn("ssh host key NOT CHECKED (InsecureIgnoreHostKey is set): this connection can be intercepted",
-				"host", cfg.Host, "port", cfg.Port, "key_type", key.Type(), "fingerprint", ssh.FingerprintSHA256(key))
-			return nil
-		}}, nil
+	paths := cfg.KnownHosts
+	if cfg.InsecureIgnoreHostKey && len(paths) == 0 {
+		if home, err := os.UserHomeDir(); err == nil {
+			paths = []string{filepath.Join(home, ".ssh", "known_hosts")}
+		}
 	}
 	var files []string
-	for _, f := range cfg.KnownHosts {
+	for _, f := range paths {
 		if _, err := os.Stat(f); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue
@@ -52,8 +58,27 @@ func newHostKeys(cfg Config) (*hostKeys, error) {
 		kh = func(string, net.Addr, ssh.PublicKey) error { return &knownhosts.KeyError{} }
 	}
 	hk := &hostKeys{}
-	hk.cb = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
-		return explainHostKeyError(cfg, key, kh(hostname, remote, key))
+	if cfg.InsecureIgnoreHostKey {
+		log := cfg.Logger
+		cfg.KnownHosts = paths // for the messages
+		hk.cb = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+			err := kh(hostname, remote, key)
+			var ke *knownhosts.KeyError
+			if errors.As(err, &ke) && len(ke.Want) == 0 {
+				log.Warn("ssh host key NOT CHECKED (InsecureIgnoreHostKey is set and known_hosts does not list the host): this connection can be intercepted",
+					"host", cfg.Host, "port", cfg.Port, "key_type", key.Type(), "fingerprint", ssh.FingerprintSHA256(key))
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%w (insecure_ignore_host_key skips the check only for hosts that known_hosts does not list)",
+					explainHostKeyError(cfg, key, err))
+			}
+			return nil
+		}
+	} else {
+		hk.cb = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+			return explainHostKeyError(cfg, key, kh(hostname, remote, key))
+		}
 	}
 	hk.algos = preferredHostKeyAlgos(cfg, kh)
 	return hk, nil

@@ -9,7 +9,9 @@ import "strings"
 // quotes, newlines, spaces, globs and a leading "~" or "#" all reach the
 // program as the one word they were. An empty word becomes a pair of single
 // quotes. Words containing "=" are quoted too, so that a word in command
-// position is never taken as a variable assignment.
+// position is never taken as a variable assignment, and so is a first word
+// that the shell would read as a keyword ("if", "time", "while", ...): the
+// first word always names the program to run.
 //
 // The remote login shell must be POSIX-like (sh, bash, dash, ksh, zsh); csh
 // and fish quote differently. A NUL byte cannot be passed in an argv at all;
@@ -20,9 +22,23 @@ func Quote(argv []string) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
+		if i == 0 && shellKeywords[w] {
+			b.WriteString("'" + w + "'")
+			continue
+		}
 		quoteWord(&b, w)
 	}
 	return b.String()
+}
+
+// shellKeywords are the reserved words of POSIX sh, bash, ksh and zsh made
+// only of characters isSafe leaves bare (the others, like "!" or "[[", are
+// quoted anyway).
+var shellKeywords = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "case": true, "esac": true,
+	"for": true, "select": true, "while": true, "until": true, "do": true, "done": true, "in": true,
+	"function": true, "time": true, "coproc": true, "repeat": true, "foreach": true, "end": true,
+	"nocorrect": true, "noglob": true,
 }
 
 func quoteWord(b *strings.Builder, w string) {

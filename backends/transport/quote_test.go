@@ -2,7 +2,10 @@ package transport
 
 import (
 	"bytes"
+	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -74,4 +77,36 @@ func FuzzQuote(f *testing.F) {
 			t.Fatal("NUL in output")
 		}
 	})
+}
+
+// TestQuoteFirstWordIsACommand: through a real /bin/sh, a first word like
+// "NAME=1" or "if" names the program to run, never an assignment or a
+// keyword.
+func TestQuoteFirstWordIsACommand(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"NAME=1", "if", "time", "while"} {
+		prog := "#!/bin/sh\nprintf 'ran %s:' \"$(basename \"$0\")\"; printf '%s|' \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	for _, name := range []string{"NAME=1", "if", "time", "while"} {
+		cmd := exec.Command("/bin/sh", "-c", Quote([]string{name, "echo", "x"}))
+		cmd.Env = env
+		out, err := cmd.Output()
+		if want := "ran " + name + ":echo|x|"; err != nil || string(out) != want {
+			t.Errorf("sh -c %s: %q %v; want %q", Quote([]string{name, "echo", "x"}), out, err, want)
+		}
+	}
+	// Without such a program: 127, and the next word is not run.
+	cmd := exec.Command("/bin/sh", "-c", Quote([]string{"NAME=1", "printenv", "NAME"}))
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 127 || len(out) != 0 {
+		t.Errorf("sh -c %s: %q %v; want exit 127 and no output", Quote([]string{"NAME=1", "printenv", "NAME"}), out, err)
+	}
+	if got := Quote([]string{"if", "if", "a=b"}); got != `'if' if 'a=b'` {
+		t.Errorf("Quote(if if a=b) = %s", got)
+	}
 }

@@ -359,15 +359,17 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var eb api.ErrorBody
+	json.NewDecoder(resp.Body).Decode(&eb)
 	resp.Body.Close()
-	if resp.StatusCode != 400 {
-		t.Fatalf("oversized body: status %d, want 400", resp.StatusCode)
+	if resp.StatusCode != 413 || eb.Code != api.CodeTooLarge || !strings.Contains(eb.Error, "limit of 1024 bytes") {
+		t.Fatalf("oversized body: status %d %+v, want 413 too_large naming the limit", resp.StatusCode, eb)
 	}
 }
 
 func TestTokenOverTCP(t *testing.T) {
 	b := newSQLiteBroker(t)
-	srv := api.NewServer(b, api.ServerOptions{Token: "s3cret"})
+	srv := api.NewServer(b, api.ServerOptions{Token: testToken})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	for _, tok := range []string{"", "wrong"} {
@@ -385,7 +387,7 @@ func TestTokenOverTCP(t *testing.T) {
 	if resp.StatusCode != 401 {
 		t.Fatalf("openapi.yaml without a token: %d, want 401", resp.StatusCode)
 	}
-	c := api.NewClient(ts.URL, "s3cret", ts.Client())
+	c := api.NewClient(ts.URL, testToken, ts.Client())
 	if _, err := c.Submit(context.Background(), req("tcp", 2)); err != nil {
 		t.Fatalf("with the token: %v", err)
 	}

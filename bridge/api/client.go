@@ -25,6 +25,22 @@ type Client struct {
 	token string
 	hc    *http.Client
 	where string // what to name in "no daemon" errors
+	max   int64  // bound of an answer (0 = MaxResponse)
+}
+
+// WithMaxResponse returns a copy of c that reads answers of at most n
+// bytes (n <= 0: MaxResponse).
+func (c *Client) WithMaxResponse(n int64) *Client {
+	cc := *c
+	cc.max = n
+	return &cc
+}
+
+func (c *Client) maxResponse() int64 {
+	if c.max > 0 {
+		return c.max
+	}
+	return MaxResponse
 }
 
 // NewUnixClient returns a client for the daemon listening on a unix socket.
@@ -68,7 +84,7 @@ func (e *Error) Unwrap() error {
 	switch e.Code {
 	case CodeNotFound:
 		return bridge.ErrNotFound
-	case CodeBadRequest:
+	case CodeBadRequest, CodeTooLarge:
 		return bridge.ErrBadRequest
 	case CodeUnknownSite:
 		return bridge.ErrUnknownSite
@@ -81,6 +97,11 @@ func (e *Error) Unwrap() error {
 	}
 	return nil
 }
+
+// MaxResponse bounds an answer the client reads: a page of MaxLimit jobs
+// with their events fits many times over; a server that sends more (or
+// without end) gets an error instead of the client's memory.
+const MaxResponse = 256 << 20
 
 // do sends a request and decodes a 2xx JSON answer into out.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -121,7 +142,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if out == nil {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	lr := &io.LimitedReader{R: resp.Body, N: c.maxResponse() + 1}
+	if err := json.NewDecoder(lr).Decode(out); err != nil {
+		if lr.N <= 0 {
+			return fmt.Errorf("api: %s %s: the answer is larger than %d bytes (MaxResponse)", method, path, c.maxResponse())
+		}
 		return fmt.Errorf("api: %s %s: decoding the answer: %w", method, path, err)
 	}
 	return nil
@@ -273,5 +298,9 @@ func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal, Msg: resp.Status}
 	}
-	return io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResponse()+1))
+	if err == nil && int64(len(b)) > c.maxResponse() {
+		return nil, fmt.Errorf("api: GET /openapi.yaml: the answer is larger than %d bytes (MaxResponse)", c.maxResponse())
+	}
+	return b, err
 }

@@ -42,7 +42,17 @@
 // ListenUnix creates the socket with mode 0600 (in a private directory,
 // then linked into place), refuses to start when a live server answers on
 // the path (ErrInUse), removes a stale socket, and never removes anything
-// that is not a socket (ErrNotSocket). Serve refuses a TCP listener without
-// a token (ErrNoToken). A client that finds nobody on the socket returns
-// ErrNoDaemon, so the CLI can fall back to an embedded broker.
+// that is not a socket (ErrNotSocket). Serve and ListenTCP refuse a TCP
+// listener without a token (ErrNoToken) or with one shorter than
+// MinTokenLen (ErrShortToken), and plain HTTP on a non-loopback address
+// (ErrPlaintext) unless TLS (ServerTLS: TLS 1.2+, a key of mode 0600) or the
+// InsecurePlaintext override is given. A client that finds nobody on the
+// socket returns ErrNoDaemon, so the CLI can fall back to an embedded
+// broker; ClientTLS and HTTPClient let it trust a private CA.
+//
+// Every server is bounded (Limits, NewHTTPServer, LimitListener): header,
+// read, write and idle timeouts, header size, connections per listener,
+// and a body of at most ServerOptions.MaxBody read before any handler runs
+// (413 too_large naming the limit; 408 timeout when it does not arrive in
+// time). The client reads answers of at most MaxResponse bytes.
 package api

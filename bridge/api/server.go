@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -117,8 +118,16 @@ type ServerOptions struct {
 	Token  string
 	Now    func() time.Time // the broker's clock for Submit and Cancel (default time.Now)
 	Logger *slog.Logger
-	// MaxBody bounds a request body (default 1 MiB).
+	// MaxBody bounds a request body (default 1 MiB, DefaultMaxBody): a
+	// larger one is answered 413 before any handler runs.
 	MaxBody int64
+	// Limits bound each connection (zero fields: DefaultLimits).
+	Limits Limits
+	// TLS, when set, is served on a TCP listener (ServerTLS makes one).
+	TLS *tls.Config
+	// InsecurePlaintext lets Serve use plain HTTP on a non-loopback TCP
+	// listener (see TCPOptions.InsecurePlaintext).
+	InsecurePlaintext bool
 }
 
 // Server serves the API over HTTP/JSON.
@@ -153,8 +162,9 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxBody <= 0 {
-		opts.MaxBody = 1 << 20
+		opts.MaxBody = DefaultMaxBody
 	}
+	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
 	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi}
@@ -164,8 +174,8 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "no_route", fmt.Sprintf("no route %s %s; see GET /openapi.yaml", r.Method, r.URL.Path))
 	})
-	s.h = s.auth(mux)
-	s.srv = &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.h = s.auth(s.bodyLimit(mux))
+	s.srv = NewHTTPServer(s.h, opts.Limits, s.log)
 	return s
 }
 
@@ -176,13 +186,25 @@ func (s *Server) Handler() http.Handler { return s.h }
 var ErrNoToken = errors.New("a TCP listener needs a bearer token (ServerOptions.Token)")
 
 // Serve serves on l until Shutdown; it returns http.ErrServerClosed after a
-// Shutdown. A listener that is not a unix socket needs ServerOptions.Token.
+// Shutdown. At most Limits.MaxConns connections are served at once. A
+// listener that is not a unix socket needs a ServerOptions.Token that
+// passes CheckToken, is served with ServerOptions.TLS when set, and must be
+// loopback-only without TLS unless ServerOptions.InsecurePlaintext
+// (ErrPlaintext); a refused listener is closed.
 func (s *Server) Serve(l net.Listener) error {
-	if _, unix := l.Addr().(*net.UnixAddr); !unix && s.opts.Token == "" {
-		l.Close()
-		return fmt.Errorf("api: serving on %s: %w", l.Addr(), ErrNoToken)
+	if _, unix := l.Addr().(*net.UnixAddr); unix {
+		return s.srv.Serve(LimitListener(l, s.opts.Limits.MaxConns))
 	}
-	return s.srv.Serve(l)
+	if err := CheckToken(s.opts.Token); err != nil {
+		l.Close()
+		return fmt.Errorf("api: serving on %s: %w", l.Addr(), err)
+	}
+	sl, err := secureTCP(l, TCPOptions{Token: s.opts.Token, TLS: s.opts.TLS, InsecurePlaintext: s.opts.InsecurePlaintext, MaxConns: s.opts.Limits.MaxConns})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	return s.srv.Serve(sl)
 }
 
 // Shutdown stops accepting connections and waits for requests in flight.
@@ -214,6 +236,8 @@ const (
 	CodeUnavailable  = "unavailable"
 	CodeDiskFull     = "disk_full"
 	CodeInternal     = "internal"
+	CodeTooLarge     = "too_large" // 413: the body is over ServerOptions.MaxBody
+	CodeTimeout      = "timeout"   // 408: the body did not arrive within Limits.ReadTimeout
 )
 
 // ErrorBody is the JSON body of every error response.

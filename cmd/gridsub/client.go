@@ -28,7 +28,11 @@ type daemonClient struct {
 func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 	var c *daemonClient
 	if u := os.Getenv(envURL); u != "" {
-		c = &daemonClient{api.NewClient(u, os.Getenv(envToken), nil), u}
+		tc, err := api.ClientTLS(os.Getenv(envCA))
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%s: %w", envCA, err))
+		}
+		c = &daemonClient{api.NewClient(u, os.Getenv(envToken), api.HTTPClient(tc, 0)), u}
 	} else {
 		cfg, err := loadConfig(g)
 		if err != nil {

@@ -25,6 +25,7 @@ const (
 	envSocket   = "GRIDSUB_SOCKET"    // overrides broker.socket
 	envURL      = "GRIDSUB_URL"       // a daemon served over TCP (http://host:port); needs GRIDSUB_TOKEN
 	envToken    = "GRIDSUB_TOKEN"     // the bearer token of a TCP daemon
+	envCA       = "GRIDSUB_CA"        // PEM CA file that signed an https:// daemon's certificate (default: system roots)
 )
 
 // daemonPaths returns the state directory and the API socket: the
@@ -96,14 +97,18 @@ running on them when the daemon stopped are found lost and queued again.`,
 		Example: `  gridsub serve &                          # the simulated testbed, state in ~/.local/state/gridsub
   GRIDSUB_STATE_DIR=/tmp/gs gridsub serve --log-format json
   gridsub --config site.yaml serve --metrics-listen 127.0.0.1:9108
-  GRIDSUB_TOKEN=$(cat tok) gridsub serve --listen :8470   # also on TCP, with a bearer token`,
+  GRIDSUB_TOKEN=$(cat tok) gridsub serve --listen 127.0.0.1:8470   # also on TCP, with a bearer token
+  openssl rand -hex 32 > tok; chmod 600 tok                 # a token (at least 32 characters)
+  GRIDSUB_BROKER_TLS_CERT=cert.pem GRIDSUB_BROKER_TLS_KEY=key.pem \
+    gridsub serve --listen :8470 --token-file tok            # TLS: needed off loopback (clients: GRIDSUB_CA=cert.pem)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, g, f)
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.listen, "listen", "", "also serve the API on this TCP address; needs a token (GRIDSUB_TOKEN or --token-file)")
+	fl.StringVar(&f.listen, "listen", "", "also serve the API on this TCP address; needs a token of 32+ characters (GRIDSUB_TOKEN or --token-file), "+
+		"and TLS (broker.tls_cert, broker.tls_key) unless the address is loopback or broker.insecure_plaintext is true")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for --listen (default: GRIDSUB_TOKEN)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "", "also serve /metrics (only) on this TCP address, without a token")
 	fl.Float64Var(&f.timeScale, "time-scale", 0, "simulated sites only: virtual seconds per wall second (default: sim.time_scale)")
@@ -153,18 +158,20 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		}
 		token = strings.TrimSpace(string(b))
 	}
+	tlsCert, tlsKey := cfg.Broker.TLSCert, cfg.Broker.TLSKey
 	if f.listen == "" {
-		token = "" // the socket's file mode is the protection
+		token, tlsCert, tlsKey = "", "", "" // the socket's file mode is the protection
 	}
 	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
 	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
-		Listen: f.listen, Token: token, MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
+		Listen: f.listen, Token: token, TLSCert: tlsCert, TLSKey: tlsKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext,
+		MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
 		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, TrustHalfLife: halfLife(f.trustHalfLife), Logger: log})
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
 		return nil
 	case errors.Is(err, daemon.ErrOptions), errors.Is(err, daemon.ErrSchedule), errors.Is(err, api.ErrNotSocket),
-		errors.Is(err, api.ErrInUse), errors.Is(err, fs.ErrPermission):
+		errors.Is(err, api.ErrInUse), errors.Is(err, fs.ErrPermission), errors.Is(err, api.ErrPlaintext):
 		return usageErr(err)
 	}
 	return &exitError{exitInternal, err}

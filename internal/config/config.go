@@ -65,7 +65,7 @@ type SSH struct {
 	KeyFile               string `mapstructure:"key_file"`                 // private key file (unencrypted, or use the agent)
 	KnownHosts            string `mapstructure:"known_hosts"`              // known_hosts file checked against the host key
 	Agent                 bool   `mapstructure:"agent"`                    // also offer the keys of $SSH_AUTH_SOCK
-	InsecureIgnoreHostKey bool   `mapstructure:"insecure_ignore_host_key"` // skip the host key check (testing only)
+	InsecureIgnoreHostKey bool   `mapstructure:"insecure_ignore_host_key"` // testing only: accept a host known_hosts does not list (a listed host must still match)
 	MaxSessions           int    `mapstructure:"max_sessions"`             // concurrent sessions on the one connection; default 8
 }
 
@@ -113,6 +113,13 @@ type Broker struct {
 	// Cron holds robfig/cron specs of periodic broker work by name, e.g.
 	// trust_decay: "@every 10m". Each spec is checked at load.
 	Cron map[string]string `mapstructure:"cron"`
+	// TLSCert and TLSKey are PEM files (certificate chain, private key of
+	// mode 0600) that make `gridsub serve --listen` speak TLS 1.2 or newer;
+	// both or neither. Without them a --listen address that is not
+	// loopback is refused unless InsecurePlaintext is true.
+	TLSCert           string `mapstructure:"tls_cert"`
+	TLSKey            string `mapstructure:"tls_key"`
+	InsecurePlaintext bool   `mapstructure:"insecure_plaintext"`
 }
 
 // Sim configures the simulated sites.
@@ -135,6 +142,9 @@ var defaults = map[string]any{
 	"broker.state_dir":          "",
 	"broker.socket":             "",
 	"broker.output_root":        "",
+	"broker.tls_cert":           "",
+	"broker.tls_key":            "",
+	"broker.insecure_plaintext": false,
 	"sim.time_scale":            600,
 	"sim.seed":                  1,
 }
@@ -180,11 +190,14 @@ func read(path string) ([]byte, string, error) {
 		data, err := configs.Read(configs.Default)
 		return data, "configs/" + configs.Default + " (built in)", err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err == nil {
 		return data, path, nil
 	}
-	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(path, filepath.Separator) {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, path, &Error{Source: path, Msg: err.Error(), Err: ErrRead}
+	}
+	if !strings.ContainsRune(path, filepath.Separator) {
 		if d, e := configs.Read(path); e == nil {
 			return d, "configs/" + strings.TrimSuffix(path, ".yaml") + ".yaml (built in)", nil
 		}
@@ -196,6 +209,9 @@ func read(path string) ([]byte, string, error) {
 // reads the environment (os.LookupEnv in Load; a map in tests) for ${VAR}
 // expansion and GRIDSUB_* overrides.
 func Parse(source string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	if len(data) > MaxFileSize {
+		return nil, Errors{{Source: source, Msg: fmt.Sprintf("%d bytes; a configuration may be at most %d bytes", len(data), MaxFileSize), Err: ErrRead}}
+	}
 	v := viper.New()
 	v.SetConfigType("yaml")
 	for k, val := range defaults {

@@ -2,7 +2,8 @@
 // sim, slurm or pbs, nodes, cores, heterogeneity h, how to reach them over
 // SSH), the network between them, the broker's settings and the simulator's.
 //
-// Load reads a YAML file with viper (or, for path "", the built-in
+// Load reads a YAML file (a regular file of at most MaxFileSize bytes: a
+// FIFO or a device is refused without being read) with viper (or, for path "", the built-in
 // configs/testbed.yaml; a bare name such as "local-slurm" also finds a
 // built-in file) and then, in this order:
 //
@@ -21,7 +22,20 @@
 //     variables;
 //  5. converts every value to its type (durations as in job files, rates
 //     such as "1MB/s" or "10Mbps", numbers given as strings by ${VAR}),
-//     fills defaults, and validates every value.
+//     fills defaults, and validates every value. Every number has a range
+//     (the Min*/Max* constants of validate.go): beyond it a value would
+//     overflow the int64-nanosecond arithmetic built on it or stall the
+//     daemon's clock (an interval or "@every" of 1ns, a time_scale of
+//     1e-300), so it is refused naming the key and the range.
+//
+// ssh.insecure_ignore_host_key: true lets through only a host that the
+// known_hosts files (ssh.known_hosts, else ~/.ssh/known_hosts) do not
+// list; a host they list must still offer a listed key, and a different
+// or @revoked key is refused as with the flag off.
+//
+// broker.tls_cert and broker.tls_key (both or neither) make `gridsub serve
+// --listen` speak TLS 1.2+; a --listen address that is not loopback is
+// refused without them unless broker.insecure_plaintext is true.
 //
 // Every problem is reported (an Errors list of *Error, each wrapping one of
 // the sentinels) with the key path, e.g. "sites[1].ssh.port", and what would

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
@@ -15,6 +16,28 @@ import (
 var (
 	siteNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	policyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+)
+
+// Bounds of the numeric values. Beyond them a value is a typo or hostile,
+// and the arithmetic built on it would overflow or stall: virtual time is
+// wall time × sim.time_scale in int64 nanoseconds, a transfer takes
+// size / bandwidth seconds (job data sizes are bounded too), and a period
+// of nanoseconds keeps the daemon's scheduler busy without end.
+const (
+	MaxNodes        = 1 << 20 // sites[].nodes
+	MaxCoresPerNode = 1 << 16 // sites[].cores_per_node
+	MinH, MaxH      = 0.01, 100
+	// MinBandwidth is 1 KB/s (8 Kbps): 1 TB at that rate still fits a
+	// time.Duration.
+	MinBandwidth       Bandwidth = 1e3
+	MaxLatency                   = time.Hour
+	MaxMultiSiteFactor           = 10.0
+	// MinInterval and MaxInterval bound broker.interval,
+	// broker.poll_interval and every "@every" period of broker.cron.
+	MinInterval = 10 * time.Millisecond
+	MaxInterval = 366 * 24 * time.Hour
+	// MinTimeScale and MaxTimeScale bound sim.time_scale.
+	MinTimeScale, MaxTimeScale = 0.01, 1e4
 )
 
 // validate checks every value and returns every problem.
@@ -41,8 +64,8 @@ func (c *Config) validate() Errors {
 		remote := s.Kind == KindSlurm || s.Kind == KindPBS
 		switch {
 		case s.Kind == KindSim:
-			if s.Nodes < 1 {
-				bad(k+".nodes", "a simulated site needs nodes >= 1, got %d", s.Nodes)
+			if s.Nodes < 1 || s.Nodes > MaxNodes {
+				bad(k+".nodes", "a simulated site needs nodes from 1 to %d, got %d", MaxNodes, s.Nodes)
 			}
 			if s.SSH != nil {
 				bad(k+".ssh", "only slurm and pbs sites are reached over SSH; remove it or set kind: slurm")
@@ -51,8 +74,8 @@ func (c *Config) validate() Errors {
 				bad(k, "remote_dir and partition are only for slurm and pbs sites")
 			}
 		case remote:
-			if s.Nodes < 0 {
-				bad(k+".nodes", "must be >= 0 (0 = ask the site), got %d", s.Nodes)
+			if s.Nodes < 0 || s.Nodes > MaxNodes {
+				bad(k+".nodes", "must be from 0 (= ask the site) to %d, got %d", MaxNodes, s.Nodes)
 			}
 			errs = append(errs, c.validateRemote(s, k)...)
 		default:
@@ -62,20 +85,22 @@ func (c *Config) validate() Errors {
 			}
 			bad(k+".kind", "%s", msg)
 		}
-		if s.CoresPerNode < 1 {
-			bad(k+".cores_per_node", "must be a whole number >= 1, got %d", s.CoresPerNode)
+		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
+			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)
 		}
-		if !(s.H > 0) || math.IsInf(s.H, 0) {
-			bad(k+".h", "must be a number > 0 (1 = the reference machine, smaller = faster), got %v", s.H)
+		if !(s.H >= MinH && s.H <= MaxH) {
+			bad(k+".h", "must be a number from %v to %v (1 = the reference machine, smaller = faster), got %v", MinH, MaxH, s.H)
 		}
 	}
 
 	n := &c.Network
 	if n.Default.Bandwidth <= 0 {
 		bad("network.default.bandwidth", "must be %s", bandwidthHint)
+	} else if n.Default.Bandwidth < MinBandwidth {
+		bad("network.default.bandwidth", "%s is below the minimum of %s", n.Default.Bandwidth, MinBandwidth)
 	}
-	if n.Default.Latency < 0 {
-		bad("network.default.latency", "must be >= 0, got %s", n.Default.Latency)
+	if n.Default.Latency < 0 || n.Default.Latency > MaxLatency {
+		bad("network.default.latency", "must be from 0 to %s, got %s", MaxLatency, n.Default.Latency)
 	}
 	seen := map[[2]string]int{}
 	for i, l := range n.Links {
@@ -98,13 +123,15 @@ func (c *Config) validate() Errors {
 		seen[[2]string{l.From, l.To}] = i
 		if l.Bandwidth <= 0 {
 			bad(k+".bandwidth", "missing; must be %s", bandwidthHint)
+		} else if l.Bandwidth < MinBandwidth {
+			bad(k+".bandwidth", "%s is below the minimum of %s", l.Bandwidth, MinBandwidth)
 		}
-		if l.Latency < 0 {
-			bad(k+".latency", "must be >= 0, got %s", l.Latency)
+		if l.Latency < 0 || l.Latency > MaxLatency {
+			bad(k+".latency", "must be from 0 to %s, got %s", MaxLatency, l.Latency)
 		}
 	}
-	if !(n.MultiSiteFactor >= 1) || math.IsInf(n.MultiSiteFactor, 0) {
-		bad("network.multi_site_factor", "must be a number >= 1 (the slowdown of a job spanning several sites), got %v", n.MultiSiteFactor)
+	if !(n.MultiSiteFactor >= 1 && n.MultiSiteFactor <= MaxMultiSiteFactor) {
+		bad("network.multi_site_factor", "must be a number from 1 to %v (the slowdown of a job spanning several sites), got %v", MaxMultiSiteFactor, n.MultiSiteFactor)
 	}
 
 	b := &c.Broker
@@ -113,9 +140,13 @@ func (c *Config) validate() Errors {
 	}
 	if b.Interval <= 0 {
 		bad("broker.interval", "must be a duration > 0, got %s", b.Interval)
+	} else if b.Interval < MinInterval || b.Interval > MaxInterval {
+		bad("broker.interval", "must be from %s to %s, got %s", MinInterval, MaxInterval, b.Interval)
 	}
 	if b.PollInterval <= 0 {
 		bad("broker.poll_interval", "must be a duration > 0, got %s", b.PollInterval)
+	} else if b.PollInterval < MinInterval || b.PollInterval > MaxInterval {
+		bad("broker.poll_interval", "must be from %s to %s, got %s", MinInterval, MaxInterval, b.PollInterval)
 	}
 	if !path.IsAbs(b.StateDir) {
 		bad("broker.state_dir", "must be an absolute directory, got %q", b.StateDir)
@@ -129,14 +160,45 @@ func (c *Config) validate() Errors {
 		}
 	}
 	for _, name := range sortedCron(b.Cron) {
-		if _, err := cron.ParseStandard(b.Cron[name]); err != nil {
-			bad("broker.cron."+name, "%q is not a cron spec (e.g. \"@every 10m\" or \"*/5 * * * *\"): %v", b.Cron[name], err)
+		if msg := checkCron(b.Cron[name]); msg != "" {
+			bad("broker.cron."+name, "%s", msg)
 		}
+	}
+	if (b.TLSCert == "") != (b.TLSKey == "") {
+		bad("broker.tls_cert", "give both broker.tls_cert and broker.tls_key (PEM certificate and private key files), or neither")
 	}
 	if !(c.Sim.TimeScale > 0) || math.IsInf(c.Sim.TimeScale, 0) {
 		bad("sim.time_scale", "must be a number > 0 (virtual seconds per wall second), got %v", c.Sim.TimeScale)
+	} else if c.Sim.TimeScale < MinTimeScale || c.Sim.TimeScale > MaxTimeScale {
+		bad("sim.time_scale", "must be from %v to %v virtual seconds per wall second, got %v", MinTimeScale, MaxTimeScale, c.Sim.TimeScale)
 	}
 	return errs
+}
+
+// cronRef is the fixed instant from which checkCron asks a schedule for
+// its next runs (a validation must not depend on the wall clock).
+var cronRef = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// checkCron says what is wrong with a broker.cron spec, or "". The daemon
+// reads "@every D" itself (sub-second periods kept), so D is bounded here
+// by MinInterval and MaxInterval; any other spec must be a standard cron
+// spec that fires at all (a "30 2 30 2 *", February 30, never does).
+func checkCron(spec string) string {
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(spec), "@every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil || d < MinInterval || d > MaxInterval {
+			return fmt.Sprintf("%q: want \"@every D\" with a duration D from %s to %s, e.g. \"@every 10m\"", spec, MinInterval, MaxInterval)
+		}
+		return ""
+	}
+	s, err := cron.ParseStandard(spec)
+	if err != nil {
+		return fmt.Sprintf("%q is not a cron spec (e.g. \"@every 10m\" or \"*/5 * * * *\"): %v", spec, err)
+	}
+	if s.Next(cronRef).IsZero() {
+		return fmt.Sprintf("%q never fires (no such date); give a date that exists", spec)
+	}
+	return ""
 }
 
 func sortedCron(m map[string]string) []string {

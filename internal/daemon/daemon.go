@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,7 +56,14 @@ type Options struct {
 	// Listen, when set, also serves the API on this TCP address; it then
 	// needs Token (sent as "Authorization: Bearer <token>").
 	Listen string
-	Token  string
+	Token  string // at least api.MinTokenLen characters
+	// TLSCert and TLSKey (PEM files) make the TCP listener speak TLS 1.2+.
+	// Without them a Listen address that is not loopback is refused unless
+	// InsecurePlaintext is set.
+	TLSCert, TLSKey   string
+	InsecurePlaintext bool
+	// Limits bound every listener's connections (zero: api.DefaultLimits).
+	Limits api.Limits
 	// MetricsListen, when set, serves /metrics alone on this TCP address
 	// without a token (for a Prometheus scraper); /metrics is also served
 	// on the socket.
@@ -100,7 +108,7 @@ type Daemon struct {
 	trustModel trust.Model // the trust task's model (paper 002)
 
 	scale     float64
-	v0, w0    time.Time // virtual and wall time when the simulated clock started
+	v0, w0    time.Time // virtual and wall time of the simulated clock's last advance
 	lastSaved time.Time
 
 	once    sync.Once
@@ -139,8 +147,21 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("%w: the state directory must be an absolute path, got %q", ErrOptions, opts.StateDir)
 	case opts.Socket == "":
 		return nil, fmt.Errorf("%w: no socket path", ErrOptions)
-	case opts.Listen != "" && opts.Token == "":
-		return nil, fmt.Errorf("%w: serving on TCP %s needs a token (--token or GRIDSUB_TOKEN)", ErrOptions, opts.Listen)
+	case opts.Listen != "" && api.CheckToken(opts.Token) != nil:
+		return nil, fmt.Errorf("%w: serving on TCP %s: %w", ErrOptions, opts.Listen, api.CheckToken(opts.Token))
+	case opts.Listen == "" && (opts.TLSCert != "" || opts.TLSKey != ""):
+		return nil, fmt.Errorf("%w: a TLS certificate is given but no TCP listen address; TLS applies to --listen only", ErrOptions)
+	}
+	var tlsConf *tls.Config
+	if opts.Listen != "" && (opts.TLSCert != "" || opts.TLSKey != "") {
+		var err error
+		if tlsConf, err = api.ServerTLS(opts.TLSCert, opts.TLSKey); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrOptions, err)
+		}
+	}
+	opts.Limits = opts.Limits.WithDefaults()
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	if opts.Retention <= 0 {
 		opts.Retention = 30 * 24 * time.Hour
@@ -238,10 +259,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	listeners = append(listeners, ul)
+	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log}), ""))
 	if opts.Listen != "" {
-		tl, err := net.Listen("tcp", opts.Listen)
+		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
+			InsecurePlaintext: opts.InsecurePlaintext, MaxConns: opts.Limits.MaxConns})
 		if err != nil {
 			ul.Close()
 			return nil, fmt.Errorf("API on %s: %w", opts.Listen, err)
@@ -261,12 +283,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		m := http.NewServeMux()
 		m.Handle("GET /metrics", metricsH)
 		d.mtcp = ml.Addr().String()
-		listeners = append(listeners, ml)
+		listeners = append(listeners, api.LimitListener(ml, opts.Limits.MaxConns))
 		handlers = append(handlers, m)
 	}
 	for i, l := range listeners {
-		srv := &http.Server{Handler: handlers[i], ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		srv := api.NewHTTPServer(handlers[i], opts.Limits, log)
 		d.servers = append(d.servers, srv)
 		go func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -283,7 +304,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.cron.Start()
 	d.post(TaskCycle) // recovered jobs need not wait a period
 	ok = true
-	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "metrics", opts.MetricsListen,
+	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "tls", tlsConf != nil, "metrics", opts.MetricsListen,
 		"state_dir", opts.StateDir, "sites", strings.Join(d.env.Broker.SiteNames(), ","), "simulated", d.env.Engine != nil,
 		"time_scale", d.scale)
 	return d, nil
@@ -378,7 +399,12 @@ func (d *Daemon) advance() {
 		return
 	}
 	now := time.Now()
-	e.RunUntil(d.v0.Add(time.Duration(float64(now.Sub(d.w0)) * d.scale)))
+	// Measured from the last advance, not from the start: wall time since
+	// the start times the scale would overflow a Duration after
+	// 2^63 ns / scale (177 days at the default 600).
+	v := d.v0.Add(time.Duration(float64(now.Sub(d.w0)) * d.scale))
+	e.RunUntil(v)
+	d.v0, d.w0 = v, now
 	if now.Sub(d.lastSaved) >= 5*time.Second {
 		d.saveClock()
 		d.lastSaved = now

@@ -391,14 +391,14 @@ func TestMetrics(t *testing.T) {
 func TestTCPWithToken(t *testing.T) {
 	state, sock := dirs(t)
 	d, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: sock,
-		Listen: "127.0.0.1:0", Token: "s3cret", MetricsListen: "127.0.0.1:0"})
+		Listen: "127.0.0.1:0", Token: tcpToken, MetricsListen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop(t, d)
 	ctx := context.Background()
 	base := "http://" + d.TCPAddr()
-	j, err := api.NewClient(base, "s3cret", nil).Submit(ctx, request("tcp", 1, time.Minute, time.Minute))
+	j, err := api.NewClient(base, tcpToken, nil).Submit(ctx, request("tcp", 1, time.Minute, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -151,9 +150,10 @@ func DefaultSites() []SiteSpec {
 // MaxFileSize is the largest experiment file Parse accepts.
 const MaxFileSize = 1 << 20
 
-// Load reads and parses an experiment file.
+// Load reads and parses an experiment file: a regular file (not a FIFO or
+// a device) of at most MaxFileSize bytes.
 func Load(file string) (*Experiment, error) {
-	data, err := os.ReadFile(file)
+	data, err := readRegular(file, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment file: %w", err)
 	}

@@ -29,6 +29,9 @@ func ParseBandwidth(s string) (float64, error) {
 			if err != nil || !(v > 0) || v > 1e15 {
 				return 0, fmt.Errorf("bandwidth %q: want a positive number before %s", s, u.unit)
 			}
+			if b := v * u.mult; !(b >= minBandwidth && b <= 1e15) {
+				return 0, fmt.Errorf("bandwidth %q: want from 1KB/s (8Kbps) to 1000TB/s", s)
+			}
 			return v * u.mult, nil
 		}
 	}

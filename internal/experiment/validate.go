@@ -9,6 +9,18 @@ import (
 	"github.com/gridsub/gridsub/policy/coalloc"
 )
 
+// Bounds of the numeric fields: beyond them a value is a typo, and the
+// simulated time built on it (int64 nanoseconds) would overflow or the
+// replay would never end.
+const (
+	maxNodes     = 1 << 20 // testbed.sites[].nodes, reference.procs, workload.wide, width_cap
+	maxProcs     = 1 << 24 // workload.max_procs
+	maxJobs      = 1 << 24 // workload.jobs
+	minH, maxH   = 0.01, 100
+	minBandwidth = 1e3 // bytes per second: 1 TB at 1 KB/s still fits a duration
+	maxBSLD      = 1e9 // reference.mean_bsld
+)
+
 func (p *parser) validate(e *Experiment) {
 	if e.Name == "" {
 		p.at("name", ErrValue, "missing: every experiment needs a name (letters, digits, . _ -)")
@@ -31,8 +43,8 @@ func (p *parser) validate(e *Experiment) {
 			}
 		}
 		r := e.Reference
-		if r.Procs < 1 {
-			p.at("reference.procs", ErrValue, "%d: want at least 1 processor", r.Procs)
+		if r.Procs < 1 || r.Procs > maxNodes {
+			p.at("reference.procs", ErrValue, "%d: want from 1 to %d processors", r.Procs, maxNodes)
 		}
 		if len(r.Modes) == 0 {
 			p.at("reference.modes", ErrValue, "empty: list %q and/or %q", ModeReference, ModeDefault)
@@ -44,8 +56,8 @@ func (p *parser) validate(e *Experiment) {
 				p.at(fmt.Sprintf("reference.modes[%d]", i), ErrValue, "%q listed twice", m)
 			}
 		}
-		if !(r.MeanBSLD > 0) {
-			p.at("reference.mean_bsld", ErrValue, "want a positive number")
+		if !(r.MeanBSLD > 0 && r.MeanBSLD <= maxBSLD) {
+			p.at("reference.mean_bsld", ErrValue, "%v: want a positive number of at most %g", r.MeanBSLD, maxBSLD)
 		}
 	default:
 		p.at("kind", ErrValue, "%q: valid are %s (default) and %s", e.Kind, KindCoalloc, KindCTCReference)
@@ -63,22 +75,22 @@ func (p *parser) validateWorkload(e *Experiment) {
 	if w.Filter != "strong" && w.Filter != "none" {
 		p.at("workload.filter", ErrValue, "%q: valid are strong (predictsim's filter) and none", w.Filter)
 	}
-	if w.MaxProcs < 0 {
-		p.at("workload.max_procs", ErrValue, "%d: want >= 0 (0 = the trace header's MaxProcs)", w.MaxProcs)
+	if w.MaxProcs < 0 || w.MaxProcs > maxProcs {
+		p.at("workload.max_procs", ErrValue, "%d: want from 0 (= the trace header's MaxProcs) to %d", w.MaxProcs, maxProcs)
 	}
-	if w.Jobs < 0 {
-		p.at("workload.jobs", ErrValue, "%d: want >= 0 (0 = every job)", w.Jobs)
+	if w.Jobs < 0 || w.Jobs > maxJobs {
+		p.at("workload.jobs", ErrValue, "%d: want from 0 (= every job) to %d", w.Jobs, maxJobs)
 	}
-	if w.WidthCap < 0 {
-		p.at("workload.width_cap", ErrValue, "%d: want >= 0 (0 = no cap)", w.WidthCap)
+	if w.WidthCap < 0 || w.WidthCap > maxNodes {
+		p.at("workload.width_cap", ErrValue, "%d: want from 0 (= no cap) to %d", w.WidthCap, maxNodes)
 	}
 	if w.Shape != 1 && w.Shape != 2 {
 		p.at("workload.shape", ErrValue, "%d: valid are 1 (Workload 1, the trace) and 2 (90 %% of the jobs wide)", w.Shape)
 	}
-	if len(w.Wide) != 2 || w.Wide[0] < 1 || w.Wide[1] < w.Wide[0] {
-		p.at("workload.wide", ErrValue, "%v: want [min, max] with 1 <= min <= max", w.Wide)
+	if len(w.Wide) != 2 || w.Wide[0] < 1 || w.Wide[1] < w.Wide[0] || w.Wide[1] > maxNodes {
+		p.at("workload.wide", ErrValue, "%v: want [min, max] with 1 <= min <= max <= %d", w.Wide, maxNodes)
 	}
-	if len(w.SizeMB) != 2 || w.SizeMB[0] < 0 || w.SizeMB[1] < w.SizeMB[0] || w.SizeMB[1] <= 0 || w.SizeMB[1] > 1e6 {
+	if len(w.SizeMB) != 2 || !(w.SizeMB[0] >= 0 && w.SizeMB[1] >= w.SizeMB[0] && w.SizeMB[1] > 0 && w.SizeMB[1] <= 1e6) {
 		p.at("workload.size_mb", ErrValue, "%v: want [min, max] in MB with 0 <= min <= max, 0 < max <= 1e6", w.SizeMB)
 	}
 	if !(w.ArrivalScale > 0) || w.ArrivalScale > 1000 {
@@ -101,11 +113,11 @@ func (p *parser) validateTestbed(e *Experiment) {
 			p.at(f+".name", ErrValue, "%q: site names must be unique", s.Name)
 		}
 		seen[s.Name] = true
-		if s.Nodes < 1 {
-			p.at(f+".nodes", ErrValue, "%d: want at least 1 node", s.Nodes)
+		if s.Nodes < 1 || s.Nodes > maxNodes {
+			p.at(f+".nodes", ErrValue, "%d: want from 1 to %d nodes", s.Nodes, maxNodes)
 		}
-		if s.H != nil && !(*s.H > 0 && *s.H <= 100) {
-			p.at(f+".h", ErrValue, "%v: want a heterogeneity factor in (0, 100] (1 = the reference machine)", *s.H)
+		if s.H != nil && !validH(*s.H) {
+			p.at(f+".h", ErrValue, "%v: want a heterogeneity factor in [%v, %v] (1 = the reference machine)", *s.H, minH, maxH)
 		}
 	}
 	for name, h := range t.HSets {
@@ -117,8 +129,8 @@ func (p *parser) validateTestbed(e *Experiment) {
 			p.at(f, ErrValue, "%d values for %d sites: give one h per site, in the order of testbed.sites", len(h), len(t.Sites))
 		}
 		for _, v := range h {
-			if !(v > 0 && v <= 100) {
-				p.at(f, ErrValue, "%v: every h must be in (0, 100]", v)
+			if !validH(v) {
+				p.at(f, ErrValue, "%v: every h must be in [%v, %v]", v, minH, maxH)
 				break
 			}
 		}
@@ -138,6 +150,8 @@ func (p *parser) validateTestbed(e *Experiment) {
 }
 
 func validP(v float64) bool { return v >= 1 && v <= 10 && !math.IsNaN(v) }
+
+func validH(v float64) bool { return v >= minH && v <= maxH }
 
 func (p *parser) checkHSet(e *Experiment, field, name string) {
 	h, ok := e.hSet(name)

@@ -17,7 +17,10 @@ import (
 // ErrNoTrace and says where it looked.
 func TracePath(name string) (string, error) {
 	if filepath.IsAbs(name) || strings.ContainsRune(name, os.PathSeparator) {
-		if _, err := os.Stat(name); err == nil {
+		if fi, err := os.Stat(name); err == nil {
+			if !fi.Mode().IsRegular() {
+				return "", fmt.Errorf("%w: %s is %s, not a regular file", ErrNoTrace, name, fileKind(fi.Mode()))
+			}
 			return name, nil
 		}
 	}
@@ -34,7 +37,10 @@ func TracePath(name string) (string, error) {
 	}
 	if ok {
 		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err == nil {
+		if fi, err := os.Stat(p); err == nil {
+			if !fi.Mode().IsRegular() {
+				return "", fmt.Errorf("%w: %s is %s, not a regular file", ErrNoTrace, p, fileKind(fi.Mode()))
+			}
 			return p, nil
 		}
 	}
@@ -85,10 +91,22 @@ func shapeJobs(jobs []swf.Job, w Workload, shape, sites int) ([]replay.Job, erro
 	if w.ArrivalScale != 1 {
 		for i := range out {
 			s := math.Round(out[i].Submit.Seconds() * w.ArrivalScale)
+			if s > maxSubmitSeconds {
+				return nil, fmt.Errorf("workload.arrival_scale %v puts job %d's submit time at %.3g s, past the %d s a time can hold; use a smaller factor",
+					w.ArrivalScale, i, s, int64(maxSubmitSeconds))
+			}
 			out[i].Submit = time.Duration(s) * time.Second
 		}
 	}
 	return out, nil
 }
 
-func openFile(path string) (*os.File, error) { return os.Open(path) }
+// openFile opens a trace or reference schedule: a regular file only.
+// maxSubmitSeconds is the latest submit time (in seconds) a time.Duration
+// holds, with room to spare for the run after it.
+const maxSubmitSeconds = float64(math.MaxInt64/int64(time.Second)) / 2
+
+func openFile(path string) (*os.File, error) {
+	f, _, err := openRegular(path)
+	return f, err
+}
