@@ -366,3 +366,45 @@ func TestSameTagTwice(t *testing.T) {
 		t.Errorf("Cancel of an unknown id: %v, want ErrUnknownJob", err)
 	}
 }
+
+// TestFromConfig: the host's site configuration (JSON) builds the site:
+// nodes are the slots, remote_dir or options.root the root; bad options
+// are named.
+func TestFromConfig(t *testing.T) {
+	root := t.TempDir()
+	b, err := FromConfig(bg, []byte(`{"name":"ws","kind":"local","nodes":3,"cores_per_node":2,"h":1,"remote_dir":"/nonexistent-ignored",
+		"options":{"root":"`+root+`","kill_grace":"2s","max_output_bytes":1000,"pass_env":["PATH"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.(*Site)
+	defer s.Close()
+	info, err := s.Info(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "ws" || info.Nodes != 3 || info.CoresPerNode != 2 || s.cfg.Root != root || s.cfg.KillGrace != 2*time.Second || s.cfg.MaxOutputBytes != 1000 {
+		t.Errorf("site from config: %+v, %+v", info, s.cfg)
+	}
+	other := t.TempDir()
+	b2, err := FromConfig(bg, []byte(`{"name":"ws2","nodes":1,"remote_dir":"`+other+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2.(*Site).cfg.Root != other {
+		t.Errorf("root %s, want remote_dir %s", b2.(*Site).cfg.Root, other)
+	}
+	b2.(*Site).Close()
+	for _, c := range []struct{ raw, says string }{
+		{`{"name":"x","nodes":1}`, "root"},
+		{`{"name":"x","nodes":1,"options":{"root":"` + root + `","rooot":1}}`, "rooot"},
+		{`{"name":"x","nodes":1,"options":{"root":"` + root + `","kill_grace":"soon"}}`, "kill_grace"},
+		{`{"name":"x","nodes":-2,"options":{"root":"` + root + `"}}`, "slots"},
+		{`not json`, "JSON"},
+	} {
+		_, err := FromConfig(bg, []byte(c.raw))
+		if !errors.Is(err, backends.ErrInvalidSpec) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("FromConfig(%s) = %v, want ErrInvalidSpec naming %s", c.raw, err, c.says)
+		}
+	}
+}
