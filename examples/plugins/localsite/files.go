@@ -185,6 +185,7 @@ type fetch struct {
 	localDir string
 	id       backends.JobID
 	got      []string
+	dirs     int // directories listed
 }
 
 func (f *fetch) fail(rel string, err error) error {
@@ -231,6 +232,9 @@ func (f *fetch) file(rel string, optional bool) error {
 // tree copies the regular files below a directory (links are not
 // followed, other files skipped), in name order.
 func (f *fetch) tree(rel string) error {
+	if f.dirs++; f.dirs+len(f.got) > f.s.cfg.MaxOutputFiles {
+		return f.fail(rel, fmt.Errorf("%w: more than %d files and directories", backends.ErrRejected, f.s.cfg.MaxOutputFiles))
+	}
 	li, err := f.src.Lstat(rel)
 	if err != nil {
 		return f.fail(rel, err)

@@ -238,7 +238,10 @@ func TestFIFOQueue(t *testing.T) {
 		return sp
 	}
 	a := submit(t, s, mk(1, "300"))
-	waitFor(t, s, a, 5*time.Second, func(st backends.JobStatus) bool { return st.State == backends.StateRunning })
+	waitFor(t, s, a, 5*time.Second, func(st backends.JobStatus) bool {
+		b, _ := os.ReadFile(log) // running, and its first line written
+		return st.State == backends.StateRunning && string(b) == string(a)+"\n"
+	})
 	b := submit(t, s, mk(2, "0"))
 	c := submit(t, s, mk(1, "0"))
 	sb, sc := status(t, s, b), status(t, s, c)

@@ -2,6 +2,7 @@ package localsite
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -49,7 +50,7 @@ func TestRestartFindsJobs(t *testing.T) {
 	}
 	mark := func(n string) string { return "echo x >> " + filepath.Join(marks, n) + "\n" }
 	ended := script(mark("ended") + "sleep 0.3\nexit 3\n")
-	running := script(mark("running") + "sleep 2\nexit 0\n")
+	running := script(mark("running") + "sleep 3\nexit 0\n")
 	over := script(mark("over") + "sleep 300\n")
 	over.Walltime = time.Second
 	pending := script(mark("pending") + "exit 0\n")
@@ -64,7 +65,9 @@ func TestRestartFindsJobs(t *testing.T) {
 	if err := s1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1200 * time.Millisecond) // the first job ends, the third passes its walltime: nobody watches
+	// The first job ends, the third passes its walltime: nobody watches.
+	waitExit(t, root, old[0])
+	time.Sleep(time.Until(recordStart(t, root, old[2]).Add(over.Walltime + 100*time.Millisecond)))
 
 	s2 := newSite(t, cfg)
 	st := findOne(t, s2, ended.GridID)
@@ -99,6 +102,36 @@ func TestRestartFindsJobs(t *testing.T) {
 	}
 }
 
+// waitExit waits until the wrapper of job id wrote its exit code.
+func waitExit(t *testing.T, root string, id backends.JobID) {
+	t.Helper()
+	p := filepath.Join(root, stateDirName, string(id)+".exit")
+	end := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(p); err == nil && strings.HasSuffix(string(b), "\n") {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("job %s wrote no exit code within 20s", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// recordStart is the start time in job id's record.
+func recordStart(t *testing.T, root string, id backends.JobID) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, stateDirName, string(id)+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil || r.Start.IsZero() {
+		t.Fatalf("record of job %s: %v (start %v)", id, err, r.Start)
+	}
+	return r.Start
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -119,13 +152,16 @@ func TestHelperSite(t *testing.T) {
 	}
 	marks := os.Getenv("LOCALSITE_HELPER_MARKS")
 	short := script("echo x >> " + filepath.Join(marks, "short") + "\nsleep 0.3\nexit 4\n")
-	long := script("echo x >> " + filepath.Join(marks, "long") + "\nsleep 2.5\nexit 5\n")
+	long := script("echo x >> " + filepath.Join(marks, "long") + "\nsleep 4\nexit 5\n")
+	line := "grid " + short.GridID + " " + long.GridID
 	for _, sp := range []*backends.JobSpec{short, long} {
-		if _, err := s.Submit(bg, sp); err != nil {
+		id, err := s.Submit(bg, sp)
+		if err != nil {
 			t.Fatal(err)
 		}
+		line += " " + string(id)
 	}
-	os.Stdout.WriteString("grid " + short.GridID + " " + long.GridID + "\n")
+	os.Stdout.WriteString(line + "\n")
 	time.Sleep(time.Minute)
 }
 
@@ -146,10 +182,11 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	var short, long string
+	var shortID backends.JobID
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "grid" {
-			short, long = f[1], f[2]
+		if f := strings.Fields(sc.Text()); len(f) == 5 && f[0] == "grid" {
+			short, long, shortID = f[1], f[2], backends.JobID(f[3])
 			break
 		}
 	}
@@ -161,7 +198,7 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 	}
 	go io.Copy(io.Discard, out)
 	cmd.Wait()
-	time.Sleep(time.Second) // the short job ends while no site runs
+	waitExit(t, root, shortID) // the short job ends while no site runs
 
 	s := newSite(t, Config{Root: root, Slots: 2})
 	st := findOne(t, s, short)

@@ -84,9 +84,7 @@ func (s *Site) schedule() {
 	for len(s.queue) > 0 && !s.closed {
 		j := s.queue[0]
 		if j.rec.Nodes > s.cfg.Slots-s.used {
-			if j.rec.Reason == "" {
-				j.rec.Reason = "Resources"
-			}
+			j.rec.Reason = "Resources"
 			for _, w := range s.queue[1:] {
 				w.rec.Reason = "Priority"
 			}
