@@ -24,6 +24,11 @@
 // snapshot's own predictions (policy.Snapshot.Runtime/Transfer), which the
 // broker turns into the job's walltime.
 //
+// The planner is also a policy.Incremental: a Session keeps the grid from
+// the changes it is told (Submit, Hold, Release) and each pass equals Plan
+// on the snapshot they describe, so a trace replay, in process or through
+// the plugin boundary, sends a few changes per pass instead of the queue.
+//
 // Plan is pure and deterministic: no clock, no randomness, no maps; equal
 // snapshots give equal plans, and a Quiet snapshot gives the same Start and
 // Reject decisions without the Pending explanations and the Beaten options.

@@ -32,13 +32,29 @@ func (*Planner) Name() string { return Name }
 
 // Plan implements policy.Planner (see the package comment for the rule).
 func (*Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	if err := checkSites(s.Sites); err != nil {
+		return nil, err
+	}
+	return planPass(ctx, s, nil)
+}
+
+// checkSites refuses sites whose free nodes are outside 0..nodes.
+func checkSites(sites []policy.Site) error {
+	for i := range sites {
+		st := &sites[i]
+		if st.Nodes < 0 || st.Free < 0 || st.Free > st.Nodes {
+			return fmt.Errorf("%w: site %d (%s) has %d of %d nodes free", ErrBadSnapshot, i, st.Name, st.Free, st.Nodes)
+		}
+	}
+	return nil
+}
+
+// planPass is one pass over a checked snapshot. gone, when not nil, gets the
+// queue index of every job the plan starts or rejects, in queue order.
+func planPass(ctx context.Context, s *policy.Snapshot, gone *[]int) (*policy.Plan, error) {
 	free := make([]int, len(s.Sites))
 	for i := range s.Sites {
-		st := &s.Sites[i]
-		if st.Nodes < 0 || st.Free < 0 || st.Free > st.Nodes {
-			return nil, fmt.Errorf("%w: site %d (%s) has %d of %d nodes free", ErrBadSnapshot, i, st.Name, st.Free, st.Nodes)
-		}
-		free[i] = st.Free
+		free[i] = s.Sites[i].Free
 	}
 	p := &pass{s: s, free: free, all: make([]int, len(s.Sites))}
 	for i := range p.all {
@@ -58,6 +74,9 @@ func (*Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, err
 		case why != "":
 			plan.Decisions = append(plan.Decisions, policy.Decision{Job: j.ID, Action: policy.Reject,
 				Status: policy.NewStatus(policy.Unresolvable, Name, why)})
+			if gone != nil {
+				*gone = append(*gone, qi)
+			}
 			continue
 		case len(sites) == 0: // every site that could hold it is down
 			if !s.Quiet {
@@ -83,6 +102,9 @@ func (*Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, err
 		}
 		plan.Decisions = append(plan.Decisions, p.start(j, sites, best))
 		free[best] -= j.Width
+		if gone != nil {
+			*gone = append(*gone, qi)
+		}
 	}
 	return plan, nil
 }
@@ -92,12 +114,19 @@ type pass struct {
 	s    *policy.Snapshot
 	free []int // free nodes left after this plan's starts
 	all  []int // every site index
+	up   []int // admit's result, reused job after job
 }
 
 // admit returns the up sites that can ever hold j alone, or why j can
 // never run. No sites and no reason: the sites that could hold it are down.
 func (p *pass) admit(j *policy.Job) (up []int, why string) {
 	s := p.s
+	up = p.up[:0]
+	defer func() {
+		if up != nil {
+			p.up = up
+		}
+	}()
 	if j.Width < 1 {
 		return nil, fmt.Sprintf("width %d: a job needs at least 1 node", j.Width)
 	}
