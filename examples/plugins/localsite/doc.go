@@ -49,6 +49,6 @@
 // whatever that user can; the confinement is of the paths this backend
 // handles on a job's behalf. Records are never purged (one small file per
 // job); remove <Root>/.gridsub/<id>.json of ended jobs to forget them.
-// Linux gives the full behaviour; on other Unix systems a re-attached job is
-// recognised by its pid alone.
+// Linux gives the full behaviour; on the BSDs and macOS a re-attached job
+// is recognised by its pid alone; elsewhere (Windows) the package is empty.
 package localsite
