@@ -43,8 +43,44 @@ func newSite(t *testing.T, cfg Config) *Site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { drain(t, s) })
 	return s
+}
+
+// drain cancels what still runs on s, waits until it has ended (so no
+// process of a test outlives it, nor writes into its removed directories)
+// and closes s.
+func drain(t *testing.T, s *Site) {
+	s.mu.Lock()
+	var live []backends.JobID
+	for id, j := range s.jobs {
+		if !j.final() {
+			live = append(live, id)
+		}
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	for _, id := range live {
+		s.Cancel(bg, id)
+	}
+	end := time.Now().Add(20 * time.Second)
+	for _, id := range live {
+		for {
+			st, err := s.Status(bg, []backends.JobID{id})
+			if err != nil || st[0].State.Final() {
+				break
+			}
+			if time.Now().After(end) {
+				t.Errorf("job %s did not end within 20s of its cancel", id)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.Close()
 }
 
 var ids atomic.Int64
