@@ -224,3 +224,74 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 		}
 	}
 }
+
+// writeRecord puts a job record into root as a Site left it.
+func writeRecord(t *testing.T, root string, r record) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(root, stateDirName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, stateDirName, r.ID+".json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRevivedRecords: records left in odd states come back safely: a job
+// whose pid now belongs to another process is not re-attached (nor that
+// process signalled), a job caught while starting is lost (never run
+// twice), a record from before a reboot is not trusted, and a broken
+// record stops New with its path.
+func TestRevivedRecords(t *testing.T) {
+	root := t.TempDir()
+	// A live process that is not the job: same pid, other start time.
+	other := exec.Command("sleep", "30")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	base := record{V: recordVersion, Nodes: 1, Walltime: time.Hour, Exit: -1, Submit: time.Now(), Start: time.Now()}
+	reused := base
+	reused.ID, reused.GridID, reused.Tag, reused.State = "1", "reused", "reused", stRunning
+	reused.Pid, reused.PidStart, reused.Kill = other.Process.Pid, procStart(other.Process.Pid)+1, killCancel
+	starting := base
+	starting.ID, starting.GridID, starting.Tag, starting.State = "2", "starting", "starting", stStarting
+	rebooted := base
+	rebooted.ID, rebooted.GridID, rebooted.Tag, rebooted.State = "3", "rebooted", "rebooted", stRunning
+	rebooted.Pid, rebooted.PidStart, rebooted.Boot = other.Process.Pid, procStart(other.Process.Pid), "another-boot"
+	for _, r := range []record{reused, starting, rebooted} {
+		writeRecord(t, root, r)
+	}
+	s := newSite(t, Config{Root: root})
+	if st := findOne(t, s, "reused"); st.State != backends.StateCancelled {
+		t.Errorf("job whose pid was reused: %+v, want cancelled (its cancel was asked) without re-attaching", st)
+	}
+	if st := findOne(t, s, "starting"); st.State != backends.StateLost || !strings.Contains(st.Reason, "may or may not have run") {
+		t.Errorf("job caught starting: %+v, want lost", st)
+	}
+	if st := findOne(t, s, "rebooted"); st.State != backends.StateFailed || !strings.Contains(st.Reason, "down") {
+		t.Errorf("job from before a reboot: %+v, want failed (ended while the plugin was down)", st)
+	}
+	time.Sleep(600 * time.Millisecond) // past the kill grace: any SIGTERM/SIGKILL would have landed
+	if gone(other.Process.Pid) {
+		t.Fatal("the process that took over the job's pid was signalled")
+	}
+	if info, _ := s.Info(bg); info.FreeNodes != 1 {
+		t.Errorf("slots held by jobs that are not running: %+v", info)
+	}
+	// A new job gets a fresh id.
+	if id := submit(t, s, script("exit 0\n")); id != "4" {
+		t.Errorf("new job id %s, want 4", id)
+	}
+
+	broken := t.TempDir()
+	writeRecord(t, broken, base) // no id, no grid id
+	os.Rename(filepath.Join(broken, stateDirName, ".json"), filepath.Join(broken, stateDirName, "7.json"))
+	if _, err := New(Config{Root: broken}); err == nil || !strings.Contains(err.Error(), "7.json") {
+		t.Errorf("broken record: %v, want an error naming it", err)
+	}
+}

@@ -120,30 +120,31 @@ func (s *Site) finish(j *job, st backends.State, code, sig int, reason string) {
 
 // ended makes a job whose leader is gone final (s.mu held): killed jobs
 // are cancelled or timeout, the others completed or failed by the exit code
-// the wrapper wrote (code, sig from the wait status when it wrote none).
+// the wrapper wrote, else by code and sig from the wait status (code -1,
+// sig 0: unknown). why, when set, says how the end was found.
 func (s *Site) ended(j *job, code, sig int, why string) {
 	if c, ok := s.exitCode(j.rec.ID); ok {
-		code = c
-	} else if why == "" {
-		why = "the job's wrapper was killed before it recorded an exit code"
+		code, sig = c, 0
 	}
-	switch j.rec.Kill {
-	case killCancel:
+	switch {
+	case j.rec.Kill == killCancel:
 		s.finish(j, backends.StateCancelled, code, sig, "cancelled")
-	case killWalltime:
+	case j.rec.Kill == killWalltime:
 		s.finish(j, backends.StateTimeout, code, sig, fmt.Sprintf("killed at its walltime of %s", j.rec.Walltime))
-	default:
-		if code < 0 {
-			if why == "" {
-				why = "killed by signal " + strconv.Itoa(sig)
-			}
-			s.finish(j, backends.StateFailed, code, sig, why+" (no exit code recorded)")
-			return
+	case code < 0:
+		what := "ended without recording an exit code (its wrapper was killed)"
+		if sig != 0 {
+			what = fmt.Sprintf("killed by signal %d before it recorded an exit code", sig)
 		}
+		if why != "" {
+			what = why + ": " + what
+		}
+		s.finish(j, backends.StateFailed, -1, sig, what)
+	default:
 		if why == "" && code != 0 {
 			why = "NonZeroExitCode"
 		}
-		s.finish(j, codeState(code), code, sig, why)
+		s.finish(j, codeState(code), code, 0, why)
 	}
 }
 
