@@ -102,8 +102,7 @@ func TestReplayCTC(t *testing.T) {
 }
 
 // BenchmarkReplayCTC10k replays the first 10,000 CTC jobs through the
-// planner (direct driver, a snapshot per cycle: the planner has no
-// Session).
+// planner (the replay's direct driver, which drives its Session).
 func BenchmarkReplayCTC10k(b *testing.B) {
 	dir, ok := swf.WorkloadsDir()
 	if !ok {
