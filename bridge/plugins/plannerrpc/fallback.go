@@ -211,7 +211,7 @@ type fallbackSession struct {
 	f          *Fallback
 	prim       policy.Session
 	primMirror interface{ Mirror() *policy.Snapshot } // the primary keeps a mirror
-	own        *mirror                               // else this one does, for a switch
+	own        *mirror                                // else this one does, for a switch
 
 	fb  policy.Session // after a switch, to an Incremental fallback
 	fbm *mirror        // after a switch, to a plain fallback: the grid it plans on
