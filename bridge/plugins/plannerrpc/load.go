@@ -34,11 +34,12 @@ type Config struct {
 	StartTimeout time.Duration
 	// CallTimeout bounds NewSession, which has no ctx (0: 30 s).
 	CallTimeout time.Duration
-	// Stderr gets the plugin's log (hclog) and its stray stderr, named
-	// after the plugin (nil: os.Stderr). Level is the lowest level passed
-	// on (0: warn).
-	Stderr io.Writer
-	Level  hclog.Level
+	// Log gets the plugin's log lines (its hclog JSON, and any other line
+	// it writes to stderr at debug level, a panic at error), named
+	// plugin.planner.<executable> (nil: os.Stderr). Level is the lowest
+	// level passed on (0: warn).
+	Log   io.Writer
+	Level hclog.Level
 }
 
 // Plugin is a started planner plugin process. Its Planner value stays the
@@ -92,7 +93,7 @@ func (p *Plugin) start() error {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	out := cfg.Stderr
+	out := cfg.Log
 	if out == nil {
 		out = os.Stderr
 	}
@@ -107,7 +108,7 @@ func (p *Plugin) start() error {
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		StartTimeout:     timeout,
-		Stderr:           out,
+		Stderr:           io.Discard, // a raw copy of what Logger gets
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin.planner." + baseName(cfg.Path), Output: out, Level: level}),
 	}
 	if p.checksum != nil {

@@ -73,7 +73,7 @@ func sha256File(t testing.TB, path string) string {
 func load(t testing.TB, args ...string) *Plugin {
 	t.Helper()
 	bin := testPlanner(t)
-	p, err := Load(context.Background(), Config{Path: bin, Args: args, SHA256: sha256File(t, bin), Stderr: io.Discard})
+	p, err := Load(context.Background(), Config{Path: bin, Args: args, SHA256: sha256File(t, bin), Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,29 +285,29 @@ func TestLoadRefuses(t *testing.T) {
 	bin := testPlanner(t)
 	ctx := context.Background()
 	wrong := strings.Repeat("ab", 32)
-	_, err := Load(ctx, Config{Path: bin, Args: []string{"greedy-easy"}, SHA256: wrong, Stderr: io.Discard})
+	_, err := Load(ctx, Config{Path: bin, Args: []string{"greedy-easy"}, SHA256: wrong, Log: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), bin) || !strings.Contains(err.Error(), "update the checksum") {
 		t.Fatalf("wrong checksum: err = %v", err)
 	}
-	_, err = Load(ctx, Config{Path: bin, SHA256: "xyz", Stderr: io.Discard})
+	_, err = Load(ctx, Config{Path: bin, SHA256: "xyz", Log: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "64 hex digits") {
 		t.Fatalf("malformed checksum: err = %v", err)
 	}
 	notExec := filepath.Join(t.TempDir(), "planner.txt")
 	os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644)
-	if _, err = Load(ctx, Config{Path: notExec, Stderr: io.Discard}); err == nil || !strings.Contains(err.Error(), notExec) {
+	if _, err = Load(ctx, Config{Path: notExec, Log: io.Discard}); err == nil || !strings.Contains(err.Error(), notExec) {
 		t.Fatalf("not executable: err = %v", err)
 	}
 	// A process that never says hello: the start timeout ends the wait.
 	hang := filepath.Join(t.TempDir(), "hang.sh")
 	os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755)
 	start := time.Now()
-	_, err = Load(ctx, Config{Path: hang, StartTimeout: 500 * time.Millisecond, Stderr: io.Discard})
+	_, err = Load(ctx, Config{Path: hang, StartTimeout: 500 * time.Millisecond, Log: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), hang) || time.Since(start) > 10*time.Second {
 		t.Fatalf("hung handshake: err = %v after %s", err, time.Since(start))
 	}
 	// The right checksum starts it; Close stops it.
-	p, err := Load(ctx, Config{Path: bin, Args: []string{"single-site-easy"}, SHA256: "sha256:" + sha256File(t, bin), Stderr: io.Discard})
+	p, err := Load(ctx, Config{Path: bin, Args: []string{"single-site-easy"}, SHA256: "sha256:" + sha256File(t, bin), Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

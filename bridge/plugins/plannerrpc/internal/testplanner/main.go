@@ -3,6 +3,7 @@
 // planners by name.
 //
 //	testplanner [-plain] [-hang-after N] NAME
+//	testplanner plugin serve planner NAME   (as gridsub's own command line)
 //
 // -plain hides the planner's sessions (policy.Incremental), so hosts get
 // the snapshot path; -hang-after N makes every plan after the Nth (Plan or
@@ -26,11 +27,15 @@ func main() {
 	plain := flag.Bool("plain", false, "serve the snapshot path only (no sessions)")
 	hangAfter := flag.Int64("hang-after", 0, "block every plan after the Nth (0: never)")
 	flag.Parse()
-	if flag.NArg() != 1 {
+	args := flag.Args()
+	if len(args) == 4 && args[0] == "plugin" && args[1] == "serve" && args[2] == "planner" {
+		args = args[3:]
+	}
+	if len(args) != 1 {
 		fmt.Fprintf(os.Stderr, "usage: testplanner [-plain] [-hang-after N] NAME (one of %v)\n", coalloc.Names())
 		os.Exit(2)
 	}
-	p, err := coalloc.ByName(flag.Arg(0))
+	p, err := coalloc.ByName(args[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -1,0 +1,143 @@
+package plannerrpc
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	pb "github.com/gridsub/gridsub/bridge/plugins/proto/v1"
+	"github.com/gridsub/gridsub/internal/replay"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// The planner boundary's costs, side by side with the same work in
+// process (numbers in docs/plugins-planner.md):
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./bridge/plugins/plannerrpc
+//
+// "plugin" is a real subprocess (internal/testplanner, AutoMTLS, gRPC over
+// a Unix socket); the overhead is plugin minus inprocess.
+
+// fullGrid is 10 sites, every node held far ahead, and q jobs queued: a
+// pass plans the whole queue and starts nothing, so every iteration does
+// the same work.
+func fullGrid(q int) *policy.Snapshot {
+	r := rand.New(rand.NewPCG(1, 1))
+	s := randSnapshot(r, 10, q)
+	for i := range s.Sites {
+		st := &s.Sites[i]
+		st.Busy = append(st.Busy, policy.Hold{Nodes: st.Free, Until: t0.Add(1000 * time.Hour)})
+		st.Free = 0
+	}
+	return s
+}
+
+// BenchmarkPlanSnapshot: one cycle on the snapshot path with 1,000 queued
+// jobs and 10 sites; quiet (a replay) and explained (the broker: a
+// Pending reason for every waiting job).
+func BenchmarkPlanSnapshot(b *testing.B) {
+	for _, quiet := range []bool{true, false} {
+		s := fullGrid(1000)
+		s.Quiet = quiet
+		for _, where := range []string{"inprocess", "plugin"} {
+			b.Run(fmt.Sprintf("quiet=%v/%s", quiet, where), func(b *testing.B) {
+				pl := builtin(b, "greedy-easy")
+				if where == "plugin" {
+					pl = plain{load(b, "greedy-easy").Planner()}
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if _, err := pl.Plan(ctx, s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkSessionPass: one pass of a session on that grid after a
+// handful of changes (a job submitted, a hold released and another made).
+func BenchmarkSessionPass(b *testing.B) {
+	for _, where := range []string{"inprocess", "plugin"} {
+		b.Run(where, func(b *testing.B) {
+			pl := builtin(b, "greedy-easy")
+			if where == "plugin" {
+				pl = load(b, "greedy-easy").Planner()
+			}
+			s := fullGrid(1000)
+			s.Quiet = true
+			ss, err := pl.(policy.Incremental).NewSession(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			now := t0
+			until := t0.Add(999 * time.Hour)
+			if err := ss.Hold(0, 1, until); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				now = now.Add(time.Second)
+				ss.Submit(policy.Job{ID: fmt.Sprint("b", i), Width: 8, Estimate: time.Hour, Submit: now, Origin: -1})
+				if err := ss.Release(0, 1, until); err != nil {
+					b.Fatal(err)
+				}
+				until = until.Add(time.Second)
+				if err := ss.Hold(0, 1, until); err != nil {
+					b.Fatal(err)
+				}
+				plan, err := ss.Plan(ctx, now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(plan.Decisions) != 0 {
+					b.Fatalf("pass %d decided %d jobs on a full grid", i, len(plan.Decisions))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReplayCTC: the whole CTC trace (Workload 1) replayed with
+// greedy-easy on the Session path, in process and through the plugin.
+// Minutes through the plugin: run it alone, with -benchtime 1x.
+func BenchmarkReplayCTC(b *testing.B) {
+	jobs := ctcJobs(b, 0)
+	for _, where := range []string{"inprocess", "plugin"} {
+		b.Run(where, func(b *testing.B) {
+			pl := builtin(b, "greedy-easy")
+			if where == "plugin" {
+				pl = load(b, "greedy-easy").Planner()
+			}
+			b.ResetTimer()
+			for range b.N {
+				res, err := replay.Run(context.Background(), paperSetup(pl), jobs, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(res.Cycles), "cycles")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(res.Cycles)/float64(b.N), "µs/cycle")
+			}
+		})
+	}
+}
+
+// BenchmarkRoundTrip: the floor, an empty RPC (Info) to the plugin process.
+func BenchmarkRoundTrip(b *testing.B) {
+	c, _ := load(b, "greedy-easy").conn()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.rpc.Info(ctx, &pb.PlannerInfoRequest{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
