@@ -116,22 +116,6 @@ func (c *Client) openSession(ctx context.Context, s *policy.Snapshot) (uint64, e
 	return rep.GetSession(), nil
 }
 
-// pass runs one Pass RPC.
-func (c *Client) pass(ctx context.Context, req *pb.PlannerPassRequest) (*policy.Plan, error) {
-	var rep *pb.PlanReply
-	if err := c.call(ctx, "Pass", func(ctx context.Context) (err error) {
-		rep, err = c.rpc.Pass(ctx, req)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	plan, err := planFromProto(rep.GetPlan())
-	if err != nil {
-		return nil, &RemoteError{Plugin: c.name, Method: "Pass", Msg: "bad plan: " + err.Error()}
-	}
-	return plan, nil
-}
-
 // closeSession frees a plugin session, best effort.
 func (c *Client) closeSession(ctx context.Context, id uint64) {
 	_ = c.call(ctx, "CloseSession", func(ctx context.Context) error {
@@ -157,6 +141,12 @@ func (c *Client) call(ctx context.Context, method string, f func(context.Context
 	if err == nil {
 		return nil
 	}
+	return c.classify(ctx, method, err)
+}
+
+// classify gives the error of a call made with ctx the identity
+// PLUGIN-STYLE.md §5 asks for.
+func (c *Client) classify(ctx context.Context, method string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

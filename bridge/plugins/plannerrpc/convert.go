@@ -6,29 +6,31 @@ import (
 
 	pb "github.com/gridsub/gridsub/bridge/plugins/proto/v1"
 	"github.com/gridsub/gridsub/policy"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // The converters between policy's plain types and planner.proto's messages.
 // Both directions are exact: a value converted there and back is equal
 // (reflect.DeepEqual) to the original, up to time zones (times come back in
-// UTC) and the monotonic clock reading (dropped). TestConvertRoundTrip holds
-// them to it.
+// UTC), the monotonic clock reading (dropped), and empty slices, which come
+// back nil (except Job.Allowed and Snapshot.Links, whose nil means
+// something). TestConvertRoundTrip holds them to it.
 
-// timeToProto maps the zero time to an absent Timestamp.
-func timeToProto(t time.Time) *timestamppb.Timestamp {
+// year1 is the Unix time of 0001-01-01T00:00:00Z, Go's zero time: the
+// wire counts seconds from it, so that the zero time is 0, 0.
+const year1 = -62135596800
+
+func timeToWire(t time.Time) (int64, int32) {
 	if t.IsZero() {
-		return nil
+		return 0, 0
 	}
-	return &timestamppb.Timestamp{Seconds: t.Unix(), Nanos: int32(t.Nanosecond())}
+	return t.Unix() - year1, int32(t.Nanosecond())
 }
 
-// timeFromProto maps an absent Timestamp to the zero time.
-func timeFromProto(t *timestamppb.Timestamp) time.Time {
-	if t == nil {
+func timeFromWire(sec int64, nanos int32) time.Time {
+	if sec == 0 && nanos == 0 {
 		return time.Time{}
 	}
-	return time.Unix(t.GetSeconds(), int64(t.GetNanos())).UTC()
+	return time.Unix(sec+year1, int64(nanos)).UTC()
 }
 
 // codeToProto: policy.Code counts from 0 (Success); the wire pins 0 to
@@ -53,7 +55,7 @@ func actionFromProto(a pb.PlannerAction) (policy.Action, error) {
 }
 
 func intsToProto(v []int) []int32 {
-	if v == nil {
+	if len(v) == 0 {
 		return nil
 	}
 	out := make([]int32, len(v))
@@ -77,124 +79,158 @@ func intsFromProto(v []int32, keepEmpty bool) []int {
 	return out
 }
 
-func linkToProto(l policy.Link) *pb.PlannerLink {
-	return &pb.PlannerLink{SecPerByte: l.SecPerByte, LatencyNs: int64(l.Latency)}
-}
-
-func linkFromProto(l *pb.PlannerLink) policy.Link {
-	return policy.Link{SecPerByte: l.GetSecPerByte(), Latency: time.Duration(l.GetLatencyNs())}
-}
-
-func jobToProto(j *policy.Job) *pb.PlannerJob {
-	return &pb.PlannerJob{
-		Id: j.ID, Width: int64(j.Width), EstimateNs: int64(j.Estimate), Submit: timeToProto(j.Submit),
-		Origin: int32(j.Origin), DataSize: j.DataSize, AllowedSet: j.Allowed != nil, Allowed: intsToProto(j.Allowed),
-		Preferred: intsToProto(j.Preferred), Deadline: timeToProto(j.Deadline), NoSplit: j.NoSplit,
-	}
-}
-
-func jobFromProto(j *pb.PlannerJob) policy.Job {
-	return policy.Job{
-		ID: j.GetId(), Width: int(j.GetWidth()), Estimate: time.Duration(j.GetEstimateNs()), Submit: timeFromProto(j.GetSubmit()),
-		Origin: int(j.GetOrigin()), DataSize: j.GetDataSize(), Allowed: intsFromProto(j.GetAllowed(), j.GetAllowedSet()),
-		Preferred: intsFromProto(j.GetPreferred(), false), Deadline: timeFromProto(j.GetDeadline()), NoSplit: j.GetNoSplit(),
-	}
-}
-
-func jobsToProto(js []policy.Job) []*pb.PlannerJob {
+// jobsToProto puts a list of jobs in columns (nil for none).
+func jobsToProto(js []policy.Job) *pb.PlannerJobs {
 	if len(js) == 0 {
 		return nil
 	}
-	out := make([]*pb.PlannerJob, len(js))
+	n := len(js)
+	out := &pb.PlannerJobs{Id: make([]string, n), Width: make([]int64, n), EstimateNs: make([]int64, n),
+		SubmitSec: make([]int64, n), SubmitNanos: make([]int32, n), Origin: make([]int32, n),
+		DataSize: make([]int64, n), NoSplit: make([]bool, n)}
 	for i := range js {
-		out[i] = jobToProto(&js[i])
+		j := &js[i]
+		out.Id[i], out.Width[i], out.EstimateNs[i] = j.ID, int64(j.Width), int64(j.Estimate)
+		out.SubmitSec[i], out.SubmitNanos[i] = timeToWire(j.Submit)
+		out.Origin[i], out.DataSize[i], out.NoSplit[i] = int32(j.Origin), j.DataSize, j.NoSplit
+		if j.Allowed != nil || len(j.Preferred) > 0 || !j.Deadline.IsZero() {
+			x := &pb.PlannerJobExtra{Index: int32(i), AllowedSet: j.Allowed != nil, Allowed: intsToProto(j.Allowed),
+				Preferred: intsToProto(j.Preferred)}
+			x.DeadlineSec, x.DeadlineNanos = timeToWire(j.Deadline)
+			out.Extras = append(out.Extras, x)
+		}
 	}
 	return out
+}
+
+// jobsFromProto reads jobs from columns, refusing columns of different
+// lengths (a job would get another's fields).
+func jobsFromProto(c *pb.PlannerJobs) ([]policy.Job, error) {
+	n := len(c.GetId())
+	if n == 0 && len(c.GetExtras()) == 0 {
+		return nil, nil
+	}
+	for _, col := range []struct {
+		name string
+		len  int
+	}{{"width", len(c.GetWidth())}, {"estimate_ns", len(c.GetEstimateNs())}, {"submit_sec", len(c.GetSubmitSec())},
+		{"submit_nanos", len(c.GetSubmitNanos())}, {"origin", len(c.GetOrigin())}, {"data_size", len(c.GetDataSize())},
+		{"no_split", len(c.GetNoSplit())}} {
+		if col.len != n {
+			return nil, fmt.Errorf("jobs: column %s has %d entries for %d jobs", col.name, col.len, n)
+		}
+	}
+	out := make([]policy.Job, n)
+	for i := range out {
+		out[i] = policy.Job{ID: c.Id[i], Width: int(c.Width[i]), Estimate: time.Duration(c.EstimateNs[i]),
+			Submit: timeFromWire(c.SubmitSec[i], c.SubmitNanos[i]), Origin: int(c.Origin[i]), DataSize: c.DataSize[i], NoSplit: c.NoSplit[i]}
+	}
+	last := -1
+	for _, x := range c.GetExtras() {
+		i := int(x.GetIndex())
+		if i <= last || i >= n {
+			return nil, fmt.Errorf("jobs: extra for job %d of %d (after job %d)", i, n, last)
+		}
+		last = i
+		out[i].Allowed = intsFromProto(x.GetAllowed(), x.GetAllowedSet())
+		out[i].Preferred = intsFromProto(x.GetPreferred(), false)
+		out[i].Deadline = timeFromWire(x.GetDeadlineSec(), x.GetDeadlineNanos())
+	}
+	return out, nil
 }
 
 func siteToProto(s *policy.Site) *pb.PlannerSite {
 	out := &pb.PlannerSite{Name: s.Name, Nodes: int64(s.Nodes), Free: int64(s.Free), H: s.H, Trust: s.Trust, Down: s.Down}
-	if len(s.Busy) > 0 {
-		out.Busy = make([]*pb.PlannerHold, len(s.Busy))
+	if n := len(s.Busy); n > 0 {
+		out.BusyNodes, out.BusyUntilSec, out.BusyUntilNanos = make([]int64, n), make([]int64, n), make([]int32, n)
 		for i, h := range s.Busy {
-			out.Busy[i] = &pb.PlannerHold{Nodes: int64(h.Nodes), Until: timeToProto(h.Until)}
+			out.BusyNodes[i] = int64(h.Nodes)
+			out.BusyUntilSec[i], out.BusyUntilNanos[i] = timeToWire(h.Until)
 		}
 	}
 	return out
 }
 
-func siteFromProto(s *pb.PlannerSite) policy.Site {
+func siteFromProto(s *pb.PlannerSite) (policy.Site, error) {
 	out := policy.Site{Name: s.GetName(), Nodes: int(s.GetNodes()), Free: int(s.GetFree()), H: s.GetH(), Trust: s.GetTrust(), Down: s.GetDown()}
-	if b := s.GetBusy(); len(b) > 0 {
-		out.Busy = make([]policy.Hold, len(b))
-		for i, h := range b {
-			out.Busy[i] = policy.Hold{Nodes: int(h.GetNodes()), Until: timeFromProto(h.GetUntil())}
+	n := len(s.GetBusyNodes())
+	if len(s.GetBusyUntilSec()) != n || len(s.GetBusyUntilNanos()) != n {
+		return out, fmt.Errorf("site %s: busy columns of %d, %d and %d entries", out.Name, n, len(s.GetBusyUntilSec()), len(s.GetBusyUntilNanos()))
+	}
+	if n > 0 {
+		out.Busy = make([]policy.Hold, n)
+		for i := range out.Busy {
+			out.Busy[i] = policy.Hold{Nodes: int(s.BusyNodes[i]), Until: timeFromWire(s.BusyUntilSec[i], s.BusyUntilNanos[i])}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // snapshotToProto converts s (which it does not modify).
 func snapshotToProto(s *policy.Snapshot) *pb.PlannerSnapshot {
-	out := &pb.PlannerSnapshot{Now: timeToProto(s.Now), Queue: jobsToProto(s.Queue), LinksSet: s.Links != nil,
-		MultiSite: s.MultiSite, Quiet: s.Quiet}
+	out := &pb.PlannerSnapshot{Queue: jobsToProto(s.Queue), LinksSet: s.Links != nil, MultiSite: s.MultiSite, Quiet: s.Quiet}
+	out.NowSec, out.NowNanos = timeToWire(s.Now)
 	if len(s.Sites) > 0 {
 		out.Sites = make([]*pb.PlannerSite, len(s.Sites))
 		for i := range s.Sites {
 			out.Sites[i] = siteToProto(&s.Sites[i])
 		}
 	}
-	if len(s.Links) > 0 {
-		out.Links = make([]*pb.PlannerLinkRow, len(s.Links))
-		for i, row := range s.Links {
-			r := &pb.PlannerLinkRow{To: make([]*pb.PlannerLink, len(row))}
-			for k, l := range row {
-				r.To[k] = linkToProto(l)
-			}
-			out.Links[i] = r
+	for _, row := range s.Links {
+		for _, l := range row {
+			out.LinkSecPerByte = append(out.LinkSecPerByte, l.SecPerByte)
+			out.LinkLatencyNs = append(out.LinkLatencyNs, int64(l.Latency))
 		}
 	}
-	if len(s.Uplinks) > 0 {
-		out.Uplinks = make([]*pb.PlannerLink, len(s.Uplinks))
-		for i, l := range s.Uplinks {
-			out.Uplinks[i] = linkToProto(l)
-		}
+	for _, l := range s.Uplinks {
+		out.UplinkSecPerByte = append(out.UplinkSecPerByte, l.SecPerByte)
+		out.UplinkLatencyNs = append(out.UplinkLatencyNs, int64(l.Latency))
 	}
 	return out
 }
 
 // snapshotFromProto converts a snapshot the host sent. A nil snapshot is
-// an error: no planner can plan nothing.
+// an error: no planner can plan nothing. Links travel as a square matrix:
+// a snapshot whose Links has rows of other lengths (which every planner
+// refuses) cannot be sent.
 func snapshotFromProto(s *pb.PlannerSnapshot) (*policy.Snapshot, error) {
 	if s == nil {
 		return nil, fmt.Errorf("no snapshot")
 	}
-	out := &policy.Snapshot{Now: timeFromProto(s.GetNow()), MultiSite: s.GetMultiSite(), Quiet: s.GetQuiet()}
+	out := &policy.Snapshot{Now: timeFromWire(s.GetNowSec(), s.GetNowNanos()), MultiSite: s.GetMultiSite(), Quiet: s.GetQuiet()}
 	if ss := s.GetSites(); len(ss) > 0 {
 		out.Sites = make([]policy.Site, len(ss))
 		for i, x := range ss {
-			out.Sites[i] = siteFromProto(x)
-		}
-	}
-	if q := s.GetQueue(); len(q) > 0 {
-		out.Queue = make([]policy.Job, len(q))
-		for i, j := range q {
-			out.Queue[i] = jobFromProto(j)
-		}
-	}
-	if s.GetLinksSet() {
-		out.Links = make([][]policy.Link, len(s.GetLinks()))
-		for i, row := range s.GetLinks() {
-			out.Links[i] = make([]policy.Link, len(row.GetTo()))
-			for k, l := range row.GetTo() {
-				out.Links[i][k] = linkFromProto(l)
+			var err error
+			if out.Sites[i], err = siteFromProto(x); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if u := s.GetUplinks(); len(u) > 0 {
+	var err error
+	if out.Queue, err = jobsFromProto(s.GetQueue()); err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	n := len(out.Sites)
+	if s.GetLinksSet() {
+		if len(s.GetLinkSecPerByte()) != n*n || len(s.GetLinkLatencyNs()) != n*n {
+			return nil, fmt.Errorf("links: %d and %d entries for %d sites (want %d)", len(s.GetLinkSecPerByte()), len(s.GetLinkLatencyNs()), n, n*n)
+		}
+		out.Links = make([][]policy.Link, n)
+		for i := range out.Links {
+			out.Links[i] = make([]policy.Link, n)
+			for k := range out.Links[i] {
+				out.Links[i][k] = policy.Link{SecPerByte: s.LinkSecPerByte[i*n+k], Latency: time.Duration(s.LinkLatencyNs[i*n+k])}
+			}
+		}
+	}
+	if u := s.GetUplinkSecPerByte(); len(u) > 0 || len(s.GetUplinkLatencyNs()) > 0 {
+		if len(u) != len(s.GetUplinkLatencyNs()) {
+			return nil, fmt.Errorf("uplinks: columns of %d and %d entries", len(u), len(s.GetUplinkLatencyNs()))
+		}
 		out.Uplinks = make([]policy.Link, len(u))
-		for i, l := range u {
-			out.Uplinks[i] = linkFromProto(l)
+		for i := range out.Uplinks {
+			out.Uplinks[i] = policy.Link{SecPerByte: u[i], Latency: time.Duration(s.UplinkLatencyNs[i])}
 		}
 	}
 	return out, nil
@@ -213,26 +249,31 @@ func statusFromProto(s *pb.PlannerStatus) (policy.Status, error) {
 }
 
 func optionToProto(o *policy.Option) *pb.PlannerOption {
-	out := &pb.PlannerOption{Start: timeToProto(o.Start), RuntimeNs: int64(o.Runtime), TransferNs: int64(o.Transfer), Immediate: o.Immediate}
-	if len(o.Parts) > 0 {
-		out.Parts = make([]*pb.PlannerPart, len(o.Parts))
+	out := &pb.PlannerOption{RuntimeNs: int64(o.Runtime), TransferNs: int64(o.Transfer), Immediate: o.Immediate}
+	out.StartSec, out.StartNanos = timeToWire(o.Start)
+	if n := len(o.Parts); n > 0 {
+		out.PartSite, out.PartNodes = make([]int32, n), make([]int64, n)
 		for i, p := range o.Parts {
-			out.Parts[i] = &pb.PlannerPart{Site: int32(p.Site), Nodes: int64(p.Nodes)}
+			out.PartSite[i], out.PartNodes[i] = int32(p.Site), int64(p.Nodes)
 		}
 	}
 	return out
 }
 
-func optionFromProto(o *pb.PlannerOption) policy.Option {
-	out := policy.Option{Start: timeFromProto(o.GetStart()), Runtime: time.Duration(o.GetRuntimeNs()),
+func optionFromProto(o *pb.PlannerOption) (policy.Option, error) {
+	out := policy.Option{Start: timeFromWire(o.GetStartSec(), o.GetStartNanos()), Runtime: time.Duration(o.GetRuntimeNs()),
 		Transfer: time.Duration(o.GetTransferNs()), Immediate: o.GetImmediate()}
-	if ps := o.GetParts(); len(ps) > 0 {
-		out.Parts = make([]policy.Part, len(ps))
-		for i, p := range ps {
-			out.Parts[i] = policy.Part{Site: int(p.GetSite()), Nodes: int(p.GetNodes())}
+	n := len(o.GetPartSite())
+	if len(o.GetPartNodes()) != n {
+		return out, fmt.Errorf("parts: %d sites for %d node counts", n, len(o.GetPartNodes()))
+	}
+	if n > 0 {
+		out.Parts = make([]policy.Part, n)
+		for i := range out.Parts {
+			out.Parts[i] = policy.Part{Site: int(o.PartSite[i]), Nodes: int(o.PartNodes[i])}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // planToProto converts a plan (a nil plan is an empty one).
@@ -256,49 +297,108 @@ func planToProto(p *policy.Plan) *pb.PlannerPlan {
 			out.Decisions[i] = x
 		}
 	}
-	if len(p.Pending) > 0 {
-		out.Pending = make([]*pb.PlannerPending, len(p.Pending))
-		for i, x := range p.Pending {
-			out.Pending[i] = &pb.PlannerPending{Job: x.Job, Status: statusToProto(x.Status)}
+	if n := len(p.Pending); n > 0 {
+		l := &pb.PlannerPendingList{Job: make([]string, n), Code: make([]pb.PlannerCode, n), Plugin: make([]int32, n), ReasonCount: make([]int32, n)}
+		index := map[string]int32{}
+		str := func(s string) int32 {
+			k, ok := index[s]
+			if !ok {
+				k = int32(len(l.Strings))
+				index[s] = k
+				l.Strings = append(l.Strings, s)
+			}
+			return k
 		}
+		for i, x := range p.Pending {
+			l.Job[i], l.Code[i], l.Plugin[i], l.ReasonCount[i] = x.Job, codeToProto(x.Status.Code), str(x.Status.Plugin), int32(len(x.Status.Reasons))
+			for _, r := range x.Status.Reasons {
+				l.Reason = append(l.Reason, str(r))
+			}
+		}
+		out.Pending = l
 	}
 	return out
 }
 
 // planFromProto converts a plugin's plan, refusing an action or a status
 // code policy does not have (a plugin built against another protocol, or
-// a field left unset): acting on it could start the wrong thing.
+// a field left unset) and columns that do not line up: acting on them
+// could start the wrong thing.
 func planFromProto(p *pb.PlannerPlan) (*policy.Plan, error) {
 	out := &policy.Plan{}
 	if ds := p.GetDecisions(); len(ds) > 0 {
 		out.Decisions = make([]policy.Decision, len(ds))
 		for i, d := range ds {
+			bad := func(err error) error { return fmt.Errorf("decision %d (job %q): %w", i, d.GetJob(), err) }
 			a, err := actionFromProto(d.GetAction())
 			if err != nil {
-				return nil, fmt.Errorf("decision %d (job %q): %w", i, d.GetJob(), err)
+				return nil, bad(err)
 			}
 			st, err := statusFromProto(d.GetStatus())
 			if err != nil {
-				return nil, fmt.Errorf("decision %d (job %q): %w", i, d.GetJob(), err)
+				return nil, bad(err)
 			}
-			x := policy.Decision{Job: d.GetJob(), Action: a, Chosen: optionFromProto(d.GetChosen()), Backfilled: d.GetBackfilled(), Status: st}
+			chosen, err := optionFromProto(d.GetChosen())
+			if err != nil {
+				return nil, bad(err)
+			}
+			x := policy.Decision{Job: d.GetJob(), Action: a, Chosen: chosen, Backfilled: d.GetBackfilled(), Status: st}
 			if b := d.GetBeaten(); len(b) > 0 {
 				x.Beaten = make([]policy.Option, len(b))
 				for k, o := range b {
-					x.Beaten[k] = optionFromProto(o)
+					if x.Beaten[k], err = optionFromProto(o); err != nil {
+						return nil, bad(err)
+					}
 				}
 			}
 			out.Decisions[i] = x
 		}
 	}
-	if ps := p.GetPending(); len(ps) > 0 {
-		out.Pending = make([]policy.Pending, len(ps))
-		for i, x := range ps {
-			st, err := statusFromProto(x.GetStatus())
-			if err != nil {
-				return nil, fmt.Errorf("pending %d (job %q): %w", i, x.GetJob(), err)
+	if l := p.GetPending(); len(l.GetJob()) > 0 {
+		n := len(l.Job)
+		if len(l.GetCode()) != n || len(l.GetPlugin()) != n || len(l.GetReasonCount()) != n {
+			return nil, fmt.Errorf("pending: columns of %d, %d, %d and %d entries", n, len(l.GetCode()), len(l.GetPlugin()), len(l.GetReasonCount()))
+		}
+		strs := l.GetStrings()
+		str := func(k int32) (string, error) {
+			if k < 0 || int(k) >= len(strs) {
+				return "", fmt.Errorf("string %d of %d", k, len(strs))
 			}
-			out.Pending[i] = policy.Pending{Job: x.GetJob(), Status: st}
+			return strs[k], nil
+		}
+		// Every reason, resolved, in one slice the statuses share.
+		reasons := make([]string, len(l.GetReason()))
+		for i, k := range l.GetReason() {
+			var err error
+			if reasons[i], err = str(k); err != nil {
+				return nil, fmt.Errorf("pending: reason %d: %w", i, err)
+			}
+		}
+		out.Pending = make([]policy.Pending, n)
+		r := reasons
+		for i := range out.Pending {
+			bad := func(err error) error { return fmt.Errorf("pending %d (job %q): %w", i, l.Job[i], err) }
+			c, err := codeFromProto(l.Code[i])
+			if err != nil {
+				return nil, bad(err)
+			}
+			plugin, err := str(l.Plugin[i])
+			if err != nil {
+				return nil, bad(err)
+			}
+			k := int(l.ReasonCount[i])
+			if k < 0 || k > len(r) {
+				return nil, bad(fmt.Errorf("%d reasons, %d left", k, len(r)))
+			}
+			st := policy.Status{Code: c, Plugin: plugin}
+			if k > 0 {
+				st.Reasons = r[:k:k]
+			}
+			r = r[k:]
+			out.Pending[i] = policy.Pending{Job: l.Job[i], Status: st}
+		}
+		if len(r) > 0 {
+			return nil, fmt.Errorf("pending: %d reasons left over", len(r))
 		}
 	}
 	return out, nil

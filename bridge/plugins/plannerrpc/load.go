@@ -107,6 +107,7 @@ func (p *Plugin) start() error {
 		Cmd:              exec.Command(cfg.Path, cfg.Args...),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  DialOptions(),
 		StartTimeout:     timeout,
 		Stderr:           io.Discard, // a raw copy of what Logger gets
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin.planner." + baseName(cfg.Path), Output: out, Level: level}),

@@ -49,6 +49,38 @@ func (p *GRPCPlugin) GRPCClient(done context.Context, _ *goplugin.GRPCBroker, cc
 	return c.Planner(), nil
 }
 
+// MaxMessage bounds one message either way (a snapshot, a plan): a queue
+// of a million jobs fits, a runaway peer does not exhaust memory.
+const MaxMessage = 256 << 20
+
+// The transport's buffers and flow-control windows are sized for the
+// planner's traffic (a snapshot of a thousand jobs is ~60 KB): fewer reads,
+// writes and window updates per call, each of which is a system call.
+const (
+	ioBuffer = 256 << 10
+	window   = 4 << 20
+)
+
+// DialOptions are the gRPC options of a host's connection to a planner
+// plugin (go-plugin's ClientConfig.GRPCDialOptions).
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
+		grpc.WithReadBufferSize(ioBuffer), grpc.WithWriteBufferSize(ioBuffer),
+		grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window),
+	}
+}
+
+// NewGRPCServer is the gRPC server a planner plugin serves on (for
+// go-plugin's ServeConfig.GRPCServer): go-plugin's options plus the
+// planner's sizes.
+func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	return goplugin.DefaultGRPCServer(append(opts,
+		grpc.MaxRecvMsgSize(MaxMessage), grpc.MaxSendMsgSize(MaxMessage),
+		grpc.ReadBufferSize(ioBuffer), grpc.WriteBufferSize(ioBuffer),
+		grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window)))
+}
+
 // PluginMap is the plugin map a planner plugin serves and a host dispenses.
 func PluginMap(impl policy.Planner) goplugin.PluginSet {
 	return goplugin.PluginSet{plugins.KindPlanner: &GRPCPlugin{Impl: impl}}
@@ -63,6 +95,6 @@ func ServePlanner(p policy.Planner) {
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: plugins.Handshake,
 		Plugins:         PluginMap(p),
-		GRPCServer:      goplugin.DefaultGRPCServer,
+		GRPCServer:      NewGRPCServer,
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -90,10 +91,32 @@ func (s *server) NewSession(_ context.Context, req *pb.NewPlannerSessionRequest)
 	return &pb.NewPlannerSessionReply{Session: s.next}, nil
 }
 
-func (s *server) Pass(ctx context.Context, req *pb.PlannerPassRequest) (*pb.PlanReply, error) {
+// Passes serves a session's passes, one reply per request, until the host
+// ends the stream or a pass fails (which ends it with the pass's error).
+func (s *server) Passes(stream pb.Planner_PassesServer) error {
 	if s.inc == nil {
-		return nil, status.Errorf(codes.Unimplemented, "planner %s has no sessions (not a policy.Incremental)", s.impl.Name())
+		return status.Errorf(codes.Unimplemented, "planner %s has no sessions (not a policy.Incremental)", s.impl.Name())
 	}
+	for {
+		req, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		plan, err := s.pass(stream.Context(), req)
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(&pb.PlanReply{Plan: planToProto(plan)}); err != nil {
+			return err
+		}
+	}
+}
+
+// pass applies one pass's changes to its session and plans.
+func (s *server) pass(ctx context.Context, req *pb.PlannerPassRequest) (*policy.Plan, error) {
 	s.mu.Lock()
 	ss := s.sessions[req.GetSession()]
 	s.mu.Unlock()
@@ -102,15 +125,21 @@ func (s *server) Pass(ctx context.Context, req *pb.PlannerPassRequest) (*pb.Plan
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	for _, j := range req.GetSubmits() {
-		ss.s.Submit(jobFromProto(j))
+	jobs, err := jobsFromProto(req.GetSubmits())
+	if err != nil {
+		// Nothing was applied: the session stays as it was.
+		return nil, status.Error(codes.InvalidArgument, "submits: "+err.Error())
+	}
+	for _, j := range jobs {
+		ss.s.Submit(j)
 	}
 	for i, h := range req.GetHolds() {
+		until := timeFromWire(h.GetUntilSec(), h.GetUntilNanos())
 		var err error
 		if h.GetRelease() {
-			err = ss.s.Release(int(h.GetSite()), int(h.GetNodes()), timeFromProto(h.GetUntil()))
+			err = ss.s.Release(int(h.GetSite()), int(h.GetNodes()), until)
 		} else {
-			err = ss.s.Hold(int(h.GetSite()), int(h.GetNodes()), timeFromProto(h.GetUntil()))
+			err = ss.s.Hold(int(h.GetSite()), int(h.GetNodes()), until)
 		}
 		if err != nil {
 			// The session saw part of the changes: it is of no more use.
@@ -118,11 +147,11 @@ func (s *server) Pass(ctx context.Context, req *pb.PlannerPassRequest) (*pb.Plan
 			return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("hold change %d: %v", i, err))
 		}
 	}
-	plan, err := ss.s.Plan(ctx, timeFromProto(req.GetNow()))
+	plan, err := ss.s.Plan(ctx, timeFromWire(req.GetNowSec(), req.GetNowNanos()))
 	if err != nil {
 		return nil, planError(err)
 	}
-	return &pb.PlanReply{Plan: planToProto(plan)}, nil
+	return plan, nil
 }
 
 func (s *server) CloseSession(_ context.Context, req *pb.ClosePlannerSessionRequest) (*pb.ClosePlannerSessionReply, error) {

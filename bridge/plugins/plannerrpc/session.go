@@ -3,6 +3,7 @@ package plannerrpc
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -119,9 +120,13 @@ type session struct {
 	m       mirror
 	id      uint64 // the plugin's session; 0: none open
 	gen     uint64 // the generation id belongs to
-	submits []*pb.PlannerJob
+	submits []policy.Job
 	holds   []*pb.PlannerHoldChange
 	closed  bool
+	// stream carries the passes of session id (Planner.Passes); stop
+	// ends it. Both are nil when id is 0.
+	stream pb.Planner_PassesClient
+	stop   context.CancelFunc
 }
 
 var _ policy.Session = (*session)(nil)
@@ -132,11 +137,9 @@ func newSession(s *policy.Snapshot, conn func() (*Client, uint64)) (*session, er
 	c, gen := conn()
 	ctx, cancel := context.WithTimeout(context.Background(), c.callTimeout)
 	defer cancel()
-	id, err := c.openSession(ctx, ss.m.snapshot())
-	if err != nil {
+	if err := ss.open(ctx, c, gen); err != nil {
 		return nil, err
 	}
-	ss.id, ss.gen = id, gen
 	return ss, nil
 }
 
@@ -144,7 +147,7 @@ func newSession(s *policy.Snapshot, conn func() (*Client, uint64)) (*session, er
 func (ss *session) Submit(j policy.Job) {
 	ss.m.submit(j)
 	if ss.id != 0 {
-		ss.submits = append(ss.submits, jobToProto(&j))
+		ss.submits = append(ss.submits, j)
 	}
 }
 
@@ -154,7 +157,9 @@ func (ss *session) Hold(site, nodes int, until time.Time) error {
 		return err
 	}
 	if ss.id != 0 {
-		ss.holds = append(ss.holds, &pb.PlannerHoldChange{Site: int32(site), Nodes: int64(nodes), Until: timeToProto(until)})
+		h := &pb.PlannerHoldChange{Site: int32(site), Nodes: int64(nodes)}
+		h.UntilSec, h.UntilNanos = timeToWire(until)
+		ss.holds = append(ss.holds, h)
 	}
 	return nil
 }
@@ -165,7 +170,9 @@ func (ss *session) Release(site, nodes int, until time.Time) error {
 		return err
 	}
 	if ss.id != 0 {
-		ss.holds = append(ss.holds, &pb.PlannerHoldChange{Release: true, Site: int32(site), Nodes: int64(nodes), Until: timeToProto(until)})
+		h := &pb.PlannerHoldChange{Release: true, Site: int32(site), Nodes: int64(nodes)}
+		h.UntilSec, h.UntilNanos = timeToWire(until)
+		ss.holds = append(ss.holds, h)
 	}
 	return nil
 }
@@ -183,32 +190,75 @@ func (ss *session) Plan(ctx context.Context, now time.Time) (*policy.Plan, error
 	}
 	c, gen := ss.conn()
 	if ss.id != 0 && ss.gen != gen {
-		ss.id = 0 // opened on a plugin process that is gone
+		ss.drop() // opened on a plugin process that is gone
 	}
 	if ss.id == 0 {
-		id, err := c.openSession(ctx, ss.m.snapshot())
-		if err != nil {
+		if err := ss.open(ctx, c, gen); err != nil {
 			return nil, err
 		}
-		ss.id, ss.gen = id, gen
-		ss.submits, ss.holds = ss.submits[:0], ss.holds[:0] // the mirror has them
 	}
-	req := &pb.PlannerPassRequest{Session: ss.id, Now: timeToProto(now), Submits: ss.submits, Holds: ss.holds}
-	plan, err := c.pass(ctx, req)
+	req := &pb.PlannerPassRequest{Session: ss.id, Submits: jobsToProto(ss.submits), Holds: ss.holds}
+	req.NowSec, req.NowNanos = timeToWire(now)
+	// The caller's ctx bounds this pass: when it ends first, the stream
+	// goes (and the next pass opens a new session from the mirror).
+	stop := context.AfterFunc(ctx, ss.stop)
+	err := ss.stream.Send(req)
+	var rep *pb.PlanReply
+	if err == nil || err == io.EOF { // io.EOF: the stream ended; Recv says why
+		rep, err = ss.stream.Recv()
+	}
+	stop()
 	clear(ss.submits)
 	clear(ss.holds)
 	ss.submits, ss.holds = ss.submits[:0], ss.holds[:0]
+	var plan *policy.Plan
+	if err == nil {
+		if plan, err = planFromProto(rep.GetPlan()); err != nil {
+			err = &RemoteError{Plugin: c.name, Method: "Passes", Msg: "bad plan: " + err.Error()}
+		}
+	} else {
+		err = c.classify(ctx, "Passes", err)
+	}
 	if err != nil {
 		// The plugin may have applied part of the pass: its session no
 		// longer matches the mirror. The next pass opens a new one.
+		id := ss.id
+		ss.drop()
 		if ctx.Err() == nil {
-			c.closeSession(ctx, ss.id)
+			c.closeSession(ctx, id)
 		}
-		ss.id = 0
 		return nil, err
 	}
 	ss.m.planned(now, plan)
 	return plan, nil
+}
+
+// open opens a plugin session from the mirror on connection c and the
+// stream that carries its passes. The buffered changes are in the mirror,
+// so they are dropped.
+func (ss *session) open(ctx context.Context, c *Client, gen uint64) error {
+	id, err := c.openSession(ctx, ss.m.snapshot())
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(c.done)
+	stream, err := c.rpc.Passes(sctx)
+	if err != nil {
+		stop()
+		c.closeSession(ctx, id)
+		return c.classify(ctx, "Passes", err)
+	}
+	ss.id, ss.gen, ss.stream, ss.stop = id, gen, stream, stop
+	ss.submits, ss.holds = ss.submits[:0], ss.holds[:0]
+	return nil
+}
+
+// drop forgets the plugin session and ends its stream.
+func (ss *session) drop() {
+	if ss.stop != nil {
+		ss.stop()
+	}
+	ss.id, ss.stream, ss.stop = 0, nil, nil
 }
 
 // Close frees the plugin's session. Plan after Close fails with ErrClosed.
@@ -219,10 +269,11 @@ func (ss *session) Close(ctx context.Context) error {
 	ss.closed = true
 	if ss.id != 0 {
 		c, gen := ss.conn()
-		if gen == ss.gen {
-			c.closeSession(ctx, ss.id)
+		id, same := ss.id, gen == ss.gen
+		ss.drop()
+		if same {
+			c.closeSession(ctx, id)
 		}
-		ss.id = 0
 	}
 	return nil
 }

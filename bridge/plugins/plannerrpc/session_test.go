@@ -167,7 +167,7 @@ func TestShimSessionReseeds(t *testing.T) {
 			// The plugin lost the session (as after a pass that failed
 			// half way): only the next open brings it back.
 			conns[cur].closeSession(context.Background(), got.id)
-			got.id = 0
+			got.drop()
 		}
 	})
 	if reseeds == 0 {

@@ -3,11 +3,16 @@
 // holds both shims and the converters; domain types never import this).
 //
 // Conventions (see PLUGIN-STYLE.md §3.7):
-//   - a time is a google.protobuf.Timestamp; an absent one is Go's zero
-//     time.Time (and the zero time is sent as absent);
+//   - a time is two fields, X_sec (seconds since 0001-01-01T00:00:00Z,
+//     the start of Go's time.Time) and X_nanos (0..999,999,999): Go's
+//     zero time is 0, 0, and every other instant is exact;
 //   - a duration is int64 nanoseconds (time.Duration);
 //   - every enum pins *_UNSPECIFIED = 0, so an unset field never reads as a
 //     meaningful value;
+//   - what a snapshot holds by the thousand (the queue, a site's running
+//     jobs, a plan's explanations) travels in columns (packed repeated
+//     fields, one entry per row), not one message per row: decoding a
+//     thousand small messages costs more than planning them;
 //   - within v1 changes are additive: new fields or RPCs behind a flag in
 //     PlannerInfo; retired numbers are reserved.
 //
@@ -24,7 +29,6 @@ package v1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -425,9 +429,10 @@ func (x *NewPlannerSessionReply) GetSession() uint64 {
 type PlannerPassRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Session       uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"`
-	Now           *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=now,proto3" json:"now,omitempty"`
-	Submits       []*PlannerJob          `protobuf:"bytes,3,rep,name=submits,proto3" json:"submits,omitempty"` // in submit order
-	Holds         []*PlannerHoldChange   `protobuf:"bytes,4,rep,name=holds,proto3" json:"holds,omitempty"`     // in the order the host reported them
+	NowSec        int64                  `protobuf:"varint,2,opt,name=now_sec,json=nowSec,proto3" json:"now_sec,omitempty"`
+	NowNanos      int32                  `protobuf:"varint,3,opt,name=now_nanos,json=nowNanos,proto3" json:"now_nanos,omitempty"`
+	Submits       *PlannerJobs           `protobuf:"bytes,4,opt,name=submits,proto3" json:"submits,omitempty"` // in submit order
+	Holds         []*PlannerHoldChange   `protobuf:"bytes,5,rep,name=holds,proto3" json:"holds,omitempty"`     // in the order the host reported them
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -469,14 +474,21 @@ func (x *PlannerPassRequest) GetSession() uint64 {
 	return 0
 }
 
-func (x *PlannerPassRequest) GetNow() *timestamppb.Timestamp {
+func (x *PlannerPassRequest) GetNowSec() int64 {
 	if x != nil {
-		return x.Now
+		return x.NowSec
 	}
-	return nil
+	return 0
 }
 
-func (x *PlannerPassRequest) GetSubmits() []*PlannerJob {
+func (x *PlannerPassRequest) GetNowNanos() int32 {
+	if x != nil {
+		return x.NowNanos
+	}
+	return 0
+}
+
+func (x *PlannerPassRequest) GetSubmits() *PlannerJobs {
 	if x != nil {
 		return x.Submits
 	}
@@ -576,7 +588,8 @@ type PlannerHoldChange struct {
 	Release       bool                   `protobuf:"varint,1,opt,name=release,proto3" json:"release,omitempty"`
 	Site          int32                  `protobuf:"varint,2,opt,name=site,proto3" json:"site,omitempty"`
 	Nodes         int64                  `protobuf:"varint,3,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	Until         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=until,proto3" json:"until,omitempty"`
+	UntilSec      int64                  `protobuf:"varint,4,opt,name=until_sec,json=untilSec,proto3" json:"until_sec,omitempty"`
+	UntilNanos    int32                  `protobuf:"varint,5,opt,name=until_nanos,json=untilNanos,proto3" json:"until_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -632,27 +645,38 @@ func (x *PlannerHoldChange) GetNodes() int64 {
 	return 0
 }
 
-func (x *PlannerHoldChange) GetUntil() *timestamppb.Timestamp {
+func (x *PlannerHoldChange) GetUntilSec() int64 {
 	if x != nil {
-		return x.Until
+		return x.UntilSec
 	}
-	return nil
+	return 0
+}
+
+func (x *PlannerHoldChange) GetUntilNanos() int32 {
+	if x != nil {
+		return x.UntilNanos
+	}
+	return 0
 }
 
 // PlannerSnapshot is policy.Snapshot.
 type PlannerSnapshot struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Now   *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
-	Sites []*PlannerSite         `protobuf:"bytes,2,rep,name=sites,proto3" json:"sites,omitempty"`
-	Queue []*PlannerJob          `protobuf:"bytes,3,rep,name=queue,proto3" json:"queue,omitempty"`
-	// links_set distinguishes nil Links (free transfer) from an empty matrix.
-	LinksSet      bool              `protobuf:"varint,4,opt,name=links_set,json=linksSet,proto3" json:"links_set,omitempty"`
-	Links         []*PlannerLinkRow `protobuf:"bytes,5,rep,name=links,proto3" json:"links,omitempty"`
-	Uplinks       []*PlannerLink    `protobuf:"bytes,6,rep,name=uplinks,proto3" json:"uplinks,omitempty"`
-	MultiSite     float64           `protobuf:"fixed64,7,opt,name=multi_site,json=multiSite,proto3" json:"multi_site,omitempty"`
-	Quiet         bool              `protobuf:"varint,8,opt,name=quiet,proto3" json:"quiet,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NowSec   int64                  `protobuf:"varint,1,opt,name=now_sec,json=nowSec,proto3" json:"now_sec,omitempty"`
+	NowNanos int32                  `protobuf:"varint,2,opt,name=now_nanos,json=nowNanos,proto3" json:"now_nanos,omitempty"`
+	Sites    []*PlannerSite         `protobuf:"bytes,3,rep,name=sites,proto3" json:"sites,omitempty"`
+	Queue    *PlannerJobs           `protobuf:"bytes,4,opt,name=queue,proto3" json:"queue,omitempty"`
+	// links_set distinguishes nil Links (free transfer) from an empty
+	// matrix; the matrix is row-major, len(sites)² entries.
+	LinksSet         bool      `protobuf:"varint,5,opt,name=links_set,json=linksSet,proto3" json:"links_set,omitempty"`
+	LinkSecPerByte   []float64 `protobuf:"fixed64,6,rep,packed,name=link_sec_per_byte,json=linkSecPerByte,proto3" json:"link_sec_per_byte,omitempty"`
+	LinkLatencyNs    []int64   `protobuf:"varint,7,rep,packed,name=link_latency_ns,json=linkLatencyNs,proto3" json:"link_latency_ns,omitempty"`
+	UplinkSecPerByte []float64 `protobuf:"fixed64,8,rep,packed,name=uplink_sec_per_byte,json=uplinkSecPerByte,proto3" json:"uplink_sec_per_byte,omitempty"`
+	UplinkLatencyNs  []int64   `protobuf:"varint,9,rep,packed,name=uplink_latency_ns,json=uplinkLatencyNs,proto3" json:"uplink_latency_ns,omitempty"`
+	MultiSite        float64   `protobuf:"fixed64,10,opt,name=multi_site,json=multiSite,proto3" json:"multi_site,omitempty"`
+	Quiet            bool      `protobuf:"varint,11,opt,name=quiet,proto3" json:"quiet,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PlannerSnapshot) Reset() {
@@ -685,11 +709,18 @@ func (*PlannerSnapshot) Descriptor() ([]byte, []int) {
 	return file_planner_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *PlannerSnapshot) GetNow() *timestamppb.Timestamp {
+func (x *PlannerSnapshot) GetNowSec() int64 {
 	if x != nil {
-		return x.Now
+		return x.NowSec
 	}
-	return nil
+	return 0
+}
+
+func (x *PlannerSnapshot) GetNowNanos() int32 {
+	if x != nil {
+		return x.NowNanos
+	}
+	return 0
 }
 
 func (x *PlannerSnapshot) GetSites() []*PlannerSite {
@@ -699,7 +730,7 @@ func (x *PlannerSnapshot) GetSites() []*PlannerSite {
 	return nil
 }
 
-func (x *PlannerSnapshot) GetQueue() []*PlannerJob {
+func (x *PlannerSnapshot) GetQueue() *PlannerJobs {
 	if x != nil {
 		return x.Queue
 	}
@@ -713,16 +744,30 @@ func (x *PlannerSnapshot) GetLinksSet() bool {
 	return false
 }
 
-func (x *PlannerSnapshot) GetLinks() []*PlannerLinkRow {
+func (x *PlannerSnapshot) GetLinkSecPerByte() []float64 {
 	if x != nil {
-		return x.Links
+		return x.LinkSecPerByte
 	}
 	return nil
 }
 
-func (x *PlannerSnapshot) GetUplinks() []*PlannerLink {
+func (x *PlannerSnapshot) GetLinkLatencyNs() []int64 {
 	if x != nil {
-		return x.Uplinks
+		return x.LinkLatencyNs
+	}
+	return nil
+}
+
+func (x *PlannerSnapshot) GetUplinkSecPerByte() []float64 {
+	if x != nil {
+		return x.UplinkSecPerByte
+	}
+	return nil
+}
+
+func (x *PlannerSnapshot) GetUplinkLatencyNs() []int64 {
+	if x != nil {
+		return x.UplinkLatencyNs
 	}
 	return nil
 }
@@ -741,17 +786,20 @@ func (x *PlannerSnapshot) GetQuiet() bool {
 	return false
 }
 
+// PlannerSite is policy.Site; busy_* are the columns of Busy.
 type PlannerSite struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Nodes         int64                  `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	Free          int64                  `protobuf:"varint,3,opt,name=free,proto3" json:"free,omitempty"`
-	H             float64                `protobuf:"fixed64,4,opt,name=h,proto3" json:"h,omitempty"`
-	Busy          []*PlannerHold         `protobuf:"bytes,5,rep,name=busy,proto3" json:"busy,omitempty"`
-	Trust         float64                `protobuf:"fixed64,6,opt,name=trust,proto3" json:"trust,omitempty"`
-	Down          bool                   `protobuf:"varint,7,opt,name=down,proto3" json:"down,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Nodes          int64                  `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	Free           int64                  `protobuf:"varint,3,opt,name=free,proto3" json:"free,omitempty"`
+	H              float64                `protobuf:"fixed64,4,opt,name=h,proto3" json:"h,omitempty"`
+	Trust          float64                `protobuf:"fixed64,5,opt,name=trust,proto3" json:"trust,omitempty"`
+	Down           bool                   `protobuf:"varint,6,opt,name=down,proto3" json:"down,omitempty"`
+	BusyNodes      []int64                `protobuf:"varint,7,rep,packed,name=busy_nodes,json=busyNodes,proto3" json:"busy_nodes,omitempty"`
+	BusyUntilSec   []int64                `protobuf:"varint,8,rep,packed,name=busy_until_sec,json=busyUntilSec,proto3" json:"busy_until_sec,omitempty"`
+	BusyUntilNanos []int32                `protobuf:"varint,9,rep,packed,name=busy_until_nanos,json=busyUntilNanos,proto3" json:"busy_until_nanos,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PlannerSite) Reset() {
@@ -812,13 +860,6 @@ func (x *PlannerSite) GetH() float64 {
 	return 0
 }
 
-func (x *PlannerSite) GetBusy() []*PlannerHold {
-	if x != nil {
-		return x.Busy
-	}
-	return nil
-}
-
 func (x *PlannerSite) GetTrust() float64 {
 	if x != nil {
 		return x.Trust
@@ -833,28 +874,59 @@ func (x *PlannerSite) GetDown() bool {
 	return false
 }
 
-type PlannerHold struct {
+func (x *PlannerSite) GetBusyNodes() []int64 {
+	if x != nil {
+		return x.BusyNodes
+	}
+	return nil
+}
+
+func (x *PlannerSite) GetBusyUntilSec() []int64 {
+	if x != nil {
+		return x.BusyUntilSec
+	}
+	return nil
+}
+
+func (x *PlannerSite) GetBusyUntilNanos() []int32 {
+	if x != nil {
+		return x.BusyUntilNanos
+	}
+	return nil
+}
+
+// PlannerJobs is a list of policy.Job in columns: every column has one
+// entry per job; the rarer fields are in extras, for the jobs that set
+// them.
+type PlannerJobs struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Nodes         int64                  `protobuf:"varint,1,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	Until         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=until,proto3" json:"until,omitempty"`
+	Id            []string               `protobuf:"bytes,1,rep,name=id,proto3" json:"id,omitempty"`
+	Width         []int64                `protobuf:"varint,2,rep,packed,name=width,proto3" json:"width,omitempty"`
+	EstimateNs    []int64                `protobuf:"varint,3,rep,packed,name=estimate_ns,json=estimateNs,proto3" json:"estimate_ns,omitempty"`
+	SubmitSec     []int64                `protobuf:"varint,4,rep,packed,name=submit_sec,json=submitSec,proto3" json:"submit_sec,omitempty"`
+	SubmitNanos   []int32                `protobuf:"varint,5,rep,packed,name=submit_nanos,json=submitNanos,proto3" json:"submit_nanos,omitempty"`
+	Origin        []int32                `protobuf:"varint,6,rep,packed,name=origin,proto3" json:"origin,omitempty"` // -1: from no site
+	DataSize      []int64                `protobuf:"varint,7,rep,packed,name=data_size,json=dataSize,proto3" json:"data_size,omitempty"`
+	NoSplit       []bool                 `protobuf:"varint,8,rep,packed,name=no_split,json=noSplit,proto3" json:"no_split,omitempty"`
+	Extras        []*PlannerJobExtra     `protobuf:"bytes,9,rep,name=extras,proto3" json:"extras,omitempty"` // by index, ascending
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PlannerHold) Reset() {
-	*x = PlannerHold{}
+func (x *PlannerJobs) Reset() {
+	*x = PlannerJobs{}
 	mi := &file_planner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PlannerHold) String() string {
+func (x *PlannerJobs) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PlannerHold) ProtoMessage() {}
+func (*PlannerJobs) ProtoMessage() {}
 
-func (x *PlannerHold) ProtoReflect() protoreflect.Message {
+func (x *PlannerJobs) ProtoReflect() protoreflect.Message {
 	mi := &file_planner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -866,58 +938,102 @@ func (x *PlannerHold) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PlannerHold.ProtoReflect.Descriptor instead.
-func (*PlannerHold) Descriptor() ([]byte, []int) {
+// Deprecated: Use PlannerJobs.ProtoReflect.Descriptor instead.
+func (*PlannerJobs) Descriptor() ([]byte, []int) {
 	return file_planner_proto_rawDescGZIP(), []int{12}
 }
 
-func (x *PlannerHold) GetNodes() int64 {
+func (x *PlannerJobs) GetId() []string {
 	if x != nil {
-		return x.Nodes
-	}
-	return 0
-}
-
-func (x *PlannerHold) GetUntil() *timestamppb.Timestamp {
-	if x != nil {
-		return x.Until
+		return x.Id
 	}
 	return nil
 }
 
-type PlannerJob struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Width      int64                  `protobuf:"varint,2,opt,name=width,proto3" json:"width,omitempty"`
-	EstimateNs int64                  `protobuf:"varint,3,opt,name=estimate_ns,json=estimateNs,proto3" json:"estimate_ns,omitempty"`
-	Submit     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=submit,proto3" json:"submit,omitempty"`
-	Origin     int32                  `protobuf:"varint,5,opt,name=origin,proto3" json:"origin,omitempty"` // -1: from no site
-	DataSize   int64                  `protobuf:"varint,6,opt,name=data_size,json=dataSize,proto3" json:"data_size,omitempty"`
+func (x *PlannerJobs) GetWidth() []int64 {
+	if x != nil {
+		return x.Width
+	}
+	return nil
+}
+
+func (x *PlannerJobs) GetEstimateNs() []int64 {
+	if x != nil {
+		return x.EstimateNs
+	}
+	return nil
+}
+
+func (x *PlannerJobs) GetSubmitSec() []int64 {
+	if x != nil {
+		return x.SubmitSec
+	}
+	return nil
+}
+
+func (x *PlannerJobs) GetSubmitNanos() []int32 {
+	if x != nil {
+		return x.SubmitNanos
+	}
+	return nil
+}
+
+func (x *PlannerJobs) GetOrigin() []int32 {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+func (x *PlannerJobs) GetDataSize() []int64 {
+	if x != nil {
+		return x.DataSize
+	}
+	return nil
+}
+
+func (x *PlannerJobs) GetNoSplit() []bool {
+	if x != nil {
+		return x.NoSplit
+	}
+	return nil
+}
+
+func (x *PlannerJobs) GetExtras() []*PlannerJobExtra {
+	if x != nil {
+		return x.Extras
+	}
+	return nil
+}
+
+type PlannerJobExtra struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"` // the job's row
 	// allowed_set distinguishes nil Allowed (every site) from an empty list
 	// (no site).
-	AllowedSet    bool                   `protobuf:"varint,7,opt,name=allowed_set,json=allowedSet,proto3" json:"allowed_set,omitempty"`
-	Allowed       []int32                `protobuf:"varint,8,rep,packed,name=allowed,proto3" json:"allowed,omitempty"`
-	Preferred     []int32                `protobuf:"varint,9,rep,packed,name=preferred,proto3" json:"preferred,omitempty"`
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	NoSplit       bool                   `protobuf:"varint,11,opt,name=no_split,json=noSplit,proto3" json:"no_split,omitempty"`
+	AllowedSet    bool    `protobuf:"varint,2,opt,name=allowed_set,json=allowedSet,proto3" json:"allowed_set,omitempty"`
+	Allowed       []int32 `protobuf:"varint,3,rep,packed,name=allowed,proto3" json:"allowed,omitempty"`
+	Preferred     []int32 `protobuf:"varint,4,rep,packed,name=preferred,proto3" json:"preferred,omitempty"`
+	DeadlineSec   int64   `protobuf:"varint,5,opt,name=deadline_sec,json=deadlineSec,proto3" json:"deadline_sec,omitempty"`
+	DeadlineNanos int32   `protobuf:"varint,6,opt,name=deadline_nanos,json=deadlineNanos,proto3" json:"deadline_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PlannerJob) Reset() {
-	*x = PlannerJob{}
+func (x *PlannerJobExtra) Reset() {
+	*x = PlannerJobExtra{}
 	mi := &file_planner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PlannerJob) String() string {
+func (x *PlannerJobExtra) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PlannerJob) ProtoMessage() {}
+func (*PlannerJobExtra) ProtoMessage() {}
 
-func (x *PlannerJob) ProtoReflect() protoreflect.Message {
+func (x *PlannerJobExtra) ProtoReflect() protoreflect.Message {
 	mi := &file_planner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -929,180 +1045,49 @@ func (x *PlannerJob) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PlannerJob.ProtoReflect.Descriptor instead.
-func (*PlannerJob) Descriptor() ([]byte, []int) {
+// Deprecated: Use PlannerJobExtra.ProtoReflect.Descriptor instead.
+func (*PlannerJobExtra) Descriptor() ([]byte, []int) {
 	return file_planner_proto_rawDescGZIP(), []int{13}
 }
 
-func (x *PlannerJob) GetId() string {
+func (x *PlannerJobExtra) GetIndex() int32 {
 	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *PlannerJob) GetWidth() int64 {
-	if x != nil {
-		return x.Width
+		return x.Index
 	}
 	return 0
 }
 
-func (x *PlannerJob) GetEstimateNs() int64 {
-	if x != nil {
-		return x.EstimateNs
-	}
-	return 0
-}
-
-func (x *PlannerJob) GetSubmit() *timestamppb.Timestamp {
-	if x != nil {
-		return x.Submit
-	}
-	return nil
-}
-
-func (x *PlannerJob) GetOrigin() int32 {
-	if x != nil {
-		return x.Origin
-	}
-	return 0
-}
-
-func (x *PlannerJob) GetDataSize() int64 {
-	if x != nil {
-		return x.DataSize
-	}
-	return 0
-}
-
-func (x *PlannerJob) GetAllowedSet() bool {
+func (x *PlannerJobExtra) GetAllowedSet() bool {
 	if x != nil {
 		return x.AllowedSet
 	}
 	return false
 }
 
-func (x *PlannerJob) GetAllowed() []int32 {
+func (x *PlannerJobExtra) GetAllowed() []int32 {
 	if x != nil {
 		return x.Allowed
 	}
 	return nil
 }
 
-func (x *PlannerJob) GetPreferred() []int32 {
+func (x *PlannerJobExtra) GetPreferred() []int32 {
 	if x != nil {
 		return x.Preferred
 	}
 	return nil
 }
 
-func (x *PlannerJob) GetDeadline() *timestamppb.Timestamp {
+func (x *PlannerJobExtra) GetDeadlineSec() int64 {
 	if x != nil {
-		return x.Deadline
-	}
-	return nil
-}
-
-func (x *PlannerJob) GetNoSplit() bool {
-	if x != nil {
-		return x.NoSplit
-	}
-	return false
-}
-
-type PlannerLinkRow struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	To            []*PlannerLink         `protobuf:"bytes,1,rep,name=to,proto3" json:"to,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PlannerLinkRow) Reset() {
-	*x = PlannerLinkRow{}
-	mi := &file_planner_proto_msgTypes[14]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PlannerLinkRow) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PlannerLinkRow) ProtoMessage() {}
-
-func (x *PlannerLinkRow) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[14]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PlannerLinkRow.ProtoReflect.Descriptor instead.
-func (*PlannerLinkRow) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{14}
-}
-
-func (x *PlannerLinkRow) GetTo() []*PlannerLink {
-	if x != nil {
-		return x.To
-	}
-	return nil
-}
-
-type PlannerLink struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SecPerByte    float64                `protobuf:"fixed64,1,opt,name=sec_per_byte,json=secPerByte,proto3" json:"sec_per_byte,omitempty"`
-	LatencyNs     int64                  `protobuf:"varint,2,opt,name=latency_ns,json=latencyNs,proto3" json:"latency_ns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PlannerLink) Reset() {
-	*x = PlannerLink{}
-	mi := &file_planner_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PlannerLink) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PlannerLink) ProtoMessage() {}
-
-func (x *PlannerLink) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PlannerLink.ProtoReflect.Descriptor instead.
-func (*PlannerLink) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *PlannerLink) GetSecPerByte() float64 {
-	if x != nil {
-		return x.SecPerByte
+		return x.DeadlineSec
 	}
 	return 0
 }
 
-func (x *PlannerLink) GetLatencyNs() int64 {
+func (x *PlannerJobExtra) GetDeadlineNanos() int32 {
 	if x != nil {
-		return x.LatencyNs
+		return x.DeadlineNanos
 	}
 	return 0
 }
@@ -1111,14 +1096,14 @@ func (x *PlannerLink) GetLatencyNs() int64 {
 type PlannerPlan struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Decisions     []*PlannerDecision     `protobuf:"bytes,1,rep,name=decisions,proto3" json:"decisions,omitempty"`
-	Pending       []*PlannerPending      `protobuf:"bytes,2,rep,name=pending,proto3" json:"pending,omitempty"`
+	Pending       *PlannerPendingList    `protobuf:"bytes,2,opt,name=pending,proto3" json:"pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlannerPlan) Reset() {
 	*x = PlannerPlan{}
-	mi := &file_planner_proto_msgTypes[16]
+	mi := &file_planner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1115,7 @@ func (x *PlannerPlan) String() string {
 func (*PlannerPlan) ProtoMessage() {}
 
 func (x *PlannerPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[16]
+	mi := &file_planner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1128,7 @@ func (x *PlannerPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannerPlan.ProtoReflect.Descriptor instead.
 func (*PlannerPlan) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{16}
+	return file_planner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PlannerPlan) GetDecisions() []*PlannerDecision {
@@ -1153,7 +1138,7 @@ func (x *PlannerPlan) GetDecisions() []*PlannerDecision {
 	return nil
 }
 
-func (x *PlannerPlan) GetPending() []*PlannerPending {
+func (x *PlannerPlan) GetPending() *PlannerPendingList {
 	if x != nil {
 		return x.Pending
 	}
@@ -1171,7 +1156,7 @@ type PlannerStatus struct {
 
 func (x *PlannerStatus) Reset() {
 	*x = PlannerStatus{}
-	mi := &file_planner_proto_msgTypes[17]
+	mi := &file_planner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1168,7 @@ func (x *PlannerStatus) String() string {
 func (*PlannerStatus) ProtoMessage() {}
 
 func (x *PlannerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[17]
+	mi := &file_planner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1181,7 @@ func (x *PlannerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannerStatus.ProtoReflect.Descriptor instead.
 func (*PlannerStatus) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{17}
+	return file_planner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PlannerStatus) GetCode() PlannerCode {
@@ -1220,72 +1205,22 @@ func (x *PlannerStatus) GetPlugin() string {
 	return ""
 }
 
-type PlannerPart struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Site          int32                  `protobuf:"varint,1,opt,name=site,proto3" json:"site,omitempty"`
-	Nodes         int64                  `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PlannerPart) Reset() {
-	*x = PlannerPart{}
-	mi := &file_planner_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PlannerPart) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PlannerPart) ProtoMessage() {}
-
-func (x *PlannerPart) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PlannerPart.ProtoReflect.Descriptor instead.
-func (*PlannerPart) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *PlannerPart) GetSite() int32 {
-	if x != nil {
-		return x.Site
-	}
-	return 0
-}
-
-func (x *PlannerPart) GetNodes() int64 {
-	if x != nil {
-		return x.Nodes
-	}
-	return 0
-}
-
 type PlannerOption struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Parts         []*PlannerPart         `protobuf:"bytes,1,rep,name=parts,proto3" json:"parts,omitempty"`
-	Start         *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
-	RuntimeNs     int64                  `protobuf:"varint,3,opt,name=runtime_ns,json=runtimeNs,proto3" json:"runtime_ns,omitempty"`
-	TransferNs    int64                  `protobuf:"varint,4,opt,name=transfer_ns,json=transferNs,proto3" json:"transfer_ns,omitempty"`
-	Immediate     bool                   `protobuf:"varint,5,opt,name=immediate,proto3" json:"immediate,omitempty"`
+	PartSite      []int32                `protobuf:"varint,1,rep,packed,name=part_site,json=partSite,proto3" json:"part_site,omitempty"`
+	PartNodes     []int64                `protobuf:"varint,2,rep,packed,name=part_nodes,json=partNodes,proto3" json:"part_nodes,omitempty"`
+	StartSec      int64                  `protobuf:"varint,3,opt,name=start_sec,json=startSec,proto3" json:"start_sec,omitempty"`
+	StartNanos    int32                  `protobuf:"varint,4,opt,name=start_nanos,json=startNanos,proto3" json:"start_nanos,omitempty"`
+	RuntimeNs     int64                  `protobuf:"varint,5,opt,name=runtime_ns,json=runtimeNs,proto3" json:"runtime_ns,omitempty"`
+	TransferNs    int64                  `protobuf:"varint,6,opt,name=transfer_ns,json=transferNs,proto3" json:"transfer_ns,omitempty"`
+	Immediate     bool                   `protobuf:"varint,7,opt,name=immediate,proto3" json:"immediate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlannerOption) Reset() {
 	*x = PlannerOption{}
-	mi := &file_planner_proto_msgTypes[19]
+	mi := &file_planner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1232,7 @@ func (x *PlannerOption) String() string {
 func (*PlannerOption) ProtoMessage() {}
 
 func (x *PlannerOption) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[19]
+	mi := &file_planner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,21 +1245,35 @@ func (x *PlannerOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannerOption.ProtoReflect.Descriptor instead.
 func (*PlannerOption) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{19}
+	return file_planner_proto_rawDescGZIP(), []int{16}
 }
 
-func (x *PlannerOption) GetParts() []*PlannerPart {
+func (x *PlannerOption) GetPartSite() []int32 {
 	if x != nil {
-		return x.Parts
+		return x.PartSite
 	}
 	return nil
 }
 
-func (x *PlannerOption) GetStart() *timestamppb.Timestamp {
+func (x *PlannerOption) GetPartNodes() []int64 {
 	if x != nil {
-		return x.Start
+		return x.PartNodes
 	}
 	return nil
+}
+
+func (x *PlannerOption) GetStartSec() int64 {
+	if x != nil {
+		return x.StartSec
+	}
+	return 0
+}
+
+func (x *PlannerOption) GetStartNanos() int32 {
+	if x != nil {
+		return x.StartNanos
+	}
+	return 0
 }
 
 func (x *PlannerOption) GetRuntimeNs() int64 {
@@ -1362,7 +1311,7 @@ type PlannerDecision struct {
 
 func (x *PlannerDecision) Reset() {
 	*x = PlannerDecision{}
-	mi := &file_planner_proto_msgTypes[20]
+	mi := &file_planner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1323,7 @@ func (x *PlannerDecision) String() string {
 func (*PlannerDecision) ProtoMessage() {}
 
 func (x *PlannerDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[20]
+	mi := &file_planner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1336,7 @@ func (x *PlannerDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannerDecision.ProtoReflect.Descriptor instead.
 func (*PlannerDecision) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{20}
+	return file_planner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PlannerDecision) GetJob() string {
@@ -1432,29 +1381,37 @@ func (x *PlannerDecision) GetStatus() *PlannerStatus {
 	return nil
 }
 
-type PlannerPending struct {
+// PlannerPendingList is Plan.Pending in columns: entry i is job[i] with
+// code[i], the plugin strings[plugin[i]], and reason_count[i] reasons whose
+// indices into strings are taken in order from reason. A plan repeats the
+// same few plugin names and reasons for many jobs: each is sent once.
+type PlannerPendingList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	Status        *PlannerStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Job           []string               `protobuf:"bytes,1,rep,name=job,proto3" json:"job,omitempty"`
+	Code          []PlannerCode          `protobuf:"varint,2,rep,packed,name=code,proto3,enum=gridsub.plugins.v1.PlannerCode" json:"code,omitempty"`
+	Plugin        []int32                `protobuf:"varint,3,rep,packed,name=plugin,proto3" json:"plugin,omitempty"`
+	ReasonCount   []int32                `protobuf:"varint,4,rep,packed,name=reason_count,json=reasonCount,proto3" json:"reason_count,omitempty"`
+	Reason        []int32                `protobuf:"varint,5,rep,packed,name=reason,proto3" json:"reason,omitempty"`
+	Strings       []string               `protobuf:"bytes,6,rep,name=strings,proto3" json:"strings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PlannerPending) Reset() {
-	*x = PlannerPending{}
-	mi := &file_planner_proto_msgTypes[21]
+func (x *PlannerPendingList) Reset() {
+	*x = PlannerPendingList{}
+	mi := &file_planner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PlannerPending) String() string {
+func (x *PlannerPendingList) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PlannerPending) ProtoMessage() {}
+func (*PlannerPendingList) ProtoMessage() {}
 
-func (x *PlannerPending) ProtoReflect() protoreflect.Message {
-	mi := &file_planner_proto_msgTypes[21]
+func (x *PlannerPendingList) ProtoReflect() protoreflect.Message {
+	mi := &file_planner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,21 +1422,49 @@ func (x *PlannerPending) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PlannerPending.ProtoReflect.Descriptor instead.
-func (*PlannerPending) Descriptor() ([]byte, []int) {
-	return file_planner_proto_rawDescGZIP(), []int{21}
+// Deprecated: Use PlannerPendingList.ProtoReflect.Descriptor instead.
+func (*PlannerPendingList) Descriptor() ([]byte, []int) {
+	return file_planner_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *PlannerPending) GetJob() string {
+func (x *PlannerPendingList) GetJob() []string {
 	if x != nil {
 		return x.Job
 	}
-	return ""
+	return nil
 }
 
-func (x *PlannerPending) GetStatus() *PlannerStatus {
+func (x *PlannerPendingList) GetCode() []PlannerCode {
 	if x != nil {
-		return x.Status
+		return x.Code
+	}
+	return nil
+}
+
+func (x *PlannerPendingList) GetPlugin() []int32 {
+	if x != nil {
+		return x.Plugin
+	}
+	return nil
+}
+
+func (x *PlannerPendingList) GetReasonCount() []int32 {
+	if x != nil {
+		return x.ReasonCount
+	}
+	return nil
+}
+
+func (x *PlannerPendingList) GetReason() []int32 {
+	if x != nil {
+		return x.Reason
+	}
+	return nil
+}
+
+func (x *PlannerPendingList) GetStrings() []string {
+	if x != nil {
+		return x.Strings
 	}
 	return nil
 }
@@ -1488,7 +1473,7 @@ var File_planner_proto protoreflect.FileDescriptor
 
 const file_planner_proto_rawDesc = "" +
 	"\n" +
-	"\rplanner.proto\x12\x12gridsub.plugins.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x14\n" +
+	"\rplanner.proto\x12\x12gridsub.plugins.v1\"\x14\n" +
 	"\x12PlannerInfoRequest\"_\n" +
 	"\vPlannerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
@@ -1501,82 +1486,87 @@ const file_planner_proto_rawDesc = "" +
 	"\x18NewPlannerSessionRequest\x12?\n" +
 	"\bsnapshot\x18\x01 \x01(\v2#.gridsub.plugins.v1.PlannerSnapshotR\bsnapshot\"2\n" +
 	"\x16NewPlannerSessionReply\x12\x18\n" +
-	"\asession\x18\x01 \x01(\x04R\asession\"\xd3\x01\n" +
+	"\asession\x18\x01 \x01(\x04R\asession\"\xdc\x01\n" +
 	"\x12PlannerPassRequest\x12\x18\n" +
-	"\asession\x18\x01 \x01(\x04R\asession\x12,\n" +
-	"\x03now\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x128\n" +
-	"\asubmits\x18\x03 \x03(\v2\x1e.gridsub.plugins.v1.PlannerJobR\asubmits\x12;\n" +
-	"\x05holds\x18\x04 \x03(\v2%.gridsub.plugins.v1.PlannerHoldChangeR\x05holds\"6\n" +
+	"\asession\x18\x01 \x01(\x04R\asession\x12\x17\n" +
+	"\anow_sec\x18\x02 \x01(\x03R\x06nowSec\x12\x1b\n" +
+	"\tnow_nanos\x18\x03 \x01(\x05R\bnowNanos\x129\n" +
+	"\asubmits\x18\x04 \x01(\v2\x1f.gridsub.plugins.v1.PlannerJobsR\asubmits\x12;\n" +
+	"\x05holds\x18\x05 \x03(\v2%.gridsub.plugins.v1.PlannerHoldChangeR\x05holds\"6\n" +
 	"\x1aClosePlannerSessionRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\"\x1a\n" +
-	"\x18ClosePlannerSessionReply\"\x89\x01\n" +
+	"\x18ClosePlannerSessionReply\"\x95\x01\n" +
 	"\x11PlannerHoldChange\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\bR\arelease\x12\x12\n" +
 	"\x04site\x18\x02 \x01(\x05R\x04site\x12\x14\n" +
-	"\x05nodes\x18\x03 \x01(\x03R\x05nodes\x120\n" +
-	"\x05until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"\xf3\x02\n" +
-	"\x0fPlannerSnapshot\x12,\n" +
-	"\x03now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x125\n" +
-	"\x05sites\x18\x02 \x03(\v2\x1f.gridsub.plugins.v1.PlannerSiteR\x05sites\x124\n" +
-	"\x05queue\x18\x03 \x03(\v2\x1e.gridsub.plugins.v1.PlannerJobR\x05queue\x12\x1b\n" +
-	"\tlinks_set\x18\x04 \x01(\bR\blinksSet\x128\n" +
-	"\x05links\x18\x05 \x03(\v2\".gridsub.plugins.v1.PlannerLinkRowR\x05links\x129\n" +
-	"\auplinks\x18\x06 \x03(\v2\x1f.gridsub.plugins.v1.PlannerLinkR\auplinks\x12\x1d\n" +
+	"\x05nodes\x18\x03 \x01(\x03R\x05nodes\x12\x1b\n" +
+	"\tuntil_sec\x18\x04 \x01(\x03R\buntilSec\x12\x1f\n" +
+	"\vuntil_nanos\x18\x05 \x01(\x05R\n" +
+	"untilNanos\"\xb5\x03\n" +
+	"\x0fPlannerSnapshot\x12\x17\n" +
+	"\anow_sec\x18\x01 \x01(\x03R\x06nowSec\x12\x1b\n" +
+	"\tnow_nanos\x18\x02 \x01(\x05R\bnowNanos\x125\n" +
+	"\x05sites\x18\x03 \x03(\v2\x1f.gridsub.plugins.v1.PlannerSiteR\x05sites\x125\n" +
+	"\x05queue\x18\x04 \x01(\v2\x1f.gridsub.plugins.v1.PlannerJobsR\x05queue\x12\x1b\n" +
+	"\tlinks_set\x18\x05 \x01(\bR\blinksSet\x12)\n" +
+	"\x11link_sec_per_byte\x18\x06 \x03(\x01R\x0elinkSecPerByte\x12&\n" +
+	"\x0flink_latency_ns\x18\a \x03(\x03R\rlinkLatencyNs\x12-\n" +
+	"\x13uplink_sec_per_byte\x18\b \x03(\x01R\x10uplinkSecPerByte\x12*\n" +
+	"\x11uplink_latency_ns\x18\t \x03(\x03R\x0fuplinkLatencyNs\x12\x1d\n" +
 	"\n" +
-	"multi_site\x18\a \x01(\x01R\tmultiSite\x12\x14\n" +
-	"\x05quiet\x18\b \x01(\bR\x05quiet\"\xb8\x01\n" +
+	"multi_site\x18\n" +
+	" \x01(\x01R\tmultiSite\x12\x14\n" +
+	"\x05quiet\x18\v \x01(\bR\x05quiet\"\xf2\x01\n" +
 	"\vPlannerSite\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x03R\x05nodes\x12\x12\n" +
 	"\x04free\x18\x03 \x01(\x03R\x04free\x12\f\n" +
-	"\x01h\x18\x04 \x01(\x01R\x01h\x123\n" +
-	"\x04busy\x18\x05 \x03(\v2\x1f.gridsub.plugins.v1.PlannerHoldR\x04busy\x12\x14\n" +
-	"\x05trust\x18\x06 \x01(\x01R\x05trust\x12\x12\n" +
-	"\x04down\x18\a \x01(\bR\x04down\"U\n" +
-	"\vPlannerHold\x12\x14\n" +
-	"\x05nodes\x18\x01 \x01(\x03R\x05nodes\x120\n" +
-	"\x05until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\"\xe8\x02\n" +
+	"\x01h\x18\x04 \x01(\x01R\x01h\x12\x14\n" +
+	"\x05trust\x18\x05 \x01(\x01R\x05trust\x12\x12\n" +
+	"\x04down\x18\x06 \x01(\bR\x04down\x12\x1d\n" +
 	"\n" +
-	"PlannerJob\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05width\x18\x02 \x01(\x03R\x05width\x12\x1f\n" +
-	"\vestimate_ns\x18\x03 \x01(\x03R\n" +
-	"estimateNs\x122\n" +
-	"\x06submit\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06submit\x12\x16\n" +
-	"\x06origin\x18\x05 \x01(\x05R\x06origin\x12\x1b\n" +
-	"\tdata_size\x18\x06 \x01(\x03R\bdataSize\x12\x1f\n" +
-	"\vallowed_set\x18\a \x01(\bR\n" +
+	"busy_nodes\x18\a \x03(\x03R\tbusyNodes\x12$\n" +
+	"\x0ebusy_until_sec\x18\b \x03(\x03R\fbusyUntilSec\x12(\n" +
+	"\x10busy_until_nanos\x18\t \x03(\x05R\x0ebusyUntilNanos\"\xa3\x02\n" +
+	"\vPlannerJobs\x12\x0e\n" +
+	"\x02id\x18\x01 \x03(\tR\x02id\x12\x14\n" +
+	"\x05width\x18\x02 \x03(\x03R\x05width\x12\x1f\n" +
+	"\vestimate_ns\x18\x03 \x03(\x03R\n" +
+	"estimateNs\x12\x1d\n" +
+	"\n" +
+	"submit_sec\x18\x04 \x03(\x03R\tsubmitSec\x12!\n" +
+	"\fsubmit_nanos\x18\x05 \x03(\x05R\vsubmitNanos\x12\x16\n" +
+	"\x06origin\x18\x06 \x03(\x05R\x06origin\x12\x1b\n" +
+	"\tdata_size\x18\a \x03(\x03R\bdataSize\x12\x19\n" +
+	"\bno_split\x18\b \x03(\bR\anoSplit\x12;\n" +
+	"\x06extras\x18\t \x03(\v2#.gridsub.plugins.v1.PlannerJobExtraR\x06extras\"\xca\x01\n" +
+	"\x0fPlannerJobExtra\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x1f\n" +
+	"\vallowed_set\x18\x02 \x01(\bR\n" +
 	"allowedSet\x12\x18\n" +
-	"\aallowed\x18\b \x03(\x05R\aallowed\x12\x1c\n" +
-	"\tpreferred\x18\t \x03(\x05R\tpreferred\x126\n" +
-	"\bdeadline\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x19\n" +
-	"\bno_split\x18\v \x01(\bR\anoSplit\"A\n" +
-	"\x0ePlannerLinkRow\x12/\n" +
-	"\x02to\x18\x01 \x03(\v2\x1f.gridsub.plugins.v1.PlannerLinkR\x02to\"N\n" +
-	"\vPlannerLink\x12 \n" +
-	"\fsec_per_byte\x18\x01 \x01(\x01R\n" +
-	"secPerByte\x12\x1d\n" +
-	"\n" +
-	"latency_ns\x18\x02 \x01(\x03R\tlatencyNs\"\x8e\x01\n" +
+	"\aallowed\x18\x03 \x03(\x05R\aallowed\x12\x1c\n" +
+	"\tpreferred\x18\x04 \x03(\x05R\tpreferred\x12!\n" +
+	"\fdeadline_sec\x18\x05 \x01(\x03R\vdeadlineSec\x12%\n" +
+	"\x0edeadline_nanos\x18\x06 \x01(\x05R\rdeadlineNanos\"\x92\x01\n" +
 	"\vPlannerPlan\x12A\n" +
-	"\tdecisions\x18\x01 \x03(\v2#.gridsub.plugins.v1.PlannerDecisionR\tdecisions\x12<\n" +
-	"\apending\x18\x02 \x03(\v2\".gridsub.plugins.v1.PlannerPendingR\apending\"v\n" +
+	"\tdecisions\x18\x01 \x03(\v2#.gridsub.plugins.v1.PlannerDecisionR\tdecisions\x12@\n" +
+	"\apending\x18\x02 \x01(\v2&.gridsub.plugins.v1.PlannerPendingListR\apending\"v\n" +
 	"\rPlannerStatus\x123\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x1f.gridsub.plugins.v1.PlannerCodeR\x04code\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12\x16\n" +
-	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"7\n" +
-	"\vPlannerPart\x12\x12\n" +
-	"\x04site\x18\x01 \x01(\x05R\x04site\x12\x14\n" +
-	"\x05nodes\x18\x02 \x01(\x03R\x05nodes\"\xd6\x01\n" +
-	"\rPlannerOption\x125\n" +
-	"\x05parts\x18\x01 \x03(\v2\x1f.gridsub.plugins.v1.PlannerPartR\x05parts\x120\n" +
-	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12\x1d\n" +
+	"\x06plugin\x18\x03 \x01(\tR\x06plugin\"\xe7\x01\n" +
+	"\rPlannerOption\x12\x1b\n" +
+	"\tpart_site\x18\x01 \x03(\x05R\bpartSite\x12\x1d\n" +
 	"\n" +
-	"runtime_ns\x18\x03 \x01(\x03R\truntimeNs\x12\x1f\n" +
-	"\vtransfer_ns\x18\x04 \x01(\x03R\n" +
+	"part_nodes\x18\x02 \x03(\x03R\tpartNodes\x12\x1b\n" +
+	"\tstart_sec\x18\x03 \x01(\x03R\bstartSec\x12\x1f\n" +
+	"\vstart_nanos\x18\x04 \x01(\x05R\n" +
+	"startNanos\x12\x1d\n" +
+	"\n" +
+	"runtime_ns\x18\x05 \x01(\x03R\truntimeNs\x12\x1f\n" +
+	"\vtransfer_ns\x18\x06 \x01(\x03R\n" +
 	"transferNs\x12\x1c\n" +
-	"\timmediate\x18\x05 \x01(\bR\timmediate\"\xaf\x02\n" +
+	"\timmediate\x18\a \x01(\bR\timmediate\"\xaf\x02\n" +
 	"\x0fPlannerDecision\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x129\n" +
 	"\x06action\x18\x02 \x01(\x0e2!.gridsub.plugins.v1.PlannerActionR\x06action\x129\n" +
@@ -1585,10 +1575,14 @@ const file_planner_proto_rawDesc = "" +
 	"backfilled\x18\x04 \x01(\bR\n" +
 	"backfilled\x129\n" +
 	"\x06beaten\x18\x05 \x03(\v2!.gridsub.plugins.v1.PlannerOptionR\x06beaten\x129\n" +
-	"\x06status\x18\x06 \x01(\v2!.gridsub.plugins.v1.PlannerStatusR\x06status\"]\n" +
-	"\x0ePlannerPending\x12\x10\n" +
-	"\x03job\x18\x01 \x01(\tR\x03job\x129\n" +
-	"\x06status\x18\x02 \x01(\v2!.gridsub.plugins.v1.PlannerStatusR\x06status*\x9e\x01\n" +
+	"\x06status\x18\x06 \x01(\v2!.gridsub.plugins.v1.PlannerStatusR\x06status\"\xc8\x01\n" +
+	"\x12PlannerPendingList\x12\x10\n" +
+	"\x03job\x18\x01 \x03(\tR\x03job\x123\n" +
+	"\x04code\x18\x02 \x03(\x0e2\x1f.gridsub.plugins.v1.PlannerCodeR\x04code\x12\x16\n" +
+	"\x06plugin\x18\x03 \x03(\x05R\x06plugin\x12!\n" +
+	"\freason_count\x18\x04 \x03(\x05R\vreasonCount\x12\x16\n" +
+	"\x06reason\x18\x05 \x03(\x05R\x06reason\x12\x18\n" +
+	"\astrings\x18\x06 \x03(\tR\astrings*\x9e\x01\n" +
 	"\rPlannerAction\x12\x1e\n" +
 	"\x1aPLANNER_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PLANNER_ACTION_START\x10\x01\x12\x1a\n" +
@@ -1601,13 +1595,13 @@ const file_planner_proto_rawDesc = "" +
 	"\x1aPLANNER_CODE_UNSCHEDULABLE\x10\x02\x12\x1d\n" +
 	"\x19PLANNER_CODE_UNRESOLVABLE\x10\x03\x12\x15\n" +
 	"\x11PLANNER_CODE_WAIT\x10\x04\x12\x16\n" +
-	"\x12PLANNER_CODE_ERROR\x10\x052\xc7\x03\n" +
+	"\x12PLANNER_CODE_ERROR\x10\x052\xcd\x03\n" +
 	"\aPlanner\x12O\n" +
 	"\x04Info\x12&.gridsub.plugins.v1.PlannerInfoRequest\x1a\x1f.gridsub.plugins.v1.PlannerInfo\x12F\n" +
 	"\x04Plan\x12\x1f.gridsub.plugins.v1.PlanRequest\x1a\x1d.gridsub.plugins.v1.PlanReply\x12f\n" +
 	"\n" +
-	"NewSession\x12,.gridsub.plugins.v1.NewPlannerSessionRequest\x1a*.gridsub.plugins.v1.NewPlannerSessionReply\x12M\n" +
-	"\x04Pass\x12&.gridsub.plugins.v1.PlannerPassRequest\x1a\x1d.gridsub.plugins.v1.PlanReply\x12l\n" +
+	"NewSession\x12,.gridsub.plugins.v1.NewPlannerSessionRequest\x1a*.gridsub.plugins.v1.NewPlannerSessionReply\x12S\n" +
+	"\x06Passes\x12&.gridsub.plugins.v1.PlannerPassRequest\x1a\x1d.gridsub.plugins.v1.PlanReply(\x010\x01\x12l\n" +
 	"\fCloseSession\x12..gridsub.plugins.v1.ClosePlannerSessionRequest\x1a,.gridsub.plugins.v1.ClosePlannerSessionReplyB4Z2github.com/gridsub/gridsub/bridge/plugins/proto/v1b\x06proto3"
 
 var (
@@ -1623,7 +1617,7 @@ func file_planner_proto_rawDescGZIP() []byte {
 }
 
 var file_planner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_planner_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_planner_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_planner_proto_goTypes = []any{
 	(PlannerAction)(0),                 // 0: gridsub.plugins.v1.PlannerAction
 	(PlannerCode)(0),                   // 1: gridsub.plugins.v1.PlannerCode
@@ -1639,61 +1633,46 @@ var file_planner_proto_goTypes = []any{
 	(*PlannerHoldChange)(nil),          // 11: gridsub.plugins.v1.PlannerHoldChange
 	(*PlannerSnapshot)(nil),            // 12: gridsub.plugins.v1.PlannerSnapshot
 	(*PlannerSite)(nil),                // 13: gridsub.plugins.v1.PlannerSite
-	(*PlannerHold)(nil),                // 14: gridsub.plugins.v1.PlannerHold
-	(*PlannerJob)(nil),                 // 15: gridsub.plugins.v1.PlannerJob
-	(*PlannerLinkRow)(nil),             // 16: gridsub.plugins.v1.PlannerLinkRow
-	(*PlannerLink)(nil),                // 17: gridsub.plugins.v1.PlannerLink
-	(*PlannerPlan)(nil),                // 18: gridsub.plugins.v1.PlannerPlan
-	(*PlannerStatus)(nil),              // 19: gridsub.plugins.v1.PlannerStatus
-	(*PlannerPart)(nil),                // 20: gridsub.plugins.v1.PlannerPart
-	(*PlannerOption)(nil),              // 21: gridsub.plugins.v1.PlannerOption
-	(*PlannerDecision)(nil),            // 22: gridsub.plugins.v1.PlannerDecision
-	(*PlannerPending)(nil),             // 23: gridsub.plugins.v1.PlannerPending
-	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
+	(*PlannerJobs)(nil),                // 14: gridsub.plugins.v1.PlannerJobs
+	(*PlannerJobExtra)(nil),            // 15: gridsub.plugins.v1.PlannerJobExtra
+	(*PlannerPlan)(nil),                // 16: gridsub.plugins.v1.PlannerPlan
+	(*PlannerStatus)(nil),              // 17: gridsub.plugins.v1.PlannerStatus
+	(*PlannerOption)(nil),              // 18: gridsub.plugins.v1.PlannerOption
+	(*PlannerDecision)(nil),            // 19: gridsub.plugins.v1.PlannerDecision
+	(*PlannerPendingList)(nil),         // 20: gridsub.plugins.v1.PlannerPendingList
 }
 var file_planner_proto_depIdxs = []int32{
 	12, // 0: gridsub.plugins.v1.PlanRequest.snapshot:type_name -> gridsub.plugins.v1.PlannerSnapshot
-	18, // 1: gridsub.plugins.v1.PlanReply.plan:type_name -> gridsub.plugins.v1.PlannerPlan
+	16, // 1: gridsub.plugins.v1.PlanReply.plan:type_name -> gridsub.plugins.v1.PlannerPlan
 	12, // 2: gridsub.plugins.v1.NewPlannerSessionRequest.snapshot:type_name -> gridsub.plugins.v1.PlannerSnapshot
-	24, // 3: gridsub.plugins.v1.PlannerPassRequest.now:type_name -> google.protobuf.Timestamp
-	15, // 4: gridsub.plugins.v1.PlannerPassRequest.submits:type_name -> gridsub.plugins.v1.PlannerJob
-	11, // 5: gridsub.plugins.v1.PlannerPassRequest.holds:type_name -> gridsub.plugins.v1.PlannerHoldChange
-	24, // 6: gridsub.plugins.v1.PlannerHoldChange.until:type_name -> google.protobuf.Timestamp
-	24, // 7: gridsub.plugins.v1.PlannerSnapshot.now:type_name -> google.protobuf.Timestamp
-	13, // 8: gridsub.plugins.v1.PlannerSnapshot.sites:type_name -> gridsub.plugins.v1.PlannerSite
-	15, // 9: gridsub.plugins.v1.PlannerSnapshot.queue:type_name -> gridsub.plugins.v1.PlannerJob
-	16, // 10: gridsub.plugins.v1.PlannerSnapshot.links:type_name -> gridsub.plugins.v1.PlannerLinkRow
-	17, // 11: gridsub.plugins.v1.PlannerSnapshot.uplinks:type_name -> gridsub.plugins.v1.PlannerLink
-	14, // 12: gridsub.plugins.v1.PlannerSite.busy:type_name -> gridsub.plugins.v1.PlannerHold
-	24, // 13: gridsub.plugins.v1.PlannerHold.until:type_name -> google.protobuf.Timestamp
-	24, // 14: gridsub.plugins.v1.PlannerJob.submit:type_name -> google.protobuf.Timestamp
-	24, // 15: gridsub.plugins.v1.PlannerJob.deadline:type_name -> google.protobuf.Timestamp
-	17, // 16: gridsub.plugins.v1.PlannerLinkRow.to:type_name -> gridsub.plugins.v1.PlannerLink
-	22, // 17: gridsub.plugins.v1.PlannerPlan.decisions:type_name -> gridsub.plugins.v1.PlannerDecision
-	23, // 18: gridsub.plugins.v1.PlannerPlan.pending:type_name -> gridsub.plugins.v1.PlannerPending
-	1,  // 19: gridsub.plugins.v1.PlannerStatus.code:type_name -> gridsub.plugins.v1.PlannerCode
-	20, // 20: gridsub.plugins.v1.PlannerOption.parts:type_name -> gridsub.plugins.v1.PlannerPart
-	24, // 21: gridsub.plugins.v1.PlannerOption.start:type_name -> google.protobuf.Timestamp
-	0,  // 22: gridsub.plugins.v1.PlannerDecision.action:type_name -> gridsub.plugins.v1.PlannerAction
-	21, // 23: gridsub.plugins.v1.PlannerDecision.chosen:type_name -> gridsub.plugins.v1.PlannerOption
-	21, // 24: gridsub.plugins.v1.PlannerDecision.beaten:type_name -> gridsub.plugins.v1.PlannerOption
-	19, // 25: gridsub.plugins.v1.PlannerDecision.status:type_name -> gridsub.plugins.v1.PlannerStatus
-	19, // 26: gridsub.plugins.v1.PlannerPending.status:type_name -> gridsub.plugins.v1.PlannerStatus
-	2,  // 27: gridsub.plugins.v1.Planner.Info:input_type -> gridsub.plugins.v1.PlannerInfoRequest
-	4,  // 28: gridsub.plugins.v1.Planner.Plan:input_type -> gridsub.plugins.v1.PlanRequest
-	6,  // 29: gridsub.plugins.v1.Planner.NewSession:input_type -> gridsub.plugins.v1.NewPlannerSessionRequest
-	8,  // 30: gridsub.plugins.v1.Planner.Pass:input_type -> gridsub.plugins.v1.PlannerPassRequest
-	9,  // 31: gridsub.plugins.v1.Planner.CloseSession:input_type -> gridsub.plugins.v1.ClosePlannerSessionRequest
-	3,  // 32: gridsub.plugins.v1.Planner.Info:output_type -> gridsub.plugins.v1.PlannerInfo
-	5,  // 33: gridsub.plugins.v1.Planner.Plan:output_type -> gridsub.plugins.v1.PlanReply
-	7,  // 34: gridsub.plugins.v1.Planner.NewSession:output_type -> gridsub.plugins.v1.NewPlannerSessionReply
-	5,  // 35: gridsub.plugins.v1.Planner.Pass:output_type -> gridsub.plugins.v1.PlanReply
-	10, // 36: gridsub.plugins.v1.Planner.CloseSession:output_type -> gridsub.plugins.v1.ClosePlannerSessionReply
-	32, // [32:37] is the sub-list for method output_type
-	27, // [27:32] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	14, // 3: gridsub.plugins.v1.PlannerPassRequest.submits:type_name -> gridsub.plugins.v1.PlannerJobs
+	11, // 4: gridsub.plugins.v1.PlannerPassRequest.holds:type_name -> gridsub.plugins.v1.PlannerHoldChange
+	13, // 5: gridsub.plugins.v1.PlannerSnapshot.sites:type_name -> gridsub.plugins.v1.PlannerSite
+	14, // 6: gridsub.plugins.v1.PlannerSnapshot.queue:type_name -> gridsub.plugins.v1.PlannerJobs
+	15, // 7: gridsub.plugins.v1.PlannerJobs.extras:type_name -> gridsub.plugins.v1.PlannerJobExtra
+	19, // 8: gridsub.plugins.v1.PlannerPlan.decisions:type_name -> gridsub.plugins.v1.PlannerDecision
+	20, // 9: gridsub.plugins.v1.PlannerPlan.pending:type_name -> gridsub.plugins.v1.PlannerPendingList
+	1,  // 10: gridsub.plugins.v1.PlannerStatus.code:type_name -> gridsub.plugins.v1.PlannerCode
+	0,  // 11: gridsub.plugins.v1.PlannerDecision.action:type_name -> gridsub.plugins.v1.PlannerAction
+	18, // 12: gridsub.plugins.v1.PlannerDecision.chosen:type_name -> gridsub.plugins.v1.PlannerOption
+	18, // 13: gridsub.plugins.v1.PlannerDecision.beaten:type_name -> gridsub.plugins.v1.PlannerOption
+	17, // 14: gridsub.plugins.v1.PlannerDecision.status:type_name -> gridsub.plugins.v1.PlannerStatus
+	1,  // 15: gridsub.plugins.v1.PlannerPendingList.code:type_name -> gridsub.plugins.v1.PlannerCode
+	2,  // 16: gridsub.plugins.v1.Planner.Info:input_type -> gridsub.plugins.v1.PlannerInfoRequest
+	4,  // 17: gridsub.plugins.v1.Planner.Plan:input_type -> gridsub.plugins.v1.PlanRequest
+	6,  // 18: gridsub.plugins.v1.Planner.NewSession:input_type -> gridsub.plugins.v1.NewPlannerSessionRequest
+	8,  // 19: gridsub.plugins.v1.Planner.Passes:input_type -> gridsub.plugins.v1.PlannerPassRequest
+	9,  // 20: gridsub.plugins.v1.Planner.CloseSession:input_type -> gridsub.plugins.v1.ClosePlannerSessionRequest
+	3,  // 21: gridsub.plugins.v1.Planner.Info:output_type -> gridsub.plugins.v1.PlannerInfo
+	5,  // 22: gridsub.plugins.v1.Planner.Plan:output_type -> gridsub.plugins.v1.PlanReply
+	7,  // 23: gridsub.plugins.v1.Planner.NewSession:output_type -> gridsub.plugins.v1.NewPlannerSessionReply
+	5,  // 24: gridsub.plugins.v1.Planner.Passes:output_type -> gridsub.plugins.v1.PlanReply
+	10, // 25: gridsub.plugins.v1.Planner.CloseSession:output_type -> gridsub.plugins.v1.ClosePlannerSessionReply
+	21, // [21:26] is the sub-list for method output_type
+	16, // [16:21] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_planner_proto_init() }
@@ -1707,7 +1686,7 @@ func file_planner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_planner_proto_rawDesc), len(file_planner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

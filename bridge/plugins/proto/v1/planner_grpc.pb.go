@@ -3,11 +3,16 @@
 // holds both shims and the converters; domain types never import this).
 //
 // Conventions (see PLUGIN-STYLE.md §3.7):
-//   - a time is a google.protobuf.Timestamp; an absent one is Go's zero
-//     time.Time (and the zero time is sent as absent);
+//   - a time is two fields, X_sec (seconds since 0001-01-01T00:00:00Z,
+//     the start of Go's time.Time) and X_nanos (0..999,999,999): Go's
+//     zero time is 0, 0, and every other instant is exact;
 //   - a duration is int64 nanoseconds (time.Duration);
 //   - every enum pins *_UNSPECIFIED = 0, so an unset field never reads as a
 //     meaningful value;
+//   - what a snapshot holds by the thousand (the queue, a site's running
+//     jobs, a plan's explanations) travels in columns (packed repeated
+//     fields, one entry per row), not one message per row: decoding a
+//     thousand small messages costs more than planning them;
 //   - within v1 changes are additive: new fields or RPCs behind a flag in
 //     PlannerInfo; retired numbers are reserved.
 //
@@ -37,7 +42,7 @@ const (
 	Planner_Info_FullMethodName         = "/gridsub.plugins.v1.Planner/Info"
 	Planner_Plan_FullMethodName         = "/gridsub.plugins.v1.Planner/Plan"
 	Planner_NewSession_FullMethodName   = "/gridsub.plugins.v1.Planner/NewSession"
-	Planner_Pass_FullMethodName         = "/gridsub.plugins.v1.Planner/Pass"
+	Planner_Passes_FullMethodName       = "/gridsub.plugins.v1.Planner/Passes"
 	Planner_CloseSession_FullMethodName = "/gridsub.plugins.v1.Planner/CloseSession"
 )
 
@@ -52,9 +57,12 @@ type PlannerClient interface {
 	// NewSession is policy.Incremental.NewSession: the snapshot seeds a
 	// session the plugin keeps until CloseSession or its exit.
 	NewSession(ctx context.Context, in *NewPlannerSessionRequest, opts ...grpc.CallOption) (*NewPlannerSessionReply, error)
-	// Pass applies the changes the host buffered since the last pass (every
-	// submit, then every hold change in order) and plans at now.
-	Pass(ctx context.Context, in *PlannerPassRequest, opts ...grpc.CallOption) (*PlanReply, error)
+	// Passes carries a session's passes: for each request (the changes the
+	// host buffered since the last pass: every submit, then every hold
+	// change in order; and now) one reply, the plan. One stream per session
+	// and connection, so a pass costs a message each way, not a call. An
+	// error ends the stream; the host then opens a new session.
+	Passes(ctx context.Context, opts ...grpc.CallOption) (Planner_PassesClient, error)
 	// CloseSession frees a session; closing an unknown one is not an error.
 	CloseSession(ctx context.Context, in *ClosePlannerSessionRequest, opts ...grpc.CallOption) (*ClosePlannerSessionReply, error)
 }
@@ -94,13 +102,35 @@ func (c *plannerClient) NewSession(ctx context.Context, in *NewPlannerSessionReq
 	return out, nil
 }
 
-func (c *plannerClient) Pass(ctx context.Context, in *PlannerPassRequest, opts ...grpc.CallOption) (*PlanReply, error) {
-	out := new(PlanReply)
-	err := c.cc.Invoke(ctx, Planner_Pass_FullMethodName, in, out, opts...)
+func (c *plannerClient) Passes(ctx context.Context, opts ...grpc.CallOption) (Planner_PassesClient, error) {
+	stream, err := c.cc.NewStream(ctx, &Planner_ServiceDesc.Streams[0], Planner_Passes_FullMethodName, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &plannerPassesClient{stream}
+	return x, nil
+}
+
+type Planner_PassesClient interface {
+	Send(*PlannerPassRequest) error
+	Recv() (*PlanReply, error)
+	grpc.ClientStream
+}
+
+type plannerPassesClient struct {
+	grpc.ClientStream
+}
+
+func (x *plannerPassesClient) Send(m *PlannerPassRequest) error {
+	return x.ClientStream.SendMsg(m)
+}
+
+func (x *plannerPassesClient) Recv() (*PlanReply, error) {
+	m := new(PlanReply)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func (c *plannerClient) CloseSession(ctx context.Context, in *ClosePlannerSessionRequest, opts ...grpc.CallOption) (*ClosePlannerSessionReply, error) {
@@ -123,9 +153,12 @@ type PlannerServer interface {
 	// NewSession is policy.Incremental.NewSession: the snapshot seeds a
 	// session the plugin keeps until CloseSession or its exit.
 	NewSession(context.Context, *NewPlannerSessionRequest) (*NewPlannerSessionReply, error)
-	// Pass applies the changes the host buffered since the last pass (every
-	// submit, then every hold change in order) and plans at now.
-	Pass(context.Context, *PlannerPassRequest) (*PlanReply, error)
+	// Passes carries a session's passes: for each request (the changes the
+	// host buffered since the last pass: every submit, then every hold
+	// change in order; and now) one reply, the plan. One stream per session
+	// and connection, so a pass costs a message each way, not a call. An
+	// error ends the stream; the host then opens a new session.
+	Passes(Planner_PassesServer) error
 	// CloseSession frees a session; closing an unknown one is not an error.
 	CloseSession(context.Context, *ClosePlannerSessionRequest) (*ClosePlannerSessionReply, error)
 	mustEmbedUnimplementedPlannerServer()
@@ -144,8 +177,8 @@ func (UnimplementedPlannerServer) Plan(context.Context, *PlanRequest) (*PlanRepl
 func (UnimplementedPlannerServer) NewSession(context.Context, *NewPlannerSessionRequest) (*NewPlannerSessionReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method NewSession not implemented")
 }
-func (UnimplementedPlannerServer) Pass(context.Context, *PlannerPassRequest) (*PlanReply, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Pass not implemented")
+func (UnimplementedPlannerServer) Passes(Planner_PassesServer) error {
+	return status.Errorf(codes.Unimplemented, "method Passes not implemented")
 }
 func (UnimplementedPlannerServer) CloseSession(context.Context, *ClosePlannerSessionRequest) (*ClosePlannerSessionReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CloseSession not implemented")
@@ -217,22 +250,30 @@ func _Planner_NewSession_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Planner_Pass_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(PlannerPassRequest)
-	if err := dec(in); err != nil {
+func _Planner_Passes_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PlannerServer).Passes(&plannerPassesServer{stream})
+}
+
+type Planner_PassesServer interface {
+	Send(*PlanReply) error
+	Recv() (*PlannerPassRequest, error)
+	grpc.ServerStream
+}
+
+type plannerPassesServer struct {
+	grpc.ServerStream
+}
+
+func (x *plannerPassesServer) Send(m *PlanReply) error {
+	return x.ServerStream.SendMsg(m)
+}
+
+func (x *plannerPassesServer) Recv() (*PlannerPassRequest, error) {
+	m := new(PlannerPassRequest)
+	if err := x.ServerStream.RecvMsg(m); err != nil {
 		return nil, err
 	}
-	if interceptor == nil {
-		return srv.(PlannerServer).Pass(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Planner_Pass_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(PlannerServer).Pass(ctx, req.(*PlannerPassRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+	return m, nil
 }
 
 func _Planner_CloseSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -273,14 +314,17 @@ var Planner_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Planner_NewSession_Handler,
 		},
 		{
-			MethodName: "Pass",
-			Handler:    _Planner_Pass_Handler,
-		},
-		{
 			MethodName: "CloseSession",
 			Handler:    _Planner_CloseSession_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Passes",
+			Handler:       _Planner_Passes_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "planner.proto",
 }
