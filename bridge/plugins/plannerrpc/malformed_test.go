@@ -27,7 +27,7 @@ func TestConvertRefusesMalformed(t *testing.T) {
 		snap *pb.PlannerSnapshot
 		want string
 	}{
-		"short column": {&pb.PlannerSnapshot{Queue: func() *pb.PlannerJobs { j := jobs(); j.Width = j.Width[:1]; return j }()}, "column width"},
+		"short column":       {&pb.PlannerSnapshot{Queue: func() *pb.PlannerJobs { j := jobs(); j.Width = j.Width[:1]; return j }()}, "column width"},
 		"extra out of range": {&pb.PlannerSnapshot{Queue: func() *pb.PlannerJobs { j := jobs(); j.Extras[0].Index = 5; return j }()}, "extra for job 5"},
 		"extras out of order": {&pb.PlannerSnapshot{Queue: func() *pb.PlannerJobs {
 			j := jobs()
