@@ -34,10 +34,9 @@ func (m *mockPlanner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Pla
 func dial(t testing.TB, impl policy.Planner) (policy.Planner, *goplugin.GRPCServer) {
 	t.Helper()
 	c, s := goplugin.TestPluginGRPCConn(t, false, PluginMap(impl))
-	t.Cleanup(func() {
-		c.Close()
-		s.Stop()
-	})
+	// Close asks the server to stop (go-plugin's controller): stopping it
+	// here as well would race with that.
+	t.Cleanup(func() { c.Close() })
 	raw, err := c.Dispense(plugins.KindPlanner)
 	if err != nil {
 		t.Fatal(err)

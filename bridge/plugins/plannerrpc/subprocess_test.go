@@ -160,16 +160,18 @@ type plain struct{ policy.Planner }
 
 const replayJobs = 10000
 
-// TestReplayThroughPluginProcess: a 10,000-job CTC replay gives byte for
+// TestReplayThroughPluginProcess: a 10,000-job CTC replay (2,000 with
+// -short or -race) gives byte for
 // byte the same results with greedy-easy in process and with greedy-easy
 // as a plugin process, on the Session path (the replay's driver uses the
 // plugin's policy.Incremental) and on the snapshot path (sessions hidden,
 // and a plugin that serves none).
 func TestReplayThroughPluginProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 10,000-job replay through a plugin process")
+	n := replayJobs
+	if testing.Short() || raceOn {
+		n = 2000
 	}
-	jobs := ctcJobs(t, replayJobs)
+	jobs := ctcJobs(t, n)
 	run := func(pl policy.Planner) []byte {
 		t.Helper()
 		start := time.Now()
@@ -177,8 +179,8 @@ func TestReplayThroughPluginProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Records) != replayJobs {
-			t.Fatalf("%d records of %d jobs", len(res.Records), replayJobs)
+		if len(res.Records) != n {
+			t.Fatalf("%d records of %d jobs", len(res.Records), n)
 		}
 		t.Logf("%T: %d cycles in %s", pl, res.Cycles, time.Since(start).Round(time.Millisecond))
 		return resultsCSV(t, res)
@@ -207,9 +209,9 @@ func TestReplayThroughPluginProcess(t *testing.T) {
 // completes, with the same results as in process, and the switch is
 // reported.
 func TestReplayPluginKilled(t *testing.T) {
-	n := replayJobs
-	if testing.Short() {
-		n = 3000
+	n := 5000
+	if testing.Short() || raceOn {
+		n = 2000
 	}
 	jobs := ctcJobs(t, n)
 	want, err := replay.Run(context.Background(), paperSetup(builtin(t, "greedy-easy")), jobs, nil)
