@@ -15,6 +15,9 @@ import (
 const (
 	defaultInfoTimeout = 10 * time.Second
 	defaultCallTimeout = 30 * time.Second
+	// deadlineSkew is how early the plugin may see the caller's deadline
+	// pass (gRPC sends the time left in whole units, rounded down).
+	deadlineSkew = 50 * time.Millisecond
 )
 
 // Client is the host's side of one plugin connection: a policy.Planner.
@@ -156,6 +159,12 @@ func (c *Client) classify(ctx context.Context, method string, err error) error {
 		return fmt.Errorf("%w: planner %s: %s: %s", ErrPluginExited, c.name, method, st.Message())
 	case st.Code() == codes.Unimplemented:
 		return fmt.Errorf("%w: planner %s: %s: %s", ErrUnsupported, c.name, method, st.Message())
+	case st.Code() == codes.DeadlineExceeded:
+		// gRPC gives the plugin the caller's deadline: the plugin may see
+		// it pass a moment before the caller's own timer fires.
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d.Add(-deadlineSkew)) {
+			return context.DeadlineExceeded
+		}
 	}
 	// Canceled or DeadlineExceeded while the caller's ctx is live is the
 	// plugin's doing: not the caller's cancellation, so not ctx.Err().
