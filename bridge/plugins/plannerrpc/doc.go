@@ -4,13 +4,14 @@
 //
 //	host (gridsub)                                 plugin process
 //	  policy.Planner ── Client ── gRPC ── server ── policy.Planner
-//	  policy.Session ── session (mirror) ── Pass ── policy.Session
+//	  policy.Session ── session (mirror) ── Passes stream ── policy.Session
 //
 // Two paths, as PLUGIN-STYLE.md §3.3 lays out:
 //
 //   - Snapshot: one coarse Plan(snapshot) → plan RPC per cycle.
-//   - Session: NewSession(snapshot) → id once, then one Pass{id, now,
-//     submits, hold changes} → plan per pass, and CloseSession. Submit,
+//   - Session: NewSession(snapshot) → id once, then per pass one message
+//     {id, now, submits, hold changes} → plan on the session's Passes
+//     stream (a message each way, not a call), and CloseSession. Submit,
 //     Hold and Release never cross the wire by themselves: the client
 //     buffers them (Submit has neither error nor ctx), checks Hold and
 //     Release itself, and keeps a mirror of the session's snapshot (the
@@ -28,7 +29,7 @@
 //
 // ServePlanner serves a planner from a plugin's main; Load starts a plugin
 // executable (checksum verified before it starts, AutoMTLS, gRPC only, a
-// start timeout) and returns a planner whose value survives Restart;
+// start timeout, none of gridsub's environment) and returns a planner whose value survives Restart;
 // WithFallback restarts a failing plugin and, when that does not help,
 // falls back to a built-in planner and says so.
 package plannerrpc

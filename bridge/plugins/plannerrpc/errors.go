@@ -25,7 +25,7 @@ var (
 // answer from a deterministic planner.
 type RemoteError struct {
 	Plugin string // the planner's name
-	Method string // the RPC: Plan, NewSession, Pass, ...
+	Method string // the RPC: Plan, NewSession, Passes, ...
 	Msg    string
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,10 @@ type Config struct {
 	// with "plugin", "serve", "planner", "greedy-easy").
 	Path string
 	Args []string
+	// Env is the plugin's whole environment ("KEY=value"): it does not
+	// inherit gridsub's, which may hold what a planner has no business
+	// reading. go-plugin adds its handshake variables.
+	Env []string
 	// SHA256 is the executable's checksum, hex; when set it is verified
 	// before every start (go-plugin's SecureConfig) and a mismatch refuses
 	// to start it.
@@ -101,10 +106,13 @@ func (p *Plugin) start() error {
 	if level == hclog.NoLevel {
 		level = hclog.Warn
 	}
+	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd.Env = slices.Clone(cfg.Env)
 	ccfg := &goplugin.ClientConfig{
 		HandshakeConfig:  plugins.Handshake,
 		Plugins:          goplugin.PluginSet{plugins.KindPlanner: &GRPCPlugin{CallTimeout: cfg.CallTimeout}},
-		Cmd:              exec.Command(cfg.Path, cfg.Args...),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		GRPCDialOptions:  DialOptions(),

@@ -177,10 +177,10 @@ func (ss *session) Release(site, nodes int, until time.Time) error {
 	return nil
 }
 
-// Plan implements policy.Session: one Pass RPC carrying the buffered
-// changes, after (re-)opening the plugin's session from the mirror when
-// the plugin restarted or the last pass failed. The plan is the caller's
-// to keep.
+// Plan implements policy.Session: one message on the Passes stream with
+// the buffered changes, after (re-)opening the plugin's session from the
+// mirror when the plugin restarted or the last pass failed. The plan is
+// the caller's to keep.
 func (ss *session) Plan(ctx context.Context, now time.Time) (*policy.Plan, error) {
 	if ss.closed {
 		return nil, ErrClosed

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,5 +346,25 @@ func TestHungPluginReplaced(t *testing.T) {
 	sameCSV(t, "hung plugin", resultsCSV(t, want), resultsCSV(t, res))
 	if len(rec.got) != 2 || !rec.got[0].Restarted || rec.got[1].Restarted || !errors.Is(rec.got[1], context.DeadlineExceeded) {
 		t.Fatalf("reports %v; want a restart, then a switch, both for the deadline", rec.got)
+	}
+}
+
+// TestPluginGetsNoHostEnvironment: the plugin process sees only the
+// variables Config.Env names (and go-plugin's own), none of the host's.
+func TestPluginGetsNoHostEnvironment(t *testing.T) {
+	t.Setenv("GRIDSUB_TEST_SECRET", "do-not-leak")
+	bin := testPlanner(t)
+	p, err := Load(context.Background(), Config{Path: bin, Args: []string{"greedy-easy"}, Env: []string{"CENTRE_TUNING=7"}, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.Pid()))
+	if err != nil {
+		t.Skipf("cannot read the plugin's environment: %v", err)
+	}
+	env := strings.Split(string(raw), "\x00")
+	if slices.Contains(env, "GRIDSUB_TEST_SECRET=do-not-leak") || !slices.Contains(env, "CENTRE_TUNING=7") {
+		t.Fatalf("plugin environment %q: want CENTRE_TUNING and not the host's GRIDSUB_TEST_SECRET", env)
 	}
 }
