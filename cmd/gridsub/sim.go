@@ -44,6 +44,11 @@ broker instead: the same results, several times slower. Sabin's multi-queue
 policy, whose copies wait in every site's own queue, always goes through the
 broker.
 
+A policy may be a planner plugin: "plugin:/path/to/planner [ARG...]" starts
+that executable for each run (see docs/plugins-planner.md), and
+"plugin:builtin:NAME" runs a built-in planner out of process. A centre can so
+replay its own policy on its own trace before it goes live.
+
 It writes DIR/summary.json (the experiment, every run's parameters and
 metrics, wall times), DIR/results.csv (one row per run) and one PNG and one
 SVG per plot of the file. Progress goes to stderr. Traces are looked up in

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gridsub/gridsub/internal/replay"
 	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/coalloc"
 	"github.com/gridsub/gridsub/simbackend"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
@@ -65,6 +64,9 @@ func Execute(ctx context.Context, e *Experiment, o Options) (*Summary, error) {
 	start := time.Now()
 	exec, err := prepare(e, o.ViaBroker)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPlugins(ctx, e); err != nil {
 		return nil, err
 	}
 	parent := ctx
@@ -195,10 +197,11 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		pl, err := coalloc.ByName(p.Policy)
+		pl, closePlanner, err := openPlanner(ctx, p.Policy)
 		if err != nil {
 			return nil, err
 		}
+		defer closePlanner()
 		res, err := replay.Run(ctx, replay.Setup{Broker: viaBroker,
 			Sites: sites, Links: links(len(sites), bw, latency), MultiSite: p.P, Planner: pl, Seed: e.Workload.Seed,
 		}, jobs, progress)

@@ -170,8 +170,14 @@ func (p *parser) validatePolicies(e *Experiment) {
 	}
 	for i, name := range e.Policies {
 		f := fmt.Sprintf("policies[%d]", i)
-		if _, err := coalloc.ByName(name); err != nil {
-			p.at(f, ErrValue, "unknown policy %q: valid are %s", name, strings.Join(coalloc.Names(), ", "))
+		if _, isPlugin, err := parsePluginPolicy(name); isPlugin {
+			if err != nil {
+				p.at(f, ErrValue, "plugin policy %v", err)
+			} else if slices.Index(e.Policies, name) != i {
+				p.at(f, ErrValue, "%q listed twice", name)
+			}
+		} else if _, err := coalloc.ByName(name); err != nil {
+			p.at(f, ErrValue, "unknown policy %q: valid are %s, or %s/path/to/planner", name, strings.Join(coalloc.Names(), ", "), PluginPrefix)
 		} else if slices.Index(e.Policies, name) != i {
 			p.at(f, ErrValue, "%q listed twice", name)
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package plannerrpc
+
+const raceOn = false

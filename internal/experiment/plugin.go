@@ -1,0 +1,116 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/coalloc"
+)
+
+// A policy whose name starts with PluginPrefix is a planner plugin
+// (bridge/plugins/plannerrpc), so a centre can replay its own policy on
+// its own trace before it goes live:
+//
+//	plugin:/path/to/planner [ARG...]  an executable (split on spaces: the
+//	                                  path holds none), started for each run
+//	plugin:builtin:NAME               a built-in planner run out of process
+//	                                  (isolated): this gridsub binary,
+//	                                  re-executed as `gridsub plugin serve
+//	                                  planner NAME`
+//
+// Every run starts its own plugin process and stops it at its end. A
+// plugin that crashes is restarted (at most three times per run; its
+// session re-seeded from the host's mirror, so the results do not change);
+// there is no fallback: a run's results are the plugin's or an error.
+const PluginPrefix = "plugin:"
+
+const builtinPrefix = "builtin:"
+
+// selfExecutable is the gridsub binary for plugin:builtin:NAME; tests
+// point it at a planner plugin they built.
+var selfExecutable = os.Executable
+
+// pluginPolicy is a parsed plugin policy name.
+type pluginPolicy struct {
+	path    string
+	args    []string
+	builtin string // NAME of plugin:builtin:NAME
+}
+
+// parsePluginPolicy parses a policy name; ok is false for a name without
+// PluginPrefix (a built-in run in process).
+func parsePluginPolicy(name string) (pp pluginPolicy, ok bool, err error) {
+	rest, ok := strings.CutPrefix(name, PluginPrefix)
+	if !ok {
+		return pp, false, nil
+	}
+	if b, isBuiltin := strings.CutPrefix(rest, builtinPrefix); isBuiltin {
+		if _, err := coalloc.ByName(b); err != nil {
+			return pp, true, fmt.Errorf("%q: no built-in planner %q: valid are %s", name, b, strings.Join(coalloc.Names(), ", "))
+		}
+		return pluginPolicy{builtin: b}, true, nil
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return pp, true, fmt.Errorf("%q names no executable: write plugin:/path/to/planner, or plugin:builtin:NAME", name)
+	}
+	return pluginPolicy{path: f[0], args: f[1:]}, true, nil
+}
+
+func (pp pluginPolicy) config() (plannerrpc.Config, error) {
+	if pp.builtin == "" {
+		return plannerrpc.Config{Path: pp.path, Args: pp.args}, nil
+	}
+	self, err := selfExecutable()
+	if err != nil {
+		return plannerrpc.Config{}, fmt.Errorf("finding the gridsub executable to run %s%s%s: %w", PluginPrefix, builtinPrefix, pp.builtin, err)
+	}
+	return plannerrpc.Config{Path: self, Args: []string{"plugin", "serve", "planner", pp.builtin}}, nil
+}
+
+// openPlanner gives the planner a policy names: a built-in, or a started
+// plugin (close stops it).
+func openPlanner(ctx context.Context, name string) (pl policy.Planner, close func(), err error) {
+	pp, isPlugin, err := parsePluginPolicy(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !isPlugin {
+		pl, err := coalloc.ByName(name)
+		return pl, func() {}, err
+	}
+	cfg, err := pp.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := plannerrpc.Load(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy %q: %w", name, err)
+	}
+	restart := &plannerrpc.Fallback{Primary: p.Planner(), MaxRestarts: 3, CallTimeout: -1, OnSwitch: func(err error) {
+		slog.Warn("planner plugin restarted", "policy", name, "err", err)
+	}}
+	return restart.Planner(), func() { p.Close() }, nil
+}
+
+// checkPlugins starts every plugin policy of e once, before any run, so
+// that one that cannot start is one clear error naming it, not a failure
+// halfway through the sweep.
+func checkPlugins(ctx context.Context, e *Experiment) error {
+	for i, name := range e.Policies {
+		if _, ok, _ := parsePluginPolicy(name); !ok {
+			continue
+		}
+		_, close, err := openPlanner(ctx, name)
+		if err != nil {
+			return fmt.Errorf("policies[%d]: %w", i, err)
+		}
+		close()
+	}
+	return nil
+}
