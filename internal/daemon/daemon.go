@@ -332,6 +332,9 @@ func bearer(token string, h http.Handler) http.Handler {
 // Broker is the daemon's broker (tests inspect it).
 func (d *Daemon) Broker() *bridge.Broker { return d.env.Broker }
 
+// Store is the daemon's store (tests inspect it).
+func (d *Daemon) Store() *store.SQLite { return d.st }
+
 // Now is the broker's time (virtual on simulated sites).
 func (d *Daemon) Now() time.Time { return d.env.Now() }
 
