@@ -97,9 +97,6 @@ func TestStoreCommandsRoundTrip(t *testing.T) {
 	if !o.OK || o.Jobs != 3 || o.Path != b1 {
 		t.Fatalf("store backup through the daemon: %+v", o)
 	}
-	if !strings.Contains(p.logs.String(), "store backed up") {
-		t.Error("the daemon's log does not show that it made the backup")
-	}
 	if code, _, stderr := cli("store", "backup", b1); code != exitUsage || !strings.Contains(stderr, "already exists") {
 		t.Fatalf("backup onto an existing file: exit %d %s", code, stderr)
 	}
@@ -110,6 +107,9 @@ func TestStoreCommandsRoundTrip(t *testing.T) {
 	}
 	submit(2)
 	p.term(t, sock)
+	if !strings.Contains(p.logs.String(), "store backed up") { // read once it exited
+		t.Error("the daemon's log does not show that it made the backup")
+	}
 
 	// backup with no daemon: directly from the file, under the lock.
 	b2 := filepath.Join(d, "b2.db")
