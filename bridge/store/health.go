@@ -14,6 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// liveHint tells an operator what to do with damage found while the
+// store is open.
+const liveHint = "stop the daemon, keep a copy of the file, and restore a backup (gridsub store restore FILE)"
+
 // healthKey is the kv row Health's probe write updates.
 const healthKey = "store.health_probe"
 
@@ -171,7 +175,7 @@ func (s *SQLite) QuickCheck(ctx context.Context) error {
 	defer db.Close()
 	_, _, err = verify(ctx, db, s.path, false)
 	if err != nil {
-		err = fmt.Errorf("store: quick_check: %w", err)
+		err = fmt.Errorf("store: quick_check: %w", withHint(err, liveHint))
 		if errors.Is(err, ErrCorrupt) {
 			s.markCorrupt(err)
 		}

@@ -135,8 +135,8 @@ func verify(ctx context.Context, db *sql.DB, path string, full bool) (version in
 		return version, problems, corruptOr(path, pragma, err)
 	}
 	if len(problems) > 0 {
-		return version, problems, fmt.Errorf("%w: %s failed its %s (%s); %s", ErrCorrupt, path, pragma,
-			strings.Join(problems[:min(len(problems), 3)], "; "), restoreHint)
+		return version, problems, fmt.Errorf("%w: %s failed its %s (%s)", ErrCorrupt, path, pragma,
+			strings.Join(problems[:min(len(problems), 3)], "; "))
 	}
 	return version, nil, nil
 }
@@ -144,11 +144,16 @@ func verify(ctx context.Context, db *sql.DB, path string, full bool) (version in
 // corruptOr classifies an error of an integrity check: SQLite's own
 // corruption codes become ErrCorrupt.
 func corruptOr(path, pragma string, err error) error {
-	c := classify(path, "running "+pragma+" on", err)
-	if errors.Is(c, ErrCorrupt) {
-		return fmt.Errorf("%w; %s", c, restoreHint)
+	return classify(path, "running "+pragma+" on", err)
+}
+
+// withHint adds hint to an ErrCorrupt error that does not tell yet how to
+// restore a backup.
+func withHint(err error, hint string) error {
+	if errors.Is(err, ErrCorrupt) && !strings.Contains(err.Error(), "gridsub store restore") {
+		return fmt.Errorf("%w; %s", err, hint)
 	}
-	return c
+	return err
 }
 
 // createNew makes a new, empty gridsub database at path (which must not

@@ -192,7 +192,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		err = classify(path, "closing", cerr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, fmt.Errorf("store: %w", withHint(err, restoreHint))
 	}
 
 	// 2. The writer: WAL, synchronous=FULL, BEGIN IMMEDIATE.
