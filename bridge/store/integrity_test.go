@@ -420,3 +420,73 @@ func TestOpenRefusesDamageBesideACrashWAL(t *testing.T) {
 	}
 	t.Logf("refused: %v", err)
 }
+
+const healthEnv = "GRIDSUB_STORE_HEALTH_HELPER"
+
+// notWritableReport opens a store in dir, makes the file and then the
+// directory read-only by mode, and says what Health answers each time, one
+// line each: "fresh <err>", "file <readonly?> <err>", "dir <readonly?> <err>".
+func notWritableReport(dir string) string {
+	ctx := context.Background()
+	path := filepath.Join(dir, "gridsub.db")
+	s, err := store.Open(ctx, path, store.Options{HealthEvery: time.Nanosecond})
+	if err != nil {
+		return "open " + err.Error()
+	}
+	defer s.Close()
+	out := fmt.Sprintf("fresh %v\n", s.Health(ctx))
+	os.Chmod(path, 0o400)
+	err = s.Health(ctx)
+	out += fmt.Sprintf("file %v %v\n", errors.Is(err, store.ErrReadOnly), err)
+	os.Chmod(path, 0o600)
+	os.Chmod(dir, 0o500)
+	err = s.Health(ctx)
+	out += fmt.Sprintf("dir %v %v\n", errors.Is(err, store.ErrReadOnly), err)
+	os.Chmod(dir, 0o700)
+	return out
+}
+
+// TestHealthNotWritable: a database file or state directory whose mode
+// forbids writing is reported read-only. Root writes anyway, so as root
+// the store runs in a child process as uid 65534.
+func TestHealthNotWritable(t *testing.T) {
+	var out string
+	if os.Geteuid() != 0 {
+		out = notWritableReport(t.TempDir())
+	} else {
+		top, err := os.MkdirTemp("", "gridsub-ro-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(top)
+		os.Chmod(top, 0o755)
+		dir := filepath.Join(top, "state")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		exe, _ := os.Executable()
+		bin, _ := os.ReadFile(exe)
+		child := filepath.Join(top, "store.test")
+		if err := os.WriteFile(child, bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(child, "-test.run=^$")
+		cmd.Env = append(os.Environ(), healthEnv+"="+dir)
+		cmd.Dir = top
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child as uid 65534: %v: %s", err, b)
+		}
+		out = string(b)
+	}
+	t.Logf("%s", out)
+	for _, want := range []string{"fresh <nil>\n", "file true ", "is not writable by uid", "dir true "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("Health with the file, then the directory read-only by mode said:\n%s\nwant it to contain %q", out, want)
+		}
+	}
+}
