@@ -31,7 +31,8 @@ var (
 //
 // The socket is created in a private directory and renamed into place, so
 // it never exists at path with a wider mode. Closing the listener removes
-// the socket file.
+// the socket file if it is still the one this listener made (same inode):
+// a socket another server put there since is left alone.
 func ListenUnix(path string) (net.Listener, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -87,13 +88,22 @@ func ListenUnix(path string) (net.Listener, error) {
 		}
 		return nil, fmt.Errorf("api: socket %s: %w", path, err)
 	}
-	return &unixListener{UnixListener: l, path: path}, nil
+	fi, err := os.Lstat(tpath)
+	if err != nil {
+		l.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("api: socket %s: %w", path, err)
+	}
+	return &unixListener{UnixListener: l, path: path, made: fi}, nil
 }
 
-// unixListener removes its socket file on Close.
+// unixListener removes its socket file on Close — only if the file at its
+// path is still the socket it made: never another server's that replaced
+// it.
 type unixListener struct {
 	*net.UnixListener
 	path string
+	made os.FileInfo
 	once sync.Once
 }
 
@@ -101,6 +111,10 @@ func (l *unixListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net:
 
 func (l *unixListener) Close() error {
 	err := l.UnixListener.Close()
-	l.once.Do(func() { os.Remove(l.path) })
+	l.once.Do(func() {
+		if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.made) {
+			os.Remove(l.path)
+		}
+	})
 	return err
 }

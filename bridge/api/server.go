@@ -522,18 +522,48 @@ func (s *Server) sites(w http.ResponseWriter, r *http.Request) {
 
 // HealthResponse is the answer to GET /v1/health.
 type HealthResponse struct {
-	Status string    `json:"status"` // "ok" or "unhealthy"
-	Error  string    `json:"error,omitempty"`
-	Code   string    `json:"code,omitempty"` // "unavailable" when unhealthy
+	Status string `json:"status"` // "ok" or "unhealthy"
+	Error  string `json:"error,omitempty"`
+	Code   string `json:"code,omitempty"` // "unavailable" when unhealthy
+	// Reason says what is wrong when unhealthy, for scripts and alerts:
+	// one of the Reason* constants.
+	Reason string    `json:"reason,omitempty"`
 	Time   time.Time `json:"time"`
 	Sites  int       `json:"sites"`
+}
+
+// Reasons of an unhealthy daemon (HealthResponse.Reason).
+const (
+	ReasonCorrupt  = "database_corrupt"   // the store failed an integrity check or met a damaged page
+	ReasonReadOnly = "database_read_only" // the database or its directory cannot be written
+	ReasonDiskFull = "disk_full"          // the database's file system (or its size limit) is full
+	ReasonClosed   = "store_closed"       // the store was closed (the daemon is stopping)
+	ReasonStore    = "store_unavailable"  // the store cannot be read or written otherwise
+	ReasonOther    = "other"              // anything else the daemon checks (a stuck task, ...)
+)
+
+// healthReason classifies an error of a Checker.
+func healthReason(err error) string {
+	switch {
+	case errors.Is(err, store.ErrCorrupt):
+		return ReasonCorrupt
+	case errors.Is(err, store.ErrReadOnly):
+		return ReasonReadOnly
+	case errors.Is(err, store.ErrDiskFull):
+		return ReasonDiskFull
+	case errors.Is(err, store.ErrClosed):
+		return ReasonClosed
+	case errors.Is(err, store.ErrUnavailable):
+		return ReasonStore
+	}
+	return ReasonOther
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Sites: len(s.b.SiteNames())}
 	if c, ok := s.b.(Checker); ok {
 		if err := c.Health(r.Context()); err != nil {
-			h.Status, h.Error, h.Code = "unhealthy", err.Error(), CodeUnavailable
+			h.Status, h.Error, h.Code, h.Reason = "unhealthy", err.Error(), CodeUnavailable, healthReason(err)
 			writeJSON(w, http.StatusServiceUnavailable, h)
 			return
 		}

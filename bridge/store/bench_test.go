@@ -272,3 +272,39 @@ func TestScale100k(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCheck100k: what integrity costs on the 100,000-job database —
+// Open (quick_check included), Check with quick_check and integrity_check,
+// and a Backup (VACUUM INTO, then integrity_check of the copy).
+func BenchmarkCheck100k(b *testing.B) {
+	path := scalePath(b)
+	ctx := context.Background()
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			s, err := store.Open(ctx, path, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Close()
+		}
+	})
+	for _, full := range []bool{false, true} {
+		b.Run(map[bool]string{false: "quick_check", true: "integrity_check"}[full], func(b *testing.B) {
+			for b.Loop() {
+				if _, err := store.Check(ctx, path, store.CheckOptions{Full: full}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("backup", func(b *testing.B) {
+		dir := b.TempDir()
+		n := 0
+		for b.Loop() {
+			n++
+			if _, err := store.BackupFile(ctx, path, filepath.Join(dir, strconv.Itoa(n)+".db")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -77,6 +77,10 @@ func TestMain(m *testing.M) {
 		openHelper(p)
 		os.Exit(0)
 	}
+	if p := os.Getenv(healthEnv); p != "" {
+		fmt.Print(notWritableReport(p))
+		os.Exit(0)
+	}
 	if p := os.Getenv(rssEnv); p != "" {
 		rssHelper(p)
 		os.Exit(0)

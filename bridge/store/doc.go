@@ -90,14 +90,25 @@
 //
 // # Failures
 //
-// Open looks before it touches: it reads the file's header itself (magic,
-// page size, length against the page count the header records) and then
-// reads the schema version through a query_only connection. A file that is
-// not SQLite, a truncated or damaged database, or a SQLite file that
-// gridsub did not create gives ErrCorrupt naming the file; a newer schema
-// gives ErrNewerSchema; a path that cannot be read (permissions, a
-// directory in its place) gives ErrUnavailable. In each case the file is
-// left byte for byte as it was (the tests check its sha256).
+// Open looks before it touches. Only a missing file becomes a new
+// database, made under a temporary name and linked into place. An existing
+// file is checked through a connection that cannot write it (immutable
+// when no WAL waits to be replayed, so nothing is created beside it): its
+// header (an empty file is refused), its schema version, and SQLite's
+// quick_check. A file that is empty, not SQLite, truncated or damaged, or a
+// SQLite file gridsub did not create gives ErrCorrupt naming the file and
+// telling how to restore a backup; a newer schema gives ErrNewerSchema; a
+// path that cannot be read (permissions, a directory in its place) gives
+// ErrUnavailable. In each case the file is left byte for byte as it was
+// (the tests check its sha256 and the directory's listing).
+//
+// Health probes what the store needs to go on keeping jobs — that the file
+// is still the one opened and writable, the file system not read-only nor
+// full, a one-row durable write succeeds — reusing its answer for a few
+// seconds, and runs a background quick_check every Options.CheckEvery;
+// damage seen by any read or write is reported from then on. Check,
+// Backup (VACUUM INTO), BackupFile and Restore are gridsub store's check,
+// backup and restore.
 //
 // A write on a full file system (or beyond Options.MaxPages) fails with
 // ErrDiskFull; nothing of that write is committed and everything committed

@@ -29,6 +29,11 @@ var (
 	// another process beyond the busy timeout, or the file cannot be read
 	// or written (permissions, a directory in its place).
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrReadOnly: the database cannot be written — its file or directory
+	// is not writable by this process, its file system is mounted
+	// read-only, or the file was moved or deleted while open. Errors that
+	// wrap it also wrap ErrUnavailable.
+	ErrReadOnly = errors.New("database read-only")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
 )
@@ -55,7 +60,10 @@ func classify(path, op string, err error) error {
 		return fmt.Errorf("%s %s: %w (locked by another process beyond the busy timeout): %w", op, path, ErrUnavailable, err)
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		return fmt.Errorf("%s %s: %w (the file is damaged; restore a backup or move it aside): %w", op, path, ErrCorrupt, err)
-	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH:
+	case sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("%s %s: %w (%w: check the file's permissions, its directory and its file system, and that nobody moved it): %w",
+			op, path, ErrReadOnly, ErrUnavailable, err)
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
 		return fmt.Errorf("%s %s: %w (check the file's permissions and its directory): %w", op, path, ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, path, err)

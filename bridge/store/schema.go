@@ -134,8 +134,8 @@ const sqliteMagic = "SQLite format 3\x00"
 
 // checkHeader reads the first bytes of an existing file and refuses what is
 // not a sound SQLite database: wrong magic, an impossible page size, or a
-// file shorter than the page count its header records (truncated). It only
-// reads. A missing or empty file passes (SQLite creates a database there).
+// file shorter than the page count its header records (truncated), or an
+// empty file. It only reads. A missing file passes.
 func checkHeader(path string) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -148,7 +148,11 @@ func checkHeader(path string) error {
 		return fmt.Errorf("%w: %s is a %s, not a database file", ErrUnavailable, path, kind(fi.Mode()))
 	}
 	if fi.Size() == 0 {
-		return nil
+		// Only a missing file becomes a new database (Open makes it under
+		// another name and links it into place): an empty one is what is
+		// left of a database someone truncated, and is not silently
+		// replaced by an empty store.
+		return fmt.Errorf("%w: %s is empty (0 bytes), not a gridsub database; %s", ErrCorrupt, path, restoreHint)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -161,7 +165,7 @@ func checkHeader(path string) error {
 		return fmt.Errorf("%w: cannot read %s: %w", ErrUnavailable, path, err)
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("%w: %s is not a valid gridsub database (%s); the file was left untouched — move it aside or restore a backup", ErrCorrupt, path, why)
+		return fmt.Errorf("%w: %s is not a valid gridsub database (%s); %s", ErrCorrupt, path, why, restoreHint)
 	}
 	if n < len(h) || !bytes.Equal(h[:16], []byte(sqliteMagic)) {
 		shown := min(n, 16)

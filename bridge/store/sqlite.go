@@ -38,6 +38,16 @@ type Options struct {
 	// max_page_count; pages are 4096 bytes): writes beyond fail with
 	// ErrDiskFull. For quotas and tests; 0 = only the file system limits.
 	MaxPages int
+	// HealthEvery is how long Health reuses its answer (default 5s): its
+	// probe costs a durable write.
+	HealthEvery time.Duration
+	// CheckEvery is how often Health starts a quick_check of the whole
+	// file in the background (default 10m; < 0 never). Its cost grows with
+	// the file (about 0.25 s for 100,000 jobs, 140 MB).
+	CheckEvery time.Duration
+	// MinFree is the free space on the database's file system below which
+	// Health reports ErrDiskFull (default 1 MiB).
+	MinFree int64
 	// Now stamps each Put's "updated" time (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -60,6 +70,9 @@ type SQLite struct {
 
 	idMu          sync.Mutex
 	nextID, maxID uint64 // handed out next; last number of the reserved block
+
+	health health
+	opened os.FileInfo // the file Open checked: Health notices when it is moved away
 }
 
 var _ bridge.Store = (*SQLite)(nil)
@@ -117,10 +130,13 @@ func dsn(path string, params ...string) string {
 	return "file:" + esc + "?" + strings.Join(params, "&")
 }
 
-// Open opens (creating if needed) the gridsub database at path, checks it
-// and applies pending schema migrations. A file that is not a valid gridsub
-// database (ErrCorrupt), one from a newer gridsub (ErrNewerSchema) or one
-// that cannot be read (ErrUnavailable) is refused and left untouched.
+// Open opens the gridsub database at path, checks it and applies pending
+// schema migrations. A missing file (and its directory, 0700) is created
+// (0600). An existing file is checked before anything writes it: one that
+// is empty, not a gridsub database, or fails SQLite's quick_check
+// (ErrCorrupt), one from a newer gridsub (ErrNewerSchema) or one that
+// cannot be read (ErrUnavailable) is refused and left byte for byte as it
+// was, with no -wal, -shm or journal created beside it.
 func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
@@ -137,6 +153,15 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.HealthEvery <= 0 {
+		opts.HealthEvery = 5 * time.Second
+	}
+	if opts.CheckEvery == 0 {
+		opts.CheckEvery = 10 * time.Minute
+	}
+	if opts.MinFree <= 0 {
+		opts.MinFree = 1 << 20
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -145,29 +170,29 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	path = abs
-	if err := checkHeader(path); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	if err := create(path); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 
-	// 1. Look before touching: a connection that cannot write reads the
-	// schema version. A new file is not created by it (mode=rw).
-	var version int
-	if exists(path) {
-		pdb, err := sql.Open("sqlite", dsn(path, "mode=rw", busy, "_pragma=query_only(1)"))
-		if err != nil {
+	// 1. Look before touching. Only a missing file becomes a new database
+	// (made aside and linked into place). An existing one is checked
+	// through a connection that cannot write it — header, schema version,
+	// PRAGMA quick_check — and refused, untouched, if anything is wrong.
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := createNew(ctx, path, busy); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		version, err = probe(ctx, pdb, path)
-		if cerr := pdb.Close(); err == nil && cerr != nil {
-			err = classify(path, "closing", cerr)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
+	} else if err != nil {
+		return nil, fmt.Errorf("store: %w: %s: %w", ErrUnavailable, path, err)
+	}
+	vdb, err := openVerify(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	version, _, err := verify(ctx, vdb, path, false)
+	if cerr := vdb.Close(); err == nil && cerr != nil {
+		err = classify(path, "closing", cerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", withHint(err, restoreHint))
 	}
 
 	// 2. The writer: WAL, synchronous=FULL, BEGIN IMMEDIATE.
@@ -178,6 +203,9 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	}
 	s := &SQLite{path: path, opts: opts, log: opts.Logger,
 		ops: make(chan *op), prepared: map[string]*sql.Stmt{}, quit: make(chan struct{}), done: make(chan struct{})}
+	if s.opened, err = os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: %w: %s: %w", ErrUnavailable, path, err)
+	}
 	s.w, err = sql.Open("sqlite", dsn(path, wparams...))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -241,29 +269,6 @@ func (s *SQLite) checkModes(ctx context.Context) error {
 		return fmt.Errorf("%s: journal_mode %q synchronous %d, want wal and 2 (FULL)", s.path, mode, syncMode)
 	}
 	return nil
-}
-
-// create makes the state directory (0700) and an empty database file
-// (0600) if they are missing: job requests may carry environment values
-// nobody else should read, and SQLite gives its -wal and -shm files the
-// main file's mode.
-func create(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("%w: creating the directory of %s: %w", ErrUnavailable, path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: creating %s: %w", ErrUnavailable, path, err)
-	}
-	return f.Close()
-}
-
-func exists(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Size() > 0
 }
 
 // Path returns the database file's absolute path.
@@ -466,7 +471,10 @@ func (s *SQLite) Put(ctx context.Context, j *bridge.Job) error {
 // wrap classifies raw SQLite errors; errors already classified pass.
 func (s *SQLite) wrap(op string, err error) error {
 	if code(err) != 0 && !errors.Is(err, ErrDiskFull) && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrCorrupt) {
-		return classify(s.path, op, err)
+		err = classify(s.path, op, err)
+	}
+	if errors.Is(err, ErrCorrupt) {
+		s.markCorrupt(err) // Health says so from now on
 	}
 	return err
 }
@@ -738,24 +746,6 @@ func (s *SQLite) NextID(ctx context.Context) (uint64, error) {
 	n := s.nextID
 	s.nextID++
 	return n, nil
-}
-
-// Health reports whether the store can serve: not closed, and a read of
-// the schema version succeeds within ctx. It suits api.Checker.
-func (s *SQLite) Health(ctx context.Context) error {
-	select {
-	case <-s.quit:
-		return fmt.Errorf("store %s: %w", s.path, ErrClosed)
-	default:
-	}
-	var v int
-	if err := s.r.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil {
-		return fmt.Errorf("store: health: %w", s.wrap("reading", err))
-	}
-	if v != SchemaVersion {
-		return fmt.Errorf("store: health: %s: schema version changed under the store to %d (this gridsub writes %d)", s.path, v, SchemaVersion)
-	}
-	return nil
 }
 
 // Prune deletes the jobs in a final state (completed, failed, cancelled,

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/internal/daemon"
 )
 
 // errNoDaemon: no daemon answers where this command looks for one.
@@ -27,6 +29,7 @@ type daemonClient struct {
 // errNoDaemon, with the advice to start one, when nobody answers.
 func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 	var c *daemonClient
+	var stateDir string
 	if u := os.Getenv(envURL); u != "" {
 		tc, err := api.ClientTLS(os.Getenv(envCA))
 		if err != nil {
@@ -38,10 +41,11 @@ func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 		if err != nil {
 			return nil, usageErr(err)
 		}
-		_, socket, err := daemonPaths(cfg)
+		sd, socket, err := daemonPaths(cfg)
 		if err != nil {
 			return nil, usageErr(err)
 		}
+		stateDir = sd
 		c = &daemonClient{api.NewUnixClient(socket), socket}
 	}
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -52,8 +56,7 @@ func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 	case err == nil, errors.As(err, &ae): // it answers (perhaps unhealthy: its requests will say why)
 		return c, nil
 	case errors.Is(err, api.ErrNoDaemon):
-		return nil, fmt.Errorf("%w at %s; start one with `gridsub serve &` (it finds its state directory and socket the same way: --config, %s, %s)",
-			errNoDaemon, c.where, envStateDir, envSocket)
+		return nil, fmt.Errorf("%w at %s; %s", errNoDaemon, c.where, noDaemonAdvice(stateDir))
 	}
 	return nil, fmt.Errorf("asking the daemon at %s: %w", c.where, err)
 }
@@ -144,4 +147,36 @@ func report(g *globals, j *bridge.Job) error {
 		return &exitError{exitJobFailed, fmt.Errorf("job %s %s: %s", j.ID, j.State, j.Reason)}
 	}
 	return nil
+}
+
+// noDaemonAdvice says what to do when no daemon answers on the socket. It
+// only advises starting one when nothing holds the state directory: a
+// daemon that holds it but does not answer (starting, stuck, or serving
+// another socket path) would only make a second one fail, and one that
+// did not would run every job twice.
+func noDaemonAdvice(stateDir string) string {
+	if stateDir != "" {
+		held, pid, err := daemon.LockHolder(stateDir)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("cannot tell whether a daemon holds %s (%v); check with `ps` before starting one", stateDir, err)
+		case held:
+			who := "a process"
+			if pid > 0 {
+				who = fmt.Sprintf("gridsub pid %d", pid)
+			}
+			return fmt.Sprintf("but %s holds the state directory %s: it may still be starting, be stuck, or serve another socket path "+
+				"(broker.socket, %s). Do not start a second daemon; wait, look at its log, or stop it (kill %s) and start again",
+				who, stateDir, envSocket, pidText(pid))
+		}
+	}
+	return fmt.Sprintf("start one with `gridsub serve &` (it finds its state directory and socket the same way: --config, %s, %s)",
+		envStateDir, envSocket)
+}
+
+func pidText(pid int) string {
+	if pid > 0 {
+		return strconv.Itoa(pid)
+	}
+	return "<pid>"
 }

@@ -91,6 +91,15 @@ structured (log/slog) on stderr. SIGTERM or SIGINT stops it gracefully: no new
 connections, requests and the current cycle finished, the store closed, the
 socket removed.
 
+One daemon per state directory: serve holds an exclusive lock on
+<state_dir>/gridsub.lock (with its pid in it) from before it opens anything
+there until it stops; the kernel drops it when the process ends, even by
+SIGKILL. A second serve on the same state directory exits with status 2 and
+the first one's pid. The database is checked when serve starts (SQLite's
+quick_check): an empty or damaged file is refused and left untouched — see
+"gridsub store --help" for check, backup and restore. GET /v1/health answers
+503 with a reason when the database is damaged, read-only or its disk full.
+
 Simulated sites run inside the daemon on a virtual clock (--time-scale virtual
 seconds per wall second); they do not survive a restart, so jobs that were
 running on them when the daemon stopped are found lost and queued again.`,
@@ -171,7 +180,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	case err == nil || errors.Is(err, context.Canceled):
 		return nil
 	case errors.Is(err, daemon.ErrOptions), errors.Is(err, daemon.ErrSchedule), errors.Is(err, api.ErrNotSocket),
-		errors.Is(err, api.ErrInUse), errors.Is(err, fs.ErrPermission), errors.Is(err, api.ErrPlaintext):
+		errors.Is(err, api.ErrInUse), errors.Is(err, daemon.ErrLocked), errors.Is(err, fs.ErrPermission), errors.Is(err, api.ErrPlaintext):
 		return usageErr(err)
 	}
 	return &exitError{exitInternal, err}

@@ -34,6 +34,9 @@ var (
 	ErrOptions = errors.New("daemon options")
 	// ErrSchedule: a broker.cron spec cannot be parsed.
 	ErrSchedule = errors.New("bad schedule")
+	// ErrLocked: another process (a daemon, a store restore) holds the
+	// state directory's lock; the error names its pid.
+	ErrLocked = errors.New("the state directory is in use")
 )
 
 // DBName is the database file in the state directory.
@@ -94,6 +97,7 @@ type Daemon struct {
 	env     *assemble.Env
 	m       *metrics
 	cron    *cron.Cron
+	lock    *Lock // the state directory's, held from Start to the end of Shutdown
 	servers []*http.Server
 	errc    chan error
 	tcp     string // the API's TCP address, if any
@@ -195,10 +199,18 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	for _, name := range unknown {
 		log.Warn("broker.cron names no task of this daemon; ignored", "name", name, "tasks", strings.Join(Tasks, ", "))
 	}
-	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
+	// The lock comes before anything else in the state directory is
+	// touched: a second daemon must not recover, dispatch or even open the
+	// store of the first.
+	lock, err := LockStateDir(opts.StateDir)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("not starting a second daemon on one state directory (both would run every job): %w, "+
+			"use the running one, or give this one another state directory (GRIDSUB_STATE_DIR or broker.state_dir)", err)
 	}
-	d := &Daemon{opts: opts, log: log, errc: make(chan error, 4), trig: make(chan string, len(Tasks)),
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{lock: lock, opts: opts, log: log, errc: make(chan error, 4), trig: make(chan string, len(Tasks)),
 		pending: map[string]*atomic.Bool{}, stop: make(chan struct{}), workDone: make(chan struct{}), trustModel: trust.DefaultModel()}
 	for _, t := range Tasks {
 		d.pending[t] = new(atomic.Bool)
@@ -260,7 +272,10 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
-	handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log}), ""))
+	sockMux := http.NewServeMux()
+	sockMux.HandleFunc(BackupRoute, d.backupHandler) // the socket only: see BackupRoute
+	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log}), ""))
+	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
 			InsecurePlaintext: opts.InsecurePlaintext, MaxConns: opts.Limits.MaxConns})
@@ -337,6 +352,9 @@ func bearer(token string, h http.Handler) http.Handler {
 
 // Broker is the daemon's broker (tests inspect it).
 func (d *Daemon) Broker() *bridge.Broker { return d.env.Broker }
+
+// Store is the daemon's store (tests inspect it).
+func (d *Daemon) Store() *store.SQLite { return d.st }
 
 // Now is the broker's time (virtual on simulated sites).
 func (d *Daemon) Now() time.Time { return d.env.Now() }
@@ -572,7 +590,8 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	return d.shutErr
 }
 
-// closeAll releases the sites and the store.
+// closeAll releases the sites and the store, then the state directory's
+// lock.
 func (d *Daemon) closeAll() error {
 	var errs []error
 	if d.env != nil {
@@ -581,6 +600,7 @@ func (d *Daemon) closeAll() error {
 	if d.st != nil {
 		errs = append(errs, d.st.Close())
 	}
+	errs = append(errs, d.lock.Release())
 	return errors.Join(errs...)
 }
 

@@ -12,7 +12,10 @@
 //	             │                                      sites' engine in scaled wall time)
 //	             └──────────────────────────────────────────────────────────┘
 //
-// Run opens the SQLite store in the state directory, assembles the sites
+// Run first takes the state directory's lock (LockStateDir: an flock on
+// <state_dir>/gridsub.lock holding the pid; a second daemon on the same
+// directory fails with ErrLocked naming it, before touching anything
+// there), then opens the SQLite store in the state directory, assembles the sites
 // (internal/assemble) on it, calls Broker.Recover and logs its report,
 // listens on the socket, and runs the periodic tasks until its context is
 // cancelled (SIGTERM, SIGINT). Every task runs on the one worker goroutine,
@@ -48,8 +51,13 @@
 //
 // Shutdown (context cancelled): the cron stops, the HTTP servers stop
 // accepting and finish the requests in flight (closing the unix listener
-// removes the socket file), the worker finishes the task it is running, the
-// simulated clock is saved, and the store is closed.
+// removes the socket file if it is still the one this daemon made), the
+// worker finishes the task it is running, the simulated clock is saved, the
+// store is closed and, last, the lock released.
+//
+// The unix socket also serves BackupRoute (POST /v1/store/backup: the
+// store copied with VACUUM INTO into a path the caller names), never the
+// TCP listener.
 //
 // Simulated sites live in the daemon's memory: their queues do not survive
 // a restart. The store does, so after a restart every job is listed again;
