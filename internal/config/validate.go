@@ -55,6 +55,8 @@ func (c *Config) validate() Errors {
 				bad(k+".nodes", "must be >= 0 (0 = ask the site), got %d", s.Nodes)
 			}
 			errs = append(errs, c.validateRemote(s, k)...)
+		case s.Plugin != nil && s.Kind != "":
+			// An external plugin's own kind (validatePlugin checks the rest).
 		default:
 			msg := fmt.Sprintf("must be one of %s, got %q", strings.Join(Kinds, ", "), s.Kind)
 			if sg := jobfile.Suggest(s.Kind, Kinds); sg != "" {
@@ -62,6 +64,7 @@ func (c *Config) validate() Errors {
 			}
 			bad(k+".kind", "%s", msg)
 		}
+		errs = append(errs, c.validatePlugin(s, k)...)
 		if s.CoresPerNode < 1 {
 			bad(k+".cores_per_node", "must be a whole number >= 1, got %d", s.CoresPerNode)
 		}
