@@ -1,6 +1,9 @@
 package plugins
 
 import (
+	"os"
+	"time"
+
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/gridsub/gridsub/backends"
@@ -36,17 +39,50 @@ type Instance struct {
 // Exited reports whether the plugin process is gone (never in process).
 func (i *Instance) Exited() bool { return i.proc != nil && i.proc.Exited() }
 
-// Kill ends the plugin process (gracefully first, then by force) and waits
-// for it. In process it closes the backend when it has a Close method.
+// Kill ends the plugin process (gracefully, then by force after
+// killGrace: go-plugin's own graceful shutdown waits forever on a hung
+// process) and waits for it. In process it closes the backend when it has
+// a Close method.
 func (i *Instance) Kill() {
 	if i.proc != nil {
-		i.proc.Kill()
+		done := make(chan struct{})
+		go func() {
+			i.proc.Kill()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(killGrace):
+			i.forceKill()
+			<-done
+		}
 		return
 	}
 	if c, ok := i.Backend.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
 }
+
+// ForceKill ends the plugin process at once (SIGKILL), for a plugin found
+// dead or hung, then lets go-plugin clean up.
+func (i *Instance) ForceKill() {
+	if i.proc == nil {
+		return
+	}
+	i.forceKill()
+	i.proc.Kill()
+}
+
+func (i *Instance) forceKill() {
+	if i.Pid > 0 {
+		if p, err := os.FindProcess(i.Pid); err == nil {
+			_ = p.Kill()
+		}
+	}
+}
+
+// killGrace is how long Kill waits for a graceful exit.
+const killGrace = 2 * time.Second
 
 // Listing is one loaded plugin as `gridsub plugins` shows it.
 type Listing struct {

@@ -201,7 +201,7 @@ func (s *Supervisor) lost(inst *Instance, why error) {
 	s.ready = make(chan struct{})
 	s.mu.Unlock()
 	s.log.Warn("plugin lost; restarting", "pid", inst.Pid, "why", why)
-	inst.Kill()
+	inst.ForceKill()
 }
 
 // watch pings the plugin every PingInterval and restarts it when it is
