@@ -66,8 +66,11 @@ func (w *slogWriter) emit(line []byte) {
 	var attrs []any
 	for k, v := range m {
 		switch k {
-		case "@message", "@level", "@timestamp", "@module":
+		case "@message", "@level", "@timestamp", "@module", "timestamp":
 			continue
+		}
+		if k == "plugin" {
+			k = "plugin_path" // go-plugin's own key; plugin= is the site's name
 		}
 		attrs = append(attrs, slog.Any(k, v))
 	}

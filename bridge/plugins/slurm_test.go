@@ -1,11 +1,14 @@
 package plugins_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,11 +49,18 @@ func TestConformanceSLURMThroughPlugin(t *testing.T) {
 		t.Run(site, func(t *testing.T) {
 			t.Parallel()
 			spec, tc := slurmSpec(t, site)
+			logs := &syncBuffer{}
+			spec.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			inst, err := plugins.LoadBackend(context.Background(), spec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer inst.Kill()
+			// What the plugin process logged reached the host's slog with
+			// the site's name.
+			if l := logs.String(); !strings.Contains(l, `"msg":"ssh connected","plugin":"`+site+`"`) {
+				t.Errorf("the plugin's log line \"ssh connected\" did not reach the host's log with plugin=%s:\n%s", site, l)
+			}
 			// The suite's own check that nothing hostile ran uses its own
 			// connection, not the plugin's.
 			conn, err := transport.Dial(context.Background(), tc)
@@ -80,4 +90,22 @@ func TestConformanceSLURMThroughPlugin(t *testing.T) {
 			})
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the plugin's log goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
