@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -95,7 +96,8 @@ hand it only says that it is a plugin and exits.`,
 }
 
 func newPluginsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var embedded bool
+	c := &cobra.Command{
 		Use:   "plugins",
 		Short: "List the plugins the configuration loads: mode, version, checksum, pid and health",
 		Long: `Plugins loads the configuration's sites as a broker would and lists, for each,
@@ -109,12 +111,41 @@ what serves its backend:
   SHA256   the executable's checksum, verified before it started
   PID      the plugin process
   HEALTH   ok, restarting or down (with the reason under the table)
+  RESTARTS restarts after a crash or hang since gridsub started
+
+With a daemon running (found as every command finds it) it lists what the
+daemon has loaded (GET /v1/plugins), restarts and crash loops included.
+Without one, or with --embedded, it loads the configuration's sites here,
+lists them and stops them again.
 
 --output json prints the same records.`,
 		Example: `  gridsub --config site.yaml plugins
   gridsub --config site.yaml plugins --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !embedded {
+				c, err := connect(cmd.Context(), g)
+				var ee *exitError
+				switch {
+				case err == nil:
+					r, err := c.Plugins(cmd.Context())
+					if err != nil {
+						return &exitError{exitInternal, err}
+					}
+					rows := make([]plugins.Listing, len(r.Plugins))
+					for i, p := range r.Plugins {
+						rows[i] = plugins.Listing(p)
+					}
+					if g.json() {
+						return writeJSON(g.stdout, rows)
+					}
+					return writePlugins(g.stdout, rows)
+				case errors.As(err, &ee):
+					return err
+				case !errors.Is(err, errNoDaemon):
+					return &exitError{exitInternal, fmt.Errorf("%w (--embedded loads the plugins here without the daemon)", err)}
+				}
+			}
 			cfg, err := loadConfig(g)
 			if err != nil {
 				return usageErr(err)
@@ -141,11 +172,13 @@ what serves its backend:
 			return writePlugins(g.stdout, rows)
 		},
 	}
+	c.Flags().BoolVar(&embedded, "embedded", false, "load the configuration's plugins here even when a daemon runs")
+	return c
 }
 
 func writePlugins(w io.Writer, rows []plugins.Listing) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tMODE\tIMPL\tVERSION\tSHA256\tPID\tHEALTH")
+	fmt.Fprintln(tw, "NAME\tKIND\tMODE\tIMPL\tVERSION\tSHA256\tPID\tHEALTH\tRESTARTS")
 	var notes []string
 	for _, r := range rows {
 		sum, pid := "-", "-"
@@ -155,7 +188,7 @@ func writePlugins(w io.Writer, rows []plugins.Listing) error {
 		if r.Pid != 0 {
 			pid = fmt.Sprint(r.Pid)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.Mode, r.Impl, r.Version, sum, pid, r.Health)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Name, r.Kind, r.Mode, r.Impl, r.Version, sum, pid, r.Health, r.Restarts)
 		if r.Reason != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", r.Name, r.Reason))
 		}

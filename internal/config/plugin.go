@@ -28,7 +28,7 @@ func (c *Config) validatePlugin(s *Site, k string) Errors {
 		bad(k+".plugin.path", "missing; give the plugin executable")
 	}
 	if sum, err := hex.DecodeString(p.SHA256); err != nil || len(sum) != 32 {
-		bad(k+".plugin.sha256", "must be the executable's SHA-256 as 64 hex digits (sha256sum %s), got %q", p.Path, p.SHA256)
+		bad(k+".plugin.sha256", "must be the executable's SHA-256 as 64 hex digits, quoted (sha256: \"...\"; sha256sum %s), got %q", p.Path, p.SHA256)
 	}
 	if p.StartTimeout < 0 {
 		bad(k+".plugin.start_timeout", "must be >= 0 (0 = 10s), got %s", p.StartTimeout)
