@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/policy/coalloc"
@@ -22,7 +24,10 @@ import (
 // jobs through the broker on both real SLURM sites of the testbed, each
 // site's backend an isolated plugin under a Supervisor, and SIGKILLs the
 // plugins GRIDSUB_PLUGINKILL_KILLS times (default 6, at seeded random
-// moments) while the jobs are submitted and run. Every execution of a job
+// moments) while the jobs are submitted and run, and as many times again
+// in the middle of a Submit (a few milliseconds into the sbatch), where
+// the site may have accepted the job before the host heard of it. Every
+// execution of a job
 // leaves a marker file named after the job; at the end every job must be
 // completed and have exactly one marker: nothing lost, nothing run twice.
 func TestPluginKilledMidRun(t *testing.T) {
@@ -39,7 +44,8 @@ func TestPluginKilledMidRun(t *testing.T) {
 	defer os.RemoveAll(markers)
 	ev := &events{}
 	opts := plugins.SuperviseOptions{PingInterval: 200 * time.Millisecond, PingTimeout: 5 * time.Second,
-		Backoff: 100 * time.Millisecond, CrashLoop: kills + 5, OnEvent: ev.add}
+		Backoff: 100 * time.Millisecond, CrashLoop: 2*kills + 5, OnEvent: ev.add}
+	seen := &killed{pids: map[int]bool{}, left: kills, rng: rand.New(rand.NewPCG(17, 0))}
 	var sups []*plugins.Supervisor
 	var sites []bridge.SiteConfig
 	for _, spec := range []plugins.BackendSpec{specA, specB} {
@@ -50,7 +56,7 @@ func TestPluginKilledMidRun(t *testing.T) {
 		}
 		defer s.Close()
 		sups = append(sups, s)
-		sites = append(sites, bridge.SiteConfig{Name: spec.Config.Name, Backend: s, H: 1})
+		sites = append(sites, bridge.SiteConfig{Name: spec.Config.Name, Backend: &killingSubmits{Supervisor: s, seen: seen}, H: 1})
 	}
 	planner, err := coalloc.ByName("greedy-easy")
 	if err != nil {
@@ -78,7 +84,6 @@ func TestPluginKilledMidRun(t *testing.T) {
 	for range kills {
 		killAt = append(killAt, time.Duration(rng.Int64N(int64(25*time.Second))))
 	}
-	killed, seen := 0, map[int]bool{}
 	deadline := start.Add(8 * time.Minute)
 	for {
 		for k := range killAt {
@@ -87,20 +92,17 @@ func TestPluginKilledMidRun(t *testing.T) {
 				s := sups[rng.IntN(len(sups))]
 				// A pid already killed may linger as a zombie until
 				// its supervisor notices: count each process once.
-				if pid := pidOf(s); pid != 0 && !seen[pid] && syscall.Kill(pid, syscall.SIGKILL) == nil {
-					seen[pid] = true
-					killed++
-				}
+				seen.kill(pidOf(s))
 			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		_, _ = b.Cycle(cctx, time.Now())
 		cancel()
-		if b.Idle() && allFinal(t, b, ids) && !slices.ContainsFunc(killAt, func(d time.Duration) bool { return d >= 0 }) {
+		if b.Idle() && allFinal(t, b, ids) && !slices.ContainsFunc(killAt, func(d time.Duration) bool { return d >= 0 }) && seen.leftInSubmit() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jobs not done after %s (%d kills)", time.Since(start), killed)
+			t.Fatalf("jobs not done after %s (%d kills)", time.Since(start), seen.count())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -112,6 +114,7 @@ func TestPluginKilledMidRun(t *testing.T) {
 	for _, e := range es {
 		counts[strings.SplitN(e.Name(), ".", 2)[0]]++
 	}
+	killed := seen.count()
 	restarts := 0
 	waitFor(t, "every killed plugin restarted", 30*time.Second, func() bool {
 		restarts = 0
@@ -134,7 +137,8 @@ func TestPluginKilledMidRun(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d jobs, %d SIGKILLs, %d restarts, %d adopted submissions, %s", njobs, killed, restarts, countOf(ev, "plugin-adopted"), time.Since(start).Round(time.Second))
+	t.Logf("%d jobs, %d SIGKILLs (%d inside a Submit), %d restarts, %d submissions adopted after the plugin died in them, %s",
+		njobs, killed, seen.inSubmit, restarts, countOf(ev, "plugin-adopted"), time.Since(start).Round(time.Second))
 	if restarts < killed {
 		t.Errorf("%d kills but %d restarts", killed, restarts)
 	}
@@ -170,4 +174,71 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// killed SIGKILLs plugin processes, each once (a pid already killed may
+// linger as a zombie until its supervisor notices).
+type killed struct {
+	mu       sync.Mutex
+	pids     map[int]bool
+	n        int
+	left     int // kills still to make inside a Submit
+	inSubmit int
+	submits  int
+	rng      *rand.Rand
+}
+
+func (k *killed) kill(pid int) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if pid == 0 || k.pids[pid] || syscall.Kill(pid, syscall.SIGKILL) != nil {
+		return false
+	}
+	k.pids[pid] = true
+	k.n++
+	return true
+}
+
+func (k *killed) count() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.n
+}
+
+func (k *killed) leftInSubmit() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.left
+}
+
+// killingSubmits is the site's backend (the supervisor, with every
+// capability it declares) whose every 15th Submit, while kills are left,
+// has the plugin SIGKILLed 0-60ms into the call.
+type killingSubmits struct {
+	*plugins.Supervisor
+	seen *killed
+}
+
+func (b *killingSubmits) Submit(ctx context.Context, spec *backends.JobSpec) (backends.JobID, error) {
+	k := b.seen
+	k.mu.Lock()
+	k.submits++
+	var delay time.Duration
+	hit := k.left > 0 && k.submits%15 == 0
+	if hit {
+		k.left--
+		delay = time.Duration(k.rng.Int64N(int64(60 * time.Millisecond)))
+	}
+	k.mu.Unlock()
+	if hit {
+		pid := pidOf(b.Supervisor)
+		time.AfterFunc(delay, func() {
+			if k.kill(pid) {
+				k.mu.Lock()
+				k.inSubmit++
+				k.mu.Unlock()
+			}
+		})
+	}
+	return b.Supervisor.Submit(ctx, spec)
 }
