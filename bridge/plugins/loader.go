@@ -43,6 +43,10 @@ type BackendSpec struct {
 	ConfigureTimeout time.Duration
 	// Self is the executable re-executed for Isolate ("" = os.Executable()).
 	Self string
+	// Env is added to the plugin's environment ("KEY=value"). A plugin
+	// does not inherit gridsub's environment (which may hold the API token
+	// or other credentials): it gets only pluginEnv's variables and these.
+	Env []string
 	// Logger receives the host's messages about the plugin and everything
 	// the plugin logs, with the attribute plugin=<site>.
 	Logger *slog.Logger
@@ -123,6 +127,7 @@ func LoadBackend(ctx context.Context, spec BackendSpec) (*Instance, error) {
 	}
 	log := spec.logger()
 	cmd := exec.Command(path, args...)
+	cmd.Env = append(hostEnv(), spec.Env...)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{
@@ -132,6 +137,7 @@ func LoadBackend(ctx context.Context, spec BackendSpec) (*Instance, error) {
 		SecureConfig:     &goplugin.SecureConfig{Checksum: want, Hash: sha256.New()},
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		SkipHostEnv:      true,
 		StartTimeout:     timeout,
 		Logger:           hostLogger(log, name),
 		// What the plugin writes to its stdout or stderr after the
@@ -237,4 +243,19 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// pluginEnv are the variables of gridsub's environment a plugin inherits:
+// what a process needs to run and to reach an ssh-agent, nothing that may
+// carry a credential of gridsub's own (GRIDSUB_TOKEN and the like).
+var pluginEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SSH_AUTH_SOCK"}
+
+func hostEnv() []string {
+	var out []string
+	for _, k := range pluginEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }

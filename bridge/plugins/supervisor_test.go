@@ -168,15 +168,22 @@ func TestSupervisorCrashLoop(t *testing.T) {
 func TestSubmitCutShortIsAdopted(t *testing.T) {
 	bin := build(t, "./bridge/plugins/testdata/diskplugin")
 	jobs := t.TempDir()
-	t.Setenv("GRIDSUB_DISKPLUGIN_DIR", jobs)
-	t.Setenv("GRIDSUB_DISKPLUGIN_SUBMIT_DELAY", "3s")
+	// A credential in gridsub's environment does not reach the plugin.
+	t.Setenv("GRIDSUB_TOKEN", "s3cret-token")
 	ev := &events{}
 	s, err := plugins.Supervise(context.Background(), plugins.BackendSpec{Config: plugins.BackendConfig{Name: "disk"},
-		Path: bin, SHA256: sum(t, bin)}, fastOpts(ev))
+		Path: bin, SHA256: sum(t, bin), Env: []string{"GRIDSUB_DISKPLUGIN_DIR=" + jobs, "GRIDSUB_DISKPLUGIN_SUBMIT_DELAY=3s"}}, fastOpts(ev))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := info.Partitions[1], "token=,home="+os.Getenv("HOME"); got != want {
+		t.Errorf("the plugin sees %q of the host's environment, want %q", got, want)
+	}
 	if c := backends.CapabilitiesOf(s); !c.Find || c.Fetch || c.Reserve {
 		t.Fatalf("capabilities %+v, want Find only", c)
 	}

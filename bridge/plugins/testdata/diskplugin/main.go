@@ -1,5 +1,5 @@
 // Command diskplugin is a test backend plugin whose jobs live in a
-// directory (GRIDSUB_DISKPLUGIN_DIR), so they outlive the plugin process
+// directory (GRIDSUB_DISKPLUGIN_DIR, given by the host), so they outlive the plugin process
 // like a batch system's jobs do. Submit records the job, then waits
 // GRIDSUB_DISKPLUGIN_SUBMIT_DELAY before it answers: a test kills the
 // plugin in that window to play a crash after the site accepted a job but
@@ -24,7 +24,10 @@ type disk struct{ dir string }
 func (d disk) Name() string { return "disk" }
 
 func (d disk) Info(context.Context) (*backends.SiteInfo, error) {
-	return &backends.SiteInfo{Name: "disk", Kind: "disk", Nodes: 4, FreeNodes: 4, CoresPerNode: 1, Partitions: []string{"p"}}, nil
+	// The second partition tells the test which of the host's variables
+	// the plugin sees.
+	return &backends.SiteInfo{Name: "disk", Kind: "disk", Nodes: 4, FreeNodes: 4, CoresPerNode: 1,
+		Partitions: []string{"p", "token=" + os.Getenv("GRIDSUB_TOKEN") + ",home=" + os.Getenv("HOME")}}, nil
 }
 
 func (d disk) Submit(ctx context.Context, s *backends.JobSpec) (backends.JobID, error) {
