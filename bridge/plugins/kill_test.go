@@ -50,6 +50,14 @@ func TestPluginKilledMidRun(t *testing.T) {
 	var sites []bridge.SiteConfig
 	for _, spec := range []plugins.BackendSpec{specA, specB} {
 		spec.Config.RemoteDir = filepath.Join(spec.Config.RemoteDir, stamp)
+		// The testbed's scratch is on this machine: remove this run's job
+		// directories once it passed (kept after a failure, to look at).
+		dir := spec.Config.RemoteDir
+		t.Cleanup(func() {
+			if !t.Failed() {
+				os.RemoveAll(dir)
+			}
+		})
 		s, err := plugins.Supervise(context.Background(), spec, opts)
 		if err != nil {
 			t.Fatal(err)
