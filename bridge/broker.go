@@ -853,7 +853,7 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 		b.mu.Lock()
 		c := b.jobs[f.job].Comps[f.k]
 		b.mu.Unlock()
-		fe, ok := b.sites[b.siteIdx[c.Site]].Backend.(backends.Fetcher)
+		fe, ok := backends.AsFetcher(b.sites[b.siteIdx[c.Site]].Backend)
 		if !ok {
 			continue
 		}
@@ -963,7 +963,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 func (b *Broker) uplinks() []policy.Link {
 	var out []policy.Link
 	for s, sc := range b.sites {
-		le, ok := sc.Backend.(backends.LinkEstimator)
+		le, ok := backends.AsLinkEstimator(sc.Backend)
 		if !ok {
 			continue
 		}

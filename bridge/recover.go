@@ -112,7 +112,7 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			continue
 		}
 		be := b.sites[b.siteIdx[c.Site]].Backend
-		f, ok := be.(backends.Finder)
+		f, ok := backends.AsFinder(be)
 		if !ok {
 			unknown++
 			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")

@@ -217,7 +217,7 @@ func (b *Broker) releaseNative(ctx context.Context, now time.Time) {
 		if !ok {
 			continue
 		}
-		rv, ok := b.sites[s].Backend.(backends.Reserver)
+		rv, ok := backends.AsReserver(b.sites[s].Backend)
 		if !ok {
 			continue
 		}
@@ -413,7 +413,7 @@ func (b *Broker) bindOne(ctx context.Context, j *Job, now time.Time, rep *BindRe
 	b.mu.Unlock()
 	b.doCancels(ctx, now, cancels)
 
-	rv, ok := b.sites[s].Backend.(backends.Reserver)
+	rv, ok := backends.AsReserver(b.sites[s].Backend)
 	if !ok {
 		b.mu.Lock()
 		b.failReserved(ctx, j, now, fmt.Sprintf("site %s cannot make advance reservations", bd.Resource))
@@ -461,7 +461,7 @@ func (b *Broker) settleBinding(ctx context.Context, j *Job, now time.Time, rep *
 	s, ok := b.siteIdx[site]
 	var rv backends.Reserver
 	if ok {
-		rv, ok = b.sites[s].Backend.(backends.Reserver)
+		rv, ok = backends.AsReserver(b.sites[s].Backend)
 	}
 	if !ok {
 		b.mu.Lock()

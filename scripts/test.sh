@@ -19,6 +19,15 @@ if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
   # shellcheck disable=SC1091
   source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}/testbed.env"
 fi
+# The generated-code staleness test (bridge/plugins/proto/v1) needs protoc and
+# the generators at the versions bridge/plugins/proto/v1/generate.go names.
+if ! command -v protoc >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q protobuf-compiler >/dev/null || echo "test.sh: could not install protoc; the staleness test will skip" >&2
+fi
+export GOBIN="${GOBIN:-$(go env GOPATH)/bin}"
+export PATH="$GOBIN:$PATH"
+go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.3.0
 cleanup() { if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi; }
 trap cleanup EXIT
 go vet ./...

@@ -333,7 +333,7 @@ func (s *suite) literal(t *testing.T) {
 	}
 	if s.h.Staging {
 		dir := t.TempDir()
-		if _, err := s.h.Backend.(backends.Fetcher).FetchOutputs(ctx, id, spec, dir); err != nil {
+		if _, err := mustFetcher(t, s.h.Backend).FetchOutputs(ctx, id, spec, dir); err != nil {
 			t.Fatalf("FetchOutputs: %v", err)
 		}
 		out, err := os.ReadFile(filepath.Join(dir, "gridsub.out"))
@@ -349,7 +349,7 @@ func (s *suite) literal(t *testing.T) {
 
 func (s *suite) staging(t *testing.T) {
 	ctx := context.Background()
-	f, ok := s.h.Backend.(backends.Fetcher)
+	f, ok := backends.AsFetcher(s.h.Backend)
 	if !ok {
 		t.Fatal("harness says Staging but the backend is not a Fetcher")
 	}
@@ -387,7 +387,7 @@ func (s *suite) staging(t *testing.T) {
 }
 
 func (s *suite) find(t *testing.T) {
-	fd, ok := s.h.Backend.(backends.Finder)
+	fd, ok := backends.AsFinder(s.h.Backend)
 	if !ok {
 		t.Skip("backend is not a Finder")
 	}
@@ -409,7 +409,7 @@ func (s *suite) find(t *testing.T) {
 
 func (s *suite) reservations(t *testing.T) {
 	ctx := context.Background()
-	rv, ok := s.h.Backend.(backends.Reserver)
+	rv, ok := backends.AsReserver(s.h.Backend)
 	if !ok {
 		t.Fatal("harness says Reservations but the backend is not a Reserver")
 	}

@@ -151,6 +151,7 @@ var Routes = []string{
 	"GET /v1/reservations",
 	"GET /v1/health",
 	"GET /openapi.yaml",
+	"GET /v1/plugins",
 }
 
 // NewServer returns a server for b.
@@ -167,7 +168,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
-	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi}
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}

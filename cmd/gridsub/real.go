@@ -15,6 +15,9 @@ import (
 // realSite returns the constructor of a site reached over SSH: one
 // connection per site, host key checked, key file or agent.
 func realSite(s *config.Site, log *slog.Logger) (func(context.Context) (backends.Backend, io.Closer, error), error) {
+	if s.Isolate || s.Plugin != nil {
+		return pluginSite(s, log)
+	}
 	if s.SSH == nil {
 		return nil, fmt.Errorf("site %s: kind %s needs an ssh section (host, port, user, key_file, known_hosts)", s.Name, s.Kind)
 	}

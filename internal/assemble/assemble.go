@@ -146,7 +146,7 @@ func (e *Env) Unreachable() map[string]error {
 	out := map[string]error{}
 	for _, name := range e.Broker.SiteNames() {
 		be, _ := e.Broker.Site(name)
-		if c, ok := be.(backends.Connectivity); ok {
+		if c, ok := backends.AsConnectivity(be); ok {
 			if err := c.ConnErr(); err != nil {
 				out[name] = err
 			}

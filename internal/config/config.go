@@ -54,6 +54,24 @@ type Site struct {
 	SSH       *SSH   `mapstructure:"ssh"`
 	Partition string `mapstructure:"partition"`  // partition (SLURM) or queue (PBS); "" = the site's default
 	RemoteDir string `mapstructure:"remote_dir"` // absolute directory at the site under which job directories are made
+	// Isolate runs the site's built-in backend out of process (gridsub
+	// re-executes itself as a plugin, supervised): a crash in the backend
+	// cannot take gridsub down. Only for slurm and pbs sites.
+	Isolate bool `mapstructure:"isolate"`
+	// Plugin loads the site's backend from an external plugin executable
+	// (docs/plugins.md); kind is then the plugin's own.
+	Plugin *Plugin `mapstructure:"plugin"`
+}
+
+// Plugin is an external backend plugin executable.
+type Plugin struct {
+	Path   string   `mapstructure:"path"`   // the executable (absolute, or relative to the working directory)
+	SHA256 string   `mapstructure:"sha256"` // its hex SHA-256, checked before it starts (required)
+	Args   []string `mapstructure:"args"`   // its arguments
+	// Options is passed to the plugin as its configuration's "options".
+	Options map[string]any `mapstructure:"options"`
+	// StartTimeout bounds its handshake (0 = 10s).
+	StartTimeout time.Duration `mapstructure:"start_timeout"`
 }
 
 // SSH is how gridsub reaches a site's login node. There is deliberately no

@@ -78,6 +78,8 @@ func (c *Config) validate() Errors {
 				bad(k+".nodes", "must be from 0 (= ask the site) to %d, got %d", MaxNodes, s.Nodes)
 			}
 			errs = append(errs, c.validateRemote(s, k)...)
+		case s.Plugin != nil && s.Kind != "":
+			// An external plugin's own kind (validatePlugin checks the rest).
 		default:
 			msg := fmt.Sprintf("must be one of %s, got %q", strings.Join(Kinds, ", "), s.Kind)
 			if sg := jobfile.Suggest(s.Kind, Kinds); sg != "" {
@@ -85,6 +87,7 @@ func (c *Config) validate() Errors {
 			}
 			bad(k+".kind", "%s", msg)
 		}
+		errs = append(errs, c.validatePlugin(s, k)...)
 		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
 			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)
 		}

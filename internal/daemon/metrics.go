@@ -151,7 +151,7 @@ func (m *metrics) link(site string, be backends.Backend) {
 // measuredLink is the transfer cost the site's backend has measured so far
 // (backends.LinkEstimator), or nil when it measures none or has not yet.
 func measuredLink(be backends.Backend) *store.Link {
-	le, ok := be.(backends.LinkEstimator)
+	le, ok := backends.AsLinkEstimator(be)
 	if !ok {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/store"
 )
 
@@ -26,9 +27,10 @@ type service struct {
 }
 
 var (
-	_ api.Broker       = (*service)(nil)
-	_ api.Checker      = (*service)(nil)
-	_ api.SiteReporter = (*service)(nil)
+	_ api.Broker         = (*service)(nil)
+	_ api.Checker        = (*service)(nil)
+	_ api.SiteReporter   = (*service)(nil)
+	_ api.PluginReporter = (*service)(nil)
 )
 
 func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
@@ -86,6 +88,18 @@ func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
 	out := make([]api.Site, 0, len(s.d.env.Sites))
 	for _, sp := range s.d.env.Sites {
 		out = append(out, api.NewSite(sp.Name, sp.Kind, sp.Nodes, sp.CoresPerNode, sp.H, byName[sp.Name]))
+	}
+	return out, nil
+}
+
+// Plugins answers GET /v1/plugins: what serves each site's backend now.
+func (s *service) Plugins(context.Context) ([]api.Plugin, error) {
+	out := make([]api.Plugin, 0, len(s.d.env.Sites))
+	for _, sp := range s.d.env.Sites {
+		be, _ := s.b.Site(sp.Name)
+		l := plugins.Describe(sp.Name, sp.Kind, be)
+		out = append(out, api.Plugin{Name: l.Name, Kind: l.Kind, Mode: l.Mode, Impl: l.Impl, Version: l.Version,
+			SHA256: l.SHA256, Pid: l.Pid, Health: l.Health, Reason: l.Reason, Restarts: l.Restarts})
 	}
 	return out, nil
 }

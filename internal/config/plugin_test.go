@@ -1,0 +1,42 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPluginSites(t *testing.T) {
+	const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	const slurm = "{name: R, kind: slurm, remote_dir: /scratch, ssh: {host: h, user: u, key_file: /k, known_hosts: /kh}%s}"
+	ok := "sites:\n  - " + strings.Replace(slurm, "%s", ", isolate: true", 1) + "\n" +
+		"  - {name: L, kind: local, nodes: 1, plugin: {path: /opt/p, sha256: \"" + sum + "\", args: [-v], options: {root: /x}, start_timeout: 3s}}\n"
+	c, err := Parse("p.yaml", []byte(ok), env(map[string]string{"HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Sites[0].Isolate || c.Sites[0].Plugin != nil {
+		t.Errorf("site R: %+v", c.Sites[0])
+	}
+	p := c.Sites[1].Plugin
+	if p == nil || p.Path != "/opt/p" || p.SHA256 != sum || len(p.Args) != 1 || p.Options["root"] != "/x" || p.StartTimeout != 3*time.Second {
+		t.Errorf("site L plugin: %+v", p)
+	}
+	for _, tc := range []struct{ name, src, key, text string }{
+		{"isolate sim", "sites: [{name: A, kind: sim, nodes: 1, isolate: true}]\n", "sites[0].isolate", "only a slurm or pbs"},
+		{"plugin and isolate", "sites: [{name: L, kind: local, isolate: true, plugin: {path: /p, sha256: \"" + sum + "\"}}]\n", "sites[0].isolate", "already runs out of process"},
+		{"no path", "sites: [{name: L, kind: local, plugin: {sha256: \"" + sum + "\"}}]\n", "sites[0].plugin.path", "missing"},
+		{"no sum", "sites: [{name: L, kind: local, plugin: {path: /p}}]\n", "sites[0].plugin.sha256", "64 hex digits"},
+		{"short sum", "sites: [{name: L, kind: local, plugin: {path: /p, sha256: abc}}]\n", "sites[0].plugin.sha256", "sha256sum /p"},
+		{"sim plugin", "sites: [{name: L, kind: sim, nodes: 1, plugin: {path: /p, sha256: \"" + sum + "\"}}]\n", "sites[0].plugin", "simulated site cannot"},
+		{"unknown plugin key", "sites: [{name: L, kind: local, plugin: {path: /p, sha: x}}]\n", "sites[0].plugin.sha", "unknown key"},
+		{"kind without plugin", "sites: [{name: L, kind: local}]\n", "sites[0].kind", "must be one of"},
+	} {
+		_, err := Parse("p.yaml", []byte(tc.src), env(map[string]string{"HOME": "/h"}))
+		var e *Error
+		if !errors.As(err, &e) || !strings.Contains(err.Error(), "p.yaml: "+tc.key+": ") || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("%s: %v, want %s: ...%s...", tc.name, err, tc.key, tc.text)
+		}
+	}
+}
