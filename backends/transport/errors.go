@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -37,6 +38,20 @@ var (
 	// ErrPathEscape: a remote path given to a Stager is absolute or leaves
 	// the stager's root via "..". Also matches backends.ErrInvalidSpec.
 	ErrPathEscape = fmt.Errorf("remote path escapes the staging root: %w", backends.ErrInvalidSpec)
+	// ErrSpecialFile: a remote path to stage or fetch is, or passes through,
+	// something other than a regular file or a directory (a symbolic link,
+	// device, FIFO or socket); the message names the path and its type.
+	// Nothing is followed or read. Also matches backends.ErrInvalidSpec.
+	ErrSpecialFile = fmt.Errorf("not a regular file or directory: %w", backends.ErrInvalidSpec)
+	// ErrTooLarge: a file is larger than Config.MaxFileSize (or the limit
+	// the caller gave); the copy stopped at the limit and the message names
+	// the file and the limit. Also matches backends.ErrInvalidSpec.
+	ErrTooLarge = fmt.Errorf("file exceeds the staging size limit: %w", backends.ErrInvalidSpec)
+	// ErrTransferTimeout: a transfer did not finish within its deadline
+	// (Config.MinTransferTime plus its size at Config.MinTransferRate) and
+	// was cancelled. Also matches context.DeadlineExceeded (so
+	// backends.Retryable reports it as retryable).
+	ErrTransferTimeout = fmt.Errorf("transfer deadline passed: %w", context.DeadlineExceeded)
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("ssh client closed")
 )
