@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"strings"
@@ -144,7 +145,7 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftpSession, error) {
 		sc.Close()
 		return fail("sftp init", ctx.Err())
 	}
-	ss = &sftpSession{Client: sc, sess: sess}
+	ss = &sftpSession{Client: sc, sess: sess, cn: cn}
 	cn.sftpMu.Lock()
 	cn.sftp = ss
 	cn.sftpMu.Unlock()
@@ -166,14 +167,28 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftpSession, error) {
 type sftpSession struct {
 	*sftp.Client
 	sess *ssh.Session
+	cn   *conn
 }
 
 // abort ends the session without waiting for the server: pending requests
 // fail, and the client shuts down (sftp.Client.Close alone would wait for
-// the server to answer).
-func (ss *sftpSession) abort() {
+// the server to answer). When even that does not end it within abortGrace
+// (the network path itself hangs: the server never confirms the close),
+// the whole SSH connection is closed; the next call reconnects.
+func (ss *sftpSession) abort(log *slog.Logger) {
 	ss.sess.Close()
-	go ss.Client.Close()
+	go func() {
+		done := make(chan struct{})
+		go func() { ss.Client.Close(); close(done) }()
+		t := time.NewTimer(abortGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			log.Warn("sftp session did not end after it was closed; closing the ssh connection", "grace", abortGrace)
+			ss.cn.ssh.Close()
+		}
+	}()
 }
 
 // removeOrphans retries the removal of temp files that a failed Put left
@@ -245,7 +260,7 @@ func (c *Client) abortOnCancel(ctx context.Context, ss *sftpSession) (done func(
 		case <-finished:
 		case <-t.C:
 			c.log.Warn("sftp transfer still running after its context ended; closing the sftp session", "grace", abortGrace)
-			ss.abort()
+			ss.abort(c.log)
 		}
 	})
 	return func() {
