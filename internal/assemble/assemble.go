@@ -43,6 +43,10 @@ type Spec struct {
 	Epoch     time.Time     // simulated start time (zero = now, rounded to the second)
 	Store     bridge.Store
 	IDPrefix  string // see bridge.Options.IDPrefix
+	// FetchWorkers and FetchTimeout bound output fetching (staging.*; see
+	// bridge.Options); 0 = the bridge's defaults.
+	FetchWorkers int
+	FetchTimeout time.Duration
 }
 
 // Options are knobs of the caller, not of the configuration.
@@ -120,7 +124,8 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		return nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
 	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
-		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead})
+		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
+		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
