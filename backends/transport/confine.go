@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -64,16 +65,34 @@ func (s *Stager) walk(sc *sftp.Client, full string, mkdirs bool) (fs.FileInfo, e
 		rel = full
 	}
 	parts := strings.Split(rel, "/")
-	if mkdirs {
-		// The root is configuration: create it as configured.
+	if mkdirs && !s.rootMade.Load() {
+		// The root is configuration: create it as configured, once.
 		if err := sc.MkdirAll(s.root); err != nil {
 			return nil, c.transferErr("creating directory", s.root, err)
 		}
+		s.rootMade.Store(true)
 	}
+	// Every component is Lstat'ed at once (pkg/sftp pipelines concurrent
+	// requests: one round trip, not one per level), then judged in order.
+	paths := make([]string, len(parts))
 	cur := s.root
-	for _, p := range parts[:len(parts)-1] {
+	for i, p := range parts {
 		cur = path.Join(cur, p)
-		fi, err := sc.Lstat(cur)
+		paths[i] = cur
+	}
+	infos := make([]fs.FileInfo, len(paths))
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			infos[i], errs[i] = sc.Lstat(paths[i])
+		}()
+	}
+	wg.Wait()
+	for i, cur := range paths[:len(paths)-1] {
+		fi, err := infos[i], errs[i]
 		if errors.Is(err, fs.ErrNotExist) && mkdirs {
 			if err := sc.Mkdir(cur); err != nil {
 				// Someone may have made it meanwhile: check what is there.
@@ -82,6 +101,10 @@ func (s *Stager) walk(sc *sftp.Client, full string, mkdirs bool) (fs.FileInfo, e
 				}
 			}
 			fi, err = sc.Lstat(cur)
+			// What lay below a missing directory was not there either.
+			for k := i + 1; k < len(paths); k++ {
+				infos[k], errs[k] = nil, fs.ErrNotExist
+			}
 		}
 		if err != nil {
 			return nil, c.transferErr("checking", cur, err)
@@ -91,7 +114,7 @@ func (s *Stager) walk(sc *sftp.Client, full string, mkdirs bool) (fs.FileInfo, e
 				ErrSpecialFile, cur, c.cfg.addr(), fileType(fi.Mode()), s.root)
 		}
 	}
-	fi, err := sc.Lstat(full)
+	fi, err := infos[len(paths)-1], errs[len(paths)-1]
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -24,8 +25,9 @@ import (
 // Stager stages files over the Client's one SFTP session, confined to a
 // root directory at the site. It is safe for concurrent use.
 type Stager struct {
-	c    *Client
-	root string
+	c        *Client
+	root     string
+	rootMade atomic.Bool // root was created (or found) by a Put
 }
 
 var _ backends.Stager = (*Stager)(nil)
