@@ -42,16 +42,16 @@ var (
 	// something other than a regular file or a directory (a symbolic link,
 	// device, FIFO or socket); the message names the path and its type.
 	// Nothing is followed or read. Also matches backends.ErrInvalidSpec.
-	ErrSpecialFile = fmt.Errorf("not a regular file or directory: %w", backends.ErrInvalidSpec)
+	ErrSpecialFile error = &kindErr{"not a regular file or directory", backends.ErrInvalidSpec}
 	// ErrTooLarge: a file is larger than Config.MaxFileSize (or the limit
 	// the caller gave); the copy stopped at the limit and the message names
 	// the file and the limit. Also matches backends.ErrInvalidSpec.
-	ErrTooLarge = fmt.Errorf("file exceeds the staging size limit: %w", backends.ErrInvalidSpec)
+	ErrTooLarge error = &kindErr{"over the staging size limit", backends.ErrInvalidSpec}
 	// ErrTransferTimeout: a transfer did not finish within its deadline
 	// (Config.MinTransferTime plus its size at Config.MinTransferRate) and
 	// was cancelled. Also matches context.DeadlineExceeded (so
 	// backends.Retryable reports it as retryable).
-	ErrTransferTimeout = fmt.Errorf("transfer deadline passed: %w", context.DeadlineExceeded)
+	ErrTransferTimeout error = &kindErr{"transfer deadline passed", context.DeadlineExceeded}
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("ssh client closed")
 )
@@ -60,3 +60,13 @@ var (
 func unavailable(format string, args ...any) error {
 	return fmt.Errorf("%w: %w", backends.ErrUnavailable, fmt.Errorf(format, args...))
 }
+
+// kindErr is a sentinel that also matches a broader class (errors.Is) without
+// repeating that class's text in every message.
+type kindErr struct {
+	msg   string
+	class error
+}
+
+func (e *kindErr) Error() string { return e.msg }
+func (e *kindErr) Unwrap() error { return e.class }
