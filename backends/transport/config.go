@@ -16,6 +16,10 @@ const (
 	DefaultMaxSessions = 8 // below OpenSSH's default MaxSessions 10
 	DefaultKeepAlive   = 30 * time.Second
 	DefaultDialTimeout = 20 * time.Second
+	// DefaultMaxOutput bounds the stdout (and the stderr) Run keeps of one
+	// command: 64 MiB, far above any batch system's answer for thousands
+	// of jobs.
+	DefaultMaxOutput = 64 << 20
 	// DefaultSFTPRequests is the number of concurrent SFTP requests in
 	// flight per file when concurrency is on.
 	DefaultSFTPRequests = 64
@@ -79,6 +83,10 @@ type Config struct {
 	// DefaultMinTransferRate (1 MiB/s) and DefaultMinTransferTime (1m).
 	MinTransferRate float64
 	MinTransferTime time.Duration
+	// MaxOutput bounds what Run keeps of a command's stdout and of its
+	// stderr, in bytes; more fails with ErrOutputLimit. 0 means
+	// DefaultMaxOutput (64 MiB).
+	MaxOutput int
 
 	Logger *slog.Logger
 }
@@ -111,6 +119,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.SFTPRequests <= 0 {
 		cfg.SFTPRequests = DefaultSFTPRequests
+	}
+	switch {
+	case cfg.MaxOutput == 0:
+		cfg.MaxOutput = DefaultMaxOutput
+	case cfg.MaxOutput < 0:
+		return cfg, fmt.Errorf("transport config: max output %d (want > 0 bytes; 0 means %d)", cfg.MaxOutput, DefaultMaxOutput)
 	}
 	switch {
 	case cfg.MaxFileSize == 0:

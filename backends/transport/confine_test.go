@@ -336,3 +336,28 @@ func (s *stallAfter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestPrivateSSHDRunOutputBounded: a command that writes without end (here
+// `head -c 4MiB /dev/zero` against a 1 MiB MaxOutput, through a real sshd)
+// gets ErrOutputLimit (also backends.ErrBadOutput) with the first MiB
+// kept, and the connection stays usable.
+func TestPrivateSSHDRunOutputBounded(t *testing.T) {
+	cfg, _ := startPrivateSSHD(t)
+	cfg.MaxOutput = 1 << 20
+	ctx := ctxTimeout(t, 60*time.Second)
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Run(ctx, []string{"head", "-c", "4194304", "/dev/zero"}, nil)
+	if !errors.Is(err, ErrOutputLimit) || !errors.Is(err, backends.ErrBadOutput) || !strings.Contains(err.Error(), "1048576") {
+		t.Fatalf("4 MiB of output: %v, want ErrOutputLimit naming the limit", err)
+	}
+	if len(res.Stdout) != 1<<20 {
+		t.Errorf("kept %d bytes, want the first 1 MiB", len(res.Stdout))
+	}
+	if res, err := c.Run(ctx, []string{"echo", "still here"}, nil); err != nil || string(res.Stdout) != "still here\n" {
+		t.Errorf("after the overflow: %q %v", res.Stdout, err)
+	}
+}

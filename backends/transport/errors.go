@@ -52,6 +52,10 @@ var (
 	// was cancelled. Also matches context.DeadlineExceeded (so
 	// backends.Retryable reports it as retryable).
 	ErrTransferTimeout error = &kindErr{"transfer deadline passed", context.DeadlineExceeded}
+	// ErrOutputLimit: a remote command wrote more than Config.MaxOutput
+	// bytes to stdout or stderr; Run keeps the first MaxOutput bytes of each
+	// and discards the rest. Also matches backends.ErrBadOutput.
+	ErrOutputLimit error = &kindErr{"command output over the limit", backends.ErrBadOutput}
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("ssh client closed")
 )
