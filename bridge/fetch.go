@@ -114,6 +114,8 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 			inline = append(inline, t)
 		} else {
 			queued = append(queued, t)
+			b.addEvent(j, now, "fetching", "", fmt.Sprintf("the job has ended; fetching its outputs into %s (the job ends once they are here)", j.Req.OutputDir))
+			_ = b.persist(ctx, j)
 		}
 	}
 	b.mu.Unlock()
