@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +91,11 @@ type Options struct {
 	// be read from, symbolic links resolved. None: no request may stage
 	// inputs. See bridge/validate.go for every check Submit makes.
 	InputRoots []string
+	// FetchWorkers bounds the output fetches of real sites running at once
+	// (default DefaultFetchWorkers); FetchTimeout bounds each job's fetch
+	// (default DefaultFetchTimeout). See fetch.go.
+	FetchWorkers int
+	FetchTimeout time.Duration
 }
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
@@ -125,6 +129,8 @@ type Broker struct {
 	releases  []release      // native reservations to delete
 	trust     []float64      // per-site trust for the policy (SetTrust); 0 = unset
 	toDrop    []string       // ids of jobs that ended, for Options.Drop
+
+	fetch fetchPool // output fetches of real sites (fetch.go)
 
 	notesMu    sync.Mutex
 	notes      []note // pushed changes not yet applied
@@ -512,8 +518,8 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	}
 	b.mu.Unlock()
 	b.doCancels(ctx, now, cancels)
-	if len(b.ended) > 0 {
-		b.fetchEnded(ctx, now)
+	if len(b.ended) > 0 || b.fetchPending() {
+		b.fetchEnded(ctx, now) // fetch.go
 	}
 	b.releaseNative(ctx, now)
 }
@@ -818,68 +824,6 @@ func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 		_ = b.persist(ctx, j)
 		b.mu.Unlock()
 	}
-}
-
-// fetchEnded brings back the outputs of completed and failed jobs that asked
-// for an output directory and have not been fetched yet.
-func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
-	type fetch struct {
-		job  string
-		k    int
-		dir  string
-		spec *backends.JobSpec
-	}
-	var todo []fetch
-	b.mu.Lock()
-	ended := b.ended
-	b.ended = nil
-	for _, id := range ended {
-		j := b.jobs[id]
-		if j.final == nil || j.State.Final() { // cancelled meanwhile: nothing to bring back
-			j.final = nil
-			continue
-		}
-		j.Outputs = []string{} // fetched (or tried) once
-		for k, c := range j.Comps {
-			dir := j.Req.OutputDir
-			if len(j.Comps) > 1 {
-				dir = filepath.Join(dir, fmt.Sprintf("%d-%s", k, c.Site))
-			}
-			todo = append(todo, fetch{j.ID, k, dir, b.spec(j, k, len(j.Comps), c.Site, c.Nodes, policy.Option{})})
-		}
-	}
-	b.mu.Unlock()
-	for _, f := range todo {
-		b.mu.Lock()
-		c := b.jobs[f.job].Comps[f.k]
-		b.mu.Unlock()
-		fe, ok := backends.AsFetcher(b.sites[b.siteIdx[c.Site]].Backend)
-		if !ok {
-			continue
-		}
-		paths, err := fe.FetchOutputs(ctx, c.RemoteID, f.spec, f.dir)
-		b.mu.Lock()
-		j := b.jobs[f.job]
-		j.Outputs = append(j.Outputs, paths...) // what arrived, even when something else did not
-		if err != nil {
-			j.FetchErrors = append(j.FetchErrors, err.Error())
-			b.addEvent(j, now, "fetch-failed", c.Site, err.Error())
-		} else {
-			b.addEvent(j, now, "outputs", c.Site, fmt.Sprintf("%d file(s) in %s", len(paths), f.dir))
-		}
-		_ = b.persist(ctx, j)
-		b.mu.Unlock()
-	}
-	// The jobs end now that their outputs are here (or could not be).
-	b.mu.Lock()
-	for _, id := range ended {
-		if j := b.jobs[id]; j.final != nil && !j.State.Final() {
-			b.end(j, *j.final, now)
-			_ = b.persist(ctx, j)
-		}
-	}
-	b.compactLive()
-	b.mu.Unlock()
 }
 
 // eachSite runs fn for every site: concurrently for real sites, in order for

@@ -478,6 +478,14 @@ func TestJobEndsOnlyOnceItsOutputsAreFetched(t *testing.T) {
 	mustCycle(t, b, t0)
 	fs.set(j.ID, backends.StateCompleted, 0)
 	mustCycle(t, b, t0.Add(time.Minute))
+	// A real site's fetch runs off the cycle: the next cycle ends the job.
+	if err := b.WaitFetches(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Job(j.ID); got.State.Final() {
+		t.Fatalf("job %s before the cycle that applies its fetch", got.State)
+	}
+	mustCycle(t, b, t0.Add(2*time.Minute))
 	got, _ := b.Job(j.ID)
 	if fs.seen == "" || fs.seen.Final() {
 		t.Fatalf("during the fetch the job was %q; it must not look ended yet", fs.seen)

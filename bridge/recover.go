@@ -52,6 +52,10 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			continue
 		}
 		b.jobs[j.ID] = j
+		// How a job ends while its outputs are fetched lives in memory
+		// only; a store that hands back the struct (MemStore) must not
+		// make the recovered job skip its fetch.
+		j.final = nil
 		switch j.State {
 		case Queued:
 			b.queue = append(b.queue, j.ID)

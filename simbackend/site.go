@@ -3,7 +3,6 @@ package simbackend
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -523,20 +522,21 @@ func (s *Site) FetchOutputs(ctx context.Context, id backends.JobID, spec *backen
 		msg = fmt.Sprintf("[gridsub sim] %s: %s never started on %s: %s at %s (virtual time)\n",
 			name, what, s.cfg.Name, st.Reason, st.End.UTC().Format(time.RFC3339))
 	}
-	if err := os.MkdirAll(localDir, 0o755); err != nil {
+	// Written like a real site's outputs: never through a link out of
+	// localDir, each file complete under its name or not at all.
+	out, err := backends.OpenOutputDir(localDir)
+	if err != nil {
 		return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
 	}
-	p := filepath.Join(localDir, "stdout.txt")
-	if err := os.WriteFile(p, []byte(msg), 0o644); err != nil {
+	defer out.Close()
+	p, err := out.WriteFile("stdout.txt", []byte(msg))
+	if err != nil {
 		return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
 	}
 	paths := []string{p}
 	for _, o := range outs {
-		p := filepath.Join(localDir, filepath.FromSlash(o))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
-		}
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
+		p, err := out.WriteFile(filepath.ToSlash(filepath.Clean(filepath.FromSlash(o))), nil)
+		if err != nil {
 			return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
 		}
 		paths = append(paths, p)

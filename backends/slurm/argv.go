@@ -146,10 +146,12 @@ func ExitFilesArgv(paths []string) []string {
 	return append([]string{"grep", "-H", "-s", ""}, paths...)
 }
 
-// ListFilesArgv lists the regular files below dir, relative to it, NUL
-// separated (-P: symbolic links are never followed).
+// ListFilesArgv lists everything below dir, relative to it, each entry
+// its type letter (find's %y: f regular file, d directory, l symbolic
+// link, p FIFO, s socket, b/c device) then its path, NUL terminated. -P:
+// symbolic links are listed, never followed.
 func ListFilesArgv(dir string) []string {
-	return []string{"find", "-P", dir, "-mindepth", "1", "-type", "f", "-printf", "%P\\0"}
+	return []string{"find", "-P", dir, "-mindepth", "1", "-printf", "%y%P\\0"}
 }
 
 // ConfigArgv shows the controller's configuration (to find JobCompLoc).

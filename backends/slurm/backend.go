@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -40,6 +38,13 @@ type Config struct {
 	// time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// MaxJobBytes bounds the bytes staged in for one job, and those
+	// fetched back, each way (staging.max_job_bytes); 0 means
+	// DefaultMaxJobBytes (50 GiB).
+	MaxJobBytes int64
+	// MaxFileSize is the Stager's per-file limit (staging.max_file_size),
+	// for messages; 0 means transport.DefaultMaxFileSize.
+	MaxFileSize int64
 }
 
 // Backend drives one SLURM cluster through a Runner and a Stager.
@@ -241,10 +246,13 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 		if b.stage == nil {
 			return "", fmt.Errorf("%w: %s has no stager, cannot stage %d input(s)", backends.ErrUnsupported, b.cfg.Name, len(spec.Inputs))
 		}
+		budget := b.maxJobBytes()
 		for _, in := range spec.Inputs {
-			if err := b.put(ctx, dir, in); err != nil {
+			n, err := b.put(ctx, dir, in, budget)
+			if err != nil {
 				return "", err
 			}
+			budget -= n
 		}
 	}
 	argv := SubmitArgv(path.Join(b.remoteDir(), dir), SbatchArgs(spec, b.cfg.Partition))
@@ -275,26 +283,6 @@ func (b *Backend) remoteDir() string {
 		return "."
 	}
 	return b.cfg.RemoteDir
-}
-
-func (b *Backend) put(ctx context.Context, dir string, in backends.StageFile) error {
-	rel, err := relPath("input", in.Remote)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(in.Local)
-	if err != nil {
-		return fmt.Errorf("%w: input %s: %w", backends.ErrInvalidSpec, in.Local, err)
-	}
-	defer f.Close()
-	mode := in.Mode
-	if mode == 0 {
-		mode = 0o644
-	}
-	if _, err := b.stage.Put(ctx, f, path.Join(dir, rel), mode); err != nil {
-		return fmt.Errorf("%s: staging %s: %w", b.cfg.Name, in.Remote, err)
-	}
-	return nil
 }
 
 // MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
@@ -615,90 +603,6 @@ func (b *Backend) relDir(abs string) (string, bool) {
 		return "", false
 	}
 	return abs[i+1:], true
-}
-
-// FetchOutputs copies the job's stdout and stderr (gridsub.out,
-// gridsub.err) and spec.Outputs from its job directory into localDir, and
-// returns the local paths. A missing stdout/stderr is skipped; a missing
-// declared output is an error.
-func (b *Backend) FetchOutputs(ctx context.Context, id backends.JobID, spec *backends.JobSpec, localDir string) ([]string, error) {
-	if b.stage == nil {
-		return nil, fmt.Errorf("%w: %s has no stager", backends.ErrUnsupported, b.cfg.Name)
-	}
-	dir := JobDir(spec)
-	var got []string
-	fetch := func(rel string, optional bool) error {
-		local := filepath.Join(localDir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			return err
-		}
-		tmp := local + ".gridsub-part"
-		f, err := os.Create(tmp)
-		if err != nil {
-			return err
-		}
-		_, gerr := b.stage.Get(ctx, path.Join(dir, rel), f)
-		cerr := f.Close()
-		if gerr != nil {
-			os.Remove(tmp)
-			if optional && errors.Is(gerr, os.ErrNotExist) {
-				return nil
-			}
-			return fmt.Errorf("%s: fetching %s of job %s: %w", b.cfg.Name, rel, id, gerr)
-		}
-		if cerr != nil {
-			os.Remove(tmp)
-			return cerr
-		}
-		if err := os.Rename(tmp, local); err != nil {
-			return err
-		}
-		got = append(got, local)
-		return nil
-	}
-	for _, f := range []string{StdoutFile, StderrFile} {
-		if err := fetch(f, true); err != nil {
-			return got, err
-		}
-	}
-	for _, o := range spec.Outputs {
-		rel, err := relPath("output", o)
-		if err != nil {
-			return got, err
-		}
-		if !strings.HasSuffix(o, "/") {
-			if err := fetch(rel, false); err != nil {
-				return got, err
-			}
-			continue
-		}
-		// A directory: list its regular files (symbolic links are not
-		// followed, so nothing outside the job directory is fetched).
-		files, err := b.listFiles(ctx, path.Join(dir, rel))
-		if err != nil {
-			return got, fmt.Errorf("%s: listing %s of job %s: %w", b.cfg.Name, o, id, err)
-		}
-		for _, f := range files {
-			if err := fetch(path.Join(rel, f), false); err != nil {
-				return got, err
-			}
-		}
-	}
-	return got, nil
-}
-
-// listFiles returns the regular files below dir (relative to RemoteDir),
-// as paths relative to dir, sorted.
-func (b *Backend) listFiles(ctx context.Context, dir string) ([]string, error) {
-	argv := ListFilesArgv(path.Join(b.remoteDir(), dir))
-	r, err := b.exec(ctx, argv, nil)
-	if err != nil {
-		return nil, err
-	}
-	if r.ExitCode != 0 {
-		return nil, b.commandErr(argv, r)
-	}
-	return ParseFileList(r.Stdout)
 }
 
 // CreateReservation makes a native reservation. SLURM silently clamps

@@ -18,6 +18,9 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 	if cfg.User == "" {
 		cfg.User = ssh.User
 	}
+	if cfg.MaxFileSize == 0 {
+		cfg.MaxFileSize = ssh.MaxFileSize
+	}
 	if cfg.Logger != nil && ssh.Logger == nil {
 		ssh.Logger = cfg.Logger
 	}

@@ -13,7 +13,9 @@
 //     SLURM 22.05 daemons (testdata/, see testdata/README.md); unreadable
 //     output is an error wrapping backends.ErrBadOutput that quotes the text;
 //   - the Backend (backend.go), which implements backends.Backend, Finder,
-//     Fetcher and Reserver on top of them.
+//     Fetcher and Reserver on top of them; staging in and fetching outputs
+//     (stage.go) move regular files only, within the job's byte budget
+//     (Config.MaxJobBytes), and write outputs through backends.OutputDir.
 //
 // Each job runs in its own directory <RemoteDir>/gridsub/<grid id>[-<k>]/
 // through a generated bash wrapper (wrapper.go) that sets the environment,

@@ -414,20 +414,60 @@ var jobIDRe = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
 
 func validJobID(s string) bool { return jobIDRe.MatchString(s) }
 
-// ParseFileList reads the NUL-separated relative paths ListFilesArgv prints.
-// A path that is absolute or climbs out with ".." is refused: the listing
-// came from the site and is not trusted.
-func ParseFileList(out []byte) ([]string, error) {
-	var files []string
+// FileEntry is one entry of a directory listing (ListFilesArgv).
+type FileEntry struct {
+	Type byte   // find's %y: 'f' regular file, 'd' directory, 'l' link, 'p' FIFO, 's' socket, 'b'/'c' device
+	Path string // relative to the listed directory
+}
+
+// TypeName names the entry's type for messages.
+func (e FileEntry) TypeName() string {
+	switch e.Type {
+	case 'f':
+		return "regular file"
+	case 'd':
+		return "directory"
+	case 'l':
+		return "symbolic link"
+	case 'p':
+		return "named pipe (FIFO)"
+	case 's':
+		return "socket"
+	case 'b':
+		return "block device"
+	case 'c':
+		return "character device"
+	}
+	return fmt.Sprintf("file of unknown type %q", e.Type)
+}
+
+// MaxListEntries bounds a directory listing: an output directory with more
+// entries is refused rather than fetched file by file.
+const MaxListEntries = 100000
+
+// ParseFileList reads the NUL-terminated "<type><path>" entries
+// ListFilesArgv prints, sorted by path. A path that is absolute or climbs
+// out with ".." is refused, and so is a listing of more than
+// MaxListEntries entries: the listing came from the site and is not
+// trusted.
+func ParseFileList(out []byte) ([]FileEntry, error) {
+	var ents []FileEntry
 	for _, f := range strings.Split(string(out), "\x00") {
 		if f == "" {
 			continue
 		}
-		if path.IsAbs(f) || f == ".." || strings.HasPrefix(f, "../") || strings.Contains(f, "/../") {
-			return nil, fmt.Errorf("%w: file list entry %q escapes the directory", backends.ErrBadOutput, f)
+		if len(f) < 2 {
+			return nil, fmt.Errorf("%w: file list entry %q has no path", backends.ErrBadOutput, f)
 		}
-		files = append(files, f)
+		e := FileEntry{Type: f[0], Path: f[1:]}
+		if path.IsAbs(e.Path) || e.Path == ".." || strings.HasPrefix(e.Path, "../") || strings.Contains(e.Path, "/../") || strings.HasSuffix(e.Path, "/..") {
+			return nil, fmt.Errorf("%w: file list entry %q escapes the directory", backends.ErrBadOutput, e.Path)
+		}
+		if len(ents) == MaxListEntries {
+			return nil, fmt.Errorf("%w: more than %d entries in the listing; refused", backends.ErrBadOutput, MaxListEntries)
+		}
+		ents = append(ents, e)
 	}
-	sort.Strings(files)
-	return files, nil
+	sort.Slice(ents, func(i, k int) bool { return ents[i].Path < ents[k].Path })
+	return ents, nil
 }

@@ -396,16 +396,30 @@ func TestParseExitFilesAndGridDir(t *testing.T) {
 }
 
 func TestParseFileList(t *testing.T) {
-	got, err := ParseFileList([]byte("b/x.log\x00a.log\x00name with\nnewline\x00"))
+	out, err := os.ReadFile("testdata/find_outputs.out")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"a.log", "b/x.log", "name with\nnewline"}; !slices.Equal(got, want) {
-		t.Fatalf("got %q, want %q", got, want)
+	got, err := ParseFileList(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, bad := range []string{"../etc/passwd\x00", "/etc/passwd\x00", "a/../../b\x00"} {
+	var gotS []string
+	for _, e := range got {
+		gotS = append(gotS, string(e.Type)+" "+e.Path+" ("+e.TypeName()+")")
+	}
+	want := []string{"f a.log (regular file)", "p fifo (named pipe (FIFO))", "l leak (symbolic link)",
+		"f name with\nnewline (regular file)", "l rootlink (symbolic link)", "s sock (socket)",
+		"d sub (directory)", "f sub/b.log (regular file)", "l zero (symbolic link)"}
+	if !slices.Equal(gotS, want) {
+		t.Fatalf("got %q, want %q", gotS, want)
+	}
+	for _, bad := range []string{"f../etc/passwd\x00", "f/etc/passwd\x00", "fa/../../b\x00", "fa/..\x00", "f\x00"} {
 		if _, err := ParseFileList([]byte(bad)); !errors.Is(err, backends.ErrBadOutput) {
 			t.Errorf("%q: got %v, want ErrBadOutput", bad, err)
 		}
+	}
+	if _, err := ParseFileList([]byte(strings.Repeat("fx\x00", MaxListEntries+1))); !errors.Is(err, backends.ErrBadOutput) {
+		t.Errorf("a listing of %d entries: %v, want ErrBadOutput", MaxListEntries+1, err)
 	}
 }

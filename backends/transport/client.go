@@ -490,8 +490,8 @@ func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (backe
 		return res, err
 	}
 	defer s.Close()
-	var stdout, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &stdout, &stderr
+	stdout, stderr := &capBuffer{max: c.cfg.MaxOutput}, &capBuffer{max: c.cfg.MaxOutput}
+	s.Stdout, s.Stderr = stdout, stderr
 	if stdin != nil {
 		s.Stdin = stdin
 	}
@@ -514,6 +514,10 @@ func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (backe
 		return res, fmt.Errorf("running %s on %s: %w", argv[0], c.cfg.addr(), ctx.Err())
 	}
 	res.Stdout, res.Stderr, res.Duration = stdout.Bytes(), stderr.Bytes(), time.Since(start)
+	if stdout.over || stderr.over {
+		return res, fmt.Errorf("%w: %s on %s wrote more than %d bytes to stdout or stderr; the rest was discarded",
+			ErrOutputLimit, argv[0], c.cfg.addr(), c.cfg.MaxOutput)
+	}
 	var ee *ssh.ExitError
 	var missing *ssh.ExitMissingError
 	switch {
@@ -527,6 +531,27 @@ func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (backe
 	}
 	return res, nil
 }
+
+// capBuffer keeps the first max bytes written to it and discards the rest
+// (still accepting them, so the remote command is not blocked), noting
+// that it did. (Not an embedded bytes.Buffer: io.Copy would use its
+// ReadFrom and bypass the cap.)
+type capBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *capBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); len(p) > room {
+		b.over = true
+		b.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *capBuffer) Bytes() []byte { return b.buf.Bytes() }
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {

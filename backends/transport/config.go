@@ -16,6 +16,10 @@ const (
 	DefaultMaxSessions = 8 // below OpenSSH's default MaxSessions 10
 	DefaultKeepAlive   = 30 * time.Second
 	DefaultDialTimeout = 20 * time.Second
+	// DefaultMaxOutput bounds the stdout (and the stderr) Run keeps of one
+	// command: 64 MiB, far above any batch system's answer for thousands
+	// of jobs.
+	DefaultMaxOutput = 64 << 20
 	// DefaultSFTPRequests is the number of concurrent SFTP requests in
 	// flight per file when concurrency is on.
 	DefaultSFTPRequests = 64
@@ -70,6 +74,22 @@ type Config struct {
 	// SFTPRequests is the number of concurrent requests per file. 0 means 64.
 	SFTPRequests int
 
+	// MaxFileSize bounds every file a Stager puts or gets, in bytes; a
+	// larger one fails with ErrTooLarge, the copy stopped at the limit. 0
+	// means DefaultMaxFileSize (10 GiB).
+	MaxFileSize int64
+	// MinTransferRate (bytes per second) and MinTransferTime make each
+	// transfer's deadline: a transfer of n bytes is cancelled with
+	// ErrTransferTimeout after MinTransferTime + n/MinTransferRate (an
+	// upload of unknown size counts as MaxFileSize). 0 means
+	// DefaultMinTransferRate (1 MiB/s) and DefaultMinTransferTime (1m).
+	MinTransferRate float64
+	MinTransferTime time.Duration
+	// MaxOutput bounds what Run keeps of a command's stdout and of its
+	// stderr, in bytes; more fails with ErrOutputLimit. 0 means
+	// DefaultMaxOutput (64 MiB).
+	MaxOutput int
+
 	Logger *slog.Logger
 }
 
@@ -101,6 +121,30 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.SFTPRequests <= 0 {
 		cfg.SFTPRequests = DefaultSFTPRequests
+	}
+	switch {
+	case cfg.MaxOutput == 0:
+		cfg.MaxOutput = DefaultMaxOutput
+	case cfg.MaxOutput < 0:
+		return cfg, fmt.Errorf("transport config: max output %d (want > 0 bytes; 0 means %d)", cfg.MaxOutput, DefaultMaxOutput)
+	}
+	switch {
+	case cfg.MaxFileSize == 0:
+		cfg.MaxFileSize = DefaultMaxFileSize
+	case cfg.MaxFileSize < 0:
+		return cfg, fmt.Errorf("transport config: max file size %d (want > 0 bytes; 0 means %d)", cfg.MaxFileSize, DefaultMaxFileSize)
+	}
+	switch {
+	case cfg.MinTransferRate == 0:
+		cfg.MinTransferRate = DefaultMinTransferRate
+	case !(cfg.MinTransferRate > 0) || cfg.MinTransferRate > 1e15:
+		return cfg, fmt.Errorf("transport config: min transfer rate %g bytes/s (want > 0 and finite)", cfg.MinTransferRate)
+	}
+	switch {
+	case cfg.MinTransferTime == 0:
+		cfg.MinTransferTime = DefaultMinTransferTime
+	case cfg.MinTransferTime < 0:
+		return cfg, fmt.Errorf("transport config: min transfer time %s (want > 0)", cfg.MinTransferTime)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

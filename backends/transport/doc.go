@@ -79,9 +79,27 @@
 //
 // Client.Stager(root) returns a backends.Stager confined to root. Remote
 // paths are cleaned; absolute paths and paths leaving root via ".." are
-// refused with ErrPathEscape (which matches backends.ErrInvalidSpec). Symbolic
-// links on the server are out of scope: a link inside root pointing outside
-// it is followed by the server.
+// refused with ErrPathEscape (which matches backends.ErrInvalidSpec). On the
+// server every component below root is checked with Lstat before anything
+// is opened or created (missing directories are made one at a time and
+// checked again): a symbolic link, device, FIFO or socket anywhere on the
+// path, or as the file itself, fails with ErrSpecialFile naming the path
+// and its type, so no link is followed out of root in either direction and
+// only regular files move. Get also checks that the opened handle is the
+// file it checked (type, size, mtime). Root itself is configuration and
+// may be a link. SFTP has no openat: a process of the remote user that
+// swaps a checked directory for a link between the check and the open is
+// not excluded (SLURM kills a job's processes when it ends, so in practice
+// a finished job cannot).
+//
+// Every transfer is bounded. A file over Config.MaxFileSize fails with
+// ErrTooLarge before a byte moves when its size is known, and a source or
+// remote file that grows past it (an endless stream) is stopped at the
+// limit; GetLimit takes a tighter per-call limit (a job's remaining
+// budget). Each transfer runs under its own deadline, MinTransferTime +
+// size/MinTransferRate from its start, and ends with ErrTransferTimeout
+// (which matches context.DeadlineExceeded) when it passes: a stalled server
+// or network path costs at most that long plus the abort graces below.
 //
 // All transfers use the connection's one SFTP client (pkg/sftp) with
 // concurrent reads and writes (Config.SFTPRequests requests in flight per
@@ -95,7 +113,9 @@
 // pkg/sftp notices a cancelled ctx only between requests; if a transfer has
 // not returned abortGrace (2s) after its ctx ended (a stalled server), its
 // SFTP session is closed under it (other transfers on it fail as
-// unavailable; the next one starts a new session).
+// unavailable; the next one starts a new session); if even that is not
+// confirmed within another abortGrace (the network path hangs), the SSH
+// connection is closed and the next call reconnects.
 //
 // # Accounting
 //

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -37,6 +38,24 @@ var (
 	// ErrPathEscape: a remote path given to a Stager is absolute or leaves
 	// the stager's root via "..". Also matches backends.ErrInvalidSpec.
 	ErrPathEscape = fmt.Errorf("remote path escapes the staging root: %w", backends.ErrInvalidSpec)
+	// ErrSpecialFile: a remote path to stage or fetch is, or passes through,
+	// something other than a regular file or a directory (a symbolic link,
+	// device, FIFO or socket); the message names the path and its type.
+	// Nothing is followed or read. Also matches backends.ErrInvalidSpec.
+	ErrSpecialFile error = &kindErr{"not a regular file or directory", backends.ErrInvalidSpec}
+	// ErrTooLarge: a file is larger than Config.MaxFileSize (or the limit
+	// the caller gave); the copy stopped at the limit and the message names
+	// the file and the limit. Also matches backends.ErrInvalidSpec.
+	ErrTooLarge error = &kindErr{"over the staging size limit", backends.ErrInvalidSpec}
+	// ErrTransferTimeout: a transfer did not finish within its deadline
+	// (Config.MinTransferTime plus its size at Config.MinTransferRate) and
+	// was cancelled. Also matches context.DeadlineExceeded (so
+	// backends.Retryable reports it as retryable).
+	ErrTransferTimeout error = &kindErr{"transfer deadline passed", context.DeadlineExceeded}
+	// ErrOutputLimit: a remote command wrote more than Config.MaxOutput
+	// bytes to stdout or stderr; Run keeps the first MaxOutput bytes of each
+	// and discards the rest. Also matches backends.ErrBadOutput.
+	ErrOutputLimit error = &kindErr{"command output over the limit", backends.ErrBadOutput}
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("ssh client closed")
 )
@@ -45,3 +64,13 @@ var (
 func unavailable(format string, args ...any) error {
 	return fmt.Errorf("%w: %w", backends.ErrUnavailable, fmt.Errorf(format, args...))
 }
+
+// kindErr is a sentinel that also matches a broader class (errors.Is) without
+// repeating that class's text in every message.
+type kindErr struct {
+	msg   string
+	class error
+}
+
+func (e *kindErr) Error() string { return e.msg }
+func (e *kindErr) Unwrap() error { return e.class }

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -23,8 +25,9 @@ import (
 // Stager stages files over the Client's one SFTP session, confined to a
 // root directory at the site. It is safe for concurrent use.
 type Stager struct {
-	c    *Client
-	root string
+	c        *Client
+	root     string
+	rootMade atomic.Bool // root was created (or found) by a Put
 }
 
 var _ backends.Stager = (*Stager)(nil)
@@ -144,7 +147,7 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftpSession, error) {
 		sc.Close()
 		return fail("sftp init", ctx.Err())
 	}
-	ss = &sftpSession{Client: sc, sess: sess}
+	ss = &sftpSession{Client: sc, sess: sess, cn: cn}
 	cn.sftpMu.Lock()
 	cn.sftp = ss
 	cn.sftpMu.Unlock()
@@ -166,14 +169,28 @@ func (c *Client) sftpOn(ctx context.Context, cn *conn) (*sftpSession, error) {
 type sftpSession struct {
 	*sftp.Client
 	sess *ssh.Session
+	cn   *conn
 }
 
 // abort ends the session without waiting for the server: pending requests
 // fail, and the client shuts down (sftp.Client.Close alone would wait for
-// the server to answer).
-func (ss *sftpSession) abort() {
+// the server to answer). When even that does not end it within abortGrace
+// (the network path itself hangs: the server never confirms the close),
+// the whole SSH connection is closed; the next call reconnects.
+func (ss *sftpSession) abort(log *slog.Logger) {
 	ss.sess.Close()
-	go ss.Client.Close()
+	go func() {
+		done := make(chan struct{})
+		go func() { ss.Client.Close(); close(done) }()
+		t := time.NewTimer(abortGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			log.Warn("sftp session did not end after it was closed; closing the ssh connection", "grace", abortGrace)
+			ss.cn.ssh.Close()
+		}
+	}()
 }
 
 // removeOrphans retries the removal of temp files that a failed Put left
@@ -245,7 +262,7 @@ func (c *Client) abortOnCancel(ctx context.Context, ss *sftpSession) (done func(
 		case <-finished:
 		case <-t.C:
 			c.log.Warn("sftp transfer still running after its context ended; closing the sftp session", "grace", abortGrace)
-			ss.abort()
+			ss.abort(c.log)
 		}
 	})
 	return func() {
@@ -264,6 +281,15 @@ func (c *Client) abortOnCancel(ctx context.Context, ss *sftpSession) (done func(
 // partial file. Missing parent directories inside the root are created.
 // mode 0 means 0644. The Transfer records bytes, duration and the SHA-256
 // computed while streaming, and feeds the Client's Estimator.
+//
+// Confinement: every directory below the root on the way to remote is
+// checked with Lstat (and created one at a time); a symbolic link, device,
+// FIFO or socket there, or an existing final name that is not a regular
+// file, fails with ErrSpecialFile and nothing is written. Bounds: more than
+// Config.MaxFileSize bytes fail with ErrTooLarge (the copy stops there),
+// and the whole Put is cancelled with ErrTransferTimeout after
+// MinTransferTime + size/MinTransferRate (size from src's Stat or Len, else
+// MaxFileSize).
 func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.FileMode) (backends.Transfer, error) {
 	var tr backends.Transfer
 	full, err := s.resolve(remote)
@@ -274,27 +300,40 @@ func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.
 		mode = 0o644
 	}
 	c := s.c
-	ss, err := c.sftpClient(ctx)
-	if err != nil {
-		return tr, err
+	max := c.cfg.MaxFileSize
+	size := sourceSize(src)
+	if size > max {
+		return tr, fmt.Errorf("%w: %s is %d bytes, over the limit of %d bytes (staging.max_file_size)", ErrTooLarge, remote, size, max)
 	}
-	defer c.abortOnCancel(ctx, ss)()
+	tctx, dl := c.transferDeadline(ctx, "upload of "+full)
+	defer dl.stop()
+	if size < 0 {
+		dl.expect(max)
+	} else {
+		dl.expect(size)
+	}
+	ss, err := c.sftpClient(tctx)
+	if err != nil {
+		return tr, s.timeoutErr(tctx, err)
+	}
+	defer c.abortOnCancel(tctx, ss)()
 	sc := ss.Client
 	start := time.Now()
 	dir, name := path.Split(full)
-	if dir == "" {
-		dir = "."
-	}
-	if err := sc.MkdirAll(dir); err != nil {
-		return tr, c.transferErr("creating directory", dir, err)
+	dir = path.Clean(dir)
+	if _, err := s.walk(sc, full, true); err != nil {
+		return tr, s.timeoutErr(tctx, err)
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	// Keep the temp name within NAME_MAX (255) for long final names.
 	tmp := path.Join(dir, "."+name[:min(len(name), 200)]+".gridsub-tmp-"+hex.EncodeToString(rnd[:]))
 	h := sha256.New()
-	in := &srcReader{ctx: ctx, r: io.TeeReader(src, h)}
-	n, err := s.upload(ctx, sc, in, tmp, mode)
+	in := &srcReader{ctx: tctx, r: io.TeeReader(&capReader{r: src, left: max}, h)}
+	n, err := s.upload(tctx, sc, in, tmp, mode)
+	if errors.Is(err, errLimit) {
+		err = fmt.Errorf("%w: %s: stopped after %d bytes, the limit (staging.max_file_size)", ErrTooLarge, remote, max)
+	}
 	if err == nil {
 		if _, ok := sc.HasExtension("posix-rename@openssh.com"); ok {
 			err = sc.PosixRename(tmp, full)
@@ -312,14 +351,24 @@ func (s *Stager) Put(ctx context.Context, src io.Reader, remote string, mode fs.
 			c.mu.Unlock()
 			c.log.Warn("could not remove temp file of a failed upload; will retry with the next sftp session", "path", tmp, "err", rmErr)
 		}
-		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w (%w)", err, ctx.Err())
-		}
-		return tr, err
+		return tr, s.timeoutErr(tctx, err)
 	}
 	tr = backends.Transfer{Bytes: n, Duration: time.Since(start), SHA256: hex.EncodeToString(h.Sum(nil))}
 	c.est.Observe(tr)
 	return tr, nil
+}
+
+// timeoutErr adds why tctx ended (the caller's cancel or the transfer
+// deadline) to err when it did and err does not say so yet.
+func (s *Stager) timeoutErr(tctx context.Context, err error) error {
+	cause := ctxErr(tctx)
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	if errors.Is(cause, ErrTransferTimeout) || !errors.Is(err, tctx.Err()) {
+		return fmt.Errorf("%w (%w)", cause, err)
+	}
+	return err
 }
 
 // upload writes r to tmp and returns the byte count once the file is
@@ -341,8 +390,11 @@ func (s *Stager) upload(ctx context.Context, sc *sftp.Client, r *srcReader, tmp 
 		n, err = f.ReadFromWithConcurrency(r, c.cfg.SFTPRequests)
 	}
 	if err != nil {
+		if errors.Is(err, errLimit) || errors.Is(r.err, errLimit) {
+			return n, errLimit
+		}
 		if ctx.Err() != nil {
-			return n, fmt.Errorf("uploading %s to %s: %w", tmp, c.cfg.addr(), ctx.Err())
+			return n, fmt.Errorf("uploading %s to %s: %w", tmp, c.cfg.addr(), ctxErr(ctx))
 		}
 		if r.err != nil {
 			return n, fmt.Errorf("uploading %s to %s: reading the local source: %w", tmp, c.cfg.addr(), r.err)
@@ -376,31 +428,70 @@ func (s *Stager) upload(ctx context.Context, sc *sftp.Client, r *srcReader, tmp 
 // bytes received equal the remote file's size; the Transfer records bytes,
 // duration and SHA-256, and feeds the Client's Estimator. On error dst may
 // hold a prefix of the file.
+//
+// Confinement: every component below the root is checked with Lstat
+// first; a symbolic link (to /etc/passwd, to /dev/zero, to a directory),
+// device, FIFO or socket anywhere on the path fails with ErrSpecialFile
+// before anything is opened, and the opened handle must still be the
+// regular file checked. Bounds: a file over Config.MaxFileSize fails with
+// ErrTooLarge (one that grows past it while read stops at the limit), and
+// the Get is cancelled with ErrTransferTimeout after MinTransferTime +
+// size/MinTransferRate.
 func (s *Stager) Get(ctx context.Context, remote string, dst io.Writer) (backends.Transfer, error) {
+	return s.GetLimit(ctx, remote, dst, 0)
+}
+
+// GetLimit is Get with a tighter size limit for this file (a job's
+// remaining byte budget): limit <= 0 or above Config.MaxFileSize means
+// Config.MaxFileSize.
+func (s *Stager) GetLimit(ctx context.Context, remote string, dst io.Writer, limit int64) (backends.Transfer, error) {
 	var tr backends.Transfer
 	full, err := s.resolve(remote)
 	if err != nil {
 		return tr, err
 	}
 	c := s.c
-	ss, err := c.sftpClient(ctx)
-	if err != nil {
-		return tr, err
+	max := c.cfg.MaxFileSize
+	if limit > 0 && limit < max {
+		max = limit
 	}
-	defer c.abortOnCancel(ctx, ss)()
+	tctx, dl := c.transferDeadline(ctx, "download of "+full)
+	defer dl.stop()
+	ss, err := c.sftpClient(tctx)
+	if err != nil {
+		return tr, s.timeoutErr(tctx, err)
+	}
+	defer c.abortOnCancel(tctx, ss)()
 	sc := ss.Client
 	start := time.Now()
+	lfi, err := s.walk(sc, full, false)
+	if err == nil && lfi == nil {
+		err = c.transferErr("opening", full, fs.ErrNotExist)
+	}
+	if err != nil {
+		return tr, s.timeoutErr(tctx, err)
+	}
+	if lfi.Size() > max {
+		return tr, fmt.Errorf("%w: %s on %s is %d bytes, over the limit of %d bytes", ErrTooLarge, full, c.cfg.addr(), lfi.Size(), max)
+	}
+	dl.expect(lfi.Size())
 	f, err := sc.Open(full)
 	if err != nil {
-		return tr, c.transferErr("opening", full, err)
+		return tr, s.timeoutErr(tctx, c.transferErr("opening", full, err))
 	}
 	defer f.Close() // read-only: a close error cannot lose data
 	st, err := f.Stat()
 	if err != nil {
-		return tr, c.transferErr("stat of", full, err)
+		return tr, s.timeoutErr(tctx, c.transferErr("stat of", full, err))
+	}
+	// The handle must be the file walk checked: a component swapped for a
+	// link in between shows here as another type, size or time.
+	if !st.Mode().IsRegular() || st.Size() != lfi.Size() || !st.ModTime().Equal(lfi.ModTime()) {
+		return tr, fmt.Errorf("%w: %s on %s changed while it was opened (now a %s of %d bytes); refused",
+			ErrSpecialFile, full, c.cfg.addr(), fileType(st.Mode()), st.Size())
 	}
 	h := sha256.New()
-	w := &ctxWriter{ctx: ctx, w: io.MultiWriter(dst, h)}
+	w := &ctxWriter{ctx: tctx, w: io.MultiWriter(dst, h), left: max}
 	var n int64
 	if c.cfg.SFTPSequential {
 		n, err = io.Copy(w, struct{ io.Reader }{f})
@@ -408,15 +499,17 @@ func (s *Stager) Get(ctx context.Context, remote string, dst io.Writer) (backend
 		n, err = f.WriteTo(w)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return tr, fmt.Errorf("downloading %s from %s: %w", full, c.cfg.addr(), ctx.Err())
-		}
-		if w.err != nil {
+		switch {
+		case w.over:
+			return tr, fmt.Errorf("%w: %s on %s grew past the limit of %d bytes while read; stopped there", ErrTooLarge, full, c.cfg.addr(), max)
+		case tctx.Err() != nil:
+			return tr, fmt.Errorf("downloading %s from %s: %w", full, c.cfg.addr(), ctxErr(tctx))
+		case w.err != nil:
 			return tr, fmt.Errorf("downloading %s from %s: writing locally: %w", full, c.cfg.addr(), err)
 		}
 		return tr, c.transferErr("reading", full, err)
 	}
-	if st.Mode().IsRegular() && n != st.Size() {
+	if n != st.Size() {
 		return tr, unavailable("download of %s from %s is incomplete: got %d of %d bytes", full, c.cfg.addr(), n, st.Size())
 	}
 	tr = backends.Transfer{Bytes: n, Duration: time.Since(start), SHA256: hex.EncodeToString(h.Sum(nil))}
@@ -424,18 +517,32 @@ func (s *Stager) Get(ctx context.Context, remote string, dst io.Writer) (backend
 	return tr, nil
 }
 
-// ctxWriter stops a copy once ctx is done and remembers local write errors.
+// ctxWriter stops a copy once ctx is done or left bytes were written,
+// and remembers local write errors.
 type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-	err error
+	ctx  context.Context
+	w    io.Writer
+	left int64
+	over bool // the copy hit the limit
+	err  error
 }
 
 func (w *ctxWriter) Write(p []byte) (int, error) {
 	if err := w.ctx.Err(); err != nil {
 		return 0, err
 	}
+	if int64(len(p)) > w.left {
+		n, err := w.w.Write(p[:w.left])
+		w.left -= int64(n)
+		w.over = true
+		if err != nil {
+			w.err = err
+			return n, err
+		}
+		return n, errLimit
+	}
 	n, err := w.w.Write(p)
+	w.left -= int64(n)
 	if err != nil {
 		w.err = err
 	}

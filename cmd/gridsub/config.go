@@ -26,11 +26,12 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 		OutputRoot: cfg.Broker.OutputRoot,
 		InputRoots: cfg.Broker.InputRoots,
 	}
+	spec.FetchWorkers, spec.FetchTimeout = cfg.Staging.FetchWorkers, cfg.Staging.FetchTimeout
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]
 		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H}
 		if s.Kind != config.KindSim {
-			real, err := realSite(s, log)
+			real, err := realSite(s, &cfg.Staging, log)
 			if err != nil {
 				return spec, err
 			}

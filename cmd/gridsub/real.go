@@ -14,7 +14,7 @@ import (
 
 // realSite returns the constructor of a site reached over SSH: one
 // connection per site, host key checked, key file or agent.
-func realSite(s *config.Site, log *slog.Logger) (func(context.Context) (backends.Backend, io.Closer, error), error) {
+func realSite(s *config.Site, st *config.Staging, log *slog.Logger) (func(context.Context) (backends.Backend, io.Closer, error), error) {
 	if s.Isolate || s.Plugin != nil {
 		return pluginSite(s, log)
 	}
@@ -26,7 +26,9 @@ func realSite(s *config.Site, log *slog.Logger) (func(context.Context) (backends
 		// A site that is down at start does not stop the others: the broker
 		// sees it as down (its calls fail) and it is used once it answers.
 		// Host key and authentication errors still stop everything.
-		Lazy: true}
+		Lazy: true,
+		// Every transfer bounded (staging.*): per file, and in time.
+		MaxFileSize: int64(st.MaxFileSize), MinTransferRate: float64(st.MinRate), MinTransferTime: st.MinTime}
 	if s.SSH.KeyFile != "" {
 		ssh.KeyFiles = []string{s.SSH.KeyFile}
 	}
@@ -35,7 +37,8 @@ func realSite(s *config.Site, log *slog.Logger) (func(context.Context) (backends
 	}
 	switch s.Kind {
 	case config.KindSlurm:
-		cfg := slurm.Config{Name: s.Name, Partition: s.Partition, RemoteDir: s.RemoteDir, User: s.SSH.User, Logger: log}
+		cfg := slurm.Config{Name: s.Name, Partition: s.Partition, RemoteDir: s.RemoteDir, User: s.SSH.User, Logger: log,
+			MaxJobBytes: int64(st.MaxJobBytes)}
 		return func(ctx context.Context) (backends.Backend, io.Closer, error) {
 			b, err := slurm.Connect(ctx, cfg, ssh)
 			if err != nil {

@@ -47,6 +47,10 @@ type Spec struct {
 	// inputs read (bridge.Options.OutputRoot, InputRoots).
 	OutputRoot string
 	InputRoots []string
+	// FetchWorkers and FetchTimeout bound output fetching (staging.*; see
+	// bridge.Options); 0 = the bridge's defaults.
+	FetchWorkers int
+	FetchTimeout time.Duration
 }
 
 // Options are knobs of the caller, not of the configuration.
@@ -125,7 +129,8 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
-		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots})
+		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
+		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -35,6 +35,7 @@ type Config struct {
 	Network Network `mapstructure:"network"`
 	Broker  Broker  `mapstructure:"broker"`
 	Sim     Sim     `mapstructure:"sim"`
+	Staging Staging `mapstructure:"staging"`
 
 	// Source names where the configuration came from ("configs/testbed.yaml
 	// (built in)" or the file path); it is not read from the file.
@@ -140,6 +141,27 @@ type Broker struct {
 	InsecurePlaintext bool   `mapstructure:"insecure_plaintext"`
 }
 
+// Staging bounds every file moved to and from the real sites (SFTP stage-in
+// and output fetch) and the broker's output fetching.
+type Staging struct {
+	// MaxFileSize bounds one staged or fetched file; a larger one is
+	// refused, a growing or endless one stopped at the limit. Default 10GiB.
+	MaxFileSize Size `mapstructure:"max_file_size"`
+	// MaxJobBytes bounds the inputs of one job, and its outputs, each way.
+	// Default 50GiB.
+	MaxJobBytes Size `mapstructure:"max_job_bytes"`
+	// MinRate and MinTime make each transfer's deadline: a file of n bytes
+	// must move within min_time + n/min_rate, else it is cancelled.
+	// Defaults 1MiB/s and 1m.
+	MinRate Bandwidth     `mapstructure:"min_rate"`
+	MinTime time.Duration `mapstructure:"min_time"`
+	// FetchWorkers is how many jobs' outputs are fetched at once, off the
+	// scheduling cycle (default 4); FetchTimeout bounds one job's fetch
+	// (default 6h).
+	FetchWorkers int           `mapstructure:"fetch_workers"`
+	FetchTimeout time.Duration `mapstructure:"fetch_timeout"`
+}
+
 // Sim configures the simulated sites.
 type Sim struct {
 	TimeScale float64 `mapstructure:"time_scale"` // virtual seconds per wall second in interactive runs, > 0
@@ -164,6 +186,12 @@ var defaults = map[string]any{
 	"broker.tls_key":            "",
 	"broker.insecure_plaintext": false,
 	"sim.time_scale":            600,
+	"staging.max_file_size":     "10GiB",
+	"staging.max_job_bytes":     "50GiB",
+	"staging.min_rate":          "1MiB/s",
+	"staging.min_time":          "1m",
+	"staging.fetch_workers":     4,
+	"staging.fetch_timeout":     "6h",
 	"sim.seed":                  1,
 }
 

@@ -239,7 +239,7 @@ func TestValidation(t *testing.T) {
 		sentinel             error
 	}{
 		{"no sites", "broker: {policy: greedy}\n", "sites", "at least one site", ErrInvalid},
-		{"unknown key", base + "brokr: {policy: x}\n", "brokr", "unknown key `brokr` at the top level (valid: sites, network, broker, sim); did you mean `broker`?", ErrUnknownKey},
+		{"unknown key", base + "brokr: {policy: x}\n", "brokr", "unknown key `brokr` at the top level (valid: sites, network, broker, sim, staging); did you mean `broker`?", ErrUnknownKey},
 		{"unknown site key", "sites: [{name: A, kind: sim, node: 4}]\n", "sites[0].node", "did you mean `nodes`?", ErrUnknownKey},
 		{"bad yaml", "sites: [\n", "", "not valid YAML", ErrRead},
 		{"sites not a list", "sites: {name: A}\n", "sites", "must be a list, got a mapping", ErrInvalid},
@@ -260,6 +260,15 @@ func TestValidation(t *testing.T) {
 		{"bandwidth", base + "network: {default: {bandwidth: 10}}\n", "network.default.bandwidth", "(bits per second), got 10", ErrInvalid},
 		{"bandwidth zero", base + "network: {default: {bandwidth: 0MB/s}}\n", "network.default.bandwidth", "must be > 0", ErrInvalid},
 		{"latency number", base + "network: {default: {latency: 5}}\n", "network.default.latency", "with a unit", ErrInvalid},
+		{"staging size", base + "staging: {max_file_size: 10 bananas}\n", "staging.max_file_size", `cannot read "10 bananas"`, ErrInvalid},
+		{"staging size negative", base + "staging: {max_file_size: -5}\n", "staging.max_file_size", "number of bytes >= 0, got", ErrInvalid},
+		{"staging size zero", base + "staging: {max_file_size: 0}\n", "staging.max_file_size", "must be a size > 0", ErrInvalid},
+		{"staging job below file", base + "staging: {max_file_size: 2GiB, max_job_bytes: 1GiB}\n", "staging.max_job_bytes", "at least staging.max_file_size (2147483648 bytes)", ErrInvalid},
+		{"staging huge", base + "staging: {max_job_bytes: 100000000TiB}\n", "staging.max_job_bytes", "too large", ErrInvalid},
+		{"staging rate", base + "staging: {min_rate: 0MB/s}\n", "staging.min_rate", "must be > 0", ErrInvalid},
+		{"staging min_time", base + "staging: {min_time: 0s}\n", "staging.min_time", "between 1s and 24h", ErrInvalid},
+		{"staging workers", base + "staging: {fetch_workers: 0}\n", "staging.fetch_workers", "must be 1-64, got 0", ErrInvalid},
+		{"staging fetch timeout", base + "staging: {fetch_timeout: 100000h}\n", "staging.fetch_timeout", "between 1s and 720h", ErrInvalid},
 		{"link site", base + "network: {links: [{from: A, to: C, bandwidth: 1MB/s}]}\n", "network.links[0].to", `unknown site "C" (sites: A, B)`, ErrInvalid},
 		{"link self", base + "network: {links: [{from: A, to: A, bandwidth: 1MB/s}]}\n", "network.links[0]", "always free", ErrInvalid},
 		{"link dup", base + "network: {links: [{from: A, to: B, bandwidth: 1MB/s}, {from: A, to: B, bandwidth: 2MB/s}]}\n", "network.links[1]", "already given", ErrInvalid},
@@ -389,4 +398,27 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = c.Snapshot(time.Unix(0, 0))
 	})
+}
+
+// TestStagingDefaults: the staging limits default to 10GiB per file, 50GiB
+// per job, 1MiB/s over 1m, 4 fetch workers and 6h per fetch; a file's
+// values and GRIDSUB_STAGING_* overrides replace them.
+func TestStagingDefaults(t *testing.T) {
+	const base = "sites:\n  - {name: A, kind: sim, nodes: 4}\n"
+	cfg, err := Parse("d.yaml", []byte(base), func(k string) (string, bool) { return "/home/u", k == "HOME" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Staging{MaxFileSize: 10 << 30, MaxJobBytes: 50 << 30, MinRate: 1 << 20, MinTime: time.Minute, FetchWorkers: 4, FetchTimeout: 6 * time.Hour}
+	if cfg.Staging != want {
+		t.Fatalf("defaults %+v, want %+v", cfg.Staging, want)
+	}
+	env := map[string]string{"GRIDSUB_STAGING_MAX_JOB_BYTES": "3GB", "HOME": "/home/u"}
+	cfg, err = Parse("d.yaml", []byte(base+"staging: {max_file_size: 512MiB, fetch_workers: 2}\n"), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Staging.MaxFileSize != 512<<20 || cfg.Staging.MaxJobBytes != 3e9 || cfg.Staging.FetchWorkers != 2 {
+		t.Fatalf("overrides: %+v", cfg.Staging)
+	}
 }

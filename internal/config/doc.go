@@ -1,6 +1,9 @@
 // Package config loads gridsub's site configuration: which sites exist (kind
 // sim, slurm or pbs, nodes, cores, heterogeneity h, how to reach them over
-// SSH), the network between them, the broker's settings and the simulator's.
+// SSH), the network between them, the broker's settings, the simulator's,
+// and the staging limits (staging.max_file_size, max_job_bytes, min_rate,
+// min_time, fetch_workers, fetch_timeout: every transfer to and from a real
+// site bounded in size and time; see Staging).
 //
 // Load reads a YAML file (a regular file of at most MaxFileSize bytes: a
 // FIFO or a device is refused without being read) with viper (or, for path "", the built-in
@@ -21,7 +24,7 @@
 //     use it, and the testbed.env file that exports the local testbed's
 //     variables;
 //  5. converts every value to its type (durations as in job files, rates
-//     such as "1MB/s" or "10Mbps", numbers given as strings by ${VAR}),
+//     such as "1MB/s" or "10Mbps", sizes such as "10GiB", numbers given as strings by ${VAR}),
 //     fills defaults, and validates every value. Every number has a range
 //     (the Min*/Max* constants of validate.go): beyond it a value would
 //     overflow the int64-nanosecond arithmetic built on it or stall the

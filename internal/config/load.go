@@ -199,6 +199,20 @@ func (p *loader) leaf(v any, t reflect.Type, path string) any {
 		}
 		p.fail(path, ErrInvalid, "must be a duration with a unit like \"575ms\", \"1s\" or \"1h30m\", got %s", describe(v))
 		return nil
+	case t == sizeType:
+		if isString {
+			n, err := jobfile.ParseSize(s)
+			if err != nil {
+				p.fail(path, ErrInvalid, "%v", err)
+				return nil
+			}
+			return n
+		}
+		if n, ok := v.(int); ok && n >= 0 {
+			return n
+		}
+		p.fail(path, ErrInvalid, "must be a size like \"10GiB\" or \"512MB\" or a number of bytes >= 0, got %s", describe(v))
+		return nil
 	case t == bandwidthType:
 		if isString {
 			b, err := ParseBandwidth(s)
@@ -380,6 +394,7 @@ func sortStrings(s []string) []string { sort.Strings(s); return s }
 var (
 	durationType  = reflect.TypeOf(time.Duration(0))
 	bandwidthType = reflect.TypeOf(Bandwidth(0))
+	sizeType      = reflect.TypeOf(Size(0))
 )
 
 // typeName says what a Go type means to a user.

@@ -68,3 +68,9 @@ func ParseBandwidth(s string) (Bandwidth, error) {
 	}
 	return Bandwidth(bytesPerSec), nil
 }
+
+// Size is a byte count, given like "10GiB" or "512MB" (units as in
+// jobfile.ParseSize) or as a plain number of bytes.
+type Size int64
+
+func (s Size) String() string { return strconv.FormatInt(int64(s), 10) + "B" }

@@ -175,6 +175,35 @@ func (c *Config) validate() Errors {
 	} else if c.Sim.TimeScale < MinTimeScale || c.Sim.TimeScale > MaxTimeScale {
 		bad("sim.time_scale", "must be from %v to %v virtual seconds per wall second, got %v", MinTimeScale, MaxTimeScale, c.Sim.TimeScale)
 	}
+	errs = append(errs, c.validateStaging()...)
+	return errs
+}
+
+// validateStaging checks the staging limits.
+func (c *Config) validateStaging() Errors {
+	var errs Errors
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Source: c.Source, Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+	}
+	st := &c.Staging
+	if st.MaxFileSize <= 0 {
+		bad("staging.max_file_size", "must be a size > 0 like \"10GiB\", got %d bytes", st.MaxFileSize)
+	}
+	if st.MaxJobBytes < st.MaxFileSize {
+		bad("staging.max_job_bytes", "must be at least staging.max_file_size (%d bytes), got %d bytes", st.MaxFileSize, st.MaxJobBytes)
+	}
+	if !(st.MinRate > 0) {
+		bad("staging.min_rate", "must be a rate > 0 like \"1MiB/s\", got %v", st.MinRate)
+	}
+	if st.MinTime < time.Second || st.MinTime > 24*time.Hour {
+		bad("staging.min_time", "must be between 1s and 24h, got %s", st.MinTime)
+	}
+	if st.FetchWorkers < 1 || st.FetchWorkers > 64 {
+		bad("staging.fetch_workers", "must be 1-64, got %d", st.FetchWorkers)
+	}
+	if st.FetchTimeout < time.Second || st.FetchTimeout > 30*24*time.Hour {
+		bad("staging.fetch_timeout", "must be between 1s and 720h, got %s", st.FetchTimeout)
+	}
 	return errs
 }
 
