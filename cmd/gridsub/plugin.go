@@ -15,8 +15,10 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/config"
+	"github.com/gridsub/gridsub/policy/coalloc"
 )
 
 // pluginSite returns the constructor of a site whose backend runs out of
@@ -88,7 +90,12 @@ hand it only says that it is a plugin and exits.`,
 		Short: "Serve the built-in planner NAME",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return usageErr(fmt.Errorf("serving planner %q as a plugin is not in this build yet", args[0]))
+			p, err := coalloc.ByName(args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			plannerrpc.ServePlanner(p)
+			return nil
 		},
 	})
 	c.AddCommand(serve)

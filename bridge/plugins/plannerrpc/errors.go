@@ -3,14 +3,17 @@ package plannerrpc
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gridsub/gridsub/bridge/plugins/wire"
 )
 
 // Errors of the planner boundary.
 var (
 	// ErrPluginExited: the plugin process is gone (crashed, killed, or
-	// closed) while or before a call ran. The host's plugins package has the
-	// same sentinel; the two are to be unified when the layers meet.
-	ErrPluginExited = errors.New("planner plugin exited")
+	// closed) while or before a call ran. It is the plugin layer's one
+	// sentinel (wire.ErrPluginExited, also plugins.ErrPluginExited), so
+	// errors.Is answers alike for a backend and a planner plugin.
+	ErrPluginExited = wire.ErrPluginExited
 	// ErrUnsupported: the plugin does not serve the RPC (e.g. the session
 	// RPCs of a planner that is not a policy.Incremental). It matches
 	// errors.ErrUnsupported too.

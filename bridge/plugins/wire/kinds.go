@@ -15,23 +15,27 @@ type Kind int32
 
 // The kinds. Append only: a number once used keeps its meaning.
 const (
-	KindUnspecified    Kind = 0
-	KindUnknownJob     Kind = 1
-	KindInvalidSpec    Kind = 2
-	KindUnavailable    Kind = 3
-	KindRejected       Kind = 4
-	KindBadOutput      Kind = 5
-	KindUnsupported    Kind = 6
-	KindHostKeyChanged Kind = 7
-	KindHostKeyUnknown Kind = 8
-	KindHostKeyRevoked Kind = 9
-	KindAuth           Kind = 10
-	KindSessionLimit   Kind = 11
-	KindPathEscape     Kind = 12
-	KindClosed         Kind = 13
-	KindCanceled       Kind = 14
-	KindDeadline       Kind = 15
-	KindInternal       Kind = 16
+	KindUnspecified     Kind = 0
+	KindUnknownJob      Kind = 1
+	KindInvalidSpec     Kind = 2
+	KindUnavailable     Kind = 3
+	KindRejected        Kind = 4
+	KindBadOutput       Kind = 5
+	KindUnsupported     Kind = 6
+	KindHostKeyChanged  Kind = 7
+	KindHostKeyUnknown  Kind = 8
+	KindHostKeyRevoked  Kind = 9
+	KindAuth            Kind = 10
+	KindSessionLimit    Kind = 11
+	KindPathEscape      Kind = 12
+	KindClosed          Kind = 13
+	KindCanceled        Kind = 14
+	KindDeadline        Kind = 15
+	KindInternal        Kind = 16
+	KindSpecialFile     Kind = 17
+	KindTooLarge        Kind = 18
+	KindTransferTimeout Kind = 19
+	KindOutputLimit     Kind = 20
 )
 
 // Row is one line of the table: a kind, its name on the wire (the enum
@@ -63,6 +67,10 @@ var Table = []Row{
 	{KindCanceled, "CANCELED", context.Canceled, "context.Canceled"},
 	{KindDeadline, "DEADLINE", context.DeadlineExceeded, "context.DeadlineExceeded"},
 	{KindInternal, "INTERNAL", nil, ""},
+	{KindSpecialFile, "SPECIAL_FILE", transport.ErrSpecialFile, "transport.ErrSpecialFile"},
+	{KindTooLarge, "TOO_LARGE", transport.ErrTooLarge, "transport.ErrTooLarge"},
+	{KindTransferTimeout, "TRANSFER_TIMEOUT", transport.ErrTransferTimeout, "transport.ErrTransferTimeout"},
+	{KindOutputLimit, "OUTPUT_LIMIT", transport.ErrOutputLimit, "transport.ErrOutputLimit"},
 }
 
 func row(k Kind) (Row, bool) {

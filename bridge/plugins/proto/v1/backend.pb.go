@@ -50,6 +50,10 @@ const (
 	BackendErrorKind_BACKEND_ERROR_KIND_CANCELED         BackendErrorKind = 14
 	BackendErrorKind_BACKEND_ERROR_KIND_DEADLINE         BackendErrorKind = 15
 	BackendErrorKind_BACKEND_ERROR_KIND_INTERNAL         BackendErrorKind = 16
+	BackendErrorKind_BACKEND_ERROR_KIND_SPECIAL_FILE     BackendErrorKind = 17
+	BackendErrorKind_BACKEND_ERROR_KIND_TOO_LARGE        BackendErrorKind = 18
+	BackendErrorKind_BACKEND_ERROR_KIND_TRANSFER_TIMEOUT BackendErrorKind = 19
+	BackendErrorKind_BACKEND_ERROR_KIND_OUTPUT_LIMIT     BackendErrorKind = 20
 )
 
 // Enum value maps for BackendErrorKind.
@@ -72,6 +76,10 @@ var (
 		14: "BACKEND_ERROR_KIND_CANCELED",
 		15: "BACKEND_ERROR_KIND_DEADLINE",
 		16: "BACKEND_ERROR_KIND_INTERNAL",
+		17: "BACKEND_ERROR_KIND_SPECIAL_FILE",
+		18: "BACKEND_ERROR_KIND_TOO_LARGE",
+		19: "BACKEND_ERROR_KIND_TRANSFER_TIMEOUT",
+		20: "BACKEND_ERROR_KIND_OUTPUT_LIMIT",
 	}
 	BackendErrorKind_value = map[string]int32{
 		"BACKEND_ERROR_KIND_UNSPECIFIED":      0,
@@ -91,6 +99,10 @@ var (
 		"BACKEND_ERROR_KIND_CANCELED":         14,
 		"BACKEND_ERROR_KIND_DEADLINE":         15,
 		"BACKEND_ERROR_KIND_INTERNAL":         16,
+		"BACKEND_ERROR_KIND_SPECIAL_FILE":     17,
+		"BACKEND_ERROR_KIND_TOO_LARGE":        18,
+		"BACKEND_ERROR_KIND_TRANSFER_TIMEOUT": 19,
+		"BACKEND_ERROR_KIND_OUTPUT_LIMIT":     20,
 	}
 )
 
@@ -2434,7 +2446,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x0funtil_unix_nano\x18\x01 \x01(\x03R\runtilUnixNano\"o\n" +
 	"\x11BackendClockReply\x126\n" +
 	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x12\"\n" +
-	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano*\xef\x04\n" +
+	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano*\x84\x06\n" +
 	"\x10BackendErrorKind\x12\"\n" +
 	"\x1eBACKEND_ERROR_KIND_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eBACKEND_ERROR_KIND_UNKNOWN_JOB\x10\x01\x12#\n" +
@@ -2453,7 +2465,11 @@ const file_backend_proto_rawDesc = "" +
 	"\x19BACKEND_ERROR_KIND_CLOSED\x10\r\x12\x1f\n" +
 	"\x1bBACKEND_ERROR_KIND_CANCELED\x10\x0e\x12\x1f\n" +
 	"\x1bBACKEND_ERROR_KIND_DEADLINE\x10\x0f\x12\x1f\n" +
-	"\x1bBACKEND_ERROR_KIND_INTERNAL\x10\x10*\x8d\x02\n" +
+	"\x1bBACKEND_ERROR_KIND_INTERNAL\x10\x10\x12#\n" +
+	"\x1fBACKEND_ERROR_KIND_SPECIAL_FILE\x10\x11\x12 \n" +
+	"\x1cBACKEND_ERROR_KIND_TOO_LARGE\x10\x12\x12'\n" +
+	"#BACKEND_ERROR_KIND_TRANSFER_TIMEOUT\x10\x13\x12#\n" +
+	"\x1fBACKEND_ERROR_KIND_OUTPUT_LIMIT\x10\x14*\x8d\x02\n" +
 	"\x0fBackendJobState\x12!\n" +
 	"\x1dBACKEND_JOB_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19BACKEND_JOB_STATE_PENDING\x10\x01\x12\x1d\n" +
