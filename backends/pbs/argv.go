@@ -63,7 +63,9 @@ func CleanName(s string) string {
 	return n
 }
 
-func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
 
 // Walltime formats a limit as PBS's HH:MM:SS, rounded up to the second.
 func Walltime(d time.Duration) string {
