@@ -54,6 +54,9 @@ type Site struct {
 	SSH       *SSH   `mapstructure:"ssh"`
 	Partition string `mapstructure:"partition"`  // partition (SLURM) or queue (PBS); "" = the site's default
 	RemoteDir string `mapstructure:"remote_dir"` // absolute directory at the site under which job directories are made
+	// BinDir is, for pbs sites, the absolute directory of the PBS client
+	// commands (default /opt/pbs/bin); they are never called by bare name.
+	BinDir string `mapstructure:"bin_dir"`
 }
 
 // SSH is how gridsub reaches a site's login node. There is deliberately no
