@@ -124,13 +124,36 @@ func (c Cmds) SubmitArgv(jobDir string, qsubArgs []string) []string {
 	return append([]string{"bash", "-c", submitScript, "gridsub-submit", c.cmd("qsub"), jobDir}, qsubArgs...)
 }
 
+// DirectStatusMax is the most ids StatusArgv asks qstat for by id: qstat
+// makes one server request per id asked for (measured on the testbed: 100
+// finished ids 2.7-3.8 s, every job of the server without ids 0.26 s), so
+// more ids are answered from the id-less listing.
+const DirectStatusMax = 8
+
+// statusScript answers for many ids in one remote command: `bash -c
+// statusScript gridsub-status <qstat> <ids...>` prints every live job of
+// the server in DSV (one request), then "#gridsub-history", then the jobs
+// among ids that are not live, by id, with -x (finished since the last
+// poll: few). Globbing is off ("10[].server" stays literal).
+const statusScript = `set -f; q=$1; shift; a=$("$q" -f -F dsv) || exit; [ -z "$a" ] || printf '%s\n' "$a"; echo '` + historyMark + `'; ` +
+	`m=$(printf '%s\n' "$a" | sed -n 's/^Job Id: \([^|]*\)|.*/\1/p' | grep -vxF -f - <(printf '%s\n' "$@")); [ -z "$m" ] || exec "$q" -x -f -F dsv $m`
+
+// historyMark separates statusScript's two listings.
+const historyMark = "#gridsub-history"
+
 // StatusArgv asks for the given jobs, finished ones included (-x), in the
 // DSV form: unlike the JSON form it prints every id asked for (with several
 // ids `qstat -f -F json` prints only the first, openpbs #2672), and its
 // values are verbatim (JSON retypes number-like ones). Unknown ids are
-// reported on stderr (exit 153) and skipped.
+// reported on stderr (exit 153) and skipped. Up to DirectStatusMax ids it
+// is one qstat by id; beyond, statusScript: still one remote command.
 func (c Cmds) StatusArgv(ids []backends.JobID) []string {
-	a := []string{c.cmd("qstat"), "-x", "-f", "-F", "dsv"}
+	var a []string
+	if len(ids) <= DirectStatusMax {
+		a = []string{c.cmd("qstat"), "-x", "-f", "-F", "dsv"}
+	} else {
+		a = []string{"bash", "-c", statusScript, "gridsub-status", c.cmd("qstat")}
+	}
 	for _, id := range ids {
 		a = append(a, string(id))
 	}

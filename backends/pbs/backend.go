@@ -124,6 +124,8 @@ func cmdName(argv []string) string {
 			return "qsub"
 		case a == "gridsub-find" && i > 0:
 			return "qselect+qstat"
+		case a == "gridsub-status" && i > 0:
+			return "qstat"
 		case strings.HasPrefix(a, "/"):
 			return path.Base(a)
 		}
@@ -416,6 +418,9 @@ func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.
 			return nil, err
 		}
 		for _, rec := range recs {
+			if !seen[rec.ID] {
+				continue // another job of the id-less listing
+			}
 			st, err := rec.Status(b.cfg.Location)
 			if err != nil {
 				return nil, err

@@ -92,6 +92,9 @@ var dsvKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*=`)
 func ParseDSV(out []byte) ([]JobRecord, error) {
 	var recs []JobRecord
 	for _, l := range lines(out) {
+		if l == historyMark {
+			continue
+		}
 		parts := strings.Split(l, "|")
 		id, ok := strings.CutPrefix(parts[0], "Job Id: ")
 		if !ok || !validJobID(id) {
