@@ -116,24 +116,25 @@ func (b *Backend) exec(ctx context.Context, argv []string, stdin io.Reader) (bac
 	return r, nil
 }
 
-// cmdName names the PBS command an argv runs.
+// cmdName names the PBS command an argv runs: the program's base name, or
+// for the bash scripts of this package the PBS command they run.
 func cmdName(argv []string) string {
-	for i, a := range argv {
-		switch {
-		case a == "gridsub-submit" && i > 0:
+	if len(argv) == 0 {
+		return "?"
+	}
+	if argv[0] == "bash" && len(argv) > 3 {
+		switch argv[3] {
+		case "gridsub-submit":
 			return "qsub"
-		case a == "gridsub-find" && i > 0:
-			return "qselect+qstat"
-		case a == "gridsub-status" && i > 0:
+		case "gridsub-status":
 			return "qstat"
-		case strings.HasPrefix(a, "/"):
-			return path.Base(a)
+		case "gridsub-find":
+			return "qselect+qstat"
+		case "gridsub-ids":
+			return "job id files"
 		}
 	}
-	if len(argv) > 0 {
-		return argv[0]
-	}
-	return "?"
+	return path.Base(argv[0])
 }
 
 var unavailableRe = regexp.MustCompile(`(?i)cannot connect to server|connection refused|communication failure|pbs_iff|timed out|temporarily unavailable|try again|server is down`)
