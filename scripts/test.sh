@@ -19,7 +19,20 @@ if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
   # shellcheck disable=SC1091
   source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}/testbed.env"
 fi
-cleanup() { if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi; }
+# The OpenPBS testbed (from ../shared/testbed/openpbs; skipped with a message
+# when absent). GRIDSUB_NO_PBS=1 skips it; one already up is left running.
+started_pbs=0
+if [ "${GRIDSUB_NO_PBS:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
+  if ! bash scripts/pbs-testbed.sh status >/dev/null 2>&1; then
+    bash scripts/pbs-testbed.sh start && started_pbs=1 || echo "pbs testbed not started; the real-PBS tests will skip" >&2
+  fi
+  # shellcheck disable=SC1091
+  [ -f /var/tmp/gridsub-pbs/testbed.env ] && bash scripts/pbs-testbed.sh status >/dev/null 2>&1 && source /var/tmp/gridsub-pbs/testbed.env
+fi
+cleanup() {
+  if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi
+  if [ "$started_pbs" = 1 ]; then bash scripts/pbs-testbed.sh stop || true; fi
+}
 trap cleanup EXIT
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...

@@ -89,10 +89,10 @@ func TestCommandsUseBinDir(t *testing.T) {
 // neither is lost.
 func TestHistoryOff(t *testing.T) {
 	b, s := newScripted(t, map[string][]backends.Result{
-		"pbsnodes": {ok(oneNode)},
+		"pbsnodes":       {ok(oneNode)},
 		"gridsub-submit": {ok("41.srv\n"), ok("42.srv\n")},
-		"qstat": {{ExitCode: 153, Stderr: []byte("qstat: Unknown Job Id 41.srv\nqstat: Unknown Job Id 42.srv\n")}},
-		"grep":  {ok("/scratch/u/gridsub/a/.gridsub-exit:3\n")},
+		"qstat":          {{ExitCode: 153, Stderr: []byte("qstat: Unknown Job Id 41.srv\nqstat: Unknown Job Id 42.srv\n")}},
+		"grep":           {ok("/scratch/u/gridsub/a/.gridsub-exit:3\n")},
 	})
 	ctx := context.Background()
 	for _, g := range []string{"a", "b"} {
