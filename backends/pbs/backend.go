@@ -320,6 +320,12 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 	if err := checkSpec(spec); err != nil {
 		return "", err
 	}
+	if strings.ContainsAny(b.cfg.RemoteDir, ":,| \t\n\\\"'") {
+		// -o/-e take [host:]path, Variable_List (PBS_O_WORKDIR) is comma
+		// separated and DSV is '|' separated.
+		return "", fmt.Errorf("%w: %s: remote directory %q must not contain ':', ',', '|', quotes, backslashes or white space (PBS reads them in its own formats)",
+			backends.ErrInvalidSpec, b.cfg.Name, b.cfg.RemoteDir)
+	}
 	nodes, cpn, err := b.shape(ctx)
 	if err != nil {
 		return "", err

@@ -226,6 +226,10 @@ func TestSubmitRefusals(t *testing.T) {
 			t.Errorf("%+v: %v, want %v naming %q", c.spec, err, c.want, c.msg)
 		}
 	}
+	bad := New(Config{Name: "p", RemoteDir: "/scratch/a:b,c"}, s, nil)
+	if _, err := bad.Submit(ctx, &backends.JobSpec{GridID: "a", Nodes: 1, Walltime: time.Minute, Command: []string{"x"}}); !errors.Is(err, backends.ErrInvalidSpec) || !strings.Contains(err.Error(), "remote directory") {
+		t.Errorf("remote dir with ':' and ',': %v", err)
+	}
 	for _, argv := range s.calls {
 		if cmdName(argv) == "qsub" {
 			t.Errorf("qsub ran: %q", argv)
