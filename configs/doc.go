@@ -10,6 +10,9 @@
 //	                      (siteA 8 x 2 CPUs, siteB 4 x 4 CPUs); every address,
 //	                      port, key and directory comes from the environment the
 //	                      testbed's testbed.env exports
+//	local-pbs.yaml        the real OpenPBS site of the local testbed
+//	                      (scripts/pbs-testbed.sh; ../shared/testbed/openpbs),
+//	                      likewise from its testbed.env
 //
 // internal/config reads and validates them; this package only holds the bytes.
 package configs

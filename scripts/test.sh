@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what the real-daemon tests need,
-# starts the local SLURM testbed, runs every Go test with the race detector, and
+# starts the local SLURM and OpenPBS testbeds, runs every Go test with the race detector, and
 # stops what it started. Usage: bash scripts/test.sh [go test flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GRIDSUB_WORKLOADS="${GRIDSUB_WORKLOADS:-$(cd .. && pwd)/shared/workloads}"
 # GRIDSUB_NO_SLURM=1 skips the real-daemon tests (they then say why they skip).
 started_testbed=0
+started_pbs=0
+cleanup() {
+  if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi
+  if [ "$started_pbs" = 1 ]; then bash scripts/pbs-testbed.sh stop || true; fi
+}
+trap cleanup EXIT
 if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
   # A testbed that is already up is used as it is and left running. Otherwise
   # this run starts one from a clean state (no jobs or reservations left over
@@ -28,7 +34,14 @@ export GOBIN="${GOBIN:-$(go env GOPATH)/bin}"
 export PATH="$GOBIN:$PATH"
 go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.3.0
-cleanup() { if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi; }
-trap cleanup EXIT
+# The OpenPBS testbed (from ../shared/testbed/openpbs; skipped with a message
+# when absent). GRIDSUB_NO_PBS=1 skips it; one already up is left running.
+if [ "${GRIDSUB_NO_PBS:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
+  if ! bash scripts/pbs-testbed.sh status >/dev/null 2>&1; then
+    bash scripts/pbs-testbed.sh start && started_pbs=1 || echo "pbs testbed not started; the real-PBS tests will skip" >&2
+  fi
+  # shellcheck disable=SC1091
+  [ -f /var/tmp/gridsub-pbs/testbed.env ] && bash scripts/pbs-testbed.sh status >/dev/null 2>&1 && source /var/tmp/gridsub-pbs/testbed.env
+fi
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...

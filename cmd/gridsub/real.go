@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/internal/config"
@@ -46,7 +47,16 @@ func realSite(s *config.Site, st *config.Staging, log *slog.Logger) (func(contex
 			}
 			return b, b, nil
 		}, nil
+	case config.KindPBS:
+		cfg := pbs.Config{Name: s.Name, Queue: s.Partition, RemoteDir: s.RemoteDir, User: s.SSH.User, BinDir: s.BinDir, Logger: log}
+		return func(ctx context.Context) (backends.Backend, io.Closer, error) {
+			b, err := pbs.Connect(ctx, cfg, ssh)
+			if err != nil {
+				return nil, nil, err
+			}
+			return b, b, nil
+		}, nil
 	default:
-		return nil, fmt.Errorf("site %s: kind %q has no backend in this build yet (available: sim, slurm)", s.Name, s.Kind)
+		return nil, fmt.Errorf("site %s: kind %q has no backend in this build yet (available: sim, slurm, pbs)", s.Name, s.Kind)
 	}
 }

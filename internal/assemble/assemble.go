@@ -22,7 +22,7 @@ var ErrConfig = errors.New("configuration")
 // SiteSpec is one site to build.
 type SiteSpec struct {
 	Name         string
-	Kind         string // "sim" or "slurm"
+	Kind         string // "sim", "slurm" or "pbs"
 	Nodes        int
 	CoresPerNode int
 	H            float64
@@ -108,7 +108,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 			be = site
 		default:
 			if s.Real == nil {
-				return nil, fmt.Errorf("%w: site %s: kind %q is not supported here (valid: sim, slurm)", ErrConfig, s.Name, s.Kind)
+				return nil, fmt.Errorf("%w: site %s: kind %q is not supported here (valid: sim, slurm, pbs)", ErrConfig, s.Name, s.Kind)
 			}
 			b, c, err := s.Real(ctx)
 			if err != nil {

@@ -55,6 +55,9 @@ type Site struct {
 	SSH       *SSH   `mapstructure:"ssh"`
 	Partition string `mapstructure:"partition"`  // partition (SLURM) or queue (PBS); "" = the site's default
 	RemoteDir string `mapstructure:"remote_dir"` // absolute directory at the site under which job directories are made
+	// BinDir is, for pbs sites, the absolute directory of the PBS client
+	// commands (default /opt/pbs/bin); they are never called by bare name.
+	BinDir string `mapstructure:"bin_dir"`
 	// Isolate runs the site's built-in backend out of process (gridsub
 	// re-executes itself as a plugin, supervised): a crash in the backend
 	// cannot take gridsub down. Only for slurm and pbs sites.

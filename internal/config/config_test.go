@@ -25,6 +25,13 @@ var testbedEnv = map[string]string{
 	"GRIDSUB_SITEB_SSH_PORT":  "2223",
 	"GRIDSUB_SITEA_SCRATCH":   "/var/tmp/gridsub-testbed/siteA/scratch/griduser",
 	"GRIDSUB_SITEB_SCRATCH":   "/var/tmp/gridsub-testbed/siteB/scratch/griduser",
+	// The OpenPBS testbed's (configs/local-pbs.yaml).
+	"GRIDSUB_PBS_SSH_HOST":        "127.0.0.1",
+	"GRIDSUB_PBS_SSH_PORT":        "2330",
+	"GRIDSUB_PBS_SSH_USER":        "pbsuser",
+	"GRIDSUB_PBS_SSH_KEY":         "/var/tmp/gridsub-pbs/client/id_ed25519",
+	"GRIDSUB_PBS_SSH_KNOWN_HOSTS": "/var/tmp/gridsub-pbs/client/known_hosts",
+	"GRIDSUB_PBS_HOME_DIR":        "/home/pbsuser",
 }
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -420,5 +427,27 @@ func TestStagingDefaults(t *testing.T) {
 	}
 	if cfg.Staging.MaxFileSize != 512<<20 || cfg.Staging.MaxJobBytes != 3e9 || cfg.Staging.FetchWorkers != 2 {
 		t.Fatalf("overrides: %+v", cfg.Staging)
+	}
+}
+
+// TestLocalPBS: the OpenPBS testbed's configuration loads as a pbs site
+// with its bin directory; bin_dir is refused where it means nothing.
+func TestLocalPBS(t *testing.T) {
+	c := parseBuiltin(t, "local-pbs.yaml", testbedEnv)
+	s := c.Sites[0]
+	if s.Kind != KindPBS || s.BinDir != "/opt/pbs/bin" || s.RemoteDir != "/home/pbsuser/gridsub-runs" || s.Partition != "workq" || s.SSH.Port != 2330 {
+		t.Fatalf("local-pbs site: %+v", s)
+	}
+	for _, bad := range []string{"sites[0].bin_dir = \"relative/bin\"", "sites[0].kind = \"slurm\""} {
+		c2 := *c
+		c2.Sites = append([]Site(nil), c.Sites...)
+		if strings.HasPrefix(bad, "sites[0].bin_dir") {
+			c2.Sites[0].BinDir = "relative/bin"
+		} else {
+			c2.Sites[0].Kind = KindSlurm
+		}
+		if err := c2.validate(); err == nil || !strings.Contains(err.Error(), "bin_dir") {
+			t.Errorf("%s: %v, want an error naming bin_dir", bad, err)
+		}
 	}
 }

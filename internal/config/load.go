@@ -373,6 +373,8 @@ func (p *loader) reportMissing() {
 		switch {
 		case !strings.HasPrefix(name, "GRIDSUB_"):
 			msg += "; export it"
+		case strings.HasPrefix(name, "GRIDSUB_PBS_"):
+			msg += "; for the local OpenPBS testbed run `bash scripts/pbs-testbed.sh start && source /var/tmp/gridsub-pbs/testbed.env`, or export it"
 		case i == lastTestbed:
 			msg += "; " + p.testbedHint()
 		}

@@ -252,6 +252,9 @@ func (c *Config) validateRemote(s *Site, k string) Errors {
 	} else if !path.IsAbs(s.RemoteDir) || path.Clean(s.RemoteDir) != strings.TrimSuffix(s.RemoteDir, "/") && s.RemoteDir != "/" {
 		bad(k+".remote_dir", "must be a clean absolute path, got %q", s.RemoteDir)
 	}
+	if s.BinDir != "" && (s.Kind != KindPBS || !path.IsAbs(s.BinDir)) {
+		bad(k+".bin_dir", "is the absolute directory of the PBS commands of a pbs site (default /opt/pbs/bin), got %q for a %s site", s.BinDir, s.Kind)
+	}
 	x := s.SSH
 	if x == nil {
 		bad(k+".ssh", "missing; a %s site is reached over SSH: give {host, port, user, key_file, known_hosts}", s.Kind)

@@ -1,0 +1,67 @@
+package pbs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/transport"
+)
+
+// Connect dials the site's login node over SSH (one connection, shared by
+// every command and by SFTP) and returns the backend driving it. cfg.User
+// defaults to ssh.User. Close the backend to close the connection. With
+// ssh.Lazy an unreachable site is not an error: the backend connects on
+// first use and ConnErr says why it cannot yet.
+func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, error) {
+	if cfg.User == "" {
+		cfg.User = ssh.User
+	}
+	if cfg.Logger != nil && ssh.Logger == nil {
+		ssh.Logger = cfg.Logger
+	}
+	c, err := transport.Dial(ctx, ssh)
+	if err != nil {
+		return nil, fmt.Errorf("pbs site %s: %w", cfg.Name, err)
+	}
+	b := New(cfg, c, func(root string) backends.Stager { return c.Stager(root) })
+	b.closer = c.Close
+	b.connErr = c.Err
+	b.est = c.Estimator()
+	return b, nil
+}
+
+var (
+	_ backends.LinkEstimator = (*Backend)(nil)
+	_ backends.Connectivity  = (*Backend)(nil)
+)
+
+// ConnErr implements backends.Connectivity: why the connection Connect made
+// is down (with transport.Config.Lazy, Connect succeeds while the site is
+// unreachable), nil while it is up or for a Backend built with New.
+func (b *Backend) ConnErr() error {
+	if b.connErr == nil {
+		return nil
+	}
+	return b.connErr()
+}
+
+// LinkEstimate implements backends.LinkEstimator from the connection's
+// transfer measurements (transport.Estimator); ok is false for a Backend
+// built with New or before the first transfer.
+func (b *Backend) LinkEstimate() (float64, time.Duration, bool) {
+	if b.est == nil || b.est.Count() == 0 {
+		return 0, 0, false
+	}
+	return b.est.SecPerByte(), b.est.Latency(), true
+}
+
+// Close releases the connection Connect made (a no-op for a Backend built
+// with New, whose Runner belongs to the caller).
+func (b *Backend) Close() error {
+	if b.closer == nil {
+		return nil
+	}
+	return b.closer()
+}
