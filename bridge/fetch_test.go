@@ -70,15 +70,19 @@ func waitState(t *testing.T, b *Broker, id string, want JobState, now *time.Time
 // but completed, its error recorded.
 func TestHangingFetchDoesNotStallOthers(t *testing.T) {
 	s := newHangSite("A", 8)
-	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit},
+	outRoot := t.TempDir()
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit}, OutputRoot: outRoot,
 		FetchTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	r := req(1)
-	r.OutputDir = t.TempDir() + "/" + IDPlaceholder
-	hung, _ := b.Submit(ctx, r, t0)
+	r.OutputDir = outRoot + "/" + IDPlaceholder
+	hung, err := b.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := t0
 	mustCycle(t, b, now)
 	j, _ := b.Job(hung.ID)
@@ -95,7 +99,10 @@ func TestHangingFetchDoesNotStallOthers(t *testing.T) {
 	// Three more jobs run and complete while it hangs.
 	var others []string
 	for i := 0; i < 3; i++ {
-		o, _ := b.Submit(ctx, r, now)
+		o, err := b.Submit(ctx, r, now)
+		if err != nil {
+			t.Fatal(err)
+		}
 		others = append(others, o.ID)
 	}
 	now = now.Add(2 * time.Second)
@@ -128,17 +135,21 @@ func TestHangingFetchDoesNotStallOthers(t *testing.T) {
 func TestFetchPoolIsBounded(t *testing.T) {
 	s := newHangSite("A", 8)
 	s.started = make(chan backends.JobID, 10)
-	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit},
+	outRoot := t.TempDir()
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit}, OutputRoot: outRoot,
 		FetchWorkers: 2, FetchTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	r := req(1)
-	r.OutputDir = t.TempDir() + "/" + IDPlaceholder
+	r.OutputDir = outRoot + "/" + IDPlaceholder
 	var ids []string
 	for i := 0; i < 5; i++ {
-		j, _ := b.Submit(ctx, r, t0)
+		j, err := b.Submit(ctx, r, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ids = append(ids, j.ID)
 	}
 	mustCycle(t, b, t0)
@@ -175,13 +186,17 @@ func TestFetchPoolIsBounded(t *testing.T) {
 func TestRestartFetchesWhatWasUnfinished(t *testing.T) {
 	st := NewMemStore()
 	s := newHangSite("A", 4)
-	b1, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit}, Store: st})
+	outRoot := t.TempDir()
+	b1, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit}, Store: st, OutputRoot: outRoot})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := req(1)
-	r.OutputDir = t.TempDir() + "/" + IDPlaceholder
-	j, _ := b1.Submit(context.Background(), r, t0)
+	r.OutputDir = outRoot + "/" + IDPlaceholder
+	j, err := b1.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustCycle(t, b1, t0)
 	got, _ := b1.Job(j.ID)
 	s.mu.Lock()
@@ -208,7 +223,7 @@ func TestRestartFetchesWhatWasUnfinished(t *testing.T) {
 	s.mu.Lock()
 	s.hang = map[backends.JobID]bool{}
 	s.mu.Unlock()
-	b2, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit}, Store: st})
+	b2, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: s, H: 1}}, Planner: scriptPlanner{firstFit}, Store: st, OutputRoot: outRoot})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -285,6 +285,12 @@ func TestFetchRechecksTheOutputDir(t *testing.T) {
 	site.set(ok.ID, backends.StateCompleted, 0)
 	site.set(bad.ID, backends.StateCompleted, 0)
 	mustCycle(t, e.b, t0.Add(time.Minute))
+	// Fetching runs off the cycle (fetch.go): wait for it, and let the
+	// next cycle apply what it brought.
+	if err := e.b.WaitFetches(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, e.b, t0.Add(2*time.Minute))
 	if site.calls != 1 {
 		t.Fatalf("FetchOutputs called %d times, want 1 (the good job only)", site.calls)
 	}
