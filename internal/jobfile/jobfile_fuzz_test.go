@@ -1,0 +1,396 @@
+package jobfile
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Native fuzz targets of the job file parser and its units. The seeds are
+// every example job file, every invalid example and the package's own
+// testdata; scripts/fuzz.sh runs each target for a bounded time.
+
+var sentinels = []error{ErrSyntax, ErrUnknownField, ErrType, ErrRequired, ErrValue, ErrConflict, ErrPath, ErrUnknownSite, ErrInput, ErrTime}
+
+// addFiles adds the content of every file matching the globs as a seed.
+func addFiles(f *testing.F, globs ...string) {
+	f.Helper()
+	n := 0
+	for _, g := range globs {
+		files, err := filepath.Glob(g)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+			n++
+		}
+	}
+	if n == 0 {
+		f.Fatalf("no seed files match %v", globs)
+	}
+}
+
+// FuzzJobFile feeds arbitrary bytes to Parse. A failure must be an ErrorList
+// of *FieldError, each naming the file and wrapping exactly one sentinel; a
+// success must satisfy every rule the schema states, and the job must come
+// back unchanged when written out as YAML and parsed again.
+func FuzzJobFile(f *testing.F) {
+	addFiles(f, "../../examples/*.yaml", "../../examples/invalid/*.yaml", "testdata/*.yaml")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const file = "fuzz.yaml"
+		j, err := Parse(file, data)
+		if err != nil {
+			if j != nil {
+				t.Fatalf("Parse returned a job and an error: %v", err)
+			}
+			checkErrorList(t, file, err)
+			return
+		}
+		checkJob(t, j)
+		checkResolve(t, j)
+		again := roundTrip(t, j)
+		if !sameJob(j, again) {
+			t.Fatalf("job changed when written out and parsed again:\nfirst:  %+v\nsecond: %+v", *j, *again)
+		}
+	})
+}
+
+func checkErrorList(t *testing.T, file string, err error) {
+	t.Helper()
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) == 0 {
+		t.Fatalf("error is %T, want a non-empty ErrorList: %v", err, err)
+	}
+	for i, fe := range list {
+		if fe == nil {
+			t.Fatalf("error %d is nil", i)
+		}
+		if fe.File != file || !strings.HasPrefix(fe.Error(), file+":") {
+			t.Errorf("error %q does not name the file %s", fe.Error(), file)
+		}
+		if fe.Msg == "" {
+			t.Errorf("error %d has no message: %+v", i, fe)
+		}
+		if fe.Pos.Line < 0 || fe.Pos.Column < 0 {
+			t.Errorf("error %q has a negative position", fe.Error())
+		}
+		n := 0
+		for _, s := range sentinels {
+			if errors.Is(fe, s) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("error %q wraps %d sentinels, want exactly 1", fe.Error(), n)
+		}
+		if i > 0 {
+			p, q := list[i-1].Pos, fe.Pos
+			if q.Line < p.Line || q.Line == p.Line && q.Column < p.Column {
+				t.Errorf("errors out of file order: %v before %v", p, q)
+			}
+		}
+	}
+}
+
+var reserved = []string{"GRIDSUB_", "SLURM_", "PBS_"}
+
+// confined reports whether p is a relative path that stays in its directory.
+func confined(p string) bool {
+	if p == "" || strings.ContainsRune(p, 0) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.Contains(p, `\`) {
+		return false
+	}
+	c := path.Clean(p)
+	return c != ".." && !strings.HasPrefix(c, "../") && !path.IsAbs(c)
+}
+
+// checkJob holds a parsed job to the rules the schema states.
+func checkJob(t *testing.T, j *Job) {
+	t.Helper()
+	if !nameRE.MatchString(j.Name) {
+		t.Errorf("name %q accepted", j.Name)
+	}
+	if (len(j.Command) > 0) == (j.Script != "") {
+		t.Errorf("command %q and script %q: want exactly one", j.Command, j.Script)
+	}
+	if len(j.Command) > 0 && j.Command[0] == "" {
+		t.Errorf("command %q names no program", j.Command)
+	}
+	if j.Script != "" && strings.TrimSpace(j.Script) == "" {
+		t.Errorf("blank script accepted")
+	}
+	if len(j.Args) > 0 && len(j.Command) == 0 {
+		t.Errorf("args %q with a script", j.Args)
+	}
+	for _, w := range j.Argv() {
+		if strings.ContainsRune(w, 0) {
+			t.Errorf("argv word %q holds a NUL", w)
+		}
+	}
+	for k, v := range j.Env {
+		if !envRE.MatchString(k) {
+			t.Errorf("env name %q accepted", k)
+		}
+		for _, r := range reserved {
+			if strings.HasPrefix(k, r) {
+				t.Errorf("reserved env name %q accepted", k)
+			}
+		}
+		if strings.ContainsRune(v, 0) {
+			t.Errorf("env %s holds a NUL", k)
+		}
+	}
+	if j.WorkDir != "" && !confined(j.WorkDir) {
+		t.Errorf("workdir %q not confined", j.WorkDir)
+	}
+	remotes := map[string]bool{}
+	for _, in := range j.Inputs {
+		if in.Local == "" || strings.ContainsRune(in.Local, 0) {
+			t.Errorf("input local %q accepted", in.Local)
+		}
+		if !confined(in.Remote) || strings.HasSuffix(in.Remote, "/") || path.Clean(in.Remote) == "." {
+			t.Errorf("input remote %q not a confined file path", in.Remote)
+		}
+		if remotes[in.Remote] {
+			t.Errorf("input remote %q given twice", in.Remote)
+		}
+		remotes[in.Remote] = true
+		if in.Mode&^0o777 != 0 {
+			t.Errorf("input mode %o beyond 0777", in.Mode)
+		}
+	}
+	outs := map[string]bool{}
+	for _, o := range j.Outputs {
+		if !confined(o) || path.Clean(o) == "." {
+			t.Errorf("output %q not confined", o)
+		}
+		if outs[o] {
+			t.Errorf("output %q given twice", o)
+		}
+		outs[o] = true
+	}
+	r := j.Resources
+	if r.Nodes < 1 || r.Nodes > 1<<20 || r.CoresPerNode < 0 || r.CoresPerNode > 1<<20 {
+		t.Errorf("resources %+v out of range", r)
+	}
+	if r.Walltime <= 0 {
+		t.Errorf("walltime %v accepted", r.Walltime)
+	}
+	if j.Simulate.Runtime < 0 || j.Simulate.ExitCode < 0 || j.Simulate.ExitCode > 255 {
+		t.Errorf("simulate %+v out of range", j.Simulate)
+	}
+	s := j.Scheduling
+	if s.DataSize < 0 || s.DataSize > 0 && s.Origin == "" {
+		t.Errorf("data_size %d with origin %q", s.DataSize, s.Origin)
+	}
+	for _, name := range append(append([]string{s.Origin}, s.Sites...), s.Prefer...) {
+		if name != "" && !siteRE.MatchString(name) {
+			t.Errorf("site name %q accepted", name)
+		}
+	}
+	if !reflect.DeepEqual(QoSTiers, []QoS{QoSAuto, QoSHigh, QoSLow, QoSNone}) || !contains([]string{"auto", "high", "low", "none"}, string(s.QoS)) {
+		t.Errorf("qos %q", s.QoS)
+	}
+	if s.Deadline.Relative && s.Deadline.Rel <= 0 {
+		t.Errorf("relative deadline %v accepted", s.Deadline.Rel)
+	}
+	if b := s.Benefit; b != nil {
+		if s.Deadline.IsZero() || !(b.A > 0) || !(b.B > 0) || !(b.C >= 0) || math.IsInf(b.A+b.B+b.C, 0) {
+			t.Errorf("benefit %+v with deadline %v", *b, s.Deadline)
+		}
+	}
+	if rv := s.Reservation; rv != nil {
+		if rv.EarliestStart.IsZero() || rv.LatestEnd.IsZero() {
+			t.Errorf("reservation %+v misses a bound", *rv)
+		}
+		if rv.EarliestStart.Relative && rv.EarliestStart.Rel < 0 || rv.LatestEnd.Relative && rv.LatestEnd.Rel < 0 {
+			t.Errorf("reservation %+v has a negative relative time", *rv)
+		}
+		if rv.EarliestStart.Relative == rv.LatestEnd.Relative {
+			w := rv.LatestEnd.Rel - rv.EarliestStart.Rel
+			if !rv.LatestEnd.Relative {
+				w = rv.LatestEnd.Abs.Sub(rv.EarliestStart.Abs)
+			}
+			if w < r.Walltime {
+				t.Errorf("reservation window %v shorter than the walltime %v: %+v", w, r.Walltime, *rv)
+			}
+		}
+	}
+	spec := j.Spec("g-1")
+	if err := spec.Validate(); err != nil {
+		t.Errorf("a parsed job's spec is refused by the backends: %v", err)
+	}
+}
+
+// checkResolve resolves a parsed job against a submission time: relative
+// times must land after it and a relative reservation window must still
+// hold the walltime, since Parse checked both.
+func checkResolve(t *testing.T, j *Job) {
+	t.Helper()
+	submit := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	times, err := j.Resolve(submit)
+	if err != nil {
+		var list ErrorList
+		if !errors.As(err, &list) || !errors.Is(err, ErrTime) {
+			t.Fatalf("Resolve error %v is not an ErrorList of ErrTime", err)
+		}
+	}
+	s := j.Scheduling
+	if s.Deadline.Relative && !times.Deadline.After(submit) {
+		t.Errorf("relative deadline %v resolves to %v, not after the submission", s.Deadline, times.Deadline)
+	}
+	if rv := s.Reservation; rv != nil && rv.EarliestStart.Relative && rv.LatestEnd.Relative {
+		if err != nil {
+			t.Errorf("a relative reservation window Parse accepted fails Resolve: %v", err)
+		}
+		if !(times.Flexibility >= 0 && times.Flexibility < 1) {
+			t.Errorf("flexibility %v out of [0, 1)", times.Flexibility)
+		}
+	}
+}
+
+// yamlKeeps reports whether yaml.v3 itself round-trips s; strings it does
+// not (a library limit, not the parser's) are skipped.
+func yamlKeeps(s string) bool {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return false
+	}
+	var back string
+	return yaml.Unmarshal(b, &back) == nil && back == s
+}
+
+func timeText(ts TimeSpec) string {
+	if ts.Relative {
+		return "+" + ts.Rel.String()
+	}
+	return ts.Abs.Format(time.RFC3339Nano)
+}
+
+// roundTrip writes j out as a job file and parses it again.
+func roundTrip(t *testing.T, j *Job) *Job {
+	t.Helper()
+	var texts []string
+	m := map[string]any{"name": j.Name}
+	texts = append(texts, j.Name, j.Script, j.WorkDir)
+	if len(j.Command) > 0 {
+		m["command"] = j.Command
+		texts = append(texts, j.Command...)
+	} else {
+		m["script"] = j.Script
+	}
+	if j.Args != nil {
+		m["args"] = j.Args
+		texts = append(texts, j.Args...)
+	}
+	if j.Env != nil {
+		m["env"] = j.Env
+		for k, v := range j.Env {
+			texts = append(texts, k, v)
+		}
+	}
+	if j.WorkDir != "" {
+		m["workdir"] = j.WorkDir
+	}
+	var ins []map[string]string
+	for _, in := range j.Inputs {
+		ins = append(ins, map[string]string{"local": in.Local, "remote": in.Remote, "mode": fmt.Sprintf("0%o", uint32(in.Mode))})
+		texts = append(texts, in.Local, in.Remote)
+	}
+	if ins != nil {
+		m["inputs"] = ins
+	}
+	if j.Outputs != nil {
+		m["outputs"] = j.Outputs
+		texts = append(texts, j.Outputs...)
+	}
+	res := map[string]any{"nodes": j.Resources.Nodes, "walltime": j.Resources.Walltime.String()}
+	if j.Resources.CoresPerNode != 0 {
+		res["cores_per_node"] = j.Resources.CoresPerNode
+	}
+	m["resources"] = res
+	s := j.Scheduling
+	sch := map[string]any{"qos": string(s.QoS), "no_split": s.NoSplit}
+	if s.Origin != "" {
+		sch["origin"] = s.Origin
+		sch["data_size"] = strconv.FormatInt(s.DataSize, 10)
+	}
+	if s.Sites != nil {
+		sch["sites"] = s.Sites
+	}
+	if s.Prefer != nil {
+		sch["prefer"] = s.Prefer
+	}
+	if !s.Deadline.IsZero() {
+		sch["deadline"] = timeText(s.Deadline)
+	}
+	if b := s.Benefit; b != nil {
+		sch["benefit"] = map[string]float64{"a": b.A, "b": b.B, "c": b.C}
+	}
+	if rv := s.Reservation; rv != nil {
+		sch["reservation"] = map[string]string{"earliest_start": timeText(rv.EarliestStart), "latest_end": timeText(rv.LatestEnd)}
+	}
+	m["scheduling"] = sch
+	sim := map[string]any{"exit_code": j.Simulate.ExitCode}
+	if j.Simulate.Runtime > 0 {
+		sim["runtime"] = j.Simulate.Runtime.String()
+	}
+	m["simulate"] = sim
+	for _, s := range texts {
+		if !yamlKeeps(s) {
+			t.Skipf("yaml.v3 does not round-trip %q", s)
+		}
+	}
+	data, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatalf("yaml.Marshal: %v", err)
+	}
+	again, err := Parse("again.yaml", data)
+	if err != nil {
+		t.Fatalf("the parsed job written out again is refused: %v\n%s", err, data)
+	}
+	return again
+}
+
+// sameJob compares two jobs field by field, absolute times by instant and
+// zone offset.
+func sameJob(a, b *Job) bool {
+	var offsets [2][]int
+	norm := func(j *Job, offs *[]int) Job {
+		c := *j
+		c.file, c.pos = "", nil
+		if len(c.Args) == 0 {
+			c.Args = nil
+		}
+		c.Scheduling.Deadline = normTime(c.Scheduling.Deadline, offs)
+		if r := c.Scheduling.Reservation; r != nil {
+			c.Scheduling.Reservation = &Reservation{EarliestStart: normTime(r.EarliestStart, offs), LatestEnd: normTime(r.LatestEnd, offs)}
+		}
+		return c
+	}
+	na, nb := norm(a, &offsets[0]), norm(b, &offsets[1])
+	return reflect.DeepEqual(na, nb) && reflect.DeepEqual(offsets[0], offsets[1])
+}
+
+func normTime(ts TimeSpec, offs *[]int) TimeSpec {
+	if !ts.Relative && !ts.Abs.IsZero() {
+		_, off := ts.Abs.Zone()
+		*offs = append(*offs, off)
+		ts.Abs = ts.Abs.UTC()
+	}
+	return ts
+}
