@@ -22,6 +22,16 @@ import (
 
 var sentinels = []error{ErrSyntax, ErrUnknownField, ErrType, ErrRequired, ErrValue, ErrConflict, ErrPath, ErrUnknownSite, ErrInput, ErrTime}
 
+// watchdog panics when one input runs longer than hangAfter: the fuzzer has
+// no per-input timeout, and a panic makes it save the input as a crasher.
+// Call it as defer watchdog(input)().
+func watchdog(input any) (stop func()) {
+	t := time.AfterFunc(hangAfter, func() { panic(fmt.Sprintf("input still running after %s: %q", hangAfter, input)) })
+	return func() { t.Stop() }
+}
+
+const hangAfter = 10 * time.Second
+
 // addFiles adds the content of every file matching the globs as a seed.
 func addFiles(f *testing.F, globs ...string) {
 	f.Helper()
@@ -53,6 +63,7 @@ func FuzzJobFile(f *testing.F) {
 	addFiles(f, "../../examples/*.yaml", "../../examples/invalid/*.yaml", "testdata/*.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const file = "fuzz.yaml"
+		defer watchdog(data)()
 		j, err := Parse(file, data)
 		if err != nil {
 			if j != nil {
@@ -393,4 +404,83 @@ func normTime(ts TimeSpec, offs *[]int) TimeSpec {
 		ts.Abs = ts.Abs.UTC()
 	}
 	return ts
+}
+
+// FuzzDuration: ParseDuration never panics; what it accepts is negative only
+// when written with a leading "-", and Duration.String gives it back exactly.
+func FuzzDuration(f *testing.F) {
+	for _, s := range []string{"90s", "20m", "1h30m", "1.5h", "2d", "1d12h", "01:30:00", "1-12:00:00", "-5m", "+5m", "100000d",
+		"100000d2562047h", "99999-999999:59:59", "1e3h", "9223372036854775807ns", "-0s", " 3d ", "2d-1h", "1-", "::"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			if d != 0 || err.Error() == "" {
+				t.Fatalf("ParseDuration(%q) = %v, %v: an error must give 0 and say why", s, d, err)
+			}
+			return
+		}
+		if d < 0 && !strings.HasPrefix(strings.TrimSpace(s), "-") {
+			t.Fatalf("ParseDuration(%q) = %v: negative without a minus sign", s, d)
+		}
+		back, err := ParseDuration(d.String())
+		if err != nil || back != d {
+			t.Fatalf("ParseDuration(%q) = %v, %v (String of %v from %q)", d.String(), back, err, d, s)
+		}
+	})
+}
+
+// FuzzSize: ParseSize gives a non-negative byte count or an error, and a
+// count written as a plain number comes back exactly.
+func FuzzSize(f *testing.F) {
+	for _, s := range []string{"0", "512", "800B", "1KB", "50MB", "1.5GB", "2TB", "1KiB", "64MiB", "1 mb", "1_000", "-1MB", "1e30TB",
+		"9223372036854775807", "9.2e18", "NaN", "+Inf", "0x10", "1.2.3", "--1", "8388607TiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			if n != 0 || err.Error() == "" {
+				t.Fatalf("ParseSize(%q) = %v, %v", s, n, err)
+			}
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseSize(%q) = %d, negative", s, n)
+		}
+		if back, err := ParseSize(strconv.FormatInt(n, 10)); err != nil || back != n {
+			t.Fatalf("ParseSize(%d) = %d, %v (from %q)", n, back, err, s)
+		}
+	})
+}
+
+// FuzzTime: ParseTime gives a relative offset that is never negative, or an
+// absolute time that RFC 3339 writes back to the same instant and offset.
+func FuzzTime(f *testing.F) {
+	for _, s := range []string{"+4h", "+90m", "+1d", "+01:00:00", "2026-12-01T12:00:00Z", "2026-12-01T20:00:00+08:00", "0001-01-01T00:00:00Z",
+		"9999-12-31T23:59:59.999999999-23:59", "+-1h", "+ -1h", "++1h", "+0s", "2026-02-30T00:00:00Z", "+100000d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ts, err := ParseTime(s)
+		if err != nil {
+			if ts != (TimeSpec{}) {
+				t.Fatalf("ParseTime(%q) = %+v with error %v", s, ts, err)
+			}
+			return
+		}
+		if ts.Relative {
+			if ts.Rel < 0 || !ts.Abs.IsZero() {
+				t.Fatalf("ParseTime(%q) = %+v: a relative time must be >= 0 and have no absolute part", s, ts)
+			}
+			return
+		}
+		back, err := ParseTime(ts.Abs.Format(time.RFC3339Nano))
+		_, off1 := ts.Abs.Zone()
+		_, off2 := back.Abs.Zone()
+		if err != nil || !back.Abs.Equal(ts.Abs) || off1 != off2 || back.Relative {
+			t.Fatalf("ParseTime(%q) = %+v, %v (written back from %q)", ts.Abs.Format(time.RFC3339Nano), back, err, s)
+		}
+	})
 }
