@@ -10,7 +10,7 @@
 # Environment:
 #   GRIDSUB_FUZZ_TIME      -fuzztime per target (default 3s; also "5000x")
 #   GRIDSUB_FUZZ_PARALLEL  fuzzing workers per target (default 2)
-#   GRIDSUB_FUZZ_MINIMIZE  -fuzzminimizetime (default 3s: a new input is not
+#   GRIDSUB_FUZZ_MINIMIZE  -fuzzminimizetime (default 1s: a new input is not
 #                          minimized for the default minute)
 #   GRIDSUB_FUZZ_PKGS      packages to fuzz (default: every package with a
 #                          fuzz target), e.g. "./backends/slurm ./bridge/api"
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 export GRIDSUB_WORKLOADS="${GRIDSUB_WORKLOADS:-$(cd .. && pwd)/shared/workloads}"
 fuzztime="${GRIDSUB_FUZZ_TIME:-3s}"
 parallel="${GRIDSUB_FUZZ_PARALLEL:-2}"
-minimize="${GRIDSUB_FUZZ_MINIMIZE:-3s}"
+minimize="${GRIDSUB_FUZZ_MINIMIZE:-1s}"
 match="${GRIDSUB_FUZZ_MATCH:-.}"
 
 if [ -n "${GRIDSUB_FUZZ_PKGS:-}" ]; then
