@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,6 +54,12 @@ func watchdog(input any) (stop func()) {
 const hangAfter = 10 * time.Second
 
 func fuzzLookup(k string) (string, bool) { v, ok := fuzzEnv[k]; return v, ok }
+
+// The documented rules, written out again rather than taken from the code.
+var (
+	wantSiteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	wantPolicy   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+)
 
 var configSentinels = []error{ErrRead, ErrUnknownKey, ErrInvalid, ErrSecret, ErrMissingEnv}
 
@@ -143,7 +150,7 @@ func checkConfig(t *testing.T, c *Config) {
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sites {
-		if !siteNameRE.MatchString(s.Name) || seen[s.Name] {
+		if !wantSiteName.MatchString(s.Name) || seen[s.Name] {
 			t.Errorf("site %d name %q accepted (twice: %v)", i, s.Name, seen[s.Name])
 		}
 		seen[s.Name] = true
@@ -180,7 +187,7 @@ func checkConfig(t *testing.T, c *Config) {
 		}
 	}
 	b := c.Broker
-	if b.Interval <= 0 || b.PollInterval <= 0 || !path.IsAbs(b.StateDir) || b.Socket == "" || !policyRE.MatchString(b.Policy) {
+	if b.Interval <= 0 || b.PollInterval <= 0 || !path.IsAbs(b.StateDir) || b.Socket == "" || !wantPolicy.MatchString(b.Policy) {
 		t.Errorf("broker %+v", b)
 	}
 	for name, spec := range b.Cron {

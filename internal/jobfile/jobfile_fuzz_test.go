@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,7 +120,13 @@ func checkErrorList(t *testing.T, file string, err error) {
 	}
 }
 
-var reserved = []string{"GRIDSUB_", "SLURM_", "PBS_"}
+// The rules of the schema, written out again here rather than taken from
+// the parser, so that the fuzz targets check it against the documentation.
+var (
+	reserved = []string{"GRIDSUB_", "SLURM_", "PBS_"}
+	wantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) // job and site names
+	wantEnv  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // confined reports whether p is a relative path that stays in its directory.
 func confined(p string) bool {
@@ -132,7 +140,7 @@ func confined(p string) bool {
 // checkJob holds a parsed job to the rules the schema states.
 func checkJob(t *testing.T, j *Job) {
 	t.Helper()
-	if !nameRE.MatchString(j.Name) {
+	if !wantName.MatchString(j.Name) {
 		t.Errorf("name %q accepted", j.Name)
 	}
 	if (len(j.Command) > 0) == (j.Script != "") {
@@ -153,7 +161,7 @@ func checkJob(t *testing.T, j *Job) {
 		}
 	}
 	for k, v := range j.Env {
-		if !envRE.MatchString(k) {
+		if !wantEnv.MatchString(k) {
 			t.Errorf("env name %q accepted", k)
 		}
 		for _, r := range reserved {
@@ -209,11 +217,11 @@ func checkJob(t *testing.T, j *Job) {
 		t.Errorf("data_size %d with origin %q", s.DataSize, s.Origin)
 	}
 	for _, name := range append(append([]string{s.Origin}, s.Sites...), s.Prefer...) {
-		if name != "" && !siteRE.MatchString(name) {
+		if name != "" && !wantName.MatchString(name) {
 			t.Errorf("site name %q accepted", name)
 		}
 	}
-	if !reflect.DeepEqual(QoSTiers, []QoS{QoSAuto, QoSHigh, QoSLow, QoSNone}) || !contains([]string{"auto", "high", "low", "none"}, string(s.QoS)) {
+	if !reflect.DeepEqual(QoSTiers, []QoS{QoSAuto, QoSHigh, QoSLow, QoSNone}) || !slices.Contains([]string{"auto", "high", "low", "none"}, string(s.QoS)) {
 		t.Errorf("qos %q", s.QoS)
 	}
 	if s.Deadline.Relative && s.Deadline.Rel <= 0 {
