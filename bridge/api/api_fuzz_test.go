@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -98,11 +100,17 @@ func exampleRequests(f *testing.F) [][]byte {
 		if rv := j.Scheduling.Reservation; rv != nil {
 			r.Window = &bridge.Window{Earliest: times.EarliestStart, Latest: times.LatestEnd}
 		}
-		data, err := json.Marshal(r)
-		if err != nil {
-			f.Fatal(err)
+		// As given, and without the local paths, which a broker refuses
+		// outside its configured roots.
+		plain := r
+		plain.Inputs, plain.OutputDir = nil, ""
+		for _, x := range []bridge.Request{r, plain} {
+			data, err := json.Marshal(x)
+			if err != nil {
+				f.Fatal(err)
+			}
+			out = append(out, data)
 		}
-		out = append(out, data)
 	}
 	return out
 }
@@ -111,7 +119,8 @@ func exampleRequests(f *testing.F) [][]byte {
 // with the job, or a 4xx with a JSON error naming the problem; never a 5xx
 // or a panic. An accepted job is stored as sent: GET /v1/jobs/{id} returns
 // it, and its request is exactly the body decoded as the API documents it
-// (the {id} placeholder of OutputDir replaced).
+// (the {id} placeholder of OutputDir replaced), and it obeys the rules of a
+// job file (checkAccepted). The seeds include issue 12's hostile requests.
 func FuzzAPISubmit(f *testing.F) {
 	for _, b := range exampleRequests(f) {
 		f.Add(b)
@@ -148,9 +157,84 @@ func FuzzAPISubmit(f *testing.F) {
 		if err := dec.Decode(&sent); err != nil {
 			t.Fatalf("the API accepted a body that does not decode: %v", err)
 		}
+		checkAccepted(t, sent)
 		sent.OutputDir = strings.ReplaceAll(sent.OutputDir, bridge.IDPlaceholder, resp.ID)
 		checkStoredAsSent(t, h, resp.ID, sent)
 	})
+}
+
+// The rules every accepted job obeys (issue 12: one validation at the
+// boundary every job crosses), written out again here rather than taken
+// from the broker, so that the target checks the broker against them.
+var (
+	wantEnvName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	reservedEnv  = []string{"GRIDSUB_", "SLURM_", "PBS_"}
+	wantQoS      = []string{"", "auto", "high", "low", "none"}
+	maxEstimate  = 100 * 365 * 24 * time.Hour // far beyond any documented limit, far below an overflow
+	earliestTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// confinedRel reports whether p is a relative path that stays inside its
+// directory.
+func confinedRel(p string) bool {
+	if p == "" || strings.ContainsRune(p, 0) || path.IsAbs(p) || strings.HasPrefix(p, "~") || strings.Contains(p, `\`) {
+		return false
+	}
+	c := path.Clean(p)
+	return c != "." && c != ".." && !strings.HasPrefix(c, "../")
+}
+
+// checkAccepted holds an accepted request to the rules a job file obeys:
+// remote paths confined to the job directory, environment names valid and
+// not reserved, every number in range.
+func checkAccepted(t *testing.T, r bridge.Request) {
+	t.Helper()
+	for i, o := range r.Outputs {
+		if !confinedRel(o) {
+			t.Errorf("accepted Outputs[%d] %q: not confined to the job directory", i, o)
+		}
+	}
+	if r.WorkDir != "" && !confinedRel(r.WorkDir) {
+		t.Errorf("accepted WorkDir %q: not confined to the job directory", r.WorkDir)
+	}
+	for i, in := range r.Inputs {
+		if !confinedRel(in.Remote) {
+			t.Errorf("accepted Inputs[%d].Remote %q: not confined to the job directory", i, in.Remote)
+		}
+		if in.Local == "" || strings.ContainsRune(in.Local, 0) {
+			t.Errorf("accepted Inputs[%d].Local %q", i, in.Local)
+		}
+	}
+	for k, v := range r.Env {
+		if !wantEnvName.MatchString(k) || strings.ContainsRune(v, 0) {
+			t.Errorf("accepted Env[%q] = %q", k, v)
+		}
+		for _, p := range reservedEnv {
+			if strings.HasPrefix(k, p) {
+				t.Errorf("accepted the reserved Env name %q", k)
+			}
+		}
+	}
+	for _, w := range r.Command {
+		if strings.ContainsRune(w, 0) {
+			t.Errorf("accepted a command word with a NUL: %q", w)
+		}
+	}
+	if r.Nodes < 1 || r.CoresPerNode < 0 || r.DataSize < 0 || r.Sim.Runtime < 0 {
+		t.Errorf("accepted Nodes %d, CoresPerNode %d, DataSize %d, Sim.Runtime %v", r.Nodes, r.CoresPerNode, r.DataSize, r.Sim.Runtime)
+	}
+	if r.Estimate <= 0 || r.Estimate > maxEstimate {
+		t.Errorf("accepted Estimate %v", r.Estimate)
+	}
+	if !slices.Contains(wantQoS, r.QoS) {
+		t.Errorf("accepted QoS %q", r.QoS)
+	}
+	if !r.Deadline.IsZero() && r.Deadline.Before(earliestTime) {
+		t.Errorf("accepted Deadline %v", r.Deadline)
+	}
+	if w := r.Window; w != nil && (w.Earliest.Before(earliestTime) || w.Latest.Before(w.Earliest)) {
+		t.Errorf("accepted Window %v .. %v", w.Earliest, w.Latest)
+	}
 }
 
 // checkStoredAsSent fetches job id and compares its request with sent. The
