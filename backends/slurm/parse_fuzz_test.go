@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -262,12 +263,13 @@ func FuzzFiles(f *testing.F) {
 				t.Errorf("exit file path %q not in the output", p)
 			}
 		}
-		files, err := ParseFileList(out)
+		list, err := ParseFileList(out)
 		if err != nil {
 			if !errors.Is(err, backends.ErrBadOutput) {
 				t.Fatalf("ParseFileList error %v does not wrap ErrBadOutput", err)
 			}
 		} else {
+			files := listedPaths(list)
 			for i, p := range files {
 				c := path.Clean(p)
 				if p == "" || path.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../") {
@@ -284,4 +286,19 @@ func FuzzFiles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// listedPaths is the paths of ParseFileList's result, whether it lists bare
+// paths ([]string) or entries with a Path field (the typed listing of the
+// staging work), so that this target survives that change of type.
+func listedPaths(list any) []string {
+	if ps, ok := list.([]string); ok {
+		return ps
+	}
+	v := reflect.ValueOf(list)
+	out := make([]string, v.Len())
+	for i := range out {
+		out[i] = v.Index(i).FieldByName("Path").String()
+	}
+	return out
 }
