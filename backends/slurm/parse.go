@@ -410,8 +410,13 @@ func Message(r backends.Result) string {
 	if len(b) == 0 {
 		b = bytes.TrimSpace(r.Stdout)
 	}
-	s := strings.ReplaceAll(string(b), "sbatch: error: ", "")
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+	// Blanks are collapsed first: a "\r" must not hide a prefix, and
+	// removing one must not leave another.
+	s := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "\n", "; ")), " ")
+	for strings.Contains(s, "sbatch: error: ") {
+		s = strings.ReplaceAll(s, "sbatch: error: ", "")
+	}
+	return strings.TrimSpace(s)
 }
 
 var jobIDRe = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
