@@ -43,7 +43,12 @@ trap 'rm -f "$log"' EXIT
 start=$SECONDS
 n=0
 for pkg in "${pkgs[@]}"; do
-  mapfile -t targets < <(go test -list '^Fuzz' "$pkg" | grep -E '^Fuzz' | grep -E -- "$match" || true)
+  if ! list=$(go test -list '^Fuzz' "$pkg" 2>&1); then
+    echo "$list"
+    echo "fuzz.sh: cannot list the fuzz targets of $pkg" >&2
+    exit 1
+  fi
+  mapfile -t targets < <(grep -E '^Fuzz' <<<"$list" | grep -E -- "$match" || true)
   for t in "${targets[@]}"; do
     t0=$SECONDS
     if ! go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" \
