@@ -19,12 +19,16 @@ import (
 // characters before submission).
 const Sep = "\x1f"
 
-// badOutput wraps ErrBadOutput with what was being parsed and the raw text.
+// badOutput wraps ErrBadOutput with what was being parsed and the raw text,
+// both cut: the detail may quote a line of any length.
 func badOutput(what string, raw []byte, detail string) error {
 	const max = 2000
 	s := string(raw)
 	if len(s) > max {
 		s = s[:max] + "…"
+	}
+	if len(detail) > max/4 {
+		detail = detail[:max/4] + "…"
 	}
 	return fmt.Errorf("%w: %s: %s; raw output: %q", backends.ErrBadOutput, what, detail, s)
 }
