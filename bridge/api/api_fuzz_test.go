@@ -215,6 +215,9 @@ func checkAccepted(t *testing.T, r bridge.Request) {
 			}
 		}
 	}
+	if (len(r.Command) > 0) == (r.Script != "") || len(r.Command) > 0 && r.Command[0] == "" {
+		t.Errorf("accepted Command %q with Script %q: want exactly one, and a program to run", r.Command, r.Script)
+	}
 	for _, w := range r.Command {
 		if strings.ContainsRune(w, 0) {
 			t.Errorf("accepted a command word with a NUL: %q", w)
