@@ -317,6 +317,9 @@ func ParseSinfo(out []byte) ([]NodeRecord, error) {
 		p := strings.TrimSpace(f[1])
 		r := NodeRecord{Node: strings.TrimSpace(f[0]), CPUs: cpus, State: strings.ToLower(strings.TrimSpace(f[3]))}
 		r.Partition, r.Default = strings.CutSuffix(p, "*")
+		if r.Node == "" || r.Partition == "" || strings.HasSuffix(r.Partition, "*") {
+			return nil, badOutput("sinfo", out, fmt.Sprintf("bad node %q or partition %q", f[0], f[1]))
+		}
 		recs = append(recs, r)
 	}
 	if len(recs) == 0 {

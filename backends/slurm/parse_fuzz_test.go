@@ -222,7 +222,8 @@ func FuzzJobComp(f *testing.F) {
 	})
 }
 
-// FuzzSinfo: one node record per line, with a CPU count >= 0, or
+// FuzzSinfo: one node record per line, with a node and a partition name
+// and a CPU count >= 0, or
 // ErrBadOutput (also for no nodes at all); NodeUsable and NodeIdle agree.
 func FuzzSinfo(f *testing.F) {
 	addCaptures(f)
@@ -236,7 +237,7 @@ func FuzzSinfo(f *testing.F) {
 			t.Fatalf("ParseSinfo gave %d records for %d lines", len(recs), nonBlankLines(out))
 		}
 		for _, r := range recs {
-			if r.CPUs < 0 || strings.HasSuffix(r.Partition, "*") && r.Default {
+			if r.CPUs < 0 || r.Node == "" || r.Partition == "" || strings.HasSuffix(r.Partition, "*") {
 				t.Errorf("sinfo record %+v accepted", r)
 			}
 			if NodeIdle(r.State) && !NodeUsable(r.State) {
