@@ -19,12 +19,16 @@ import (
 // characters before submission).
 const Sep = "\x1f"
 
-// badOutput wraps ErrBadOutput with what was being parsed and the raw text.
+// badOutput wraps ErrBadOutput with what was being parsed and the raw text,
+// both cut: the detail may quote a line of any length.
 func badOutput(what string, raw []byte, detail string) error {
 	const max = 2000
 	s := string(raw)
 	if len(s) > max {
 		s = s[:max] + "…"
+	}
+	if len(detail) > max/4 {
+		detail = detail[:max/4] + "…"
 	}
 	return fmt.Errorf("%w: %s: %s; raw output: %q", backends.ErrBadOutput, what, detail, s)
 }
@@ -150,7 +154,7 @@ func ParseSqueue(out []byte) ([]QueueRecord, error) {
 		}
 		r.Status.Start = epoch(f[4])
 		r.Status.End = epoch(f[5])
-		if n, err := strconv.Atoi(strings.TrimSpace(f[7])); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(f[7])); err == nil && n >= 0 {
 			r.Nodes = n
 		}
 		recs = append(recs, r)
@@ -190,7 +194,7 @@ func ParseKV(line string) map[string]string {
 	return m
 }
 
-// parseExit reads "rc:sig".
+// parseExit reads "rc:sig" (rc 0..255, sig 0..127).
 func parseExit(s string) (code, sig int, ok bool) {
 	a, b, found := strings.Cut(strings.TrimSpace(s), ":")
 	if !found {
@@ -198,7 +202,7 @@ func parseExit(s string) (code, sig int, ok bool) {
 	}
 	c, err1 := strconv.Atoi(a)
 	g, err2 := strconv.Atoi(b)
-	return c, g, err1 == nil && err2 == nil
+	return c, g, err1 == nil && err2 == nil && c >= 0 && c <= 255 && g >= 0 && g <= 127
 }
 
 // kvTime reads a scontrol/jobcomp time: epoch seconds (SLURM_TIME_FORMAT=%s)
@@ -307,12 +311,15 @@ func ParseSinfo(out []byte) ([]NodeRecord, error) {
 			return nil, badOutput("sinfo", out, fmt.Sprintf("line %q has %d fields, want 4", l, len(f)))
 		}
 		cpus, err := strconv.Atoi(strings.TrimSpace(f[2]))
-		if err != nil {
+		if err != nil || cpus < 0 {
 			return nil, badOutput("sinfo", out, fmt.Sprintf("bad CPU count %q", f[2]))
 		}
 		p := strings.TrimSpace(f[1])
 		r := NodeRecord{Node: strings.TrimSpace(f[0]), CPUs: cpus, State: strings.ToLower(strings.TrimSpace(f[3]))}
 		r.Partition, r.Default = strings.CutSuffix(p, "*")
+		if r.Node == "" || r.Partition == "" || strings.HasSuffix(r.Partition, "*") {
+			return nil, badOutput("sinfo", out, fmt.Sprintf("bad node %q or partition %q", f[0], f[1]))
+		}
 		recs = append(recs, r)
 	}
 	if len(recs) == 0 {
@@ -358,7 +365,7 @@ func ParseReservations(out []byte, loc *time.Location) ([]backends.Reservation, 
 			return nil, badOutput("scontrol show reservation", out, "a line without ReservationName")
 		}
 		n, err := strconv.Atoi(m["NodeCnt"])
-		if err != nil {
+		if err != nil || n < 0 {
 			return nil, badOutput("scontrol show reservation", out, fmt.Sprintf("bad NodeCnt %q", m["NodeCnt"]))
 		}
 		r := backends.Reservation{ID: backends.ResvID(name), Start: kvTime(m["StartTime"], loc),
@@ -366,14 +373,18 @@ func ParseReservations(out []byte, loc *time.Location) ([]backends.Reservation, 
 		if r.Start.IsZero() || r.End.IsZero() {
 			return nil, badOutput("scontrol show reservation", out, "unreadable StartTime/EndTime")
 		}
+		if r.End.Before(r.Start) {
+			return nil, badOutput("scontrol show reservation", out, "EndTime before StartTime")
+		}
 		rs = append(rs, r)
 	}
 	return rs, nil
 }
 
 // ParseExitFiles reads `grep -H ” <dir>/.gridsub-exit ...`: "path:code"
-// lines. It returns the code per path; unreadable lines are skipped (a file
-// being written is absent, never partial: the wrapper renames it into place).
+// lines. It returns the code per path; unreadable lines and codes outside
+// 0..255 are skipped (a file being written is absent, never partial: the
+// wrapper renames it into place).
 func ParseExitFiles(out []byte) map[string]int {
 	m := map[string]int{}
 	for _, l := range lines(out) {
@@ -381,7 +392,7 @@ func ParseExitFiles(out []byte) map[string]int {
 		if i < 0 {
 			continue
 		}
-		if c, err := strconv.Atoi(strings.TrimSpace(l[i+1:])); err == nil {
+		if c, err := strconv.Atoi(strings.TrimSpace(l[i+1:])); err == nil && c >= 0 && c <= 255 {
 			m[l[:i]] = c
 		}
 	}
@@ -406,8 +417,13 @@ func Message(r backends.Result) string {
 	if len(b) == 0 {
 		b = bytes.TrimSpace(r.Stdout)
 	}
-	s := strings.ReplaceAll(string(b), "sbatch: error: ", "")
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+	// Blanks are collapsed first: a "\r" must not hide a prefix, and
+	// removing one must not leave another.
+	s := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "\n", "; ")), " ")
+	for strings.Contains(s, "sbatch: error: ") {
+		s = strings.ReplaceAll(s, "sbatch: error: ", "")
+	}
+	return strings.TrimSpace(s)
 }
 
 var jobIDRe = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)

@@ -960,12 +960,26 @@ func (p *parser) reservation(e entry, j *Job) {
 			p.fail(at, "scheduling.reservation.flexibility", ErrValue, "the window walltime/(1 − flexibility) = %.3g years is longer than 10 years; lower the flexibility", wf/float64(365*24*time.Hour))
 			return
 		}
-		w := time.Duration(wf)
+		// The window holds the walltime exactly (float rounding must not
+		// shorten it by a nanosecond) and its end must not overflow.
+		wall := j.Resources.Walltime
+		w, tooLong := wall, false
+		if flex > 0 {
+			wf := float64(wall) / (1 - flex)
+			tooLong = wf >= math.MaxInt64
+			w = max(time.Duration(wf), wall)
+		}
 		r.LatestEnd = r.EarliestStart
 		if r.LatestEnd.Relative {
+			tooLong = tooLong || r.LatestEnd.Rel > math.MaxInt64-w
 			r.LatestEnd.Rel += w
 		} else {
 			r.LatestEnd.Abs = r.LatestEnd.Abs.Add(w)
+			tooLong = tooLong || r.LatestEnd.Abs.Year() > 9999
+		}
+		if tooLong {
+			p.fail(e.key, "scheduling.reservation", ErrValue, "the window from earliest_start %s for walltime/(1 − flexibility) ends too far in the future; shorten resources.walltime or lower flexibility", r.EarliestStart)
+			return
 		}
 	}
 	if ok {

@@ -191,7 +191,7 @@ func ParseTime(s string) (TimeSpec, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "+") {
 		d, err := ParseDuration(s[1:])
-		if err != nil || strings.HasPrefix(s[1:], "-") || strings.HasPrefix(s[1:], "+") {
+		if err != nil || d < 0 || strings.HasPrefix(s[1:], "-") || strings.HasPrefix(s[1:], "+") {
 			return TimeSpec{}, fmt.Errorf("cannot read %q; want %s", s, timeHint)
 		}
 		return TimeSpec{Rel: d, Relative: true}, nil

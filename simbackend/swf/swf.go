@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -275,6 +276,7 @@ func ParseLine(b []byte) (Job, error) {
 
 // parseNum parses an integer quickly, falling back to a float for values
 // with a fraction or exponent; it returns the value truncated and as float.
+// NaN, infinities and values beyond int64 are errors.
 func parseNum(s []byte) (int64, float64, error) {
 	neg := false
 	k := 0
@@ -299,9 +301,15 @@ func parseNum(s []byte) (int64, float64, error) {
 			return x, float64(x), nil
 		}
 	}
+	if x, err := strconv.ParseInt(string(s), 10, 64); err == nil {
+		return x, float64(x), nil // a long whole number, exactly
+	}
 	f, err := strconv.ParseFloat(string(s), 64)
 	if err != nil {
 		return 0, 0, err
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= 1<<63 {
+		return 0, 0, fmt.Errorf("%s is not a finite number within int64", s)
 	}
 	return int64(f), f, nil
 }
