@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,15 @@ func TestHostileFiles(t *testing.T) {
 // TestHostileValues: each numeric field out of range, NaN or infinite, or
 // at a size that would overflow simulated time, is refused naming the
 // field.
+// seq is a YAML flow list of n values formatted with format: from, from+step, ...
+func seq(n int, format string, from, step float64) string {
+	vs := make([]string, n)
+	for i := range vs {
+		vs[i] = fmt.Sprintf(format, from+float64(i)*step)
+	}
+	return "[" + strings.Join(vs, ", ") + "]"
+}
+
 func TestHostileValues(t *testing.T) {
 	const head = "name: h\n"
 	wl := func(kv string) string {
@@ -87,6 +97,10 @@ func TestHostileValues(t *testing.T) {
 		{"p Inf", tb("p: .inf"), "testbed.p", "[1, 10]"},
 		{"sweep bandwidth trickle", head + "workload: {trace: X.swf}\npolicies: [greedy-easy]\nsweep: {bandwidth: [1MB/s, 10bps]}\n", "sweep.bandwidth[1]", "from 1KB/s"},
 		{"sweep p NaN", head + "workload: {trace: X.swf}\npolicies: [greedy-easy]\nsweep: {p: [.nan]}\n", "sweep.p[0]", "[1, 10]"},
+		// Long lists: the duplicate checks are quadratic and the runs are
+		// their product; both are bounded before either is computed.
+		{"sweep p 300 values", head + "workload: {trace: X.swf}\npolicies: [greedy-easy]\nsweep: {p: " + seq(300, "%.4f", 1, 0.001) + "}\n", "sweep.p", "at most 256"},
+		{"sweep product over MaxRuns", head + "workload: {trace: X.swf}\npolicies: [greedy-easy, single-site-easy]\nsweep: {p: " + seq(200, "%.4f", 1, 0.001) + ", bandwidth: " + seq(30, "%gMB/s", 1, 1) + ", workload: [1, 2]}\n", "sweep", "at most 10000"},
 		{"procs huge", ref("procs: 1099511627776"), "reference.procs", "from 1 to 1048576"},
 		{"mean_bsld Inf", ref("mean_bsld: .inf"), "reference.mean_bsld", "positive number"},
 		{"mean_bsld NaN", ref("mean_bsld: .nan"), "reference.mean_bsld", "positive number"},

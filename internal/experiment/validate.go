@@ -19,6 +19,13 @@ const (
 	minH, maxH   = 0.01, 100
 	minBandwidth = 1e3 // bytes per second: 1 TB at 1 KB/s still fits a duration
 	maxBSLD      = 1e9 // reference.mean_bsld
+	// maxList bounds each list of the file (policies, every sweep axis,
+	// reference.modes): the duplicate checks are quadratic, and a 1 MiB file
+	// could otherwise list 100,000 values.
+	maxList = 256
+	// MaxRuns bounds the runs of one experiment (the product of the sweep's
+	// axes and the policies): validation expands them, and so does the run.
+	MaxRuns = 10000
 )
 
 func (p *parser) validate(e *Experiment) {
@@ -26,6 +33,18 @@ func (p *parser) validate(e *Experiment) {
 		p.at("name", ErrValue, "missing: every experiment needs a name (letters, digits, . _ -)")
 	} else if !nameRE.MatchString(e.Name) {
 		p.at("name", ErrValue, "%q: use letters, digits, '.', '_' and '-' (at most 64)", e.Name)
+	}
+	for _, l := range []struct {
+		field string
+		n     int
+	}{{"policies", len(e.Policies)}, {"sweep.p", len(e.Sweep.P)}, {"sweep.h_set", len(e.Sweep.HSet)},
+		{"sweep.bandwidth", len(e.Sweep.Bandwidth)}, {"sweep.workload", len(e.Sweep.Workload)}, {"reference.modes", len(e.Reference.Modes)}} {
+		if l.n > maxList {
+			p.at(l.field, ErrValue, "%d values: at most %d (split the experiment into several files)", l.n, maxList)
+		}
+	}
+	if len(p.errs) > 0 {
+		return
 	}
 	switch e.Kind {
 	case KindCoalloc:
@@ -61,6 +80,11 @@ func (p *parser) validate(e *Experiment) {
 		}
 	default:
 		p.at("kind", ErrValue, "%q: valid are %s (default) and %s", e.Kind, KindCoalloc, KindCTCReference)
+	}
+	if len(p.errs) == 0 && e.Kind == KindCoalloc {
+		if n := len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {
+			p.at("sweep", ErrValue, "%d runs (workloads × h sets × bandwidths × policies × p): at most %d in one experiment; split it", n, MaxRuns)
+		}
 	}
 	if len(p.errs) == 0 {
 		p.validatePlots(e)

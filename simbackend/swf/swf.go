@@ -314,13 +314,19 @@ func parseNum(s []byte) (int64, float64, error) {
 	return int64(f), f, nil
 }
 
+// MaxSizeHint caps SizeHint: 2^18 jobs (38 MB of Jobs) covers every
+// archive trace this project uses in one allocation; a larger one grows.
+const MaxSizeHint = 1 << 18
+
 // SizeHint is how many job lines the header announces (MaxRecords, else
 // MaxJobs), for sizing a slice before reading; 1024 when the header says
-// nothing usable. It is a hint: the file may hold fewer or more.
+// nothing usable. It is a hint: the file may hold fewer or more, so it is
+// capped at MaxSizeHint (a header claiming 2^24 records would otherwise
+// reserve 2.4 GB before a single line is read).
 func (r *Reader) SizeHint() int {
 	for _, key := range []string{"MaxRecords", "MaxJobs"} {
 		if v, err := r.Header.Int(key); err == nil && v > 0 {
-			return int(min(v, 1<<24))
+			return int(min(v, MaxSizeHint))
 		}
 	}
 	return 1024

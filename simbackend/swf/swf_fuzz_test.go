@@ -164,7 +164,7 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("shaped %+v", s)
 			}
 		}
-		if h := r.SizeHint(); h < 1 || h > 1<<24 {
+		if h := r.SizeHint(); h < 1 || h > MaxSizeHint {
 			t.Fatalf("SizeHint %d", h)
 		}
 	})

@@ -286,3 +286,26 @@ func TestReadJobs(t *testing.T) {
 		t.Fatalf("malformed: %v, %v", got, err)
 	}
 }
+
+// TestSizeHintBounded: a header announcing 2^24 records (or more) does not
+// make ReadJobs reserve gigabytes before reading a line.
+func TestSizeHintBounded(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   int
+	}{
+		{"; MaxRecords: 16777216\n", MaxSizeHint},
+		{"; MaxRecords: 9223372036854775807\n", MaxSizeHint},
+		{"; MaxJobs: 77222\n", 77222},
+		{"; MaxRecords: -5\n", 1024},
+		{"", 1024},
+	} {
+		r, err := NewReader(strings.NewReader(tc.header + "1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.SizeHint(); got != tc.want {
+			t.Errorf("%q: SizeHint %d, want %d", tc.header, got, tc.want)
+		}
+	}
+}
