@@ -30,6 +30,9 @@ type BackendConfig struct {
 	RemoteDir    string     `json:"remote_dir,omitempty"`
 	SSH          *SSHConfig `json:"ssh,omitempty"`
 	Sim          *SimConfig `json:"sim,omitempty"`
+	// Staging bounds every transfer of a site reached over SSH, as the
+	// configuration's staging section does in process.
+	Staging *StagingConfig `json:"staging,omitempty"`
 	// Options is the site's free-form `plugin.options`, for an external
 	// plugin to read as it likes.
 	Options json.RawMessage `json:"options,omitempty"`
@@ -45,6 +48,16 @@ type SSHConfig struct {
 	Agent                 bool     `json:"agent,omitempty"`
 	InsecureIgnoreHostKey bool     `json:"insecure_ignore_host_key,omitempty"`
 	MaxSessions           int      `json:"max_sessions,omitempty"`
+}
+
+// StagingConfig is the configuration's staging limits (transport.Config
+// MaxFileSize, MinTransferRate, MinTransferTime; slurm.Config
+// MaxJobBytes). Zero fields are the backend's defaults.
+type StagingConfig struct {
+	MaxFileSize int64         `json:"max_file_size,omitempty"` // bytes per file
+	MaxJobBytes int64         `json:"max_job_bytes,omitempty"` // bytes per job, each way
+	MinRate     float64       `json:"min_rate,omitempty"`      // bytes per second
+	MinTime     time.Duration `json:"min_time,omitempty"`      // nanoseconds
 }
 
 // SimConfig is a simulated site's own engine: a sim plugin has a virtual
@@ -102,8 +115,15 @@ func slurmFactory(ctx context.Context, raw []byte) (backends.Backend, error) {
 	ssh := transport.Config{Host: c.SSH.Host, Port: c.SSH.Port, User: c.SSH.User, KeyFiles: c.SSH.KeyFiles,
 		KnownHosts: c.SSH.KnownHosts, UseAgent: c.SSH.Agent, InsecureIgnoreHostKey: c.SSH.InsecureIgnoreHostKey,
 		MaxSessions: c.SSH.MaxSessions, Logger: log, Lazy: true}
-	b, err := slurm.Connect(ctx, slurm.Config{Name: c.Name, Partition: c.Partition, RemoteDir: c.RemoteDir,
-		User: c.SSH.User, Logger: log}, ssh)
+	cfg := slurm.Config{Name: c.Name, Partition: c.Partition, RemoteDir: c.RemoteDir, User: c.SSH.User, Logger: log}
+	if st := c.Staging; st != nil {
+		if st.MaxFileSize < 0 || st.MaxJobBytes < 0 || st.MinRate < 0 || st.MinTime < 0 {
+			return nil, fmt.Errorf("%w: site %s: negative staging limit %+v", backends.ErrInvalidSpec, c.Name, *st)
+		}
+		ssh.MaxFileSize, ssh.MinTransferRate, ssh.MinTransferTime = st.MaxFileSize, st.MinRate, st.MinTime
+		cfg.MaxJobBytes = st.MaxJobBytes
+	}
+	b, err := slurm.Connect(ctx, cfg, ssh)
 	if err != nil {
 		return nil, err
 	}
