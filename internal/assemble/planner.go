@@ -152,15 +152,22 @@ func (pp *plannerPlugin) switched(err error, log *slog.Logger, onPlugin func(Plu
 		ev.Kind = EventPlannerRestarted
 		log.Warn("planner plugin failed and was restarted", "plugin", PlannerPluginName, "policy", pp.policy,
 			"pid", pp.p.Pid(), "restarts", pp.restarts, "err", se.Err)
-	case errors.As(err, &se) && se.From != se.To:
+	case errors.As(err, &se) && !se.RestartFailed:
 		pp.active = true
 		ev.Kind = EventPlannerFallback
 		log.Error("planner plugin keeps failing; the fallback planner plans from now on", "plugin", PlannerPluginName,
-			"policy", pp.policy, "fallback", se.To, "err", se.Err)
+			"policy", pp.policy, "fallback", se.To, "pid", pp.p.Pid(), "err", se.Err)
+		// It is not asked again: stop it (a hung one would otherwise hold
+		// its memory until the broker stops). Off the cycle: a graceful
+		// stop may wait for a hung process.
+		go pp.p.Close()
 	default:
 		log.Warn("planner plugin restart failed", "plugin", PlannerPluginName, "policy", pp.policy, "err", err)
 	}
 	pp.reason = err.Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		pp.reason += " (no answer within broker.policy_timeout)"
+	}
 	pp.mu.Unlock()
 	if onPlugin != nil {
 		onPlugin(ev)

@@ -17,18 +17,25 @@ type Restarter interface {
 }
 
 // SwitchError reports what a Fallback did about a failing primary: it
-// restarted it (Restarted), or from now on plans with the fallback. Err is
-// the primary's failure. It is what OnSwitch gets, for an event and a
-// metric.
+// restarted it (Restarted), tried to and could not (RestartFailed; the
+// call fails or the fallback takes over next), or from now on plans with
+// the fallback (neither). Err is the primary's failure. It is what
+// OnSwitch gets, for an event and a metric. (From and To may be equal on
+// a switch too: a plugin serving greedy-easy falling back to the built-in
+// greedy-easy.)
 type SwitchError struct {
-	From, To  string // the planners' names (equal on a restart)
-	Restarted bool
-	Err       error
+	From, To      string // the planners' names (equal on a restart)
+	Restarted     bool
+	RestartFailed bool
+	Err           error
 }
 
 func (e *SwitchError) Error() string {
 	if e.Restarted {
 		return fmt.Sprintf("planner %s failed and was restarted: %v", e.From, e.Err)
+	}
+	if e.RestartFailed {
+		return fmt.Sprintf("planner %s failed and could not be restarted: %v", e.From, e.Err)
 	}
 	return fmt.Sprintf("planner %s failed, planning with %s from now on: %v", e.From, e.To, e.Err)
 }
@@ -199,7 +206,7 @@ func (f *Fallback) restart(ctx context.Context, err error) bool {
 	f.restarts++
 	f.mu.Unlock()
 	if rerr := r.Restart(ctx); rerr != nil {
-		f.report(&SwitchError{From: f.Primary.Name(), To: f.Primary.Name(), Err: errors.Join(err, fmt.Errorf("restart: %w", rerr))})
+		f.report(&SwitchError{From: f.Primary.Name(), To: f.Primary.Name(), RestartFailed: true, Err: errors.Join(err, fmt.Errorf("restart: %w", rerr))})
 		return false
 	}
 	f.report(&SwitchError{From: f.Primary.Name(), To: f.Primary.Name(), Restarted: true, Err: err})
