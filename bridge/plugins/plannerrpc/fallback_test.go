@@ -185,3 +185,36 @@ func TestFallbackSessionTakesOver(t *testing.T) {
 		})
 	}
 }
+
+// failingRestart is a crashed primary whose restart fails.
+type failingRestart struct{ restartable }
+
+func (*failingRestart) Restart(context.Context) error { return errors.New("exec: no such file") }
+
+// TestFallbackRestartFailedIsNotASwitch: a restart that fails is reported
+// as such (RestartFailed), then the switch (neither flag), even when the
+// primary and the fallback have the same name (a plugin serving
+// greedy-easy falling back to the built-in greedy-easy): a host tells them
+// apart by the flags, never by the names.
+func TestFallbackRestartFailedIsNotASwitch(t *testing.T) {
+	s := randSnapshot(rand.New(rand.NewPCG(3, 1)), 3, 20)
+	prim := &failingRestart{restartable{Planner: builtin(t, "greedy-easy"), broken: true}}
+	var rec recorder
+	fb := WithFallback(prim, builtin(t, "greedy-easy"), rec.on)
+	got, err := fb.Plan(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := builtin(t, "greedy-easy").Plan(context.Background(), s)
+	samePlan(t, "by the fallback", want, got)
+	if len(rec.got) != 2 {
+		t.Fatalf("reports %v; want a failed restart, then the switch", rec.got)
+	}
+	r, sw := rec.got[0], rec.got[1]
+	if !r.RestartFailed || r.Restarted || !errors.Is(r, ErrPluginExited) {
+		t.Errorf("first report %+v; want RestartFailed with the crash", r)
+	}
+	if sw.RestartFailed || sw.Restarted || sw.From != sw.To {
+		t.Errorf("second report %+v; want the switch (same names here)", sw)
+	}
+}
