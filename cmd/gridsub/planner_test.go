@@ -313,3 +313,59 @@ func TestServeRefusesBadPlannerChecksum(t *testing.T) {
 		t.Errorf("socket %s exists after a refused start", sock)
 	}
 }
+
+// plannerProcs are the pids of running `BIN plugin serve planner ...`
+// processes of this binary.
+func plannerProcs(t *testing.T, bin string) []int {
+	t.Helper()
+	var out []int
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) >= 4 && args[0] == bin && args[1] == "plugin" && args[2] == "serve" && args[3] == "planner" && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestEmbeddedPlannerPlugin: the embedded `gridsub --config C job.yaml`
+// plans with the configured planner plugin too, and stops it at its end.
+func TestEmbeddedPlannerPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds gridsub")
+	}
+	bin := buildBinary(t)
+	dir, state, _ := serveDirs(t)
+	before := plannerProcs(t, bin)
+	job := filepath.Join(dir, "job.yaml")
+	os.WriteFile(job, []byte("name: emb\ncommand: [/bin/echo, hi]\nresources: {nodes: 2, walltime: 5m}\nsimulate: {runtime: 30s}\n"), 0o644)
+	cmd := exec.Command(bin, "--config", plannerConfig(t, "plugin:builtin:greedy-easy", ""), job, "--out-dir", filepath.Join(dir, "out"), "-o", "json")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GRIDSUB_") }),
+		envStateDir+"="+state, envSocket+"="+filepath.Join(dir, "none.sock"), "GRIDSUB_BROKER_OUTPUT_ROOT="+dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("embedded run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var j listedJob
+	if err := json.Unmarshal(stdout.Bytes(), &j); err != nil || j.State != "completed" {
+		t.Fatalf("embedded run: %v %+v\n%s", err, j, stderr.String())
+	}
+	for _, pid := range plannerProcs(t, bin) {
+		if !slices.Contains(before, pid) {
+			t.Errorf("planner plugin pid %d outlived the embedded run", pid)
+		}
+	}
+}
