@@ -369,3 +369,57 @@ func TestEmbeddedPlannerPlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestServeBackendPluginEventsInMetrics: a backend plugin's supervisor
+// events reach the daemon's log and /metrics: SIGKILLed, the external
+// backend plugin is restarted, counted as a plugin-restarted event and in
+// gridsub_plugin_restarts_total, and up again.
+func TestServeBackendPluginEventsInMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds gridsub and starts a daemon")
+	}
+	bin := buildBinary(t)
+	_, state, sock := serveDirs(t)
+	t.Setenv(envSocket, sock)
+	p := startServe(t, bin, state, sock, "--config", pluginConfig(t, bin, fileSHA256Hex(t, bin)))
+	defer p.term(t, sock)
+	backend := func() plugins.Listing {
+		code, out, errs := cli("plugins", "--output", "json")
+		var rows []plugins.Listing
+		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 1 {
+			t.Fatalf("gridsub plugins: exit %d %v\n%s%s", code, err, out, errs)
+		}
+		return rows[0]
+	}
+	first := backend()
+	if first.Pid <= 0 {
+		t.Fatalf("%+v", first)
+	}
+	if err := syscall.Kill(first.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l := backend()
+		if l.Pid > 0 && l.Pid != first.Pid && l.Health == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not restarted within 30s: %+v", l)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	m := scrape(t, sock)
+	if v := metric(m, `gridsub_plugin_events_total{event="plugin-restarted",plugin="proc"}`); v != 1 {
+		t.Errorf("plugin-restarted events of proc = %v, want 1", v)
+	}
+	if v := metric(m, `gridsub_plugin_restarts_total{kind="backend",plugin="proc"}`); v != 1 {
+		t.Errorf("gridsub_plugin_restarts_total of proc = %v, want 1", v)
+	}
+	if v := metric(m, `gridsub_plugin_up{kind="backend",mode="external",plugin="proc"}`); v != 1 {
+		t.Errorf("gridsub_plugin_up of proc = %v, want 1", v)
+	}
+	if !strings.Contains(p.logs.String(), `"msg":"backend plugin","plugin":"proc","site":"proc","event":"plugin-restarted"`) {
+		t.Errorf("the daemon's log lacks the backend plugin's restart event:\n%s", p.logs)
+	}
+}
