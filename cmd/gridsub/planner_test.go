@@ -423,3 +423,28 @@ func TestServeBackendPluginEventsInMetrics(t *testing.T) {
 		t.Errorf("the daemon's log lacks the backend plugin's restart event:\n%s", p.logs)
 	}
 }
+
+// TestPlannerPluginDiesWithKilledDaemon: even a SIGKILLed `gridsub
+// serve`, which closes nothing, leaves no planner process behind (the
+// kernel kills it with its parent: Pdeathsig).
+func TestPlannerPluginDiesWithKilledDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds gridsub and starts a daemon")
+	}
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("Linux only (Pdeathsig)")
+	}
+	bin := buildBinary(t)
+	_, state, sock := serveDirs(t)
+	t.Setenv(envSocket, sock)
+	p := startServe(t, bin, state, sock, "--config", plannerConfig(t, "plugin:builtin:greedy-easy", ""))
+	l := plannerListing(t)
+	if !alive(l.Pid) {
+		t.Fatalf("planner %+v does not run", l)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	waitGone(t, l.Pid, "the planner plugin of a SIGKILLed gridsub serve")
+}
