@@ -425,8 +425,8 @@ func TestServeBackendPluginEventsInMetrics(t *testing.T) {
 }
 
 // TestPlannerPluginDiesWithKilledDaemon: even a SIGKILLed `gridsub
-// serve`, which closes nothing, leaves no planner process behind (the
-// kernel kills it with its parent: Pdeathsig).
+// serve`, which closes nothing, leaves no plugin process behind, planner
+// or backend (the kernel kills them with their parent: Pdeathsig).
 func TestPlannerPluginDiesWithKilledDaemon(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds gridsub and starts a daemon")
@@ -437,14 +437,28 @@ func TestPlannerPluginDiesWithKilledDaemon(t *testing.T) {
 	bin := buildBinary(t)
 	_, state, sock := serveDirs(t)
 	t.Setenv(envSocket, sock)
-	p := startServe(t, bin, state, sock, "--config", plannerConfig(t, "plugin:builtin:greedy-easy", ""))
-	l := plannerListing(t)
-	if !alive(l.Pid) {
-		t.Fatalf("planner %+v does not run", l)
+	raw, err := os.ReadFile(pluginConfig(t, bin, fileSHA256Hex(t, bin)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "both.yaml")
+	os.WriteFile(cfg, append(raw, "broker: {policy: 'plugin:builtin:greedy-easy'}\n"...), 0o644)
+	p := startServe(t, bin, state, sock, "--config", cfg)
+	code, out, errs := cli("plugins", "--output", "json")
+	var rows []plugins.Listing
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 || len(rows) != 2 {
+		t.Fatalf("gridsub plugins: exit %d %v\n%s%s", code, err, out, errs)
+	}
+	for _, r := range rows {
+		if !alive(r.Pid) {
+			t.Fatalf("plugin %+v does not run", r)
+		}
 	}
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-p.done
-	waitGone(t, l.Pid, "the planner plugin of a SIGKILLed gridsub serve")
+	for _, r := range rows {
+		waitGone(t, r.Pid, "the "+r.Kind+" plugin of a SIGKILLed gridsub serve")
+	}
 }

@@ -114,7 +114,7 @@ func (p *Plugin) start() error {
 	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Env = slices.Clone(cfg.Env)
-	dieWithHost(cmd)
+	plugins.DieWithHost(cmd)
 	ccfg := &goplugin.ClientConfig{
 		HandshakeConfig:  plugins.Handshake,
 		Plugins:          goplugin.PluginSet{plugins.KindPlanner: &GRPCPlugin{CallTimeout: cfg.CallTimeout}},
