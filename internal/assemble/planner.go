@@ -120,9 +120,18 @@ func buildPlanner(ctx context.Context, spec Spec, log *slog.Logger, onPlugin fun
 		timeout = DefaultPlannerTimeout
 	}
 	f := &plannerrpc.Fallback{Primary: p.Planner(), Fallback: fb, CallTimeout: timeout,
+		MaxRestarts: PlannerMaxRestarts, RestartWindow: PlannerRestartWindow,
 		OnSwitch: func(err error) { pp.switched(err, log, onPlugin) }}
 	return f.Planner(), pp, nil
 }
+
+// A planner plugin that fails more than PlannerMaxRestarts times within
+// PlannerRestartWindow is replaced by the fallback; one that fails now and
+// then is restarted every time.
+const (
+	PlannerMaxRestarts   = 3
+	PlannerRestartWindow = 10 * time.Minute
+)
 
 // DefaultPlannerTimeout bounds one planning call to a planner plugin when
 // the configuration does not (broker.policy_timeout).

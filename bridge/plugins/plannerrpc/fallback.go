@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,17 +58,24 @@ type Fallback struct {
 	Fallback policy.Planner // nil: after the restarts, the primary's error is returned
 	// OnSwitch is told every restart and the switch (a *SwitchError).
 	OnSwitch func(err error)
-	// MaxRestarts bounds the restarts over the Fallback's life (0: 3;
+	// MaxRestarts bounds the restarts over the Fallback's life, or
+	// within any RestartWindow when that is set (0: 3;
 	// negative: none).
 	MaxRestarts int
 	// CallTimeout bounds each call to the primary, so that a hung plugin
 	// is a failure rather than a stalled broker (0: 60 s; negative: only
 	// the caller's ctx).
 	CallTimeout time.Duration
+	// RestartWindow, when > 0, counts only the restarts of the last
+	// RestartWindow of wall time against MaxRestarts: a long-lived broker
+	// restarts a plugin that crashes now and then, and falls back only
+	// when it keeps crashing. 0: the whole life (a replay's run).
+	RestartWindow time.Duration
 
 	mu       sync.Mutex
 	restarts int
-	down     bool // the primary failed for good
+	recent   []time.Time // restart times within RestartWindow
+	down     bool        // the primary failed for good
 }
 
 // WithFallback is (&Fallback{Primary: primary, Fallback: fallback,
@@ -199,7 +207,15 @@ func (f *Fallback) restart(ctx context.Context, err error) bool {
 		max = 3
 	}
 	f.mu.Lock()
-	if f.restarts >= max {
+	if f.RestartWindow > 0 {
+		now := time.Now()
+		f.recent = slices.DeleteFunc(f.recent, func(t time.Time) bool { return now.Sub(t) > f.RestartWindow })
+		if len(f.recent) >= max {
+			f.mu.Unlock()
+			return false
+		}
+		f.recent = append(f.recent, now)
+	} else if f.restarts >= max {
 		f.mu.Unlock()
 		return false
 	}

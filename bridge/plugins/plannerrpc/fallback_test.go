@@ -218,3 +218,46 @@ func TestFallbackRestartFailedIsNotASwitch(t *testing.T) {
 		t.Errorf("second report %+v; want the switch (same names here)", sw)
 	}
 }
+
+// TestFallbackRestartWindow: with a RestartWindow only the restarts within
+// it count: a primary crashing now and then is restarted again and again;
+// one crashing MaxRestarts+1 times within the window is replaced.
+func TestFallbackRestartWindow(t *testing.T) {
+	s := randSnapshot(rand.New(rand.NewPCG(5, 2)), 3, 20)
+	crash := func(p *restartable) {
+		p.mu.Lock()
+		p.broken = true
+		p.mu.Unlock()
+	}
+	// Now and then: 6 crashes, each after the window of the last restart.
+	prim := &restartable{Planner: builtin(t, "greedy-easy")}
+	var rec recorder
+	f := &Fallback{Primary: prim, Fallback: builtin(t, "greedy-none"), OnSwitch: rec.on, MaxRestarts: 2, RestartWindow: 30 * time.Millisecond}
+	pl := f.Planner()
+	for i := 0; i < 6; i++ {
+		crash(prim)
+		if _, err := pl.Plan(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	if prim.restarts != 6 || f.isDown() || len(rec.got) != 6 {
+		t.Fatalf("crashing now and then: %d restarts, down %v, %d reports; want 6 restarts and no switch", prim.restarts, f.isDown(), len(rec.got))
+	}
+	// In a burst: the third crash within the window switches.
+	prim = &restartable{Planner: builtin(t, "greedy-easy")}
+	rec = recorder{}
+	f = &Fallback{Primary: prim, Fallback: builtin(t, "greedy-none"), OnSwitch: rec.on, MaxRestarts: 2, RestartWindow: time.Hour}
+	pl = f.Planner()
+	for i := 0; i < 3; i++ {
+		crash(prim)
+		if _, err := pl.Plan(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if prim.restarts != 2 || !f.isDown() || len(rec.got) != 3 || !rec.got[2].isSwitch() {
+		t.Fatalf("a burst: %d restarts, down %v, reports %v; want 2 restarts, then the switch", prim.restarts, f.isDown(), rec.got)
+	}
+}
+
+func (e *SwitchError) isSwitch() bool { return !e.Restarted && !e.RestartFailed }
