@@ -11,6 +11,7 @@ import (
 // answers an empty list.
 //
 // Contract: Plugins returns one Plugin per site, in configuration order,
+// then the planner plugin (Kind "planner") if the broker plans with one,
 // from what is loaded now; it does not call the plugins. It is safe for
 // concurrent use.
 type PluginReporter interface {
@@ -29,6 +30,10 @@ type Plugin struct {
 	Health   string `json:"health"`           // "ok", "restarting" or "down"
 	Reason   string `json:"reason,omitempty"` // why it is restarting or down
 	Restarts int    `json:"restarts"`         // restarts since the daemon started
+	// Fallback is a planner plugin's fallback built-in; FallbackActive
+	// says it plans now, in place of the plugin.
+	Fallback       string `json:"fallback,omitempty"`
+	FallbackActive bool   `json:"fallback_active,omitempty"`
 }
 
 // PluginsResponse is the answer to GET /v1/plugins.

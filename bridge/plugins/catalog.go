@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/bridge/plugins/backendrpc"
@@ -21,15 +22,20 @@ import (
 // JSON: the site's configuration. It never holds a secret: SSH keys travel
 // as file paths (the plugin runs as the same user on the same machine).
 type BackendConfig struct {
-	Name         string     `json:"name"`
-	Kind         string     `json:"kind"`
-	Nodes        int        `json:"nodes,omitempty"`
-	CoresPerNode int        `json:"cores_per_node,omitempty"`
-	H            float64    `json:"h,omitempty"`
-	Partition    string     `json:"partition,omitempty"`
-	RemoteDir    string     `json:"remote_dir,omitempty"`
-	SSH          *SSHConfig `json:"ssh,omitempty"`
-	Sim          *SimConfig `json:"sim,omitempty"`
+	Name         string  `json:"name"`
+	Kind         string  `json:"kind"`
+	Nodes        int     `json:"nodes,omitempty"`
+	CoresPerNode int     `json:"cores_per_node,omitempty"`
+	H            float64 `json:"h,omitempty"`
+	Partition    string  `json:"partition,omitempty"`
+	RemoteDir    string  `json:"remote_dir,omitempty"`
+	// BinDir is a PBS site's directory of client commands (pbs.Config.BinDir).
+	BinDir string     `json:"bin_dir,omitempty"`
+	SSH    *SSHConfig `json:"ssh,omitempty"`
+	Sim    *SimConfig `json:"sim,omitempty"`
+	// Staging bounds every transfer of a site reached over SSH, as the
+	// configuration's staging section does in process.
+	Staging *StagingConfig `json:"staging,omitempty"`
 	// Options is the site's free-form `plugin.options`, for an external
 	// plugin to read as it likes.
 	Options json.RawMessage `json:"options,omitempty"`
@@ -47,6 +53,16 @@ type SSHConfig struct {
 	MaxSessions           int      `json:"max_sessions,omitempty"`
 }
 
+// StagingConfig is the configuration's staging limits (transport.Config
+// MaxFileSize, MinTransferRate, MinTransferTime; slurm.Config
+// MaxJobBytes). Zero fields are the backend's defaults.
+type StagingConfig struct {
+	MaxFileSize int64         `json:"max_file_size,omitempty"` // bytes per file
+	MaxJobBytes int64         `json:"max_job_bytes,omitempty"` // bytes per job, each way
+	MinRate     float64       `json:"min_rate,omitempty"`      // bytes per second
+	MinTime     time.Duration `json:"min_time,omitempty"`      // nanoseconds
+}
+
 // SimConfig is a simulated site's own engine: a sim plugin has a virtual
 // clock of its own, which the host drives with the Clock RPC.
 type SimConfig struct {
@@ -57,6 +73,7 @@ type SimConfig struct {
 // builtinBackends are the backends the gridsub binary serves itself.
 var builtinBackends = map[string]backendrpc.Factory{
 	"slurm": slurmFactory,
+	"pbs":   pbsFactory,
 	"sim":   simFactory,
 }
 
@@ -90,20 +107,39 @@ func decodeConfig(raw []byte) (*BackendConfig, error) {
 	return &c, nil
 }
 
+// sshConfig is the transport configuration of a site reached over SSH,
+// with the staging limits every transfer keeps; kind names the backend in
+// errors.
+func sshConfig(c *BackendConfig, kind string) (transport.Config, error) {
+	if c.SSH == nil || c.SSH.Host == "" {
+		return transport.Config{}, fmt.Errorf("%w: site %s: a %s backend needs ssh.host", backends.ErrInvalidSpec, c.Name, kind)
+	}
+	ssh := transport.Config{Host: c.SSH.Host, Port: c.SSH.Port, User: c.SSH.User, KeyFiles: c.SSH.KeyFiles,
+		KnownHosts: c.SSH.KnownHosts, UseAgent: c.SSH.Agent, InsecureIgnoreHostKey: c.SSH.InsecureIgnoreHostKey,
+		MaxSessions: c.SSH.MaxSessions, Logger: slog.Default().With("site", c.Name), Lazy: true}
+	if st := c.Staging; st != nil {
+		if st.MaxFileSize < 0 || st.MaxJobBytes < 0 || st.MinRate < 0 || st.MinTime < 0 {
+			return transport.Config{}, fmt.Errorf("%w: site %s: negative staging limit %+v", backends.ErrInvalidSpec, c.Name, *st)
+		}
+		ssh.MaxFileSize, ssh.MinTransferRate, ssh.MinTransferTime = st.MaxFileSize, st.MinRate, st.MinTime
+	}
+	return ssh, nil
+}
+
 func slurmFactory(ctx context.Context, raw []byte) (backends.Backend, error) {
 	c, err := decodeConfig(raw)
 	if err != nil {
 		return nil, err
 	}
-	if c.SSH == nil || c.SSH.Host == "" {
-		return nil, fmt.Errorf("%w: site %s: a slurm backend needs ssh.host", backends.ErrInvalidSpec, c.Name)
+	ssh, err := sshConfig(c, "slurm")
+	if err != nil {
+		return nil, err
 	}
-	log := slog.Default().With("site", c.Name)
-	ssh := transport.Config{Host: c.SSH.Host, Port: c.SSH.Port, User: c.SSH.User, KeyFiles: c.SSH.KeyFiles,
-		KnownHosts: c.SSH.KnownHosts, UseAgent: c.SSH.Agent, InsecureIgnoreHostKey: c.SSH.InsecureIgnoreHostKey,
-		MaxSessions: c.SSH.MaxSessions, Logger: log, Lazy: true}
-	b, err := slurm.Connect(ctx, slurm.Config{Name: c.Name, Partition: c.Partition, RemoteDir: c.RemoteDir,
-		User: c.SSH.User, Logger: log}, ssh)
+	cfg := slurm.Config{Name: c.Name, Partition: c.Partition, RemoteDir: c.RemoteDir, User: c.SSH.User, Logger: ssh.Logger}
+	if c.Staging != nil {
+		cfg.MaxJobBytes = c.Staging.MaxJobBytes
+	}
+	b, err := slurm.Connect(ctx, cfg, ssh)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +155,28 @@ type kinded struct {
 }
 
 func (k kinded) Kind() string { return k.kind }
+
+func pbsFactory(ctx context.Context, raw []byte) (backends.Backend, error) {
+	c, err := decodeConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	ssh, err := sshConfig(c, "pbs")
+	if err != nil {
+		return nil, err
+	}
+	b, err := pbs.Connect(ctx, pbs.Config{Name: c.Name, Queue: c.Partition, RemoteDir: c.RemoteDir, User: c.SSH.User,
+		BinDir: c.BinDir, Logger: ssh.Logger}, ssh)
+	if err != nil {
+		return nil, err
+	}
+	return pbsKinded{b}, nil
+}
+
+// pbsKinded is a PBS backend that says its Kind, like kinded for SLURM.
+type pbsKinded struct{ *pbs.Backend }
+
+func (pbsKinded) Kind() string { return "pbs" }
 
 func simFactory(_ context.Context, raw []byte) (backends.Backend, error) {
 	c, err := decodeConfig(raw)

@@ -96,6 +96,10 @@ type Listing struct {
 	Health   string `json:"health"`           // "ok", "restarting" or "down"
 	Reason   string `json:"reason,omitempty"` // why it is restarting or down
 	Restarts int    `json:"restarts"`         // restarts since gridsub started
+	// Fallback is a planner plugin's fallback built-in; FallbackActive
+	// says it plans now, in place of the plugin.
+	Fallback       string `json:"fallback,omitempty"`
+	FallbackActive bool   `json:"fallback_active,omitempty"`
 }
 
 // Describe lists the backend a site runs on: a supervised plugin's

@@ -128,6 +128,7 @@ func LoadBackend(ctx context.Context, spec BackendSpec) (*Instance, error) {
 	log := spec.logger()
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(hostEnv(), spec.Env...)
+	DieWithHost(cmd)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{

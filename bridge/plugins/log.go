@@ -10,6 +10,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
+// HostLogger is hostLogger for the other plugin kinds' hosts (a planner
+// plugin's): the plugin's log lines become slog records of log with
+// plugin=name.
+func HostLogger(log *slog.Logger, name string) hclog.Logger { return hostLogger(log, name) }
+
 // hostLogger is the hclog logger the go-plugin client of one plugin logs
 // with (its own messages and every line the plugin writes to stderr): it
 // writes JSON lines into a writer that turns each into a slog record of

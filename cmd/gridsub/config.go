@@ -27,10 +27,17 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 		InputRoots: cfg.Broker.InputRoots,
 	}
 	spec.FetchWorkers, spec.FetchTimeout = cfg.Staging.FetchWorkers, cfg.Staging.FetchTimeout
+	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = cfg.Broker.PolicySHA256, cfg.Broker.FallbackPolicy, cfg.Broker.PolicyTimeout
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]
 		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H}
-		if s.Kind != config.KindSim {
+		if s.Isolate || s.Plugin != nil {
+			p, err := pluginSite(s, &cfg.Staging, log)
+			if err != nil {
+				return spec, err
+			}
+			ss.Plugin = p
+		} else if s.Kind != config.KindSim {
 			real, err := realSite(s, &cfg.Staging, log)
 			if err != nil {
 				return spec, err

@@ -24,10 +24,14 @@ import (
 // pluginSite returns the constructor of a site whose backend runs out of
 // process: its built-in isolated, or an external plugin. The backend is a
 // plugins.Supervisor (one stable value; the process behind it restarts).
-func pluginSite(s *config.Site, log *slog.Logger) (func(context.Context) (backends.Backend, io.Closer, error), error) {
+// st bounds its transfers as in process (BackendConfig.Staging); onEvent
+// gets the supervisor's restarts and crash loop.
+func pluginSite(s *config.Site, st *config.Staging, log *slog.Logger) (func(context.Context, func(site, kind, detail string)) (backends.Backend, io.Closer, error), error) {
 	spec := plugins.BackendSpec{
 		Config: plugins.BackendConfig{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,
-			Partition: s.Partition, RemoteDir: s.RemoteDir},
+			Partition: s.Partition, RemoteDir: s.RemoteDir, BinDir: s.BinDir,
+			Staging: &plugins.StagingConfig{MaxFileSize: int64(st.MaxFileSize), MaxJobBytes: int64(st.MaxJobBytes),
+				MinRate: float64(st.MinRate), MinTime: st.MinTime}},
 		Builtin: s.Kind, Isolate: s.Isolate, Logger: log,
 	}
 	if x := s.SSH; x != nil {
@@ -52,8 +56,8 @@ func pluginSite(s *config.Site, log *slog.Logger) (func(context.Context) (backen
 	} else if _, err := plugins.BuiltinBackend(s.Kind); err != nil {
 		return nil, fmt.Errorf("site %s: isolate: %w", s.Name, err)
 	}
-	return func(ctx context.Context) (backends.Backend, io.Closer, error) {
-		sup, err := plugins.Supervise(ctx, spec, plugins.SuperviseOptions{})
+	return func(ctx context.Context, onEvent func(site, kind, detail string)) (backends.Backend, io.Closer, error) {
+		sup, err := plugins.Supervise(ctx, spec, plugins.SuperviseOptions{OnEvent: onEvent})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -108,7 +112,8 @@ func newPluginsCmd(g *globals) *cobra.Command {
 		Use:   "plugins",
 		Short: "List the plugins the configuration loads: mode, version, checksum, pid and health",
 		Long: `Plugins loads the configuration's sites as a broker would and lists, for each,
-what serves its backend:
+what serves its backend, then the broker's planner plugin when
+broker.policy names one (plugin:/path/to/exe, plugin:builtin:NAME):
 
   MODE     in-process (a built-in inside gridsub, the fast path), isolated (a
            built-in re-executed as "gridsub plugin serve backend NAME") or
@@ -119,6 +124,10 @@ what serves its backend:
   PID      the plugin process
   HEALTH   ok, restarting or down (with the reason under the table)
   RESTARTS restarts after a crash or hang since gridsub started
+
+A planner plugin that keeps failing is replaced by broker.fallback_policy:
+its HEALTH is then "down" and the note under the table names the fallback
+(fallback_active in --output json).
 
 With a daemon running (found as every command finds it) it lists what the
 daemon has loaded (GET /v1/plugins), restarts and crash loops included.
@@ -173,6 +182,9 @@ lists them and stops them again.
 				be, _ := env.Broker.Site(s.Name)
 				rows = append(rows, plugins.Describe(s.Name, s.Kind, be))
 			}
+			if l, ok := env.PlannerPlugin(); ok {
+				rows = append(rows, l)
+			}
 			if g.json() {
 				return writeJSON(g.stdout, rows)
 			}
@@ -196,8 +208,11 @@ func writePlugins(w io.Writer, rows []plugins.Listing) error {
 			pid = fmt.Sprint(r.Pid)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Name, r.Kind, r.Mode, r.Impl, r.Version, sum, pid, r.Health, r.Restarts)
-		if r.Reason != "" {
+		switch {
+		case r.Reason != "":
 			notes = append(notes, fmt.Sprintf("%s: %s", r.Name, r.Reason))
+		case r.Fallback != "":
+			notes = append(notes, fmt.Sprintf("%s: falls back to the built-in %s if it keeps failing", r.Name, r.Fallback))
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -14,11 +14,9 @@ import (
 )
 
 // realSite returns the constructor of a site reached over SSH: one
-// connection per site, host key checked, key file or agent.
+// connection per site, host key checked, key file or agent. (A site with
+// isolate or a plugin section is built by pluginSite.)
 func realSite(s *config.Site, st *config.Staging, log *slog.Logger) (func(context.Context) (backends.Backend, io.Closer, error), error) {
-	if s.Isolate || s.Plugin != nil {
-		return pluginSite(s, log)
-	}
 	if s.SSH == nil {
 		return nil, fmt.Errorf("site %s: kind %s needs an ssh section (host, port, user, key_file, known_hosts)", s.Name, s.Kind)
 	}

@@ -45,7 +45,7 @@ policy, whose copies wait in every site's own queue, always goes through the
 broker.
 
 A policy may be a planner plugin: "plugin:/path/to/planner [ARG...]" starts
-that executable for each run (see docs/plugins-planner.md), and
+that executable for each run (see docs/plugins.md), and
 "plugin:builtin:NAME" runs a built-in planner out of process. A centre can so
 replay its own policy on its own trace before it goes live.
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/coalloc"
 	"github.com/gridsub/gridsub/simbackend"
 )
 
@@ -29,6 +29,10 @@ type SiteSpec struct {
 	// Real builds the backend of a non-simulated site. It returns the backend
 	// and what to close at the end.
 	Real func(ctx context.Context) (backends.Backend, io.Closer, error)
+	// Plugin, when set instead of Real, builds a backend that runs out of
+	// process (a bridge/plugins.Supervisor); onEvent gets its supervisor's
+	// events (SuperviseOptions.OnEvent).
+	Plugin func(ctx context.Context, onEvent func(site, kind, detail string)) (backends.Backend, io.Closer, error)
 }
 
 // Spec is everything Build needs.
@@ -36,7 +40,7 @@ type Spec struct {
 	Sites     []SiteSpec
 	Links     [][]policy.Link
 	MultiSite float64
-	Planner   string        // a coalloc.ByName name; "" = greedy-easy
+	Planner   string        // a coalloc.ByName name ("" = greedy-easy), or a planner plugin (plannerrpc.ParseRef)
 	TimeScale float64       // virtual seconds per wall second for simulated sites (0 = 60)
 	Seed      uint64        // seed of the simulated testbed
 	Interval  time.Duration // cycle interval on real sites (0 = 1s)
@@ -51,12 +55,24 @@ type Spec struct {
 	// bridge.Options); 0 = the bridge's defaults.
 	FetchWorkers int
 	FetchTimeout time.Duration
+	// PlannerSHA256 is the checksum of a planner plugin executable
+	// (broker.policy_sha256); FallbackPlanner the built-in that replaces a
+	// planner plugin that keeps failing ("" = DefaultFallback);
+	// PlannerTimeout bounds one planning call to it (0 =
+	// DefaultPlannerTimeout).
+	PlannerSHA256   string
+	FallbackPlanner string
+	PlannerTimeout  time.Duration
 }
 
 // Options are knobs of the caller, not of the configuration.
 type Options struct {
 	Logger  *slog.Logger
 	OnEvent func(*bridge.Job, bridge.Event)
+	// OnPlugin, when set, is told what the plugins' supervision did
+	// (restarts, the planner's fallback, a backend plugin down). It must
+	// not block.
+	OnPlugin func(PluginEvent)
 }
 
 // Env is an assembled broker with its sites.
@@ -67,6 +83,7 @@ type Env struct {
 	spec    Spec
 	closers []io.Closer
 	log     *slog.Logger
+	planner *plannerPlugin // nil when the planner runs in process
 }
 
 // Build assembles the broker. Simulated and real sites cannot be mixed in one
@@ -99,13 +116,27 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	var sites []bridge.SiteConfig
 	for _, s := range spec.Sites {
 		var be backends.Backend
-		switch s.Kind {
-		case "sim":
+		switch {
+		case s.Kind == "sim":
 			site, err := simbackend.NewSite(env.Engine, simbackend.SiteConfig{Name: s.Name, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H})
 			if err != nil {
 				return nil, fmt.Errorf("%w: site %s: %w", ErrConfig, s.Name, err)
 			}
 			be = site
+		case s.Plugin != nil:
+			var onEvent func(site, kind, detail string)
+			if opts.OnPlugin != nil {
+				onEvent = func(site, kind, detail string) { opts.OnPlugin(PluginEvent{Plugin: site, Kind: kind, Detail: detail}) }
+			}
+			b, c, err := s.Plugin(ctx, onEvent)
+			if err != nil {
+				env.Close()
+				return nil, fmt.Errorf("site %s: %w", s.Name, err)
+			}
+			be = b
+			if c != nil {
+				env.closers = append(env.closers, c)
+			}
 		default:
 			if s.Real == nil {
 				return nil, fmt.Errorf("%w: site %s: kind %q is not supported here (valid: sim, slurm, pbs)", ErrConfig, s.Name, s.Kind)
@@ -122,10 +153,14 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		}
 		sites = append(sites, bridge.SiteConfig{Name: s.Name, Backend: be, H: s.H, Simulated: s.Kind == "sim"})
 	}
-	planner, err := coalloc.ByName(PlannerName(spec.Planner))
+	planner, pp, err := buildPlanner(ctx, spec, log, opts.OnPlugin)
 	if err != nil {
 		env.Close()
-		return nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
+		return nil, err
+	}
+	if pp != nil {
+		env.planner = pp
+		env.closers = append(env.closers, pp.p)
 	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
@@ -160,7 +195,16 @@ func (e *Env) Unreachable() map[string]error {
 	return out
 }
 
-// Close releases the sites' connections.
+// PlannerPlugin lists the broker's planner plugin; ok is false when the
+// planner runs in process.
+func (e *Env) PlannerPlugin() (l plugins.Listing, ok bool) {
+	if e.planner == nil {
+		return l, false
+	}
+	return e.planner.listing(), true
+}
+
+// Close releases the sites' connections and stops the planner plugin.
 func (e *Env) Close() error {
 	var errs []error
 	for _, c := range e.closers {

@@ -116,7 +116,7 @@ type Network struct {
 
 // Broker configures the broker.
 type Broker struct {
-	Policy   string        `mapstructure:"policy"`   // planner name (the policy registry checks it)
+	Policy   string        `mapstructure:"policy"`   // planner name (the policy registry checks it), or plugin:... (PolicySHA256)
 	Interval time.Duration `mapstructure:"interval"` // scheduling interval Δt, > 0
 	// PollInterval is how often each site is asked for the status of its
 	// jobs (one batched call per site), > 0.
@@ -142,6 +142,18 @@ type Broker struct {
 	TLSCert           string `mapstructure:"tls_cert"`
 	TLSKey            string `mapstructure:"tls_key"`
 	InsecurePlaintext bool   `mapstructure:"insecure_plaintext"`
+
+	// Policy may name a planner plugin instead of a built-in:
+	// plugin:/path/to/exe ARGS, or plugin:builtin:NAME (PlannerPluginPrefix).
+	// PolicySHA256 is the planner plugin executable's SHA-256 (64 hex
+	// digits, quoted), verified before every start; required for
+	// plugin:/path. FallbackPolicy is the built-in planner that takes over
+	// when the plugin keeps failing or hangs past PolicyTimeout (default
+	// greedy-easy); PolicyTimeout bounds one planning call to the plugin
+	// (default 30s).
+	PolicySHA256   string        `mapstructure:"policy_sha256"`
+	FallbackPolicy string        `mapstructure:"fallback_policy"`
+	PolicyTimeout  time.Duration `mapstructure:"policy_timeout"`
 }
 
 // Staging bounds every file moved to and from the real sites (SFTP stage-in
@@ -180,6 +192,9 @@ var defaults = map[string]any{
 	"network.default.latency":   "575ms",
 	"network.multi_site_factor": 1.1,
 	"broker.policy":             "greedy",
+	"broker.policy_sha256":      "",
+	"broker.fallback_policy":    "greedy-easy",
+	"broker.policy_timeout":     "30s",
 	"broker.interval":           "1s",
 	"broker.poll_interval":      "2s",
 	"broker.state_dir":          "",

@@ -138,9 +138,7 @@ func (c *Config) validate() Errors {
 	}
 
 	b := &c.Broker
-	if !policyRE.MatchString(b.Policy) {
-		bad("broker.policy", "must name a planner (e.g. greedy), got %q", b.Policy)
-	}
+	errs = append(errs, c.validatePlannerPlugin()...)
 	if b.Interval <= 0 {
 		bad("broker.interval", "must be a duration > 0, got %s", b.Interval)
 	} else if b.Interval < MinInterval || b.Interval > MaxInterval {

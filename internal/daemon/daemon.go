@@ -236,10 +236,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if simulated(spec) {
 		spec.Epoch = d.loadClock()
 	}
-	d.env, err = assemble.Build(ctx, spec, assemble.Options{Logger: log, OnEvent: d.m.onEvent})
+	d.env, err = assemble.Build(ctx, spec, assemble.Options{Logger: log, OnEvent: d.m.onEvent, OnPlugin: d.onPlugin})
 	if err != nil {
 		return nil, err
 	}
+	d.m.reg.MustRegister(newPluginCollector(d.plugins))
 	if d.env.Engine != nil {
 		d.scale = scale
 		d.v0, d.w0 = d.env.Engine.Now(), time.Now()

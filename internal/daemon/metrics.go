@@ -34,6 +34,9 @@ type metrics struct {
 	siteLatency  *prometheus.GaugeVec   // site
 	skipped      *prometheus.CounterVec // task
 	pruned       prometheus.Counter
+	// plugins' supervision (plugins.go)
+	pluginEvents     *prometheus.CounterVec // plugin, event
+	plannerFallbacks prometheus.Counter
 }
 
 // countFunc counts the jobs in some states (read from the store at scrape
@@ -76,6 +79,10 @@ func newMetrics(count countFunc) *metrics {
 			Help: "Schedule triggers dropped because the same task was still waiting to run."}, []string{"task"}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "gridsub_history_pruned_total",
 			Help: "Ended jobs deleted by the history cleanup."}),
+		pluginEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gridsub_plugin_events_total",
+			Help: "What the plugins' supervision did, by plugin (site or planner) and event (plugin-restarted, plugin-restart-failed, plugin-down, plugin-adopted, planner-restarted, planner-restart-failed, planner-fallback)."}, []string{"plugin", "event"}),
+		plannerFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "gridsub_planner_fallbacks_total",
+			Help: "Times the planner plugin failed for good and the fallback built-in took over."}),
 	}
 	gauge := func(name, help string, states ...bridge.JobState) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
@@ -90,6 +97,7 @@ func newMetrics(count countFunc) *metrics {
 	}
 	r.MustRegister(m.cycleSeconds, m.cycles, m.started, m.ended, m.dispatches, m.dispatchLat, m.remoteSubmit,
 		m.submissions, m.siteErrors, m.siteUp, m.siteFree, m.siteTrust, m.siteRate, m.siteLatency, m.skipped, m.pruned,
+		m.pluginEvents, m.plannerFallbacks,
 		gauge("gridsub_queue_length", "Jobs waiting in the broker's queue (queued), read from the store (-1 if it cannot be read).", bridge.Queued),
 		gauge("gridsub_live_jobs", "Jobs submitted to sites and not ended (submitting, dispatched, running), read from the store.", bridge.Submitting, bridge.Dispatched, bridge.Running),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

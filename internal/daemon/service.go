@@ -8,7 +8,6 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/store"
 )
 
@@ -92,14 +91,13 @@ func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
 	return out, nil
 }
 
-// Plugins answers GET /v1/plugins: what serves each site's backend now.
+// Plugins answers GET /v1/plugins: what serves each site's backend now,
+// then the planner plugin if the broker has one.
 func (s *service) Plugins(context.Context) ([]api.Plugin, error) {
-	out := make([]api.Plugin, 0, len(s.d.env.Sites))
-	for _, sp := range s.d.env.Sites {
-		be, _ := s.b.Site(sp.Name)
-		l := plugins.Describe(sp.Name, sp.Kind, be)
-		out = append(out, api.Plugin{Name: l.Name, Kind: l.Kind, Mode: l.Mode, Impl: l.Impl, Version: l.Version,
-			SHA256: l.SHA256, Pid: l.Pid, Health: l.Health, Reason: l.Reason, Restarts: l.Restarts})
+	ls := s.d.plugins()
+	out := make([]api.Plugin, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, api.Plugin(l))
 	}
 	return out, nil
 }

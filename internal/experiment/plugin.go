@@ -27,9 +27,7 @@ import (
 // plugin that crashes is restarted (at most three times per run; its
 // session re-seeded from the host's mirror, so the results do not change);
 // there is no fallback: a run's results are the plugin's or an error.
-const PluginPrefix = "plugin:"
-
-const builtinPrefix = "builtin:"
+const PluginPrefix = plannerrpc.RefPrefix
 
 // selfExecutable is the gridsub binary for plugin:builtin:NAME; tests
 // point it at a planner plugin they built.
@@ -42,35 +40,24 @@ type pluginPolicy struct {
 	builtin string // NAME of plugin:builtin:NAME
 }
 
-// parsePluginPolicy parses a policy name; ok is false for a name without
-// PluginPrefix (a built-in run in process).
+// parsePluginPolicy parses a policy name (plannerrpc.ParseRef, the
+// broker's syntax too); ok is false for a name without PluginPrefix (a
+// built-in run in process).
 func parsePluginPolicy(name string) (pp pluginPolicy, ok bool, err error) {
-	rest, ok := strings.CutPrefix(name, PluginPrefix)
-	if !ok {
-		return pp, false, nil
+	r, ok, err := plannerrpc.ParseRef(name)
+	if !ok || err != nil {
+		return pp, ok, err
 	}
-	if b, isBuiltin := strings.CutPrefix(rest, builtinPrefix); isBuiltin {
-		if _, err := coalloc.ByName(b); err != nil {
-			return pp, true, fmt.Errorf("%q: no built-in planner %q: valid are %s", name, b, strings.Join(coalloc.Names(), ", "))
+	if r.Builtin != "" {
+		if _, err := coalloc.ByName(r.Builtin); err != nil {
+			return pp, true, fmt.Errorf("%q: no built-in planner %q: valid are %s", name, r.Builtin, strings.Join(coalloc.Names(), ", "))
 		}
-		return pluginPolicy{builtin: b}, true, nil
 	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return pp, true, fmt.Errorf("%q names no executable: write plugin:/path/to/planner, or plugin:builtin:NAME", name)
-	}
-	return pluginPolicy{path: f[0], args: f[1:]}, true, nil
+	return pluginPolicy{path: r.Path, args: r.Args, builtin: r.Builtin}, true, nil
 }
 
 func (pp pluginPolicy) config() (plannerrpc.Config, error) {
-	if pp.builtin == "" {
-		return plannerrpc.Config{Path: pp.path, Args: pp.args}, nil
-	}
-	self, err := selfExecutable()
-	if err != nil {
-		return plannerrpc.Config{}, fmt.Errorf("finding the gridsub executable to run %s%s%s: %w", PluginPrefix, builtinPrefix, pp.builtin, err)
-	}
-	return plannerrpc.Config{Path: self, Args: []string{"plugin", "serve", "planner", pp.builtin}}, nil
+	return plannerrpc.Ref{Path: pp.path, Args: pp.args, Builtin: pp.builtin}.Config(selfExecutable)
 }
 
 // openPlanner gives the planner a policy names: a built-in, or a started

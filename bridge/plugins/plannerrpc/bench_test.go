@@ -17,7 +17,7 @@ import (
 )
 
 // The planner boundary's costs, side by side with the same work in
-// process (numbers in docs/plugins-planner.md):
+// process (numbers in docs/plugins.md):
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./bridge/plugins/plannerrpc
 //

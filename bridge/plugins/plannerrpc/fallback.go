@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,18 +18,25 @@ type Restarter interface {
 }
 
 // SwitchError reports what a Fallback did about a failing primary: it
-// restarted it (Restarted), or from now on plans with the fallback. Err is
-// the primary's failure. It is what OnSwitch gets, for an event and a
-// metric.
+// restarted it (Restarted), tried to and could not (RestartFailed; the
+// call fails or the fallback takes over next), or from now on plans with
+// the fallback (neither). Err is the primary's failure. It is what
+// OnSwitch gets, for an event and a metric. (From and To may be equal on
+// a switch too: a plugin serving greedy-easy falling back to the built-in
+// greedy-easy.)
 type SwitchError struct {
-	From, To  string // the planners' names (equal on a restart)
-	Restarted bool
-	Err       error
+	From, To      string // the planners' names (equal on a restart)
+	Restarted     bool
+	RestartFailed bool
+	Err           error
 }
 
 func (e *SwitchError) Error() string {
 	if e.Restarted {
 		return fmt.Sprintf("planner %s failed and was restarted: %v", e.From, e.Err)
+	}
+	if e.RestartFailed {
+		return fmt.Sprintf("planner %s failed and could not be restarted: %v", e.From, e.Err)
 	}
 	return fmt.Sprintf("planner %s failed, planning with %s from now on: %v", e.From, e.To, e.Err)
 }
@@ -50,17 +58,24 @@ type Fallback struct {
 	Fallback policy.Planner // nil: after the restarts, the primary's error is returned
 	// OnSwitch is told every restart and the switch (a *SwitchError).
 	OnSwitch func(err error)
-	// MaxRestarts bounds the restarts over the Fallback's life (0: 3;
+	// MaxRestarts bounds the restarts over the Fallback's life, or
+	// within any RestartWindow when that is set (0: 3;
 	// negative: none).
 	MaxRestarts int
 	// CallTimeout bounds each call to the primary, so that a hung plugin
 	// is a failure rather than a stalled broker (0: 60 s; negative: only
 	// the caller's ctx).
 	CallTimeout time.Duration
+	// RestartWindow, when > 0, counts only the restarts of the last
+	// RestartWindow of wall time against MaxRestarts: a long-lived broker
+	// restarts a plugin that crashes now and then, and falls back only
+	// when it keeps crashing. 0: the whole life (a replay's run).
+	RestartWindow time.Duration
 
 	mu       sync.Mutex
 	restarts int
-	down     bool // the primary failed for good
+	recent   []time.Time // restart times within RestartWindow
+	down     bool        // the primary failed for good
 }
 
 // WithFallback is (&Fallback{Primary: primary, Fallback: fallback,
@@ -192,14 +207,22 @@ func (f *Fallback) restart(ctx context.Context, err error) bool {
 		max = 3
 	}
 	f.mu.Lock()
-	if f.restarts >= max {
+	if f.RestartWindow > 0 {
+		now := time.Now()
+		f.recent = slices.DeleteFunc(f.recent, func(t time.Time) bool { return now.Sub(t) > f.RestartWindow })
+		if len(f.recent) >= max {
+			f.mu.Unlock()
+			return false
+		}
+		f.recent = append(f.recent, now)
+	} else if f.restarts >= max {
 		f.mu.Unlock()
 		return false
 	}
 	f.restarts++
 	f.mu.Unlock()
 	if rerr := r.Restart(ctx); rerr != nil {
-		f.report(&SwitchError{From: f.Primary.Name(), To: f.Primary.Name(), Err: errors.Join(err, fmt.Errorf("restart: %w", rerr))})
+		f.report(&SwitchError{From: f.Primary.Name(), To: f.Primary.Name(), RestartFailed: true, Err: errors.Join(err, fmt.Errorf("restart: %w", rerr))})
 		return false
 	}
 	f.report(&SwitchError{From: f.Primary.Name(), To: f.Primary.Name(), Restarted: true, Err: err})

@@ -185,3 +185,79 @@ func TestFallbackSessionTakesOver(t *testing.T) {
 		})
 	}
 }
+
+// failingRestart is a crashed primary whose restart fails.
+type failingRestart struct{ restartable }
+
+func (*failingRestart) Restart(context.Context) error { return errors.New("exec: no such file") }
+
+// TestFallbackRestartFailedIsNotASwitch: a restart that fails is reported
+// as such (RestartFailed), then the switch (neither flag), even when the
+// primary and the fallback have the same name (a plugin serving
+// greedy-easy falling back to the built-in greedy-easy): a host tells them
+// apart by the flags, never by the names.
+func TestFallbackRestartFailedIsNotASwitch(t *testing.T) {
+	s := randSnapshot(rand.New(rand.NewPCG(3, 1)), 3, 20)
+	prim := &failingRestart{restartable{Planner: builtin(t, "greedy-easy"), broken: true}}
+	var rec recorder
+	fb := WithFallback(prim, builtin(t, "greedy-easy"), rec.on)
+	got, err := fb.Plan(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := builtin(t, "greedy-easy").Plan(context.Background(), s)
+	samePlan(t, "by the fallback", want, got)
+	if len(rec.got) != 2 {
+		t.Fatalf("reports %v; want a failed restart, then the switch", rec.got)
+	}
+	r, sw := rec.got[0], rec.got[1]
+	if !r.RestartFailed || r.Restarted || !errors.Is(r, ErrPluginExited) {
+		t.Errorf("first report %+v; want RestartFailed with the crash", r)
+	}
+	if sw.RestartFailed || sw.Restarted || sw.From != sw.To {
+		t.Errorf("second report %+v; want the switch (same names here)", sw)
+	}
+}
+
+// TestFallbackRestartWindow: with a RestartWindow only the restarts within
+// it count: a primary crashing now and then is restarted again and again;
+// one crashing MaxRestarts+1 times within the window is replaced.
+func TestFallbackRestartWindow(t *testing.T) {
+	s := randSnapshot(rand.New(rand.NewPCG(5, 2)), 3, 20)
+	crash := func(p *restartable) {
+		p.mu.Lock()
+		p.broken = true
+		p.mu.Unlock()
+	}
+	// Now and then: 6 crashes, each after the window of the last restart.
+	prim := &restartable{Planner: builtin(t, "greedy-easy")}
+	var rec recorder
+	f := &Fallback{Primary: prim, Fallback: builtin(t, "greedy-none"), OnSwitch: rec.on, MaxRestarts: 2, RestartWindow: 30 * time.Millisecond}
+	pl := f.Planner()
+	for i := 0; i < 6; i++ {
+		crash(prim)
+		if _, err := pl.Plan(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	if prim.restarts != 6 || f.isDown() || len(rec.got) != 6 {
+		t.Fatalf("crashing now and then: %d restarts, down %v, %d reports; want 6 restarts and no switch", prim.restarts, f.isDown(), len(rec.got))
+	}
+	// In a burst: the third crash within the window switches.
+	prim = &restartable{Planner: builtin(t, "greedy-easy")}
+	rec = recorder{}
+	f = &Fallback{Primary: prim, Fallback: builtin(t, "greedy-none"), OnSwitch: rec.on, MaxRestarts: 2, RestartWindow: time.Hour}
+	pl = f.Planner()
+	for i := 0; i < 3; i++ {
+		crash(prim)
+		if _, err := pl.Plan(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if prim.restarts != 2 || !f.isDown() || len(rec.got) != 3 || !rec.got[2].isSwitch() {
+		t.Fatalf("a burst: %d restarts, down %v, reports %v; want 2 restarts, then the switch", prim.restarts, f.isDown(), rec.got)
+	}
+}
+
+func (e *SwitchError) isSwitch() bool { return !e.Restarted && !e.RestartFailed }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -45,6 +46,11 @@ type Config struct {
 	// level passed on (0: warn).
 	Log   io.Writer
 	Level hclog.Level
+	// Logger, when set, gets the plugin's log lines instead of Log, as
+	// slog records with plugin=LogName (bridge/plugins.HostLogger): what a
+	// broker that logs with slog uses.
+	Logger  *slog.Logger
+	LogName string
 }
 
 // Plugin is a started planner plugin process. Its Planner value stays the
@@ -108,6 +114,7 @@ func (p *Plugin) start() error {
 	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Env = slices.Clone(cfg.Env)
+	plugins.DieWithHost(cmd)
 	ccfg := &goplugin.ClientConfig{
 		HandshakeConfig:  plugins.Handshake,
 		Plugins:          goplugin.PluginSet{plugins.KindPlanner: &GRPCPlugin{CallTimeout: cfg.CallTimeout}},
@@ -119,6 +126,9 @@ func (p *Plugin) start() error {
 		StartTimeout:     timeout,
 		Stderr:           io.Discard, // a raw copy of what Logger gets
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin.planner." + baseName(cfg.Path), Output: out, Level: level}),
+	}
+	if cfg.Logger != nil {
+		ccfg.Logger = plugins.HostLogger(cfg.Logger, cfg.LogName)
 	}
 	if p.checksum != nil {
 		ccfg.SecureConfig = &goplugin.SecureConfig{Checksum: p.checksum, Hash: sha256.New()}
