@@ -180,7 +180,8 @@ func (ss *session) Release(site, nodes int, until time.Time) error {
 	return nil
 }
 
-// Plan implements policy.Session: one message on the Passes stream with
+// Plan implements policy.Session: one message on the pass socket (or the
+// Passes stream, for a plugin without one) with
 // the buffered changes, after (re-)opening the plugin's session from the
 // mirror when the plugin restarted or the last pass failed. The plan is
 // the caller's to keep.
