@@ -198,7 +198,11 @@ func (ss *sideServer) accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		ss.ln.Close() // one host; the path goes with it
+		// One host: the socket and its directory go now, so that a
+		// plugin killed, or exiting without closing its sessions (go-plugin
+		// exits the process), leaves nothing behind.
+		ss.ln.Close()
+		os.RemoveAll(ss.dir)
 		return c, nil
 	}
 }

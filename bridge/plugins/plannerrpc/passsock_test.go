@@ -149,6 +149,9 @@ func TestPassSocketAuth(t *testing.T) {
 		c.Close()
 		t.Fatal("the socket still accepts after the host connected")
 	}
+	if _, err := os.Stat(filepath.Dir(rep.GetPassSocket())); !os.IsNotExist(err) {
+		t.Fatalf("the socket's directory outlived the host's connection: %v", err)
+	}
 	// The plugin's error comes back as its status; the socket then closes.
 	bad := &pb.PlannerPassRequest{Holds: []*pb.PlannerHoldChange{{Release: true, Site: 0, Nodes: 2}}}
 	bad.NowSec, bad.NowNanos = timeToWire(t0.Add(2 * time.Minute))
