@@ -28,6 +28,7 @@ type Client struct {
 	done        context.Context // cancelled when the plugin exits
 	name        string
 	incremental bool
+	passSocket  bool // the plugin offers a pass socket (PlannerInfo.pass_socket)
 	callTimeout time.Duration
 }
 
@@ -62,6 +63,7 @@ func newClient(done context.Context, rpc pb.PlannerClient, infoTimeout, callTime
 		return nil, fmt.Errorf("planner plugin: Info: the plugin gave no name")
 	}
 	c.name, c.incremental = info.GetName(), info.GetIncremental()
+	c.passSocket = c.incremental && info.GetPassSocket()
 	return c, nil
 }
 
@@ -103,20 +105,25 @@ func (c IncrementalClient) NewSession(s *policy.Snapshot) (policy.Session, error
 	return newSession(s, func() (*Client, uint64) { return c.Client, 0 })
 }
 
-// openSession opens a plugin session on s and returns its id.
-func (c *Client) openSession(ctx context.Context, s *policy.Snapshot) (uint64, error) {
-	req := &pb.NewPlannerSessionRequest{Snapshot: snapshotToProto(s)}
+// openSession opens a plugin session on s and returns its id, and its
+// pass socket when the plugin offers one.
+func (c *Client) openSession(ctx context.Context, s *policy.Snapshot) (*pb.NewPlannerSessionReply, error) {
+	req := &pb.NewPlannerSessionRequest{Snapshot: snapshotToProto(s), PassSocket: c.passSocket}
 	var rep *pb.NewPlannerSessionReply
 	if err := c.call(ctx, "NewSession", func(ctx context.Context) (err error) {
 		rep, err = c.rpc.NewSession(ctx, req)
 		return err
 	}); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if rep.GetSession() == 0 {
-		return 0, &RemoteError{Plugin: c.name, Method: "NewSession", Msg: "the plugin gave session id 0"}
+		return nil, &RemoteError{Plugin: c.name, Method: "NewSession", Msg: "the plugin gave session id 0"}
 	}
-	return rep.GetSession(), nil
+	if rep.GetPassSocket() != "" && !c.passSocket {
+		c.closeSession(ctx, rep.GetSession())
+		return nil, &RemoteError{Plugin: c.name, Method: "NewSession", Msg: "the plugin gave a pass socket the host did not ask for"}
+	}
+	return rep, nil
 }
 
 // closeSession frees a plugin session, best effort.

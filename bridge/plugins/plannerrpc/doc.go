@@ -11,7 +11,10 @@
 //   - Snapshot: one coarse Plan(snapshot) → plan RPC per cycle.
 //   - Session: NewSession(snapshot) → id once, then per pass one message
 //     {id, now, submits, hold changes} → plan on the session's Passes
-//     stream (a message each way, not a call), and CloseSession. Submit,
+//     stream (a message each way, not a call), or, when the plugin's Info
+//     offers it, on the session's pass socket (passsock.go: a framed
+//     message on an authenticated Unix socket, a third of a gRPC stream
+//     message's cost), and CloseSession. Submit,
 //     Hold and Release never cross the wire by themselves: the client
 //     buffers them (Submit has neither error nor ctx), checks Hold and
 //     Release itself, and keeps a mirror of the session's snapshot (the

@@ -20,6 +20,10 @@ import (
 type GRPCPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	Impl policy.Planner // the plugin's side only
+	// StreamPasses (the plugin's side) offers no pass socket: the
+	// session's passes go on the Passes stream, as with a plugin built
+	// before the socket.
+	StreamPasses bool
 
 	// InfoTimeout bounds the Info call made when the host dispenses the
 	// plugin (0: 10 s).
@@ -35,7 +39,9 @@ func (p *GRPCPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return fmt.Errorf("plannerrpc: no planner to serve")
 	}
-	pb.RegisterPlannerServer(s, newServer(p.Impl))
+	srv := newServer(p.Impl)
+	srv.side = srv.side && !p.StreamPasses
+	pb.RegisterPlannerServer(s, srv)
 	return nil
 }
 

@@ -27,6 +27,8 @@ type server struct {
 	pb.UnimplementedPlannerServer
 	impl policy.Planner
 	inc  policy.Incremental // nil: the session RPCs answer Unimplemented
+	// side: NewSession offers a pass socket when the host asks.
+	side bool
 
 	mu       sync.Mutex
 	next     uint64
@@ -34,13 +36,15 @@ type server struct {
 }
 
 type serverSession struct {
-	mu sync.Mutex
-	s  policy.Session
+	mu   sync.Mutex
+	s    policy.Session
+	side *sideServer // the session's pass socket, or nil
 }
 
 func newServer(p policy.Planner) *server {
 	s := &server{impl: p, sessions: map[uint64]*serverSession{}}
 	s.inc, _ = p.(policy.Incremental)
+	s.side = s.inc != nil && passSocketSupported
 	return s
 }
 
@@ -54,7 +58,7 @@ func planError(err error) error {
 }
 
 func (s *server) Info(context.Context, *pb.PlannerInfoRequest) (*pb.PlannerInfo, error) {
-	return &pb.PlannerInfo{Name: s.impl.Name(), Incremental: s.inc != nil, Protocol: plugins.ProtocolVersion}, nil
+	return &pb.PlannerInfo{Name: s.impl.Name(), Incremental: s.inc != nil, Protocol: plugins.ProtocolVersion, PassSocket: s.side}, nil
 }
 
 func (s *server) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanReply, error) {
@@ -87,8 +91,16 @@ func (s *server) NewSession(_ context.Context, req *pb.NewPlannerSessionRequest)
 		return nil, status.Errorf(codes.ResourceExhausted, "%d sessions open; close some (CloseSession) first", len(s.sessions))
 	}
 	s.next++
-	s.sessions[s.next] = &serverSession{s: ss}
-	return &pb.NewPlannerSessionReply{Session: s.next}, nil
+	sss := &serverSession{s: ss}
+	rep := &pb.NewPlannerSessionReply{Session: s.next}
+	if req.GetPassSocket() && s.side {
+		if sss.side, err = s.openSide(s.next); err != nil {
+			return nil, status.Errorf(codes.Internal, "pass socket: %v", err)
+		}
+		rep.PassSocket, rep.PassToken = sss.side.path, sss.side.token
+	}
+	s.sessions[s.next] = sss
+	return rep, nil
 }
 
 // Passes serves a session's passes, one reply per request, until the host
@@ -104,6 +116,9 @@ func (s *server) Passes(stream pb.Planner_PassesServer) error {
 		}
 		if err != nil {
 			return err
+		}
+		if req.GetBind() {
+			return s.bind(stream, req.GetSession())
 		}
 		plan, err := s.pass(stream.Context(), req)
 		if err != nil {
@@ -155,12 +170,46 @@ func (s *server) pass(ctx context.Context, req *pb.PlannerPassRequest) (*policy.
 }
 
 func (s *server) CloseSession(_ context.Context, req *pb.ClosePlannerSessionRequest) (*pb.ClosePlannerSessionReply, error) {
-	s.drop(req.GetSession())
+	if ss := s.drop(req.GetSession()); ss != nil && ss.side != nil {
+		ss.side.close()
+	}
 	return &pb.ClosePlannerSessionReply{}, nil
 }
 
-func (s *server) drop(id uint64) {
+// drop forgets session id and returns it. Its pass socket, if any, stays
+// open for the error reply; serveSide closes it after.
+func (s *server) drop(id uint64) *serverSession {
 	s.mu.Lock()
+	ss := s.sessions[id]
 	delete(s.sessions, id)
 	s.mu.Unlock()
+	return ss
+}
+
+// bind holds session id's pass socket open while stream is: when the
+// stream ends (the host dropped the session, the gRPC server stopped), the
+// socket closes. The stream carries nothing else.
+func (s *server) bind(stream pb.Planner_PassesServer, id uint64) error {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil || ss.side == nil {
+		return status.Errorf(codes.NotFound, "no session %d with a pass socket", id)
+	}
+	defer ss.side.close()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			if _, err := stream.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-ended:
+	case <-ss.side.done:
+	case <-stream.Context().Done():
+	}
+	return nil
 }

@@ -127,6 +127,9 @@ type session struct {
 	// ends it. Both are nil when id is 0.
 	stream pb.Planner_PassesClient
 	stop   context.CancelFunc
+	// side, when the plugin gave a pass socket, carries the passes
+	// instead (stream then only binds it); nil otherwise.
+	side *sideClient
 }
 
 var _ policy.Session = (*session)(nil)
@@ -177,7 +180,8 @@ func (ss *session) Release(site, nodes int, until time.Time) error {
 	return nil
 }
 
-// Plan implements policy.Session: one message on the Passes stream with
+// Plan implements policy.Session: one message on the pass socket (or the
+// Passes stream, for a plugin without one) with
 // the buffered changes, after (re-)opening the plugin's session from the
 // mirror when the plugin restarted or the last pass failed. The plan is
 // the caller's to keep.
@@ -201,13 +205,18 @@ func (ss *session) Plan(ctx context.Context, now time.Time) (*policy.Plan, error
 	req.NowSec, req.NowNanos = timeToWire(now)
 	// The caller's ctx bounds this pass: when it ends first, the stream
 	// goes (and the next pass opens a new session from the mirror).
-	stop := context.AfterFunc(ctx, ss.stop)
-	err := ss.stream.Send(req)
 	var rep *pb.PlanReply
-	if err == nil || err == io.EOF { // io.EOF: the stream ended; Recv says why
-		rep, err = ss.stream.Recv()
+	var err error
+	if ss.side != nil {
+		rep, err = ss.side.pass(ctx, req)
+	} else {
+		stop := context.AfterFunc(ctx, ss.stop)
+		err = ss.stream.Send(req)
+		if err == nil || err == io.EOF { // io.EOF: the stream ended; Recv says why
+			rep, err = ss.stream.Recv()
+		}
+		stop()
 	}
-	stop()
 	clear(ss.submits)
 	clear(ss.holds)
 	ss.submits, ss.holds = ss.submits[:0], ss.holds[:0]
@@ -216,6 +225,8 @@ func (ss *session) Plan(ctx context.Context, now time.Time) (*policy.Plan, error
 		if plan, err = planFromProto(rep.GetPlan()); err != nil {
 			err = &RemoteError{Plugin: c.name, Method: "Passes", Msg: "bad plan: " + err.Error()}
 		}
+	} else if ss.side != nil {
+		err = c.classifySide(ctx, err)
 	} else {
 		err = c.classify(ctx, "Passes", err)
 	}
@@ -237,18 +248,33 @@ func (ss *session) Plan(ctx context.Context, now time.Time) (*policy.Plan, error
 // stream that carries its passes. The buffered changes are in the mirror,
 // so they are dropped.
 func (ss *session) open(ctx context.Context, c *Client, gen uint64) error {
-	id, err := c.openSession(ctx, ss.m.snapshot())
+	rep, err := c.openSession(ctx, ss.m.snapshot())
 	if err != nil {
 		return err
 	}
+	id := rep.GetSession()
 	sctx, stop := context.WithCancel(c.done)
 	stream, err := c.rpc.Passes(sctx)
+	var side *sideClient
+	if err == nil && rep.GetPassSocket() != "" {
+		// The stream binds the socket to the gRPC connection, then idles.
+		if err = stream.Send(&pb.PlannerPassRequest{Session: id, Bind: true}); err == nil {
+			if side, err = dialSide(ctx, c.done, rep.GetPassSocket(), rep.GetPassToken()); err != nil {
+				stop()
+				c.closeSession(ctx, id)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return &RemoteError{Plugin: c.name, Method: "NewSession", Msg: err.Error()}
+			}
+		}
+	}
 	if err != nil {
 		stop()
 		c.closeSession(ctx, id)
 		return c.classify(ctx, "Passes", err)
 	}
-	ss.id, ss.gen, ss.stream, ss.stop = id, gen, stream, stop
+	ss.id, ss.gen, ss.stream, ss.stop, ss.side = id, gen, stream, stop, side
 	ss.submits, ss.holds = ss.submits[:0], ss.holds[:0]
 	return nil
 }
@@ -258,7 +284,10 @@ func (ss *session) drop() {
 	if ss.stop != nil {
 		ss.stop()
 	}
-	ss.id, ss.stream, ss.stop = 0, nil, nil
+	if ss.side != nil {
+		ss.side.close()
+	}
+	ss.id, ss.stream, ss.stop, ss.side = 0, nil, nil, nil
 }
 
 // Close frees the plugin's session. Plan after Close fails with ErrClosed.

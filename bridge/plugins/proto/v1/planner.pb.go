@@ -192,9 +192,10 @@ func (*PlannerInfoRequest) Descriptor() ([]byte, []int) {
 
 type PlannerInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                // policy.Planner.Name
-	Incremental   bool                   `protobuf:"varint,2,opt,name=incremental,proto3" json:"incremental,omitempty"` // the session RPCs are served
-	Protocol      int32                  `protobuf:"varint,3,opt,name=protocol,proto3" json:"protocol,omitempty"`       // plugins.ProtocolVersion the plugin was built with
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`                                // policy.Planner.Name
+	Incremental   bool                   `protobuf:"varint,2,opt,name=incremental,proto3" json:"incremental,omitempty"`                 // the session RPCs are served
+	Protocol      int32                  `protobuf:"varint,3,opt,name=protocol,proto3" json:"protocol,omitempty"`                       // plugins.ProtocolVersion the plugin was built with
+	PassSocket    bool                   `protobuf:"varint,4,opt,name=pass_socket,json=passSocket,proto3" json:"pass_socket,omitempty"` // NewSession can give a side channel for passes
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -248,6 +249,13 @@ func (x *PlannerInfo) GetProtocol() int32 {
 		return x.Protocol
 	}
 	return 0
+}
+
+func (x *PlannerInfo) GetPassSocket() bool {
+	if x != nil {
+		return x.PassSocket
+	}
+	return false
 }
 
 type PlanRequest struct {
@@ -341,6 +349,7 @@ func (x *PlanReply) GetPlan() *PlannerPlan {
 type NewPlannerSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Snapshot      *PlannerSnapshot       `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	PassSocket    bool                   `protobuf:"varint,2,opt,name=pass_socket,json=passSocket,proto3" json:"pass_socket,omitempty"` // the host asks for a side channel for the passes
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -382,9 +391,25 @@ func (x *NewPlannerSessionRequest) GetSnapshot() *PlannerSnapshot {
 	return nil
 }
 
+func (x *NewPlannerSessionRequest) GetPassSocket() bool {
+	if x != nil {
+		return x.PassSocket
+	}
+	return false
+}
+
+// NewPlannerSessionReply: when the host asked for a side channel and the
+// plugin serves one, pass_socket is a Unix socket in a private (0700)
+// directory; the host connects, sends pass_token (32 bytes) first, then
+// each pass as a frame (4-byte big-endian length, then a
+// PlannerPassRequest); each reply is a frame of one kind byte (0: a
+// PlanReply, 1: a google.rpc.Status) and the message. The channel serves
+// only while the host's Passes stream bound to it (bind) is open.
 type NewPlannerSessionReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Session       uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"` // never 0
+	PassSocket    string                 `protobuf:"bytes,2,opt,name=pass_socket,json=passSocket,proto3" json:"pass_socket,omitempty"`
+	PassToken     []byte                 `protobuf:"bytes,3,opt,name=pass_token,json=passToken,proto3" json:"pass_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -426,13 +451,30 @@ func (x *NewPlannerSessionReply) GetSession() uint64 {
 	return 0
 }
 
+func (x *NewPlannerSessionReply) GetPassSocket() string {
+	if x != nil {
+		return x.PassSocket
+	}
+	return ""
+}
+
+func (x *NewPlannerSessionReply) GetPassToken() []byte {
+	if x != nil {
+		return x.PassToken
+	}
+	return nil
+}
+
 type PlannerPassRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"`
-	NowSec        int64                  `protobuf:"varint,2,opt,name=now_sec,json=nowSec,proto3" json:"now_sec,omitempty"`
-	NowNanos      int32                  `protobuf:"varint,3,opt,name=now_nanos,json=nowNanos,proto3" json:"now_nanos,omitempty"`
-	Submits       *PlannerJobs           `protobuf:"bytes,4,opt,name=submits,proto3" json:"submits,omitempty"` // in submit order
-	Holds         []*PlannerHoldChange   `protobuf:"bytes,5,rep,name=holds,proto3" json:"holds,omitempty"`     // in the order the host reported them
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Session  uint64                 `protobuf:"varint,1,opt,name=session,proto3" json:"session,omitempty"`
+	NowSec   int64                  `protobuf:"varint,2,opt,name=now_sec,json=nowSec,proto3" json:"now_sec,omitempty"`
+	NowNanos int32                  `protobuf:"varint,3,opt,name=now_nanos,json=nowNanos,proto3" json:"now_nanos,omitempty"`
+	Submits  *PlannerJobs           `protobuf:"bytes,4,opt,name=submits,proto3" json:"submits,omitempty"` // in submit order
+	Holds    []*PlannerHoldChange   `protobuf:"bytes,5,rep,name=holds,proto3" json:"holds,omitempty"`     // in the order the host reported them
+	// bind: this stream carries no passes; it ties the session's side
+	// channel to the gRPC connection (the channel closes when it ends).
+	Bind          bool `protobuf:"varint,6,opt,name=bind,proto3" json:"bind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -500,6 +542,13 @@ func (x *PlannerPassRequest) GetHolds() []*PlannerHoldChange {
 		return x.Holds
 	}
 	return nil
+}
+
+func (x *PlannerPassRequest) GetBind() bool {
+	if x != nil {
+		return x.Bind
+	}
+	return false
 }
 
 type ClosePlannerSessionRequest struct {
@@ -1474,25 +1523,34 @@ var File_planner_proto protoreflect.FileDescriptor
 const file_planner_proto_rawDesc = "" +
 	"\n" +
 	"\rplanner.proto\x12\x12gridsub.plugins.v1\"\x14\n" +
-	"\x12PlannerInfoRequest\"_\n" +
+	"\x12PlannerInfoRequest\"\x80\x01\n" +
 	"\vPlannerInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vincremental\x18\x02 \x01(\bR\vincremental\x12\x1a\n" +
-	"\bprotocol\x18\x03 \x01(\x05R\bprotocol\"N\n" +
+	"\bprotocol\x18\x03 \x01(\x05R\bprotocol\x12\x1f\n" +
+	"\vpass_socket\x18\x04 \x01(\bR\n" +
+	"passSocket\"N\n" +
 	"\vPlanRequest\x12?\n" +
 	"\bsnapshot\x18\x01 \x01(\v2#.gridsub.plugins.v1.PlannerSnapshotR\bsnapshot\"@\n" +
 	"\tPlanReply\x123\n" +
-	"\x04plan\x18\x01 \x01(\v2\x1f.gridsub.plugins.v1.PlannerPlanR\x04plan\"[\n" +
+	"\x04plan\x18\x01 \x01(\v2\x1f.gridsub.plugins.v1.PlannerPlanR\x04plan\"|\n" +
 	"\x18NewPlannerSessionRequest\x12?\n" +
-	"\bsnapshot\x18\x01 \x01(\v2#.gridsub.plugins.v1.PlannerSnapshotR\bsnapshot\"2\n" +
+	"\bsnapshot\x18\x01 \x01(\v2#.gridsub.plugins.v1.PlannerSnapshotR\bsnapshot\x12\x1f\n" +
+	"\vpass_socket\x18\x02 \x01(\bR\n" +
+	"passSocket\"r\n" +
 	"\x16NewPlannerSessionReply\x12\x18\n" +
-	"\asession\x18\x01 \x01(\x04R\asession\"\xdc\x01\n" +
+	"\asession\x18\x01 \x01(\x04R\asession\x12\x1f\n" +
+	"\vpass_socket\x18\x02 \x01(\tR\n" +
+	"passSocket\x12\x1d\n" +
+	"\n" +
+	"pass_token\x18\x03 \x01(\fR\tpassToken\"\xf0\x01\n" +
 	"\x12PlannerPassRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\x12\x17\n" +
 	"\anow_sec\x18\x02 \x01(\x03R\x06nowSec\x12\x1b\n" +
 	"\tnow_nanos\x18\x03 \x01(\x05R\bnowNanos\x129\n" +
 	"\asubmits\x18\x04 \x01(\v2\x1f.gridsub.plugins.v1.PlannerJobsR\asubmits\x12;\n" +
-	"\x05holds\x18\x05 \x03(\v2%.gridsub.plugins.v1.PlannerHoldChangeR\x05holds\"6\n" +
+	"\x05holds\x18\x05 \x03(\v2%.gridsub.plugins.v1.PlannerHoldChangeR\x05holds\x12\x12\n" +
+	"\x04bind\x18\x06 \x01(\bR\x04bind\"6\n" +
 	"\x1aClosePlannerSessionRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\x04R\asession\"\x1a\n" +
 	"\x18ClosePlannerSessionReply\"\x95\x01\n" +
