@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,9 +69,31 @@ func TestClientCommandsNeedADaemon(t *testing.T) {
 // serveProc is `gridsub serve` running as a child process.
 type serveProc struct {
 	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	logs *logBuffer
 	done chan error
 }
+
+// logBuffer is a daemon's stderr as it is written: exec's copying goroutine
+// writes while a test reads, so every access holds the lock.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (l *logBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+func (l *logBuffer) String() string { return string(l.Bytes()) }
 
 // buildBinary builds gridsub once per test binary run.
 var builtBinary string
@@ -101,7 +124,7 @@ func startServe(t *testing.T, bin, state, sock string, args ...string) *servePro
 	}), envStateDir+"="+state, envSocket+"="+sock,
 		// The tests' --out-dir are beside the state directory.
 		config.EnvName("broker.output_root")+"="+filepath.Dir(state))
-	p := &serveProc{cmd: cmd, logs: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &serveProc{cmd: cmd, logs: &logBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
