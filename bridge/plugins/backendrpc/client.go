@@ -371,6 +371,9 @@ func (c *Client) Watch(ctx context.Context, fn func(backends.JobStatus)) error {
 	for {
 		ev, err := st.Recv()
 		if err == io.EOF {
+			if ctx.Err() != nil {
+				return fmt.Errorf("plugin %s: Watch: %w", c.label(), ctx.Err())
+			}
 			return fmt.Errorf("plugin %s: Watch: %w: the stream ended", c.label(), backends.ErrUnavailable)
 		}
 		if err != nil {

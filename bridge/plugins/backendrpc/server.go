@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/status"
+
 	"github.com/gridsub/gridsub/backends"
 	pb "github.com/gridsub/gridsub/bridge/plugins/proto/v1"
 	"github.com/gridsub/gridsub/bridge/plugins/wire"
@@ -322,8 +324,11 @@ func (s *Server) Watch(_ *pb.BackendWatchRequest, st pb.Backend_WatchServer) err
 					return serr
 				}
 			}
-			if st.Context().Err() != nil {
-				return nil
+			if cerr := st.Context().Err(); cerr != nil {
+				// The host's deadline or cancel: say which, so the host
+				// does not read a clean end of the stream (it may see
+				// this before its own ctx is done).
+				return status.FromContextError(cerr).Err()
 			}
 			omu.Lock()
 			if overflow {

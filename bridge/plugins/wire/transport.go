@@ -38,7 +38,9 @@ func Join(ctx, pluginDone context.Context) (context.Context, context.CancelFunc)
 // CallError maps the error of a gRPC call (not a domain error: those travel
 // in the reply) to what the caller sees, per PLUGIN-STYLE §5: the caller's
 // ctx done → ctx.Err(); the plugin gone → ErrPluginExited; Unimplemented →
-// backends.ErrUnsupported; anything else → ErrTransport naming the method.
+// backends.ErrUnsupported; the caller's deadline passed on the plugin's
+// side first → context.DeadlineExceeded; anything else → ErrTransport
+// naming the method.
 // ctx is the caller's context, joined the joined one.
 func CallError(plugin, method string, ctx, joined context.Context, err error) error {
 	if err == nil {
@@ -55,6 +57,10 @@ func CallError(plugin, method string, ctx, joined context.Context, err error) er
 		return fmt.Errorf("plugin %s: %s: %w (%s)", plugin, method, ErrPluginExited, status.Convert(err).Message())
 	case codes.Unimplemented:
 		return fmt.Errorf("plugin %s: %s: %w", plugin, method, backends.ErrUnsupported)
+	case codes.DeadlineExceeded:
+		// gRPC gives the plugin the caller's deadline: it can pass there a
+		// hair before it passes here.
+		return fmt.Errorf("plugin %s: %s: %w", plugin, method, context.DeadlineExceeded)
 	case codes.Canceled:
 		// The plugin's side was cancelled while the caller's ctx was not:
 		// the host is shutting the plugin down.
