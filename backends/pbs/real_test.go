@@ -16,6 +16,7 @@ import (
 	"github.com/gridsub/gridsub/backends/backendtest"
 	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/transport"
+	"github.com/gridsub/gridsub/internal/pbslock"
 )
 
 // These tests talk to the real OpenPBS server of the testbed
@@ -34,6 +35,7 @@ func testSite(t testing.TB) site {
 	if key == "" || port == 0 {
 		t.Skip("no OpenPBS testbed: run `bash scripts/pbs-testbed.sh start && source /var/tmp/gridsub-pbs/testbed.env` (as root, needs ../shared/testbed/openpbs) to run the real-server tests")
 	}
+	pbslock.Hold(t)
 	return site{home: os.Getenv("GRIDSUB_PBS_HOME_DIR"), bin: os.Getenv("GRIDSUB_PBS_BIN"),
 		ssh: transport.Config{Host: os.Getenv("GRIDSUB_PBS_SSH_HOST"), Port: port, User: os.Getenv("GRIDSUB_PBS_SSH_USER"),
 			KeyFiles: []string{key}, KnownHosts: []string{os.Getenv("GRIDSUB_PBS_SSH_KNOWN_HOSTS")}, MaxSessions: 8}}

@@ -12,6 +12,7 @@ import (
 	"github.com/gridsub/gridsub/backends/backendtest"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/internal/pbslock"
 )
 
 // TestConformancePBSThroughPlugin runs the backend conformance suite
@@ -29,6 +30,7 @@ func TestConformancePBSThroughPlugin(t *testing.T) {
 	if key == "" || port == 0 {
 		t.Skip("no OpenPBS testbed: run `bash scripts/pbs-testbed.sh start && source /var/tmp/gridsub-pbs/testbed.env` (as root, needs ../shared/testbed/openpbs) to run pbs through the plugin boundary")
 	}
+	pbslock.Hold(t)
 	ssh := &plugins.SSHConfig{Host: os.Getenv("GRIDSUB_PBS_SSH_HOST"), Port: port, User: os.Getenv("GRIDSUB_PBS_SSH_USER"),
 		KeyFiles: []string{key}, KnownHosts: []string{os.Getenv("GRIDSUB_PBS_SSH_KNOWN_HOSTS")}, MaxSessions: 8}
 	spec := plugins.BackendSpec{Config: plugins.BackendConfig{Name: "pbs", Kind: "pbs",

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gridsub/gridsub/backends/transport"
+	"github.com/gridsub/gridsub/internal/pbslock"
 )
 
 // needPBS skips unless the OpenPBS testbed's environment is loaded.
@@ -18,6 +19,7 @@ func needPBS(t *testing.T) {
 	if os.Getenv("GRIDSUB_PBS_SSH_KEY") == "" || os.Getenv("GRIDSUB_PBS_SSH_PORT") == "" {
 		t.Skip("no OpenPBS testbed: run `bash scripts/pbs-testbed.sh start && source /var/tmp/gridsub-pbs/testbed.env` (scripts/test.sh does both when ../shared/testbed/openpbs exists)")
 	}
+	pbslock.Hold(t)
 }
 
 // runPBS runs a job file through gridsub on the real OpenPBS testbed
