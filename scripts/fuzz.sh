@@ -4,11 +4,11 @@
 # crash with the path of its reproducer (testdata/fuzz/FuzzXxx/<file> of the
 # package: commit it with the fix, it then runs as a regression test).
 #
-#   bash scripts/fuzz.sh                        # CI: 3s per target
+#   bash scripts/fuzz.sh                        # CI: 2s per target
 #   GRIDSUB_FUZZ_TIME=60s bash scripts/fuzz.sh  # long mode: a minute per target
 #
 # Environment:
-#   GRIDSUB_FUZZ_TIME      -fuzztime per target (default 3s; also "5000x")
+#   GRIDSUB_FUZZ_TIME      -fuzztime per target (default 2s; also "5000x")
 #   GRIDSUB_FUZZ_PARALLEL  fuzzing workers per target (default 2)
 #   GRIDSUB_FUZZ_MINIMIZE  -fuzzminimizetime (default 1s: a new input is not
 #                          minimized for the default minute)
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GRIDSUB_WORKLOADS="${GRIDSUB_WORKLOADS:-$(cd .. && pwd)/shared/workloads}"
-fuzztime="${GRIDSUB_FUZZ_TIME:-3s}"
+fuzztime="${GRIDSUB_FUZZ_TIME:-2s}"
 parallel="${GRIDSUB_FUZZ_PARALLEL:-2}"
 minimize="${GRIDSUB_FUZZ_MINIMIZE:-1s}"
 match="${GRIDSUB_FUZZ_MATCH:-.}"
