@@ -1,0 +1,290 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// runAll moves every unfinished job at the fake site to state s (exit code
+// exit), and returns how many it moved.
+func (f *fakeSite) runAll(s backends.State, exit int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, st := range f.jobs {
+		if !st.State.Final() {
+			st.State, st.ExitCode = s, exit
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeSite) unfinished() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, st := range f.jobs {
+		if !st.State.Final() {
+			n++
+		}
+	}
+	return n
+}
+
+// env returns the environment of the remote job carrying a grid id.
+func (f *fakeSite) envOf(gid string) map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, st := range f.jobs {
+		if strings.HasPrefix(st.GridID, gid+"-a") {
+			return f.specs[id].Env
+		}
+	}
+	return nil
+}
+
+// allowedFit is firstFit over the job's allowed sites.
+func allowedFit(s *policy.Snapshot, j policy.Job) *policy.Decision {
+	for i, st := range s.Sites {
+		if st.Free >= j.Width && (len(j.Allowed) == 0 || slices.Contains(j.Allowed, i)) {
+			return &policy.Decision{Job: j.ID, Action: policy.Start, Chosen: policy.Option{Parts: []policy.Part{{Site: i, Nodes: j.Width}}}}
+		}
+	}
+	return nil
+}
+
+func mustJob(t *testing.T, b *Broker, id string) *Job {
+	t.Helper()
+	j, err := b.Job(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func TestArrayRespectsLimitAndCompletes(t *testing.T) {
+	a := newFake("A", 100)
+	b := newTestBroker(t, firstFit, a)
+	r := req(1)
+	r.Array = "1-25%4"
+	p, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Group == nil || p.Group.Total != 25 || p.Group.Limit != 4 || p.State != Running {
+		t.Fatalf("parent %+v group %+v", p.State, p.Group)
+	}
+	now := t0
+	for i := 0; i < 40 && mustJob(t, b, p.ID).State == Running; i++ {
+		now = now.Add(time.Second)
+		mustCycle(t, b, now)
+		if n := a.unfinished(); n > 4 {
+			t.Fatalf("cycle %d: %d elements at the site at once, limit 4", i, n)
+		}
+		a.runAll(backends.StateCompleted, 0)
+	}
+	p = mustJob(t, b, p.ID)
+	if p.State != Completed || p.Group.Made != 25 || p.Group.Counts[Completed] != 25 {
+		t.Fatalf("parent %s %q %+v", p.State, p.Reason, p.Group)
+	}
+	e := mustJob(t, b, ElementID(p.ID, 17))
+	if e.Parent != p.ID || e.Index != 17 || e.State != Completed {
+		t.Fatalf("element %+v", e)
+	}
+	if env := a.envOf(e.ID); env["GRIDSUB_ARRAY_INDEX"] != "17" || env["GRIDSUB_ARRAY_JOB_ID"] != p.ID {
+		t.Fatalf("element env %v", env)
+	}
+	if els, _ := b.store.List(context.Background(), Filter{Parent: p.ID}); len(els) != 25 {
+		t.Fatalf("%d elements stored", len(els))
+	}
+}
+
+func TestSweepEnvAndFailureCounts(t *testing.T) {
+	a := newFake("A", 100)
+	b := newTestBroker(t, firstFit, a)
+	r := req(1)
+	r.Sweep = &Sweep{Params: []SweepParam{{"LR", []string{"0.1", "0.01"}}, {"DEPTH", []string{"2", "4", "8"}}}}
+	p, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(time.Second))
+	// Element 4 = LR[1], DEPTH[1] (the last parameter varies fastest).
+	if env := a.envOf(ElementID(p.ID, 4)); env["LR"] != "0.01" || env["DEPTH"] != "4" || env["GRIDSUB_ARRAY_INDEX"] != "4" {
+		t.Fatalf("element 4 env %v", env)
+	}
+	a.set(ElementID(p.ID, 2), backends.StateFailed, 3)
+	a.runAll(backends.StateCompleted, 0)
+	mustCycle(t, b, t0.Add(2*time.Second))
+	mustCycle(t, b, t0.Add(3*time.Second))
+	p = mustJob(t, b, p.ID)
+	if p.State != Failed || !strings.Contains(p.Reason, "1 of 6 elements did not complete") || !strings.Contains(p.Reason, ElementID(p.ID, 2)) {
+		t.Fatalf("parent %s: %s", p.State, p.Reason)
+	}
+}
+
+func TestGroupRequestsRefused(t *testing.T) {
+	b := newTestBroker(t, firstFit, newFake("A", 4))
+	for _, c := range []struct {
+		mod  func(r *Request)
+		want string
+	}{
+		{func(r *Request) { r.Array = "1-20000" }, "more than 10000"},
+		{func(r *Request) { r.Array = "5-1" }, "backwards"},
+		{func(r *Request) { r.Array = "1-10%0" }, "limit"},
+		{func(r *Request) { r.Array = "1,1" }, "twice"},
+		{func(r *Request) { r.Array = "1-3"; r.Sweep = &Sweep{Params: []SweepParam{{"X", []string{"1"}}}} }, "not several"},
+		{func(r *Request) { r.Sweep = &Sweep{Params: []SweepParam{{"GRIDSUB_X", []string{"1"}}}} }, "reserved"},
+		{func(r *Request) {
+			r.Sweep = &Sweep{Params: []SweepParam{{"A", make([]string, 200)}, {"B", make([]string, 200)}}}
+			for i := range 200 {
+				r.Sweep.Params[0].Values[i], r.Sweep.Params[1].Values[i] = fmt.Sprint(i), fmt.Sprint(i)
+			}
+		}, "more than 10000"},
+		{func(r *Request) { r.AfterOK = []string{"g999999"} }, `no job "g999999"`},
+		{func(r *Request) { r.Steps = []Request{req(1), req(1)}; r.Steps[0].Name = "x"; r.Steps[1].Name = "x" }, "unique"},
+		{func(r *Request) {
+			r.Steps = []Request{req(1), req(1)}
+			r.Steps[0].Name, r.Steps[1].Name = "a", "b"
+			r.Steps[0].AfterOK = []string{"b"}
+		}, "comes later"},
+	} {
+		r := req(1)
+		c.mod(&r)
+		_, err := b.Submit(context.Background(), r, t0)
+		if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want ErrBadRequest containing %q", r, err, c.want)
+		}
+	}
+	if js := b.Jobs(); len(js) != 0 {
+		t.Fatalf("refused requests left %d jobs", len(js))
+	}
+}
+
+func TestDependencyHeldAcrossSitesAndFailureCancels(t *testing.T) {
+	a, c := newFake("A", 1), newFake("C", 1)
+	b := newTestBroker(t, firstFit, a, c)
+	ctx := context.Background()
+	first, _ := b.Submit(ctx, req(1), t0)
+	r := req(1)
+	r.AfterOK = []string{first.ID}
+	second, err := b.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.AfterOK = []string{second.ID}
+	third, err := b.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(time.Second))
+	if s := mustJob(t, b, second.ID); s.State != Held || !strings.Contains(s.Waiting, first.ID) {
+		t.Fatalf("second %s waiting %q", s.State, s.Waiting)
+	}
+	a.runAll(backends.StateCompleted, 0)
+	mustCycle(t, b, t0.Add(2*time.Second))
+	if s := mustJob(t, b, second.ID); s.State != Dispatched {
+		t.Fatalf("second %s after its dependency completed", s.State)
+	}
+	a.runAll(backends.StateFailed, 2)
+	mustCycle(t, b, t0.Add(3*time.Second))
+	mustCycle(t, b, t0.Add(4*time.Second))
+	th := mustJob(t, b, third.ID)
+	if th.State != Cancelled || !strings.Contains(th.Reason, second.ID) || !strings.Contains(th.Reason, "afterok") {
+		t.Fatalf("third %s: %s", th.State, th.Reason)
+	}
+	// A dependency that can never be met is refused at submission.
+	r.AfterOK = []string{second.ID}
+	if _, err := b.Submit(ctx, r, t0.Add(5*time.Second)); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "could never run") {
+		t.Fatalf("afterok on a failed job: %v", err)
+	}
+}
+
+func TestPipelineStepsInOrderAndCancel(t *testing.T) {
+	a, c := newFake("A", 1), newFake("C", 1)
+	b := newTestBroker(t, allowedFit, a, c)
+	ctx := context.Background()
+	steps := []Request{req(1), req(1), req(1)}
+	steps[0].Name, steps[1].Name, steps[2].Name = "prep", "run", "post"
+	steps[1].AfterOK, steps[2].AfterOK = []string{"prep"}, []string{"run"}
+	steps[1].Sites = []string{"C"}
+	p, err := b.Submit(ctx, Request{Name: "pipe", Steps: steps}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(time.Second))
+	if s := mustJob(t, b, ElementID(p.ID, 2)); s.State != Held || s.Req.AfterOK[0] != ElementID(p.ID, 1) {
+		t.Fatalf("step 2 %s deps %v", s.State, s.Req.AfterOK)
+	}
+	a.runAll(backends.StateCompleted, 0)
+	mustCycle(t, b, t0.Add(2*time.Second))
+	if s := mustJob(t, b, ElementID(p.ID, 2)); s.State != Dispatched || s.Comps[0].Site != "C" {
+		t.Fatalf("step 2 %s %v", s.State, s.Comps)
+	}
+	if err := b.Cancel(ctx, p.ID, t0.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if c.unfinished() != 0 {
+		t.Fatal("cancelling the pipeline left step 2 at its site")
+	}
+	for k := 2; k <= 3; k++ {
+		if s := mustJob(t, b, ElementID(p.ID, k)); s.State != Cancelled {
+			t.Fatalf("step %d %s after cancel", k, s.State)
+		}
+	}
+	mustCycle(t, b, t0.Add(4*time.Second))
+	if !b.Idle() {
+		t.Fatal("broker not idle after the pipeline was cancelled")
+	}
+}
+
+// TestGroupRecoverMakesEachElementOnce: a broker that crashes at every
+// store write in turn while an array runs; a new broker recovers from
+// what was stored, and in the end every element exists once and ran once.
+func TestGroupRecoverMakesEachElementOnce(t *testing.T) {
+	for crashAt := 1; crashAt < 30; crashAt += 3 {
+		mem := NewMemStore()
+		a := newFake("A", 100)
+		b1 := brokerOn(t, &crashStore{MemStore: mem, n: crashAt}, a)
+		r := req(1)
+		r.Array = "0-9%3"
+		p, err := b1.Submit(context.Background(), r, t0)
+		if err != nil {
+			continue // crashed before the submission was stored
+		}
+		now := t0
+		for range 5 {
+			now = now.Add(time.Second)
+			_, _ = b1.Cycle(context.Background(), now)
+			a.runAll(backends.StateCompleted, 0)
+		}
+		b2 := brokerOn(t, mem, a)
+		if _, err := b2.Recover(context.Background(), now); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 40 && mustJob(t, b2, p.ID).State == Running; i++ {
+			now = now.Add(time.Second)
+			mustCycle(t, b2, now)
+			if n := a.unfinished(); n > 3 {
+				t.Fatalf("crash at %d: %d at once", crashAt, n)
+			}
+			a.runAll(backends.StateCompleted, 0)
+		}
+		if st := mustJob(t, b2, p.ID); st.State != Completed || st.Group.Made != 10 || st.Group.Counts[Completed] != 10 {
+			t.Fatalf("crash at %d: parent %s %+v %s", crashAt, st.State, st.Group, st.Reason)
+		}
+		els, _ := mem.List(context.Background(), Filter{Parent: p.ID})
+		if len(els) != 10 {
+			t.Fatalf("crash at %d: %d elements", crashAt, len(els))
+		}
+	}
+}
