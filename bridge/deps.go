@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,6 +186,15 @@ func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*J
 		}
 		for i := range req.Steps {
 			st := &req.Steps[i]
+			if st.OutputDir == "" {
+				// The pipeline's output directory is its steps' (each its
+				// own: IDPlaceholder becomes the step's id, or a
+				// subdirectory per step).
+				st.OutputDir = req.OutputDir
+				if st.OutputDir != "" && !strings.Contains(st.OutputDir, IDPlaceholder) {
+					st.OutputDir = filepath.Join(st.OutputDir, strconv.Itoa(i+1))
+				}
+			}
 			if st.Window != nil {
 				p.addf("Steps["+strconv.Itoa(i)+"].Window", "a pipeline step cannot ask for a reservation window")
 			}
@@ -240,7 +250,10 @@ func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*J
 			return nil, RequestError(p)
 		}
 	}
-	if g == nil || req.Array == "" && req.Sweep == nil {
+	switch {
+	case len(req.Steps) > 0:
+		j.Req.OutputDir = "" // handed to the steps above; the parent fetches nothing
+	case g == nil:
 		j.Req.OutputDir = strings.ReplaceAll(req.OutputDir, IDPlaceholder, j.ID)
 	}
 	msg := fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)

@@ -416,15 +416,15 @@ const (
 	DefaultLimit = 1000
 )
 
-var knownStates = []bridge.JobState{bridge.Queued, bridge.Reserved, bridge.Submitting, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
+var knownStates = []bridge.JobState{bridge.Queued, bridge.Reserved, bridge.Submitting, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected, bridge.Held}
 
 // parseFilter reads a Filter from query parameters: state (repeatable or
 // comma-separated), site, name, after, limit, events.
 func parseFilter(q map[string][]string) (bridge.Filter, error) {
 	f := bridge.Filter{Limit: DefaultLimit}
 	for k := range q {
-		if !slices.Contains([]string{"state", "site", "name", "after", "limit", "events", "order"}, k) {
-			return f, fmt.Errorf("%w: unknown query parameter %q; known: state, site, name, after, limit, events, order", bridge.ErrBadRequest, k)
+		if !slices.Contains([]string{"state", "site", "name", "after", "limit", "events", "order", "parent"}, k) {
+			return f, fmt.Errorf("%w: unknown query parameter %q; known: state, site, name, after, limit, events, order, parent", bridge.ErrBadRequest, k)
 		}
 	}
 	for _, v := range q["state"] {
@@ -445,7 +445,7 @@ func parseFilter(q map[string][]string) (bridge.Filter, error) {
 		}
 		return ""
 	}
-	f.Site, f.Name, f.After = one("site"), one("name"), one("after")
+	f.Site, f.Name, f.After, f.Parent = one("site"), one("name"), one("after"), one("parent")
 	if v := one("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxLimit {

@@ -135,6 +135,13 @@ included. Needs a running daemon (gridsub serve).`,
 				return writeJSON(g.stdout, toJSON(j, true))
 			}
 			fmt.Fprint(g.stdout, summaryText(j))
+			if j.Group != nil { // groups.go
+				els, err := c.ListN(cmd.Context(), bridge.Filter{Parent: j.ID, Limit: api.MaxLimit}, 0)
+				if err != nil {
+					return clientErr(err)
+				}
+				fmt.Fprint(g.stdout, groupText(j, els))
+			}
 			if !j.State.Final() {
 				fmt.Fprintf(g.stdout, "  %-10s %s\n", "progress", progressLine(j, c.now(cmd.Context())))
 			}
@@ -148,6 +155,8 @@ type listFlags struct {
 	states []string
 	site   string
 	name   string
+	parent string
+	all    bool // list: every element of a group, not only its parent's row
 	limit  int
 }
 
@@ -156,6 +165,8 @@ func (f *listFlags) register(c *cobra.Command, limit int, limitHelp string) {
 	fl.StringSliceVar(&f.states, "state", nil, "only jobs in these states (repeat or comma-separate): queued, submitting, dispatched, running, completed, failed, cancelled, rejected")
 	fl.StringVar(&f.site, "site", "", "only jobs placed (in part) on this site")
 	fl.StringVar(&f.name, "name", "", "only jobs with this name")
+	fl.StringVar(&f.parent, "parent", "", "only the elements of this array, sweep or pipeline")
+	fl.BoolVar(&f.all, "elements", false, "list the elements of arrays, sweeps and pipelines too (by default the parent's row stands for them)")
 	fl.IntVar(&f.limit, "limit", limit, limitHelp)
 }
 
@@ -163,7 +174,7 @@ func (f *listFlags) filter() (bridge.Filter, error) {
 	if f.limit < 0 {
 		return bridge.Filter{}, fmt.Errorf("--limit must be >= 0, got %d", f.limit)
 	}
-	flt := bridge.Filter{Site: f.site, Name: f.name}
+	flt := bridge.Filter{Site: f.site, Name: f.name, Parent: f.parent}
 	for _, s := range f.states {
 		flt.States = append(flt.States, bridge.JobState(strings.ToLower(strings.TrimSpace(s))))
 	}
@@ -219,7 +230,14 @@ func printJobs(g *globals, js []*bridge.Job, ended bool) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, wait, run, oneLine(j.Reason))
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, j.Attempts, oneLine(j.Reason))
+			reason := j.Reason
+			switch {
+			case j.Group != nil && !j.State.Final():
+				reason = j.Group.Kind + ": " + groupCounts(j.Group) // groups.go
+			case j.State == bridge.Held:
+				reason = j.Waiting
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, j.Attempts, oneLine(reason))
 		}
 	}
 	return tw.Flush()
@@ -258,7 +276,7 @@ least "id", "name", "state" and "sites". Needs a running daemon (gridsub serve).
 			if err != nil {
 				return clientErr(err)
 			}
-			return printJobs(g, js, false)
+			return printJobs(g, foldGroups(js, f.all || f.parent != ""), false)
 		},
 	}
 	f.register(c, 0, "at most this many jobs, the first in submission order (0 = all)")
