@@ -172,6 +172,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
+	mux.HandleFunc("GET /{$}", s.page) // the status page (statuspage.go)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "no_route", fmt.Sprintf("no route %s %s; see GET /openapi.yaml", r.Method, r.URL.Path))
 	})
