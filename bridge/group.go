@@ -366,14 +366,31 @@ func (b *Broker) recoverGroups(ctx context.Context, now time.Time, rep *RecoverR
 			rep.Errors = append(rep.Errors, fmt.Errorf("group %s: listing its elements: %w", id, err))
 			continue
 		}
-		made := len(els)
+		// Made: the elements found, and never fewer than the parent
+		// recorded (the history cleanup may have deleted ended ones); the
+		// counts of ended elements no longer stored are the recorded ones.
+		pos := make(map[int]int, len(indices))
+		for k, idx := range indices {
+			pos[idx] = k
+		}
+		made := p.Group.Made
 		counts := map[JobState]int{}
 		for _, e := range els {
+			made = max(made, pos[e.Index]+1)
 			if e.State.Final() {
 				counts[e.State]++
 			} else {
 				gi.kids = append(gi.kids, e.ID)
 			}
+		}
+		missing := made - len(els)
+		for _, st := range slices.Sorted(maps.Keys(p.Group.Counts)) {
+			add := min(missing, max(0, p.Group.Counts[st]-counts[st]))
+			counts[st] += add
+			missing -= add
+		}
+		if missing > 0 {
+			rep.Errors = append(rep.Errors, fmt.Errorf("group %s: %d made elements are neither stored nor counted", id, missing))
 		}
 		if made != p.Group.Made || !maps.Equal(counts, p.Group.Counts) {
 			b.addEvent(p, now, "reconciled", "", fmt.Sprintf("after a restart: %d of %d elements made, %d ended", made, p.Group.Total, made-len(gi.kids)))

@@ -288,3 +288,120 @@ func TestGroupRecoverMakesEachElementOnce(t *testing.T) {
 		}
 	}
 }
+
+// prunedStore forgets the ended elements, as the daemon's history cleanup
+// may while a long array still runs.
+type prunedStore struct{ *MemStore }
+
+func (p prunedStore) List(ctx context.Context, f Filter) ([]*Job, error) {
+	js, err := p.MemStore.List(ctx, f)
+	if f.Parent == "" {
+		return js, err
+	}
+	var out []*Job
+	for _, j := range js {
+		if !j.State.Final() {
+			out = append(out, j)
+		}
+	}
+	return out, err
+}
+
+// TestGroupRecoverAfterPrune: elements deleted by the history cleanup are
+// not made again after a restart, and keep their recorded counts.
+func TestGroupRecoverAfterPrune(t *testing.T) {
+	mem := NewMemStore()
+	a := newFake("A", 100)
+	b1 := brokerOn(t, mem, a)
+	r := req(1)
+	r.Array = "1-6%2"
+	p, err := b1.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	for range 3 { // two waves complete, the third is made
+		now = now.Add(time.Second)
+		mustCycle(t, b1, now)
+		if mustJob(t, b1, p.ID).Group.Made < 6 {
+			a.runAll(backends.StateCompleted, 0)
+		}
+	}
+	b2 := brokerOn(t, prunedStore{mem}, a)
+	if _, err := b2.Recover(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if g := mustJob(t, b2, p.ID).Group; g.Made != 6 || g.Counts[Completed] != 4 {
+		t.Fatalf("after the restart: %+v", g)
+	}
+	for i := 0; i < 10 && mustJob(t, b2, p.ID).State == Running; i++ {
+		now = now.Add(time.Second)
+		a.runAll(backends.StateCompleted, 0)
+		mustCycle(t, b2, now)
+	}
+	if st := mustJob(t, b2, p.ID); st.State != Completed || st.Group.Counts[Completed] != 6 {
+		t.Fatalf("parent %s %+v %s", st.State, st.Group, st.Reason)
+	}
+	if n := len(a.jobs); n != 6 {
+		t.Fatalf("%d remote jobs for 6 elements", n)
+	}
+}
+
+// TestDependencyDurableAcrossRestart: a held job is stored held; after a
+// restart the broker checks it against the stored states of its
+// dependencies (which ended before the crash and are not loaded again):
+// released when the dependency completed, cancelled with the reason when
+// it failed.
+func TestDependencyDurableAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	mem := NewMemStore()
+	a := newFake("A", 4)
+	b1 := brokerOn(t, mem, a)
+	ok, _ := b1.Submit(ctx, req(1), t0)
+	bad, _ := b1.Submit(ctx, req(1), t0)
+	r := req(1)
+	r.AfterOK = []string{ok.ID}
+	waitsOK, err := b1.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.AfterOK = nil
+	r.AfterAny = []string{ok.ID}
+	r.After = []string{bad.ID}
+	r.AfterOK = []string{bad.ID}
+	waitsBad, err := b1.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b1, t0.Add(time.Second))
+	// Both dependencies end and are stored so; the crash comes before the
+	// cycle that would check the held jobs.
+	for id, st := range map[string]JobState{ok.ID: Completed, bad.ID: Failed} {
+		j, _ := mem.Get(ctx, id)
+		j.State, j.Reason, j.Start, j.End = st, "exit 9", t0.Add(time.Second), t0.Add(2*time.Second)
+		if err := mem.Put(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := mem.Get(ctx, waitsOK.ID); st.State != Held {
+		t.Fatalf("stored %s, want held", st.State)
+	}
+	b2 := brokerOn(t, mem, a) // the crash: a new broker on the same store
+	if _, err := b2.Recover(ctx, t0.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b2.Job(ok.ID); err == nil {
+		t.Fatal("an ended job was loaded again; the test would not reach the store")
+	}
+	mustCycle(t, b2, t0.Add(4*time.Second))
+	if j := mustJob(t, b2, waitsOK.ID); j.State != Dispatched {
+		t.Fatalf("after the restart the job waiting for a completed one is %s", j.State)
+	}
+	j := mustJob(t, b2, waitsBad.ID)
+	if j.State != Cancelled || !strings.Contains(j.Reason, bad.ID+" (afterok) ended failed") {
+		t.Fatalf("after the restart the job waiting for a failed one is %s: %s", j.State, j.Reason)
+	}
+	if st, _ := mem.Get(ctx, waitsBad.ID); st.State != Cancelled {
+		t.Fatalf("stored %s", st.State)
+	}
+}
