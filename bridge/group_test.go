@@ -405,3 +405,29 @@ func TestDependencyDurableAcrossRestart(t *testing.T) {
 		t.Fatalf("stored %s", st.State)
 	}
 }
+
+// TestCancelReachesDependents: cancelling a job cancels the jobs held for
+// it with afterok (they could never run), and releases those with afterany.
+func TestCancelReachesDependents(t *testing.T) {
+	ctx := context.Background()
+	b := newTestBroker(t, firstFit, newFake("A", 1), newFake("C", 1))
+	first, _ := b.Submit(ctx, req(1), t0)
+	r := req(1)
+	r.AfterOK = []string{first.ID}
+	ok, _ := b.Submit(ctx, r, t0)
+	r.AfterOK, r.AfterAny = nil, []string{first.ID}
+	anyj, err := b.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Cancel(ctx, first.ID, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(2*time.Second))
+	if j := mustJob(t, b, ok.ID); j.State != Cancelled || !strings.Contains(j.Reason, first.ID+" (afterok) ended cancelled") {
+		t.Fatalf("afterok dependent: %s %s", j.State, j.Reason)
+	}
+	if j := mustJob(t, b, anyj.ID); j.State != Dispatched {
+		t.Fatalf("afterany dependent: %s", j.State)
+	}
+}

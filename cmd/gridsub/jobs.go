@@ -116,9 +116,12 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:   "status ID",
 		Short: "Show one job of the daemon: state, placement, times",
 		Long: `Status shows a job the daemon knows: its state, where it runs, its wait and
-run times and, while it is queued or running, a progress line. --output json
-gives the same object as the end of "gridsub job.yaml --output json", events
-included. Needs a running daemon (gridsub serve).`,
+run times and, while it is queued or running, a progress line. For an array,
+sweep or pipeline it also shows how many elements ended, run and wait, and its
+elements (every step of a pipeline; the unfinished and failed elements of an
+array or sweep). --output json gives the same object as the end of "gridsub
+job.yaml --output json", events included. Needs a running daemon (gridsub
+serve).`,
 		Example:           "  gridsub status g000042\n  gridsub status g000042 -o json | jq .state",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: jobIDs(g),
@@ -166,7 +169,6 @@ func (f *listFlags) register(c *cobra.Command, limit int, limitHelp string) {
 	fl.StringVar(&f.site, "site", "", "only jobs placed (in part) on this site")
 	fl.StringVar(&f.name, "name", "", "only jobs with this name")
 	fl.StringVar(&f.parent, "parent", "", "only the elements of this array, sweep or pipeline")
-	fl.BoolVar(&f.all, "elements", false, "list the elements of arrays, sweeps and pipelines too (by default the parent's row stands for them)")
 	fl.IntVar(&f.limit, "limit", limit, limitHelp)
 }
 
@@ -257,8 +259,11 @@ func newListCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List the daemon's jobs, with filters",
 		Long: `List shows the jobs the daemon knows, in submission order, filtered by
-state, site and name. --output json gives an array of job objects, each with at
-least "id", "name", "state" and "sites". Needs a running daemon (gridsub serve).`,
+state, site and name. The elements of an array, sweep or pipeline listed with
+their parent are folded into the parent's row, which counts them (--elements
+lists them too; --parent ID lists one group's elements). --output json gives an
+array of job objects, each with at least "id", "name", "state" and "sites".
+Needs a running daemon (gridsub serve).`,
 		Example: `  gridsub list
   gridsub list --state running,queued --site Beijing
   gridsub list --output json | jq -r '.[] | select(.state=="failed") | .id'`,
@@ -280,6 +285,7 @@ least "id", "name", "state" and "sites". Needs a running daemon (gridsub serve).
 		},
 	}
 	f.register(c, 0, "at most this many jobs, the first in submission order (0 = all)")
+	c.Flags().BoolVar(&f.all, "elements", false, "list the elements of arrays, sweeps and pipelines too (by default the parent's row stands for them)")
 	return c
 }
 
@@ -395,8 +401,10 @@ func newCancelCmd(g *globals) *cobra.Command {
 		Use:   "cancel ID...",
 		Short: "Cancel jobs of the daemon at every site they were sent to",
 		Long: `Cancel withdraws each job: from the queue if it waits, from every site it was
-submitted to if it was dispatched. A job that already ended is reported and
-left as it is (exit status 1).`,
+submitted to if it was dispatched. Cancelling an array, sweep or pipeline
+cancels every element not yet ended and makes no more; a job held for a
+cancelled job with afterok is cancelled with that reason. A job that already
+ended is reported and left as it is (exit status 1).`,
 		Example:           "  gridsub cancel g000042 g000043",
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: jobIDs(g),
