@@ -123,3 +123,23 @@ func foldGroups(js []*bridge.Job, all bool) []*bridge.Job {
 	}
 	return out
 }
+
+// groupJSON is a group parent's state in --output json.
+type groupJSON struct {
+	Kind   string         `json:"kind"`  // array, sweep or pipeline
+	Total  int            `json:"total"` // elements in all
+	Made   int            `json:"made"`  // elements made so far
+	Limit  int            `json:"limit"` // at most this many unfinished at once; 0 = no limit
+	Counts map[string]int `json:"ended"` // ended elements by final state
+}
+
+func toGroupJSON(g *bridge.Group) *groupJSON {
+	if g == nil {
+		return nil
+	}
+	out := &groupJSON{Kind: g.Kind, Total: g.Total, Made: g.Made, Limit: g.Limit, Counts: map[string]int{}}
+	for st, n := range g.Counts {
+		out.Counts[string(st)] = n
+	}
+	return out
+}

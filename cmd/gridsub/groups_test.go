@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,4 +209,27 @@ func TestServeArrayAndPipelineAcrossSIGKILL(t *testing.T) {
 		t.Errorf("list --parent %s: %d elements", arr, strings.Count(stdout, arr+"_"))
 	}
 	p.term(t, sock)
+}
+
+// TestSweepExampleEmbedded: examples/sweep.yaml on the embedded broker: all
+// 6 elements complete, the summary in JSON counts them.
+func TestSweepExampleEmbedded(t *testing.T) {
+	t.Chdir("../..")
+	out := t.TempDir()
+	code, stdout, stderr := cli("--embedded", "examples/sweep.yaml", "--out-dir", out, "-o", "json", "-q")
+	var j struct {
+		State string `json:"state"`
+		Group struct {
+			Kind  string         `json:"kind"`
+			Total int            `json:"total"`
+			Limit int            `json:"limit"`
+			Ended map[string]int `json:"ended"`
+		} `json:"group"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &j); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if j.State != "completed" || j.Group.Kind != "sweep" || j.Group.Total != 6 || j.Group.Limit != 4 || j.Group.Ended["completed"] != 6 {
+		t.Fatalf("%+v", j)
+	}
 }

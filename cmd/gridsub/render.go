@@ -32,7 +32,7 @@ type jobJSON struct {
 	Resv       *resvJSON      `json:"reservation,omitempty"`
 	Parent     string         `json:"parent,omitempty"` // the array, sweep or pipeline this job is an element of
 	Index      *int           `json:"index,omitempty"`  // its index there
-	Group      *bridge.Group  `json:"group,omitempty"`  // a parent: its elements' counts
+	Group      *groupJSON     `json:"group,omitempty"`  // a parent: its elements' counts
 	Waiting    string         `json:"waiting,omitempty"`
 	Events     []bridge.Event `json:"events,omitempty"`
 }
@@ -81,7 +81,7 @@ func optJSON(names []string, o policy.Option) optionJSON {
 func toJSON(j *bridge.Job, events bool) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Req.Name, State: string(j.State), Submit: j.Submit, Reason: j.Reason,
 		Attempts: j.Attempts, Outputs: j.Outputs, NotFetched: j.FetchErrors, Sites: []partJSON{},
-		Parent: j.Parent, Group: j.Group, Waiting: j.Waiting}
+		Parent: j.Parent, Group: toGroupJSON(j.Group), Waiting: j.Waiting}
 	if j.Parent != "" {
 		i := j.Index
 		out.Index = &i
