@@ -47,6 +47,13 @@ const (
 	KindPipeline = "pipeline"
 )
 
+// MakePerCycle bounds the elements one cycle makes, over all groups: each
+// is a durable store write made under the broker's lock, and an array of
+// 10,000 elements without a limit must not hold the broker (and the API
+// behind it) for as many writes at once. The rest are made by the next
+// cycles.
+const MakePerCycle = 256
+
 // ElementID is the id of a group's element: the parent's id, "_", the index.
 func ElementID(parent string, index int) string { return parent + "_" + strconv.Itoa(index) }
 
@@ -195,6 +202,7 @@ func (b *Broker) advanceGroups(ctx context.Context, now time.Time) {
 	if len(b.parents) == 0 {
 		return
 	}
+	budget := MakePerCycle
 	keep := b.parents[:0]
 	for _, id := range b.parents {
 		p := b.jobs[id]
@@ -206,7 +214,7 @@ func (b *Broker) advanceGroups(ctx context.Context, now time.Time) {
 		if p.State == Held {
 			continue
 		}
-		b.advanceGroup(ctx, p, now)
+		b.advanceGroup(ctx, p, now, &budget)
 		if p.State.Final() {
 			keep = keep[:len(keep)-1]
 			delete(b.groups, id)
@@ -217,7 +225,7 @@ func (b *Broker) advanceGroups(ctx context.Context, now time.Time) {
 }
 
 // advanceGroup advances one running group. b.mu held.
-func (b *Broker) advanceGroup(ctx context.Context, p *Job, now time.Time) {
+func (b *Broker) advanceGroup(ctx context.Context, p *Job, now time.Time, budget *int) {
 	g, gi := p.Group, b.groups[p.ID]
 	dirty := false
 	kids := gi.kids[:0]
@@ -243,7 +251,8 @@ func (b *Broker) advanceGroup(ctx context.Context, p *Job, now time.Time) {
 		dirty = true
 	}
 	gi.kids = kids
-	for g.Made < g.Total && (g.Limit == 0 || len(gi.kids) < g.Limit) {
+	for g.Made < g.Total && (g.Limit == 0 || len(gi.kids) < g.Limit) && *budget > 0 {
+		*budget--
 		e, err := b.makeElement(ctx, p, gi.indices, g.Made, now)
 		if err != nil {
 			b.log.Error("making a group element failed", "job", p.ID, "err", err)

@@ -431,3 +431,21 @@ func TestCancelReachesDependents(t *testing.T) {
 		t.Fatalf("afterany dependent: %s", j.State)
 	}
 }
+
+// TestLargeArrayMadeInBoundedBatches: an array of 10,000 elements without
+// a limit is made MakePerCycle elements per cycle, not all at once.
+func TestLargeArrayMadeInBoundedBatches(t *testing.T) {
+	b := newTestBroker(t, func(*policy.Snapshot, policy.Job) *policy.Decision { return nil }, newFake("A", 1))
+	r := req(1)
+	r.Array = "0-9999"
+	p, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := 1; c <= 3; c++ {
+		mustCycle(t, b, t0.Add(time.Duration(c)*time.Second))
+		if g := mustJob(t, b, p.ID).Group; g.Made != c*MakePerCycle || g.Total != 10000 {
+			t.Fatalf("after cycle %d: %+v", c, g)
+		}
+	}
+}
