@@ -49,7 +49,7 @@
 //	simulate:      simulated sites only
 //	  runtime      actual run time on the reference machine, <= 365d (default: walltime)
 //	  exit_code    0..255 (default 0)
-////	array:         "1-100%10": one job per index (N, A-B, A-B:S, comma-separated; <= 10000
+//	array:         "1-100%10": one job per index (N, A-B, A-B:S, comma-separated; <= 10000
 //	               elements, indices 0..9999999), %K at most K unfinished at once
 //	sweep:         {params: {NAME: [values...], ...}, limit: K}: one job per combination
 //	after, afterok, afterany:  job ids held for by the broker (started / completed / ended)
