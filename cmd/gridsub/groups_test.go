@@ -208,6 +208,24 @@ func TestServeArrayAndPipelineAcrossSIGKILL(t *testing.T) {
 	if code != 0 || strings.Count(stdout, arr+"_") != 100 {
 		t.Errorf("list --parent %s: %d elements", arr, strings.Count(stdout, arr+"_"))
 	}
+	// A dependency on an unknown id is refused (a bad job file: exit 2)
+	// with the field and the reason; one on the completed array is taken
+	// and runs.
+	dep := filepath.Join(d, "dep.yaml")
+	write := func(after string) {
+		if err := os.WriteFile(dep, []byte("name: dep\ncommand: [/bin/true]\nresources: {nodes: 1, walltime: 1m}\nafterok: ["+after+"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("g999999")
+	if code, _, stderr := cli(dep); code != exitUsage || !strings.Contains(stderr, "AfterOK[0]") || !strings.Contains(stderr, `no job "g999999"`) {
+		t.Errorf("afterok on an unknown id: exit %d\n%s", code, stderr)
+	}
+	write(arr)
+	code, stdout, stderr = cli("submit", dep, "--wait", "-q")
+	if code != 0 || !strings.Contains(stdout, "completed") {
+		t.Errorf("afterok on the completed array: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	p.term(t, sock)
 }
 
