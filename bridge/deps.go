@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,6 +184,11 @@ func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*J
 	if len(req.Steps) > 0 {
 		if err := jobrules.Name(req.Name); err != nil {
 			p.add("Name", err)
+		}
+		own := req
+		own.Name, own.OutputDir, own.Steps, own.After, own.AfterOK, own.AfterAny = "", "", nil, nil, nil, nil
+		if !reflect.DeepEqual(own, Request{}) {
+			p.addf("Steps", "a pipeline's own fields are Name, OutputDir, After, AfterOK, AfterAny and Steps; give the job fields in each step")
 		}
 		for i := range req.Steps {
 			st := &req.Steps[i]

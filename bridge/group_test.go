@@ -151,9 +151,13 @@ func TestGroupRequestsRefused(t *testing.T) {
 			}
 		}, "more than 10000"},
 		{func(r *Request) { r.AfterOK = []string{"g999999"} }, `no job "g999999"`},
-		{func(r *Request) { r.Steps = []Request{req(1), req(1)}; r.Steps[0].Name = "x"; r.Steps[1].Name = "x" }, "unique"},
 		{func(r *Request) {
-			r.Steps = []Request{req(1), req(1)}
+			*r = Request{Name: "p", Steps: []Request{req(1), req(1)}}
+			r.Steps[0].Name, r.Steps[1].Name = "x", "x"
+		}, "unique"},
+		{func(r *Request) { r.Steps = []Request{req(1)}; r.Steps[0].Name = "x" }, "a pipeline's own fields"},
+		{func(r *Request) {
+			*r = Request{Name: "p", Steps: []Request{req(1), req(1)}}
 			r.Steps[0].Name, r.Steps[1].Name = "a", "b"
 			r.Steps[0].AfterOK = []string{"b"}
 		}, "comes later"},
