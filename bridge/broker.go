@@ -130,6 +130,11 @@ type Broker struct {
 	trust     []float64      // per-site trust for the policy (SetTrust); 0 = unset
 	toDrop    []string       // ids of jobs that ended, for Options.Drop
 
+	// Groups and dependencies (group.go, deps.go).
+	held    []string              // ids of Held jobs
+	parents []string              // ids of unfinished group parents
+	groups  map[string]*groupInfo // by parent id
+
 	fetch fetchPool // output fetches of real sites (fetch.go)
 
 	notesMu    sync.Mutex
@@ -163,7 +168,7 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("%w: no planner configured", ErrBadRequest)
 	}
 	b := &Broker{opts: opts, sites: opts.Sites, siteIdx: map[string]int{}, store: opts.Store,
-		log: opts.Logger, jobs: map[string]*Job{}, where: map[compKey]string{},
+		log: opts.Logger, jobs: map[string]*Job{}, where: map[compKey]string{}, groups: map[string]*groupInfo{},
 		capacity: make([]int, len(opts.Sites)), resFailed: make([]bool, len(opts.Sites)), trust: make([]float64, len(opts.Sites))}
 	if b.store == nil {
 		b.store = NewMemStore()
@@ -229,6 +234,9 @@ func (b *Broker) checkSites(field string, names []string) error {
 // request has its local paths resolved (Inputs[i].Local, OutputDir).
 func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, error) {
 	req = req.clone() // validate normalises paths in place
+	if req.grouped() || req.hasDeps() {
+		return b.submitHeld(ctx, req, now) // deps.go
+	}
 	if err := b.validate(&req, now); err != nil {
 		return nil, err
 	}
@@ -342,7 +350,7 @@ func (b *Broker) Jobs() []*Job {
 func (b *Broker) Idle() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.queue) == 0 && len(b.live) == 0 &&
+	return len(b.queue) == 0 && len(b.live) == 0 && len(b.held) == 0 && len(b.parents) == 0 &&
 		!slices.ContainsFunc(b.reserved, func(id string) bool { j := b.jobs[id]; return j != nil && j.State == Reserved })
 }
 
@@ -422,6 +430,8 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
+	b.releaseHeld(ctx, now)   // deps.go
+	b.advanceGroups(ctx, now) // group.go
 	b.mu.Lock()
 	queued := len(b.queue)
 	b.mu.Unlock()

@@ -214,8 +214,11 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 			cs = append(cs, cancelReq{id, c.Site, c.RemoteID, "cancelled by the user"})
 		}
 	}
-	j.State, j.End, j.Reason = Cancelled, now, "cancelled by the user"
+	j.State, j.End, j.Reason, j.Waiting = Cancelled, now, "cancelled by the user", ""
 	b.addEvent(j, now, "cancelled", "", "cancelled by the user")
+	if j.Group != nil {
+		cs = append(cs, b.cancelKids(ctx, j, now)...) // group.go
+	}
 	b.dequeue(id)
 	b.dropResv(j, ResvReleased, "cancelled by the user")
 	b.compactLive()

@@ -8,6 +8,10 @@
 //	track     fold component states into job states; cancel the siblings of a
 //	          failed component; withdraw the losing copies of a replicated job;
 //	          fetch outputs of ended jobs
+//	release   queue the held jobs whose dependencies are met, cancel those
+//	          whose dependencies failed (deps.go)
+//	groups    make the elements of arrays, sweeps and pipelines their limit
+//	          has room for; end the groups whose elements all ended (group.go)
 //	snapshot  Info from every site + the queue → policy.Snapshot
 //	plan      policy.Planner.Plan (pure, deterministic)
 //	dispatch  Start → submit every component; Replicate → submit a copy per

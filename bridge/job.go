@@ -28,6 +28,9 @@ const (
 	// it waits outside the queue until its window opens and the broker
 	// binds it to a site (BindReservations).
 	Reserved JobState = "reserved"
+	// Held: the broker keeps the job out of the queue until its
+	// dependencies (Request.After, AfterOK, AfterAny) are met (group.go).
+	Held JobState = "held"
 )
 
 // Final reports whether the state can no longer change.
@@ -62,6 +65,42 @@ type Request struct {
 	// its estimate, on one site, somewhere inside the window. nil: an
 	// ordinary job for the global queue.
 	Window *Window `json:",omitempty"`
+
+	// A group: the request is the parent of elements, each a grid job of
+	// its own (group.go). At most one of Array, Sweep and Steps is set.
+	// Array is an array spec ("1-100%10", jobrules.ParseArray): one
+	// element per index, GRIDSUB_ARRAY_INDEX in its environment.
+	Array string `json:",omitempty"`
+	// Sweep: one element per combination of the parameters' values.
+	Sweep *Sweep `json:",omitempty"`
+	// Steps: a pipeline, one element per step; a step's After, AfterOK
+	// and AfterAny may name earlier steps by their Name.
+	Steps []Request `json:",omitempty"`
+
+	// Dependencies, held by the broker (deps.go): the job stays Held until
+	// every job of After has started (or ended), every job of AfterOK has
+	// completed, and every job of AfterAny has ended. A dependency of
+	// AfterOK that ends otherwise, or one of After that ends without
+	// starting, cancels the job with the reason.
+	After    []string `json:",omitempty"`
+	AfterOK  []string `json:",omitempty"`
+	AfterAny []string `json:",omitempty"`
+}
+
+// Sweep is a parameter sweep: the cartesian product of the parameters'
+// values, the last parameter varying fastest; each element has every
+// parameter in its environment. Limit bounds the elements unfinished at
+// once (0: no limit).
+type Sweep struct {
+	Params []SweepParam
+	Limit  int `json:",omitempty"`
+}
+
+// SweepParam is one parameter of a sweep: an environment variable and
+// its values.
+type SweepParam struct {
+	Name   string
+	Values []string
 }
 
 // Window is an advance-reservation window: earliest start, latest end.
@@ -146,6 +185,14 @@ type Job struct {
 	Events      []Event
 	// Resv is the job's advance reservation; nil for an ordinary job.
 	Resv *Reservation `json:",omitempty"`
+	// Parent is the group this job is an element of ("" for none), and
+	// Index its array index, sweep position or step number.
+	Parent string `json:",omitempty"`
+	Index  int    `json:",omitempty"`
+	// Group is set on the parent of an array, sweep or pipeline.
+	Group *Group `json:",omitempty"`
+	// Waiting says what a Held job waits for.
+	Waiting string `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
 	final   *outcome // how it ends, once its outputs are fetched
@@ -185,6 +232,11 @@ func (j *Job) Clone() *Job {
 		r.Preempted = slices.Clone(r.Preempted)
 		c.Resv = &r
 	}
+	if j.Group != nil {
+		g := *j.Group
+		g.Counts = maps.Clone(g.Counts)
+		c.Group = &g
+	}
 	return &c
 }
 
@@ -205,5 +257,22 @@ func (r Request) clone() Request {
 		w := *r.Window
 		r.Window = &w
 	}
+	if r.Sweep != nil {
+		sw := Sweep{Limit: r.Sweep.Limit, Params: make([]SweepParam, len(r.Sweep.Params))}
+		for i, p := range r.Sweep.Params {
+			sw.Params[i] = SweepParam{p.Name, slices.Clone(p.Values)}
+		}
+		r.Sweep = &sw
+	}
+	if r.Steps != nil {
+		steps := make([]Request, len(r.Steps))
+		for i, st := range r.Steps {
+			steps[i] = st.clone()
+		}
+		r.Steps = steps
+	}
+	r.After = slices.Clone(r.After)
+	r.AfterOK = slices.Clone(r.AfterOK)
+	r.AfterAny = slices.Clone(r.AfterAny)
 	return r
 }

@@ -29,7 +29,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	defer b.cycleMu.Unlock()
 	defer b.flushEvents()
 	var rep RecoverReport
-	jobs, err := b.store.List(ctx, Filter{States: []JobState{Queued, Submitting, Dispatched, Running, Reserved}, Events: true})
+	jobs, err := b.store.List(ctx, Filter{States: []JobState{Queued, Submitting, Dispatched, Running, Reserved, Held}, Events: true})
 	if err != nil {
 		return rep, fmt.Errorf("recover: listing unfinished jobs: %w", err)
 	}
@@ -56,6 +56,15 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		// only; a store that hands back the struct (MemStore) must not
 		// make the recovered job skip its fetch.
 		j.final = nil
+		if j.Group != nil || j.State == Held { // group.go, deps.go
+			if j.State == Held {
+				b.held = append(b.held, j.ID)
+			}
+			if j.Group != nil {
+				b.parents = append(b.parents, j.ID)
+			}
+			continue
+		}
 		switch j.State {
 		case Queued:
 			b.queue = append(b.queue, j.ID)
@@ -77,6 +86,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			rep.Reserved++
 		}
 	}
+	b.recoverGroups(ctx, now, &rep)
 	b.compactLive()
 	b.mu.Unlock()
 	b.doCancels(ctx, now, cancels)

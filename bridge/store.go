@@ -34,6 +34,7 @@ type Filter struct {
 	States []JobState // any of these states; nil = all
 	Site   string     // placed (in part) on this site; "" = any
 	Name   string     // this job name; "" = any
+	Parent string     // elements of this array, sweep or pipeline; "" = any job
 	After  string     // only jobs after this one in the listing order (paging); "" = from the start
 	Limit  int        // at most this many; 0 = no limit
 	Events bool       // include each job's events (they can be many)
@@ -49,6 +50,9 @@ func (f Filter) Match(j *Job) bool {
 		return false
 	}
 	if f.Name != "" && j.Req.Name != f.Name {
+		return false
+	}
+	if f.Parent != "" && j.Parent != f.Parent {
 		return false
 	}
 	if f.Site != "" && !slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Site == f.Site }) {

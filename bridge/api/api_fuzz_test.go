@@ -127,7 +127,10 @@ func FuzzAPISubmit(f *testing.F) {
 	}
 	for _, s := range []string{`{}`, `null`, `[]`, `{"Name":"x","Nodes":1,"Estimate":1,"Command":["x"]}{}`, `{"Nodes":1e40}`, `{"Unknown":1}`,
 		`{"Name":"x","Nodes":1,"Estimate":3600000000000,"Command":["x"],"Window":{"Earliest":"2026-11-24T13:00:00Z","Latest":"2026-11-24T12:00:00Z"}}`,
-		`{"Name":"x","Nodes":1,"Estimate":3600000000000,"Script":"true","Sites":["Mars"]}`} {
+		`{"Name":"x","Nodes":1,"Estimate":3600000000000,"Script":"true","Sites":["Mars"]}`,
+		`{"Name":"a","Nodes":1,"Estimate":60000000000,"Command":["x"],"Array":"1-10%2"}`,
+		`{"Name":"s","Nodes":1,"Estimate":60000000000,"Command":["x"],"Sweep":{"Params":[{"Name":"A","Values":["1","2"]}],"Limit":1}}`,
+		`{"Name":"p","Steps":[{"Name":"one","Nodes":1,"Estimate":60000000000,"Command":["x"]},{"Name":"two","Nodes":1,"Estimate":60000000000,"Command":["x"],"AfterOK":["one"]}]}`} {
 		f.Add([]byte(s))
 	}
 	h := fuzzHandler(f)
@@ -157,7 +160,13 @@ func FuzzAPISubmit(f *testing.F) {
 		if err := dec.Decode(&sent); err != nil {
 			t.Fatalf("the API accepted a body that does not decode: %v", err)
 		}
-		checkAccepted(t, sent)
+		if len(sent.Steps) > 0 { // a pipeline: each step is a job
+			for _, st := range sent.Steps {
+				checkAccepted(t, st)
+			}
+		} else {
+			checkAccepted(t, sent)
+		}
 		sent.OutputDir = strings.ReplaceAll(sent.OutputDir, bridge.IDPlaceholder, resp.ID)
 		checkStoredAsSent(t, h, resp.ID, sent)
 	})
@@ -257,6 +266,27 @@ func checkStoredAsSent(t *testing.T, h http.Handler, id string, sent bridge.Requ
 	// Local paths are resolved against the broker's roots where the broker
 	// has them; compare what remains literal.
 	sent.OutputDir, got.OutputDir = "", ""
+	// A pipeline's steps get its output directory, and their dependencies
+	// on earlier steps by name become those steps' ids.
+	if len(sent.Steps) == len(got.Steps) {
+		for i := range sent.Steps {
+			s, g := &sent.Steps[i], &got.Steps[i]
+			s.OutputDir, g.OutputDir = "", ""
+			for k := range s.Inputs {
+				if k < len(g.Inputs) {
+					s.Inputs[k].Local, g.Inputs[k].Local = "", ""
+				}
+			}
+			for _, lists := range [][2][]string{{s.After, g.After}, {s.AfterOK, g.AfterOK}, {s.AfterAny, g.AfterAny}} {
+				for k := range min(len(lists[0]), len(lists[1])) {
+					if at := slices.IndexFunc(sent.Steps[:i], func(r bridge.Request) bool { return r.Name == lists[0][k] }); at >= 0 &&
+						lists[1][k] == bridge.ElementID(id, at+1) {
+						lists[1][k] = lists[0][k]
+					}
+				}
+			}
+		}
+	}
 	for i := range sent.Inputs {
 		if i < len(got.Inputs) {
 			sent.Inputs[i].Local, got.Inputs[i].Local = "", ""

@@ -220,6 +220,7 @@ func FilterQuery(f bridge.Filter) url.Values {
 	}
 	set("site", f.Site)
 	set("name", f.Name)
+	set("parent", f.Parent)
 	set("after", f.After)
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))

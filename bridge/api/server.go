@@ -172,6 +172,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
+	mux.HandleFunc("GET /{$}", s.page) // the status page (statuspage.go)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "no_route", fmt.Sprintf("no route %s %s; see GET /openapi.yaml", r.Method, r.URL.Path))
 	})
@@ -416,15 +417,15 @@ const (
 	DefaultLimit = 1000
 )
 
-var knownStates = []bridge.JobState{bridge.Queued, bridge.Reserved, bridge.Submitting, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
+var knownStates = []bridge.JobState{bridge.Queued, bridge.Reserved, bridge.Submitting, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected, bridge.Held}
 
 // parseFilter reads a Filter from query parameters: state (repeatable or
 // comma-separated), site, name, after, limit, events.
 func parseFilter(q map[string][]string) (bridge.Filter, error) {
 	f := bridge.Filter{Limit: DefaultLimit}
 	for k := range q {
-		if !slices.Contains([]string{"state", "site", "name", "after", "limit", "events", "order"}, k) {
-			return f, fmt.Errorf("%w: unknown query parameter %q; known: state, site, name, after, limit, events, order", bridge.ErrBadRequest, k)
+		if !slices.Contains([]string{"state", "site", "name", "after", "limit", "events", "order", "parent"}, k) {
+			return f, fmt.Errorf("%w: unknown query parameter %q; known: state, site, name, after, limit, events, order, parent", bridge.ErrBadRequest, k)
 		}
 	}
 	for _, v := range q["state"] {
@@ -445,7 +446,7 @@ func parseFilter(q map[string][]string) (bridge.Filter, error) {
 		}
 		return ""
 	}
-	f.Site, f.Name, f.After = one("site"), one("name"), one("after")
+	f.Site, f.Name, f.After, f.Parent = one("site"), one("name"), one("after"), one("parent")
 	if v := one("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxLimit {

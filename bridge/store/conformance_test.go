@@ -178,6 +178,33 @@ func testStore(t *testing.T, newStore func(*testing.T) bridge.Store) {
 		}
 	})
 
+	t.Run("parent", func(t *testing.T) {
+		s := newStore(t)
+		el := func(id, parent string, st bridge.JobState) *bridge.Job {
+			j := job(id, "e", st)
+			j.Parent = parent
+			return j
+		}
+		mustPut(t, s, job("p1", "p", bridge.Running))
+		mustPut(t, s, el("p1_1", "p1", bridge.Completed))
+		mustPut(t, s, el("p10_1", "p10", bridge.Queued)) // an id the range must not take
+		mustPut(t, s, el("p1_2", "p1", bridge.Queued))
+		mustPut(t, s, el("p1_3", "", bridge.Queued)) // named like an element, but none
+		for _, c := range []struct {
+			f    bridge.Filter
+			want []string
+		}{
+			{bridge.Filter{Parent: "p1"}, []string{"p1_1", "p1_2"}},
+			{bridge.Filter{Parent: "p1", States: []bridge.JobState{bridge.Queued}}, []string{"p1_2"}},
+			{bridge.Filter{Parent: "p10"}, []string{"p10_1"}},
+			{bridge.Filter{Parent: "p"}, nil},
+		} {
+			if got := ids(mustList(t, s, c.f)); !slices.Equal(got, c.want) {
+				t.Errorf("List(%+v) = %v, want %v", c.f, got, c.want)
+			}
+		}
+	})
+
 	t.Run("filters", func(t *testing.T) {
 		s := newStore(t)
 		mustPut(t, s, job("j1", "alpha", bridge.Queued))

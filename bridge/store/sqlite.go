@@ -667,6 +667,12 @@ func (s *SQLite) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, erro
 	if f.Name != "" {
 		where, args = append(where, "j.name = ?"), append(args, f.Name)
 	}
+	if f.Parent != "" {
+		// Elements are named <parent>_<index> (bridge/group.go): a range
+		// of the id index ('`' follows '_'); the decoded Parent is checked
+		// below as well.
+		where, args = append(where, "j.id > ? AND j.id < ?"), append(args, f.Parent+"_", f.Parent+"`")
+	}
 	if f.Site != "" {
 		// With states, the state index narrows first and the site is a
 		// primary-key probe per job; alone, the site's index rows drive.
@@ -706,6 +712,9 @@ func (s *SQLite) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, erro
 		if err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if f.Parent != "" && j.Parent != f.Parent {
+			continue
 		}
 		out, seqs = append(out, j), append(seqs, seq)
 	}

@@ -116,9 +116,12 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:   "status ID",
 		Short: "Show one job of the daemon: state, placement, times",
 		Long: `Status shows a job the daemon knows: its state, where it runs, its wait and
-run times and, while it is queued or running, a progress line. --output json
-gives the same object as the end of "gridsub job.yaml --output json", events
-included. Needs a running daemon (gridsub serve).`,
+run times and, while it is queued or running, a progress line. For an array,
+sweep or pipeline it also shows how many elements ended, run and wait, and its
+elements (every step of a pipeline; the unfinished and failed elements of an
+array or sweep). --output json gives the same object as the end of "gridsub
+job.yaml --output json", events included. Needs a running daemon (gridsub
+serve).`,
 		Example:           "  gridsub status g000042\n  gridsub status g000042 -o json | jq .state",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: jobIDs(g),
@@ -135,6 +138,13 @@ included. Needs a running daemon (gridsub serve).`,
 				return writeJSON(g.stdout, toJSON(j, true))
 			}
 			fmt.Fprint(g.stdout, summaryText(j))
+			if j.Group != nil { // groups.go
+				els, err := c.ListN(cmd.Context(), bridge.Filter{Parent: j.ID, Limit: api.MaxLimit}, 0)
+				if err != nil {
+					return clientErr(err)
+				}
+				fmt.Fprint(g.stdout, groupText(j, els))
+			}
 			if !j.State.Final() {
 				fmt.Fprintf(g.stdout, "  %-10s %s\n", "progress", progressLine(j, c.now(cmd.Context())))
 			}
@@ -148,6 +158,8 @@ type listFlags struct {
 	states []string
 	site   string
 	name   string
+	parent string
+	all    bool // list: every element of a group, not only its parent's row
 	limit  int
 }
 
@@ -156,6 +168,7 @@ func (f *listFlags) register(c *cobra.Command, limit int, limitHelp string) {
 	fl.StringSliceVar(&f.states, "state", nil, "only jobs in these states (repeat or comma-separate): queued, submitting, dispatched, running, completed, failed, cancelled, rejected")
 	fl.StringVar(&f.site, "site", "", "only jobs placed (in part) on this site")
 	fl.StringVar(&f.name, "name", "", "only jobs with this name")
+	fl.StringVar(&f.parent, "parent", "", "only the elements of this array, sweep or pipeline")
 	fl.IntVar(&f.limit, "limit", limit, limitHelp)
 }
 
@@ -163,7 +176,7 @@ func (f *listFlags) filter() (bridge.Filter, error) {
 	if f.limit < 0 {
 		return bridge.Filter{}, fmt.Errorf("--limit must be >= 0, got %d", f.limit)
 	}
-	flt := bridge.Filter{Site: f.site, Name: f.name}
+	flt := bridge.Filter{Site: f.site, Name: f.name, Parent: f.parent}
 	for _, s := range f.states {
 		flt.States = append(flt.States, bridge.JobState(strings.ToLower(strings.TrimSpace(s))))
 	}
@@ -219,7 +232,14 @@ func printJobs(g *globals, js []*bridge.Job, ended bool) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, wait, run, oneLine(j.Reason))
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, j.Attempts, oneLine(j.Reason))
+			reason := j.Reason
+			switch {
+			case j.Group != nil && !j.State.Final():
+				reason = j.Group.Kind + ": " + groupCounts(j.Group) // groups.go
+			case j.State == bridge.Held:
+				reason = j.Waiting
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, j.Attempts, oneLine(reason))
 		}
 	}
 	return tw.Flush()
@@ -239,8 +259,11 @@ func newListCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List the daemon's jobs, with filters",
 		Long: `List shows the jobs the daemon knows, in submission order, filtered by
-state, site and name. --output json gives an array of job objects, each with at
-least "id", "name", "state" and "sites". Needs a running daemon (gridsub serve).`,
+state, site and name. The elements of an array, sweep or pipeline listed with
+their parent are folded into the parent's row, which counts them (--elements
+lists them too; --parent ID lists one group's elements). --output json gives an
+array of job objects, each with at least "id", "name", "state" and "sites".
+Needs a running daemon (gridsub serve).`,
 		Example: `  gridsub list
   gridsub list --state running,queued --site Beijing
   gridsub list --output json | jq -r '.[] | select(.state=="failed") | .id'`,
@@ -258,10 +281,11 @@ least "id", "name", "state" and "sites". Needs a running daemon (gridsub serve).
 			if err != nil {
 				return clientErr(err)
 			}
-			return printJobs(g, js, false)
+			return printJobs(g, foldGroups(js, f.all || f.parent != ""), false)
 		},
 	}
 	f.register(c, 0, "at most this many jobs, the first in submission order (0 = all)")
+	c.Flags().BoolVar(&f.all, "elements", false, "list the elements of arrays, sweeps and pipelines too (by default the parent's row stands for them)")
 	return c
 }
 
@@ -377,8 +401,10 @@ func newCancelCmd(g *globals) *cobra.Command {
 		Use:   "cancel ID...",
 		Short: "Cancel jobs of the daemon at every site they were sent to",
 		Long: `Cancel withdraws each job: from the queue if it waits, from every site it was
-submitted to if it was dispatched. A job that already ended is reported and
-left as it is (exit status 1).`,
+submitted to if it was dispatched. Cancelling an array, sweep or pipeline
+cancels every element not yet ended and makes no more; a job held for a
+cancelled job with afterok is cancelled with that reason. A job that already
+ended is reported and left as it is (exit status 1).`,
 		Example:           "  gridsub cancel g000042 g000043",
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: jobIDs(g),

@@ -30,6 +30,10 @@ type jobJSON struct {
 	Outputs    []string       `json:"outputs,omitempty"`
 	NotFetched []string       `json:"fetch_errors,omitempty"`
 	Resv       *resvJSON      `json:"reservation,omitempty"`
+	Parent     string         `json:"parent,omitempty"` // the array, sweep or pipeline this job is an element of
+	Index      *int           `json:"index,omitempty"`  // its index there
+	Group      *groupJSON     `json:"group,omitempty"`  // a parent: its elements' counts
+	Waiting    string         `json:"waiting,omitempty"`
 	Events     []bridge.Event `json:"events,omitempty"`
 }
 
@@ -76,7 +80,12 @@ func optJSON(names []string, o policy.Option) optionJSON {
 
 func toJSON(j *bridge.Job, events bool) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Req.Name, State: string(j.State), Submit: j.Submit, Reason: j.Reason,
-		Attempts: j.Attempts, Outputs: j.Outputs, NotFetched: j.FetchErrors, Sites: []partJSON{}}
+		Attempts: j.Attempts, Outputs: j.Outputs, NotFetched: j.FetchErrors, Sites: []partJSON{},
+		Parent: j.Parent, Group: toGroupJSON(j.Group), Waiting: j.Waiting}
+	if j.Parent != "" {
+		i := j.Index
+		out.Index = &i
+	}
 	for _, c := range j.Comps {
 		out.Sites = append(out.Sites, partJSON{Site: c.Site, Nodes: c.Nodes, RemoteID: string(c.RemoteID), State: c.State.String()})
 	}
@@ -171,6 +180,9 @@ func placementText(j *bridge.Job, now time.Time) string {
 
 // progressLine is one line of live progress.
 func progressLine(j *bridge.Job, now time.Time) string {
+	if j.Group != nil || j.State == bridge.Held {
+		return groupLine(j, now) // groups.go
+	}
 	switch j.State {
 	case bridge.Queued:
 		s := fmt.Sprintf("[%s] queued", rel(now, j.Submit))
@@ -242,7 +254,7 @@ func summaryText(j *bridge.Job) string {
 	}
 	if len(j.Outputs) > 0 {
 		row("output", strings.Join(j.Outputs, "\n             "))
-	} else if j.Req.OutputDir != "" && (j.State == bridge.Completed || j.State == bridge.Failed) {
+	} else if j.Req.OutputDir != "" && j.Group == nil && (j.State == bridge.Completed || j.State == bridge.Failed) {
 		row("output", "(none fetched) "+j.Req.OutputDir)
 	}
 	return sb.String()

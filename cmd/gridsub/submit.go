@@ -93,6 +93,9 @@ func loadJob(path string, sites []string) (*jobfile.Job, error) {
 
 // toRequest turns a job file into a broker request submitted at now.
 func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, error) {
+	if j.IsPipeline() {
+		return pipelineRequest(j, now, outDir) // groups.go
+	}
 	t, err := j.Resolve(now)
 	if err != nil {
 		return bridge.Request{}, err
@@ -119,6 +122,7 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 		Inputs: spec.Inputs, Outputs: spec.Outputs,
 		Origin: s.Origin, DataSize: s.DataSize, Sites: s.Sites, Prefer: s.Prefer, NoSplit: s.NoSplit,
 		Deadline: t.Deadline, QoS: string(s.QoS), Sim: spec.Sim, OutputDir: outDir,
+		Array: j.Array, Sweep: toSweep(j.Sweep), After: j.After, AfterOK: j.AfterOK, AfterAny: j.AfterAny,
 	}, nil
 }
 
@@ -293,6 +297,10 @@ func (p *progress) clearLine() {
 func (p *progress) note(s string) { p.printf("%s\n", s) }
 
 func (p *progress) header(job *jobfile.Job, path string) {
+	if job.IsPipeline() {
+		p.printf("gridsub: %s (%s): pipeline of %d steps, on %s\n", path, job.Name, len(job.Steps), p.env.Describe())
+		return
+	}
 	p.printf("gridsub: %s (%s): %d node(s), walltime %s, on %s\n", path, job.Name, job.Resources.Nodes,
 		job.Resources.Walltime, p.env.Describe())
 }

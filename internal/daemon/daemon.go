@@ -424,10 +424,13 @@ func (d *Daemon) advance() {
 	v := d.v0.Add(time.Duration(float64(now.Sub(d.w0)) * d.scale))
 	e.RunUntil(v)
 	d.v0, d.w0 = v, now
-	if now.Sub(d.lastSaved) >= 5*time.Second {
-		d.saveClock()
-		d.lastSaved = now
-	}
+	// Saved before every task, not every few seconds: the task may store
+	// times read from this clock, and after a SIGKILL the clock must not
+	// restart behind them (a dependent job's recorded start would then
+	// precede its dependency's end). A write and a rename, no fsync: it
+	// must outlive the process, as the store's writes do.
+	d.saveClock()
+	d.lastSaved = now
 }
 
 func (d *Daemon) run(ctx context.Context, task string) {

@@ -49,6 +49,14 @@
 //	simulate:      simulated sites only
 //	  runtime      actual run time on the reference machine, <= 365d (default: walltime)
 //	  exit_code    0..255 (default 0)
+//	array:         "1-100%10": one job per index (N, A-B, A-B:S, comma-separated; <= 10000
+//	               elements, indices 0..9999999), %K at most K unfinished at once
+//	sweep:         {params: {NAME: [values...], ...}, limit: K}: one job per combination
+//	after, afterok, afterany:  job ids held for by the broker (started / completed / ended)
+//
+// A pipeline file has name, steps (a list of jobs, each with a unique name)
+// and optionally after/afterok/afterany for the whole pipeline; a step's
+// dependencies may name earlier steps. See group.go and docs/arrays.md.
 //
 // The file itself must be a regular file of at most MaxFileSize (1 MiB):
 // Load refuses FIFOs, devices and directories without blocking or reading

@@ -35,13 +35,19 @@ func TestExamplesParse(t *testing.T) {
 			if err := j.CheckSites(defaultSites); err != nil {
 				t.Errorf("CheckSites: %v", err)
 			}
-			spec := j.Spec("g-1")
-			if err := spec.Validate(); err != nil {
-				t.Errorf("Spec(...).Validate: %v", err)
+			jobs := []*Job{j}
+			if j.IsPipeline() { // each step is a job
+				jobs = j.Steps
 			}
-			for _, in := range spec.Inputs {
-				if !filepath.IsAbs(in.Local) {
-					t.Errorf("input %q not resolved to an absolute path", in.Local)
+			for _, j := range jobs {
+				spec := j.Spec("g-1")
+				if err := spec.Validate(); err != nil {
+					t.Errorf("Spec(...).Validate: %v", err)
+				}
+				for _, in := range spec.Inputs {
+					if !filepath.IsAbs(in.Local) {
+						t.Errorf("input %q not resolved to an absolute path", in.Local)
+					}
 				}
 			}
 		})

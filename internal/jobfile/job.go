@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -29,6 +30,15 @@ type Job struct {
 	Resources  Resources
 	Scheduling Scheduling
 	Simulate   Simulate
+
+	// Groups and dependencies (group.go): at most one of Array, Sweep and
+	// Steps; a pipeline (Steps) has only Name and dependencies besides.
+	Array    string   // array spec, "1-100%10" (jobrules.ParseArray)
+	Sweep    *Sweep   // parameter sweep
+	Steps    []*Job   // pipeline steps, in order
+	After    []string // job ids (in a step: also earlier step names) that must have started
+	AfterOK  []string // ... that must have completed
+	AfterAny []string // ... that must have ended
 
 	file string         // file name as given, for error messages
 	dir  string         // directory of the job file ("" after Parse)
@@ -289,6 +299,14 @@ func (j *Job) CheckSites(known []string) error {
 	}
 	for k, s := range j.Scheduling.Prefer {
 		check(fmt.Sprintf("scheduling.prefer[%d]", k), s)
+	}
+	for _, st := range j.Steps {
+		if err := st.CheckSites(known); err != nil {
+			var el ErrorList
+			if errors.As(err, &el) {
+				errs = append(errs, el...)
+			}
+		}
 	}
 	return errs.asError()
 }

@@ -74,11 +74,17 @@ func FuzzJobFile(f *testing.F) {
 			checkErrorList(t, file, err)
 			return
 		}
-		checkJob(t, j)
-		checkResolve(t, j)
-		again := roundTrip(t, j)
-		if !sameJob(j, again) {
-			t.Fatalf("job changed when written out and parsed again:\nfirst:  %+v\nsecond: %+v", *j, *again)
+		jobs := []*Job{j}
+		if j.IsPipeline() { // a pipeline: each step is a job
+			jobs = j.Steps
+		}
+		for _, j := range jobs {
+			checkJob(t, j)
+			checkResolve(t, j)
+			again := roundTrip(t, j)
+			if !sameJob(j, again) {
+				t.Fatalf("job changed when written out and parsed again:\nfirst:  %+v\nsecond: %+v", *j, *again)
+			}
 		}
 	})
 }
@@ -369,6 +375,31 @@ func roundTrip(t *testing.T, j *Job) *Job {
 		sim["runtime"] = j.Simulate.Runtime.String()
 	}
 	m["simulate"] = sim
+	if j.Array != "" {
+		m["array"] = j.Array
+	}
+	if sw := j.Sweep; sw != nil {
+		params := &yaml.Node{Kind: yaml.MappingNode}
+		for _, p := range sw.Params {
+			vals := &yaml.Node{Kind: yaml.SequenceNode}
+			for _, v := range p.Values {
+				vals.Content = append(vals.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v})
+				texts = append(texts, v)
+			}
+			params.Content = append(params.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: p.Name}, vals)
+		}
+		sm := map[string]any{"params": params}
+		if sw.Limit > 0 {
+			sm["limit"] = sw.Limit
+		}
+		m["sweep"] = sm
+	}
+	for k, v := range map[string][]string{"after": j.After, "afterok": j.AfterOK, "afterany": j.AfterAny} {
+		if v != nil {
+			m[k] = v
+			texts = append(texts, v...)
+		}
+	}
 	for _, s := range texts {
 		if !yamlKeeps(s) {
 			t.Skipf("yaml.v3 does not round-trip %q", s)

@@ -27,7 +27,7 @@ const MaxFileSize = 1 << 20
 
 // Field names of each mapping, in the order the reference documents them.
 var (
-	topFields         = []string{"name", "command", "script", "args", "env", "workdir", "inputs", "outputs", "resources", "scheduling", "simulate"}
+	topFields         = []string{"name", "command", "script", "args", "env", "workdir", "inputs", "outputs", "resources", "scheduling", "simulate", "array", "sweep", "after", "afterok", "afterany"}
 	inputFields       = []string{"local", "remote", "mode"}
 	resourceFields    = []string{"nodes", "cores_per_node", "walltime"}
 	schedulingFields  = []string{"origin", "data_size", "sites", "prefer", "no_split", "deadline", "qos", "benefit", "reservation"}
@@ -59,6 +59,19 @@ func Load(file string) (*Job, error) {
 	}
 	j.dir = dir
 	var errs ErrorList
+	for _, j := range append([]*Job{j}, j.Steps...) {
+		j.dir = dir
+		errs = j.resolveInputs(dir, errs)
+	}
+	if err := errs.asError(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// resolveInputs makes the inputs' local paths absolute (relative to dir)
+// and checks that each is a readable regular file.
+func (j *Job) resolveInputs(dir string, errs ErrorList) ErrorList {
 	for i := range j.Inputs {
 		in := &j.Inputs[i]
 		if !filepath.IsAbs(in.Local) {
@@ -75,10 +88,7 @@ func Load(file string) (*Job, error) {
 			errs = append(errs, j.errAt(field, ErrInput, fmt.Sprintf("%s is not a regular file", in.Local)))
 		}
 	}
-	if err := errs.asError(); err != nil {
-		return nil, err
-	}
-	return j, nil
+	return errs
 }
 
 // readFile reads a job file: a regular file of at most MaxFileSize bytes.
@@ -231,6 +241,10 @@ func (p *parser) parse(data []byte) *Job {
 	}
 	if root.Kind != yaml.MappingNode {
 		p.fail(root, "", ErrType, "a job file is a mapping of fields (name: ..., command: ..., resources: ...), got %s", describe(root))
+		return j
+	}
+	if isPipelineFile(root) { // group.go
+		p.pipeline(root, j)
 		return j
 	}
 	p.job(root, j)
@@ -634,6 +648,7 @@ func (p *parser) job(root *yaml.Node, j *Job) {
 			}
 		}
 	}
+	p.groupAndDeps(f, j) // group.go
 }
 
 func (p *parser) inputs(n *yaml.Node, j *Job) {

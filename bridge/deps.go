@@ -1,0 +1,340 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/internal/jobrules"
+)
+
+// Dependencies are held by the broker, not by any site's batch system, so
+// a job may wait for jobs on other sites. A job with dependencies is
+// stored Held and enters the queue in the first cycle that finds them met
+// (releaseHeld); the store keeps it Held across a restart, and Recover
+// checks it again against the stored states of its dependencies. Every
+// dependency must name a job that exists when the dependent is submitted,
+// so a dependency always points to an earlier job: a cycle cannot be
+// formed. In a pipeline, a step may name only earlier steps.
+
+// depKind is one kind of dependency.
+type depKind struct {
+	field string // the request's field, for messages
+	name  string // as the job file spells it
+	ids   func(r *Request) []string
+}
+
+var depKinds = []depKind{
+	{"After", "after", func(r *Request) []string { return r.After }},
+	{"AfterOK", "afterok", func(r *Request) []string { return r.AfterOK }},
+	{"AfterAny", "afterany", func(r *Request) []string { return r.AfterAny }},
+}
+
+// depStatus is a dependency's state as the broker can see it.
+type depStatus struct {
+	state   JobState
+	started bool
+	reason  string
+	found   bool
+}
+
+// depOf looks a dependency up: in memory, else in the store (a job that
+// ended before a restart). b.mu held.
+func (b *Broker) depOf(ctx context.Context, id string) depStatus {
+	if j, ok := b.jobs[id]; ok {
+		return depStatus{j.State, !j.Start.IsZero(), j.Reason, true}
+	}
+	j, err := b.store.Get(ctx, id)
+	if err != nil {
+		return depStatus{}
+	}
+	return depStatus{j.State, !j.Start.IsZero(), j.Reason, true}
+}
+
+// verdict says whether a job's dependencies are met (""), can never be
+// met (fail: why), or are still awaited (wait: what). b.mu held.
+func (b *Broker) verdict(ctx context.Context, r *Request) (fail, wait string) {
+	var waits []string
+	for _, k := range depKinds {
+		for _, id := range k.ids(r) {
+			d := b.depOf(ctx, id)
+			switch {
+			case !d.found:
+				return fmt.Sprintf("dependency %s (%s) is not known to the broker", id, k.name), ""
+			case k.name == "after" && d.started:
+			case k.name == "after" && d.state.Final():
+				return fmt.Sprintf("dependency %s (after) ended %s without starting", id, d.state), ""
+			case k.name == "afterok" && d.state == Completed:
+			case k.name == "afterok" && d.state.Final():
+				why := fmt.Sprintf("dependency %s (afterok) ended %s", id, d.state)
+				if d.reason != "" {
+					why += ": " + d.reason
+				}
+				return why, ""
+			case k.name == "afterany" && d.state.Final():
+			default:
+				waits = append(waits, id+" ("+k.name+")")
+			}
+		}
+	}
+	return "", strings.Join(waits, ", ")
+}
+
+// checkDeps refuses dependencies that cannot be held: an unknown id, too
+// many, or one that can never be met any more. names are the step names a
+// pipeline step may also use (resolved to ids by the caller). b.mu held.
+func (b *Broker) checkDeps(ctx context.Context, r *Request, field string, p *problems) {
+	n := 0
+	for _, k := range depKinds {
+		ids := k.ids(r)
+		n += len(ids)
+		if d := jobrules.UniqueStrings(ids); d != "" {
+			p.addf(field+k.field, "%q is given twice", d)
+		}
+		for i, id := range ids {
+			f := field + k.field + "[" + strconv.Itoa(i) + "]"
+			d := b.depOf(ctx, id)
+			if !d.found {
+				p.addf(f, "no job %q: a dependency must name a job the broker knows", id)
+				continue
+			}
+			if k.name == "afterok" && d.state.Final() && d.state != Completed {
+				p.addf(f, "job %s already ended %s; this job could never run", id, d.state)
+			}
+			if k.name == "after" && d.state.Final() && !d.started {
+				p.addf(f, "job %s already ended %s without starting; this job could never run", id, d.state)
+			}
+		}
+	}
+	if n > jobrules.MaxDeps {
+		p.addf(field+"AfterOK", "%d dependencies; at most %d", n, jobrules.MaxDeps)
+	}
+}
+
+// resolveSteps turns the step names in a pipeline's dependencies into
+// element ids and checks them: a step may depend on earlier steps (by
+// name) and on existing jobs (by id). b.mu held.
+func (b *Broker) resolveSteps(ctx context.Context, parent string, steps []Request, p *problems) {
+	names := map[string]int{}
+	for i := range steps {
+		st := &steps[i]
+		f := "Steps[" + strconv.Itoa(i) + "]."
+		if err := jobrules.StepName(st.Name); err != nil {
+			p.add(f+"Name", err)
+		} else if prev, dup := names[st.Name]; dup {
+			p.addf(f+"Name", "step %q is also step %d; step names must be unique", st.Name, prev+1)
+		}
+		if st.grouped() {
+			p.addf(f+"Array", "a pipeline step cannot itself be an array, sweep or pipeline")
+		}
+		var ids problems
+		for _, k := range depKinds {
+			list := k.ids(st)
+			for j, ref := range list {
+				if at, ok := names[ref]; ok {
+					list[j] = ElementID(parent, at+1)
+					continue
+				}
+				if later := slices.IndexFunc(steps[i:], func(s Request) bool { return s.Name == ref }); later >= 0 {
+					p.addf(f+k.field+"["+strconv.Itoa(j)+"]", "step %q comes later (or is this step); a step may depend only on the steps before it", ref)
+					list[j] = ""
+				}
+			}
+		}
+		// Ids (not names) must be known jobs.
+		ext := Request{}
+		for _, k := range depKinds {
+			for _, ref := range k.ids(st) {
+				if ref != "" && !strings.HasPrefix(ref, parent+"_") {
+					switch k.name {
+					case "after":
+						ext.After = append(ext.After, ref)
+					case "afterok":
+						ext.AfterOK = append(ext.AfterOK, ref)
+					default:
+						ext.AfterAny = append(ext.AfterAny, ref)
+					}
+				}
+			}
+		}
+		b.checkDeps(ctx, &ext, f, &ids)
+		*p = append(*p, ids...)
+		names[st.Name] = i
+	}
+}
+
+// submitHeld submits a group or a job with dependencies: it is stored
+// Held (dependencies unmet) or, for a group without dependencies, Running
+// (its elements are made by the cycles).
+func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*Job, error) {
+	var p problems
+	var g *Group
+	if req.grouped() {
+		g, _ = newGroup(&req, &p)
+	}
+	if req.Window != nil && req.hasDeps() && !req.grouped() {
+		p.addf("Window", "a job with dependencies cannot ask for a reservation window")
+	}
+	if len(req.Steps) > 0 {
+		if err := jobrules.Name(req.Name); err != nil {
+			p.add("Name", err)
+		}
+		own := req
+		own.Name, own.OutputDir, own.Steps, own.After, own.AfterOK, own.AfterAny = "", "", nil, nil, nil, nil
+		if !reflect.DeepEqual(own, Request{}) {
+			p.addf("Steps", "a pipeline's own fields are Name, OutputDir, After, AfterOK, AfterAny and Steps; give the job fields in each step")
+		}
+		for i := range req.Steps {
+			st := &req.Steps[i]
+			if st.OutputDir == "" {
+				// The pipeline's output directory is its steps' (each its
+				// own: IDPlaceholder becomes the step's id, or a
+				// subdirectory per step).
+				st.OutputDir = req.OutputDir
+				if st.OutputDir != "" && !strings.Contains(st.OutputDir, IDPlaceholder) {
+					st.OutputDir = filepath.Join(st.OutputDir, strconv.Itoa(i+1))
+				}
+			}
+			if st.Window != nil {
+				p.addf("Steps["+strconv.Itoa(i)+"].Window", "a pipeline step cannot ask for a reservation window")
+			}
+			var sp problems
+			if err := b.validate(st, now); err != nil {
+				var re RequestError
+				if errors.As(err, &re) {
+					for _, fe := range re {
+						c := *fe
+						c.Field = "Steps[" + strconv.Itoa(i) + "]." + c.Field
+						sp = append(sp, &c)
+					}
+				}
+			}
+			p = append(p, sp...)
+		}
+	} else if err := b.validate(&req, now); err != nil {
+		var re RequestError
+		if !errors.As(err, &re) {
+			return nil, err
+		}
+		p = append(p, re...)
+	}
+	b.mu.Lock()
+	b.checkDeps(ctx, &req, "", &p)
+	b.mu.Unlock()
+	if len(p) > 0 {
+		return nil, RequestError(p)
+	}
+	for _, r := range append([]Request{req}, req.Steps...) {
+		if r.Origin != "" {
+			if err := b.checkSites("origin", []string{r.Origin}); err != nil {
+				return nil, err
+			}
+		}
+		if err := b.checkSites("sites", r.Sites); err != nil {
+			return nil, err
+		}
+		if err := b.checkSites("prefer", r.Prefer); err != nil {
+			return nil, err
+		}
+	}
+	seq, err := b.store.NextID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("allocating a job id: %w", err)
+	}
+	j := &Job{ID: fmt.Sprintf("%s%06d", b.opts.IDPrefix, seq), Req: req, State: Held, Submit: now, ExitCode: -1, Group: g}
+	if len(req.Steps) > 0 {
+		b.mu.Lock()
+		b.resolveSteps(ctx, j.ID, j.Req.Steps, &p)
+		b.mu.Unlock()
+		if len(p) > 0 {
+			return nil, RequestError(p)
+		}
+	}
+	switch {
+	case len(req.Steps) > 0:
+		j.Req.OutputDir = "" // handed to the steps above; the parent fetches nothing
+	case g == nil:
+		j.Req.OutputDir = strings.ReplaceAll(req.OutputDir, IDPlaceholder, j.ID)
+	}
+	msg := fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)
+	if g != nil {
+		msg = fmt.Sprintf("%s of %d element(s)", g.Kind, g.Total)
+		if g.Limit > 0 {
+			msg += fmt.Sprintf(", at most %d at once", g.Limit)
+		}
+	}
+	if req.hasDeps() {
+		j.Waiting = "its dependencies"
+		msg += "; held until its dependencies are met"
+	} else {
+		j.State = Running
+	}
+	b.mu.Lock()
+	b.addEvent(j, now, "submitted", "", msg)
+	b.mu.Unlock()
+	if err := b.store.Put(ctx, j); err != nil {
+		return nil, fmt.Errorf("storing job: %w", err)
+	}
+	b.mu.Lock()
+	b.jobs[j.ID] = j
+	if j.State == Held {
+		b.held = append(b.held, j.ID)
+	}
+	if g != nil {
+		_, idx := newGroup(&j.Req, &problems{})
+		b.groups[j.ID] = &groupInfo{indices: idx}
+		b.parents = append(b.parents, j.ID)
+	}
+	c := j.Clone()
+	b.mu.Unlock()
+	b.flushEvents()
+	return c, nil
+}
+
+// releaseHeld queues every held job whose dependencies are met and
+// cancels those whose dependencies failed. Called in every cycle (cycleMu
+// held).
+func (b *Broker) releaseHeld(ctx context.Context, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.held) == 0 {
+		return
+	}
+	keep := b.held[:0]
+	for _, id := range b.held {
+		j := b.jobs[id]
+		if j == nil || j.State != Held {
+			continue
+		}
+		fail, wait := b.verdict(ctx, &j.Req)
+		switch {
+		case fail != "":
+			j.State, j.End, j.Reason, j.Waiting = Cancelled, now, fail, ""
+			b.addEvent(j, now, "cancelled", "", fail)
+		case wait != "":
+			keep = append(keep, id)
+			if w := "waiting for " + wait; w != j.Waiting {
+				j.Waiting = w
+				_ = b.persist(ctx, j)
+			}
+			continue
+		case j.Group != nil:
+			j.State, j.Waiting = Running, ""
+			b.addEvent(j, now, "released", "", "dependencies met; making its elements")
+		default:
+			j.State, j.Waiting = Queued, ""
+			b.addEvent(j, now, "released", "", "dependencies met; queued")
+			b.queue = append(b.queue, j.ID)
+			b.pq = append(b.pq, b.policyJob(j))
+		}
+		_ = b.persist(ctx, j)
+	}
+	clear(b.held[len(keep):])
+	b.held = keep
+}
