@@ -82,15 +82,25 @@ func Tier(arrival, deadline time.Time, ctMin time.Duration, lambda float64) (QoS
 	if ctMin < 0 {
 		ctMin = 0
 	}
-	f := (1 + lambda) * float64(ctMin)
-	limit := time.Duration(math.MaxInt64)
-	if f < float64(math.MaxInt64) {
-		limit = time.Duration(f)
-	}
-	slack := deadline.Sub(arrival)
+	q, slack, limit := tierOf(arrival, deadline, ctMin, lambda)
 	rule := fmt.Sprintf("(1+%v)·CT_min = %v×%v = %v", lambda, 1+lambda, ctMin, limit)
-	if slack <= limit {
+	if q == High {
 		return High, fmt.Sprintf("deadline %v after arrival ≤ %s: a tight deadline, tier high (replication)%s", slack, rule, note)
 	}
 	return Low, fmt.Sprintf("deadline %v after arrival > %s: a loose deadline, tier low (primary–backup)%s", slack, rule, note)
+}
+
+// tierOf is Tier's rule without the words, for a deadline that is set, a
+// usable λ and ctMin >= 0.
+func tierOf(arrival, deadline time.Time, ctMin time.Duration, lambda float64) (q QoS, slack, limit time.Duration) {
+	f := (1 + lambda) * float64(ctMin)
+	limit = time.Duration(math.MaxInt64)
+	if f < float64(math.MaxInt64) {
+		limit = time.Duration(f)
+	}
+	slack = deadline.Sub(arrival)
+	if slack <= limit {
+		return High, slack, limit
+	}
+	return Low, slack, limit
 }
