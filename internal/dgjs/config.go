@@ -60,9 +60,18 @@ type Config struct {
 	// (default 48 h); Threshold is its merge distance (default 5 min).
 	History   time.Duration
 	Threshold time.Duration
+	// JobList, when set, replaces the drawn jobs (Jobs is then its length),
+	// and Outages, when set, the drawn failure log of the run: for worked
+	// examples and tests. The predictor's history is drawn as usual
+	// (History 0 leaves it untrained).
+	JobList []Job
+	Outages []faults.Outage
 }
 
 func (c *Config) defaults() {
+	if c.JobList != nil {
+		c.Jobs = len(c.JobList)
+	}
 	if c.Speeds == nil {
 		c.Speeds = make([]float64, 10)
 		for i := range c.Speeds {
@@ -119,6 +128,16 @@ func (c *Config) Validate() error {
 	case c.History < 0 || c.Threshold < 0:
 		return bad("history and threshold must be >= 0")
 	}
+	for i, j := range c.JobList {
+		if j.ID != i || j.Base <= 0 || j.Arrival < 0 || (j.Deadline != 0 && j.Deadline <= j.Arrival) || (i > 0 && j.Arrival < c.JobList[i-1].Arrival) {
+			return bad("job list[%d]: want ids 0, 1, ... in arrival order, base > 0 and a deadline (if any) after arrival", i)
+		}
+	}
+	for i, o := range c.Outages {
+		if o.Site < 0 || o.Site >= len(c.Speeds) || o.Up < o.Down || o.Down < 0 {
+			return bad("outages[%d] = %+v does not fit %d resources", i, o, len(c.Speeds))
+		}
+	}
 	for i, h := range c.Speeds {
 		if !(h > 0) || math.IsInf(h, 0) {
 			return bad("speeds[%d] = %v, want > 0", i, h)
@@ -139,8 +158,12 @@ type Job struct {
 	Deadline time.Duration // from the start; 0 = none
 }
 
-// Workload draws the jobs of a config from its seed (its own PCG stream).
+// Workload draws the jobs of a config from its seed (its own PCG stream),
+// or returns JobList.
 func (c *Config) Workload() []Job {
+	if c.JobList != nil {
+		return slices.Clone(c.JobList)
+	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x6a6f6273)) // "jobs"
 	minH := slices.Min(c.Speeds)
 	jobs := make([]Job, c.Jobs)

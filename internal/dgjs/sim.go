@@ -98,7 +98,11 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Run performs one run; a bad config wraps ErrBadConfig, a cancelled ctx
 // returns its error.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*Result, error) { return run(ctx, cfg, nil) }
+
+// run is Run with a hook called after every event (the tests' invariant
+// checks).
+func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -143,6 +147,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Outages != nil {
+		outs = cfg.Outages
+	}
 	for _, o := range outs {
 		r := s.res[o.Site]
 		idx := o.Site
@@ -151,6 +158,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	steps := 0
 	for s.left > 0 && s.e.Step() {
+		if after != nil {
+			if err := after(s); err != nil {
+				return nil, fmt.Errorf("at %v: %w", s.now().Sub(epoch), err)
+			}
+		}
 		if steps++; steps%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -429,4 +441,63 @@ func (s *sim) repair(r *resource) {
 		}
 		s.placeBatch(w)
 	}
+}
+
+// check verifies the simulation's invariants: every resource's slots are
+// in order and never overlap, a down resource has none, a resource runs at
+// most one copy; a resolved job has no copy left (after a success no copy
+// runs: replicas cancelled, backups cancelled); a job's copies are on
+// distinct resources; every copy of a job is in its resource's slots.
+func (s *sim) check() error {
+	for ri, r := range s.res {
+		if !r.up && len(r.slots) > 0 {
+			return fmt.Errorf("resource %s is down but holds %d slots", r.name, len(r.slots))
+		}
+		running := 0
+		for i, sl := range r.slots {
+			if sl.res != ri {
+				return fmt.Errorf("resource %s holds a slot of resource %d", r.name, sl.res)
+			}
+			if i > 0 && sl.start.Before(r.slots[i-1].end) {
+				return fmt.Errorf("resource %s: slots overlap (%v < %v)", r.name, sl.start, r.slots[i-1].end)
+			}
+			if sl.running {
+				running++
+				if sl.passive {
+					return fmt.Errorf("job %d: a passive backup runs", sl.j.ID)
+				}
+			}
+			if sl.j.done {
+				return fmt.Errorf("job %d is resolved but holds a slot on %s", sl.j.ID, r.name)
+			}
+		}
+		if running > 1 {
+			return fmt.Errorf("resource %s runs %d copies at once", r.name, running)
+		}
+	}
+	for _, j := range s.jobs {
+		if j.done && len(j.copies) > 0 {
+			return fmt.Errorf("job %d is resolved with %d copies left", j.ID, len(j.copies))
+		}
+		seen := map[int]bool{}
+		for _, c := range j.copies {
+			if seen[c.res] {
+				return fmt.Errorf("job %d has two copies on resource %d", j.ID, c.res)
+			}
+			seen[c.res] = true
+			if !slicesContains(s.res[c.res].slots, c) {
+				return fmt.Errorf("job %d: a copy is missing from resource %d's slots", j.ID, c.res)
+			}
+		}
+	}
+	return nil
+}
+
+func slicesContains(ss []*slot, x *slot) bool {
+	for _, y := range ss {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
