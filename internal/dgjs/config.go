@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/policy/dependable"
@@ -24,6 +25,26 @@ const (
 
 // Policies lists the schedulers.
 func Policies() []string { return []string{PolicyDGJS, PolicyMinMin, PolicyRefine} }
+
+// ConditionalSuffix names a scheduler's variant with the conditional
+// reading of equation (12) (Config.Conditional): "dgjs-conditional",
+// "refine-conditional".
+const ConditionalSuffix = "-conditional"
+
+// PolicyNames lists every name ParsePolicy accepts.
+func PolicyNames() []string {
+	return []string{PolicyDGJS, PolicyMinMin, PolicyRefine, PolicyDGJS + ConditionalSuffix, PolicyRefine + ConditionalSuffix}
+}
+
+// ParsePolicy splits a scheduler name into the scheduler and whether it
+// reads reliability conditionally; an unknown name wraps ErrBadConfig.
+func ParsePolicy(name string) (policy string, conditional bool, err error) {
+	if !slices.Contains(PolicyNames(), name) {
+		return "", false, fmt.Errorf("%w: policy %q (want one of %v)", ErrBadConfig, name, PolicyNames())
+	}
+	base, cond := strings.CutSuffix(name, ConditionalSuffix)
+	return base, cond, nil
+}
 
 // Job classes, drawn uniformly as in the paper ("each submission picks one
 // of the three types at random").
@@ -60,6 +81,10 @@ type Config struct {
 	// (default 48 h); Threshold is its merge distance (default 5 min).
 	History   time.Duration
 	Threshold time.Duration
+	// Conditional uses the predictor's conditional reading of equation
+	// (12) (dependable.Config.Conditional) instead of the paper's formula
+	// as written.
+	Conditional bool
 	// JobList, when set, replaces the drawn jobs (Jobs is then its length),
 	// and Outages, when set, the drawn failure log of the run: for worked
 	// examples and tests. The predictor's history is drawn as usual

@@ -108,7 +108,7 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 	}
 	s := &sim{cfg: cfg, e: simbackend.NewEngine(epoch, cfg.Seed), epoch: epoch}
 	var err error
-	if s.pred, err = dependable.NewPredictor(dependable.Config{Threshold: cfg.Threshold}); err != nil {
+	if s.pred, err = dependable.NewPredictor(dependable.Config{Threshold: cfg.Threshold, Conditional: cfg.Conditional}); err != nil {
 		return nil, err
 	}
 	for i, h := range cfg.Speeds {

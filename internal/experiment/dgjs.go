@@ -79,6 +79,9 @@ func init() {
 }
 
 func (e *Experiment) dgjsDefaults() {
+	if e.Kind != KindDGJS {
+		return
+	}
 	d := &e.DGJS
 	if d.Resources == nil {
 		d.Resources = []int{20}
@@ -116,9 +119,10 @@ func (e *Experiment) dgjsDefaults() {
 	if d.Seed == 0 {
 		d.Seed = 1
 	}
-	if e.Kind == KindDGJS && e.Policies == nil {
+	if e.Policies == nil {
 		e.Policies = dgjs.Policies()
 	}
+	// (policies may also name the conditional variants, dgjs.PolicyNames)
 }
 
 // failureModel resolves a failure level name.
@@ -215,8 +219,8 @@ func (p *parser) validateDGJS(e *Experiment) {
 		p.at("dgjs.seeds", ErrValue, "%d: want from 1 to 1000 seeds per point", d.Seeds)
 	}
 	for i, pol := range e.Policies {
-		if !slices.Contains(dgjs.Policies(), pol) {
-			p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%q: kind dgjs runs %s", pol, strings.Join(dgjs.Policies(), ", "))
+		if !slices.Contains(dgjs.PolicyNames(), pol) {
+			p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%q: kind dgjs runs %s", pol, strings.Join(dgjs.PolicyNames(), ", "))
 		} else if slices.Index(e.Policies, pol) != i {
 			p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%q listed twice", pol)
 		}
@@ -297,12 +301,16 @@ func prepareDGJS(e *Experiment) (execFunc, error) {
 		for i := range speeds {
 			speeds[i] = d.HRange[0] + (d.HRange[1]-d.HRange[0])*float64(i)/float64(p.Resources-1)
 		}
+		pol, cond, err := dgjs.ParsePolicy(p.Policy)
+		if err != nil {
+			return nil, err
+		}
 		out := map[string]float64{"seeds": float64(d.Seeds)}
 		var sr, mc []float64
 		var sum [16]float64
 		for k := range d.Seeds {
 			res, err := dgjs.Run(ctx, dgjs.Config{
-				Policy: p.Policy, Failure: m, Jobs: p.Jobs, Seed: d.Seed + uint64(k), Speeds: speeds,
+				Policy: pol, Conditional: cond, Failure: m, Jobs: p.Jobs, Seed: d.Seed + uint64(k), Speeds: speeds,
 				ArrivalPerMin: p.Arrival, RunMin: lo, RunMax: hi, Lambda: d.Lambda,
 				Tight: [2]float64{d.Tight[0], d.Tight[1]}, Loose: [2]float64{d.Loose[0], d.Loose[1]},
 				MaxAttempts: d.MaxAttempts, History: hist, Threshold: thr,

@@ -38,7 +38,7 @@ type Experiment struct {
 	Policies    []string  `yaml:"policies" json:"policies,omitempty"`
 	Sweep       Sweep     `yaml:"sweep" json:"sweep,omitempty"`
 	Reference   Reference `yaml:"reference" json:"reference,omitempty"`
-	DGJS        DGJSSpec  `yaml:"dgjs" json:"dgjs,omitempty"` // kind dgjs (dgjs.go)
+	DGJS        DGJSSpec  `yaml:"dgjs,omitempty" json:"dgjs,omitempty"` // kind dgjs (dgjs.go)
 	Plots       []Plot    `yaml:"plots" json:"plots,omitempty"`
 
 	file  string

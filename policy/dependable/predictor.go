@@ -48,6 +48,13 @@ type Config struct {
 	// MaxStates bounds each chain's state space (default DefaultMaxStates,
 	// at most 4096): beyond it a new TTF joins the nearest state.
 	MaxStates int
+	// Conditional reads equation (12) given the site's age:
+	// r = Σ_{S_k > age+d} S_k·Q_qk / Σ_{S_k > age} S_k·Q_qk, the chance to
+	// survive d more among the uptimes still possible; a site that has
+	// outlived every uptime seen has r = 1. The default (false) is the
+	// paper's formula as written, whose denominator counts every state, so
+	// a site up longer than all its learned TTFs has r = 0 however stable.
+	Conditional bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -146,7 +153,9 @@ func (p *Predictor) Curve(site string, at time.Time) Curve {
 	if !s.up {
 		return Curve{down: true}
 	}
-	return s.chain.Curve(at.Sub(s.since))
+	cv := s.chain.Curve(at.Sub(s.since))
+	cv.cond = p.cfg.Conditional
+	return cv
 }
 
 // Reliability is r for a job that needs d on site from time at: the chance
