@@ -78,7 +78,9 @@ type Config struct {
 	// MaxAttempts bounds a job's placement rounds (default 5).
 	MaxAttempts int
 	// History is the failure log the predictor learns before the run
-	// (default 48 h); Threshold is its merge distance (default 5 min).
+	// (default 48 h): the run continues the same log, so it starts in the
+	// failure process's steady state. Threshold is the predictor's merge
+	// distance (default 5 min).
 	History   time.Duration
 	Threshold time.Duration
 	// Conditional uses the predictor's conditional reading of equation

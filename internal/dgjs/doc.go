@@ -12,10 +12,11 @@
 //	refine   least RC (deadline-feasible resources), FCFS; primary–backup
 //	         for every job
 //
-// RC comes from a policy/dependable.Predictor trained on a failure log of
-// the same model before the run starts (the paper builds its Markov model
-// "from the simulated failure log") and fed every failure and repair of the
-// run as it happens.
+// RC comes from a policy/dependable.Predictor that learns the first
+// History (48 h) of the failure log before the run starts (the paper builds
+// its Markov model "from the simulated failure log") and is fed every
+// failure and repair of the run as it happens; the run continues the same
+// log, so it starts in the failure process's steady state.
 //
 // Every resource keeps a timeline of slots (the paper's idle gaps between
 // the jobs already assigned to it). A job is placed when it arrives (or

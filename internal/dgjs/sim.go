@@ -8,6 +8,7 @@ import (
 
 	"github.com/gridsub/gridsub/policy/dependable"
 	"github.com/gridsub/gridsub/simbackend"
+	"github.com/gridsub/gridsub/simbackend/faults"
 )
 
 // Result is what one run measured.
@@ -114,10 +115,24 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 	for i, h := range cfg.Speeds {
 		s.res = append(s.res, &resource{name: fmt.Sprintf("R%02d", i+1), h: h, up: true})
 	}
-	if err := s.train(); err != nil {
+	work := cfg.Workload()
+	// One failure log from History before the start to well after the
+	// last arrival: the predictor learns its past, the run lives its
+	// future, so the run starts in the failure process's steady state
+	// (some resources may be down at the start) rather than with every
+	// resource fresh.
+	horizon := work[len(work)-1].Arrival + 48*time.Hour
+	log, _, err := cfg.Failure.Schedule(cfg.Seed, len(s.res), cfg.History+horizon)
+	if err != nil {
 		return nil, err
 	}
-	work := cfg.Workload()
+	outs, err := s.train(log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Outages != nil {
+		outs = cfg.Outages
+	}
 	minH := slices.Min(cfg.Speeds)
 	for _, w := range work {
 		j := &job{Job: w, arrival: epoch.Add(w.Arrival)}
@@ -142,14 +157,6 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 	s.left = len(s.jobs)
 	// The run's failure log: long enough for every job to be resolved in
 	// practice; after it ends resources simply stay up.
-	horizon := work[len(work)-1].Arrival + 48*time.Hour
-	outs, _, err := cfg.Failure.Schedule(cfg.Seed, len(s.res), horizon)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Outages != nil {
-		outs = cfg.Outages
-	}
 	for _, o := range outs {
 		r := s.res[o.Site]
 		idx := o.Site
@@ -180,33 +187,40 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 	return &s.r, nil
 }
 
-// train feeds the predictor a failure log of History before the start
-// (its own stream of the seed), then every resource up at the start.
-func (s *sim) train() error {
+// train feeds the predictor the part of log before the start (the first
+// History of it, every resource up at its beginning) and returns the rest,
+// shifted to the run's clock. A resource down across the start begins the
+// run down, and its repair is in the returned log.
+func (s *sim) train(log []faults.Outage) ([]faults.Outage, error) {
 	h := s.cfg.History
-	if h > 0 {
-		outs, _, err := s.cfg.Failure.Schedule(s.cfg.Seed^0x68697374, len(s.res), h) // "hist"
-		if err != nil {
-			return err
-		}
-		t0 := epoch.Add(-h)
-		for _, r := range s.res {
-			s.pred.Observe(r.name, dependable.Up, t0)
-		}
-		for _, o := range outs { // per site in time order: outages of a site never overlap
-			n := s.res[o.Site].name
-			if err := s.pred.Observe(n, dependable.Down, t0.Add(o.Down)); err != nil {
-				return err
-			}
-			if err := s.pred.Observe(n, dependable.Up, t0.Add(min(o.Up, h))); err != nil {
-				return err
-			}
-		}
-	}
+	t0 := epoch.Add(-h)
 	for _, r := range s.res {
-		s.pred.Observe(r.name, dependable.Up, epoch)
+		if err := s.pred.Observe(r.name, dependable.Up, t0); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	var run []faults.Outage
+	for _, o := range log { // per site in time order: outages of a site never overlap
+		if o.Down >= h {
+			run = append(run, faults.Outage{Site: o.Site, Down: o.Down - h, Up: o.Up - h})
+			continue
+		}
+		r := s.res[o.Site]
+		if err := s.pred.Observe(r.name, dependable.Down, t0.Add(o.Down)); err != nil {
+			return nil, err
+		}
+		if o.Up <= h {
+			if err := s.pred.Observe(r.name, dependable.Up, t0.Add(o.Up)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		r.up = false
+		s.r.Outages++
+		up := o.Up - h
+		s.e.At(epoch.Add(up), func() { s.repair(r) })
+	}
+	return run, nil
 }
 
 func (s *sim) now() time.Time { return s.e.Now() }
