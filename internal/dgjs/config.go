@@ -61,7 +61,8 @@ type Config struct {
 	Jobs    int
 	Seed    uint64
 	// Speeds holds each resource's run-time factor (a job of base run time
-	// T runs T·h there); default 10 resources, h evenly 0.5..1.5.
+	// T runs T·h there); default 20 resources, h evenly 0.5..1.5 (as
+	// the experiment files).
 	Speeds []float64
 	// ArrivalPerMin is the Poisson arrival rate (default 0.4 per minute).
 	ArrivalPerMin float64
@@ -100,9 +101,9 @@ func (c *Config) defaults() {
 		c.Jobs = len(c.JobList)
 	}
 	if c.Speeds == nil {
-		c.Speeds = make([]float64, 10)
+		c.Speeds = make([]float64, 20)
 		for i := range c.Speeds {
-			c.Speeds[i] = 0.5 + float64(i)/9
+			c.Speeds[i] = 0.5 + float64(i)/19
 		}
 	}
 	if c.ArrivalPerMin == 0 {
