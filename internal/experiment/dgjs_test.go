@@ -88,3 +88,28 @@ func TestDGJSParseDefaults(t *testing.T) {
 		t.Fatalf("params %v", got)
 	}
 }
+
+// TestDGJSReadmeExample parses the dgjs example of README.md.
+func TestDGJSReadmeExample(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "```yaml\nname: paper004-high")
+	if i < 0 {
+		t.Fatal("README.md has no dgjs example")
+	}
+	s = s[i+len("```yaml\n"):]
+	s = s[:strings.Index(s, "```")]
+	e, err := Parse("README.md", []byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Kind != KindDGJS || len(e.Expand()) != 3*4 || e.DGJS.Failures["mine"].RatePerMin != 0.5 {
+		t.Fatalf("README example read as %+v", e.DGJS)
+	}
+	if _, err := e.failureModel("mine"); err != nil {
+		t.Fatal(err)
+	}
+}
