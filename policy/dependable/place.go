@@ -62,8 +62,11 @@ type Planner struct {
 	// Lambda is Tier's λ for jobs whose tier is derived (default
 	// DefaultLambda when 0 — set a tiny positive value for λ = 0).
 	Lambda float64
-	// TierOf returns a job's explicit tier (high, low, none) when its user
-	// gave one; nil or ok=false derives it with Tier.
+	// TierOf returns a job's tier when it is fixed: the user's explicit
+	// one, or the one a live broker derived at submission and keeps (so
+	// that a tier never changes behind the user's back). nil or ok=false
+	// derives it with Tier in every pass, from the job's allowed sites as
+	// the snapshot shows them.
 	TierOf func(j *policy.Job) (q QoS, ok bool)
 	// Beaten is how many runner-up sites a decision keeps (default 2;
 	// negative keeps none).
