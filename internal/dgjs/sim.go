@@ -423,22 +423,25 @@ func (s *sim) fail(ri int) {
 	}
 }
 
-// promote: j lost a copy but has others; if only a passive backup is
-// left, it is activated and moved to the earliest gap of its resource.
+// promote: j lost a copy but has others. If none of them runs yet and the
+// primary is gone, the backup left (passive: activated; active: not started
+// yet) no longer waits for its latest start: it moves to the earliest gap
+// of its resource.
 func (s *sim) promote(j *job) {
 	for _, c := range j.copies {
-		if !c.passive {
+		if c.running || c.kind != kBackup {
 			return
 		}
 	}
-	c := j.copies[0]
-	s.cancel(c)
-	r := s.res[c.res]
-	c.passive = false
-	c.start = r.earliest(s.now(), s.dur(j, c.res))
-	c.end = c.start.Add(s.dur(j, c.res))
-	r.add(c)
-	s.schedule(c)
+	for _, c := range j.copies {
+		s.cancel(c)
+		r := s.res[c.res]
+		c.passive = false
+		c.start = r.earliest(s.now(), s.dur(j, c.res))
+		c.end = c.start.Add(s.dur(j, c.res))
+		r.add(c)
+		s.schedule(c)
+	}
 }
 
 func (s *sim) repair(r *resource) {

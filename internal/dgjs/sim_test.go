@@ -185,3 +185,14 @@ func TestPropertyInvariants(t *testing.T) {
 		}
 	})
 }
+
+func TestActiveBackupMovesUpWhenPrimaryLost(t *testing.T) {
+	// Deadline 24 min: active backup on the slow resource at [4m, 24m).
+	// The primary's resource fails at 1 min, before the backup started:
+	// the backup moves up to [1m, 21m).
+	r := scenario(t, PolicyRefine, []Job{{ID: 0, Base: min_(20), Class: ClassTight, Deadline: min_(24)}},
+		[]faults.Outage{{Site: 0, Down: min_(1), Up: min_(100)}})
+	if r.Succeeded != 1 || r.MeanCompletion != min_(21) || r.CopiesLost != 1 {
+		t.Fatalf("%+v", *r)
+	}
+}
