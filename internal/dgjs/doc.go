@@ -12,6 +12,8 @@
 //	refine   least RC (deadline-feasible resources), FCFS; primary–backup
 //	         for every job
 //
+// Candidates are ranked and filtered by the very functions the live
+// planner uses (dependable.Better, dependable.MeetsDeadline, dependable.Cost);
 // RC comes from a policy/dependable.Predictor that learns the first
 // History (48 h) of the failure log before the run starts (the paper builds
 // its Markov model "from the simulated failure log") and is fed every

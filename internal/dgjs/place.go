@@ -12,7 +12,7 @@ type cand struct {
 	res   int
 	start time.Time
 	ct    time.Duration
-	score time.Duration // RC (dgjs, refine) or CT (min-min)
+	rc    time.Duration // RC (dgjs, refine; 0 for min-min, which ranks by CT)
 }
 
 // cands ranks the up resources for j now, best first: by RC (dgjs, refine:
@@ -28,35 +28,26 @@ func (s *sim) cands(j *job, curves []dependable.Curve) (out []cand, up bool) {
 		d := s.dur(j, ri)
 		st := r.earliest(now, d)
 		ct := st.Sub(now) + d
-		c := cand{res: ri, start: st, ct: ct, score: ct}
+		c := cand{res: ri, start: st, ct: ct}
 		if s.cfg.Policy != PolicyMinMin {
-			if !j.deadline.IsZero() && st.Add(d).After(j.deadline) {
+			if !dependable.MeetsDeadline(now, ct, j.deadline) {
 				continue
 			}
-			c.score = dependable.Cost(curves[ri].R(ct), ct)
+			c.rc = dependable.Cost(curves[ri].R(ct), ct)
 		}
 		out = append(out, c)
 	}
+	byCT := s.cfg.Policy == PolicyMinMin
 	slices.SortFunc(out, func(a, b cand) int {
-		if a.score != b.score {
-			return cmpDur(a.score, b.score)
+		switch {
+		case dependable.Better(byCT, a.rc, a.ct, a.res, b.rc, b.ct, b.res):
+			return -1
+		case dependable.Better(byCT, b.rc, b.ct, b.res, a.rc, a.ct, a.res):
+			return 1
 		}
-		if a.ct != b.ct {
-			return cmpDur(a.ct, b.ct)
-		}
-		return a.res - b.res
+		return 0
 	})
 	return out, up
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // placeBatch places jobs that need a placement now: dgjs tier by tier
@@ -90,7 +81,7 @@ func (s *sim) placeBatch(js []*job) {
 			if len(cs) == 0 {
 				continue
 			}
-			if bi < 0 || cs[0].ct < best.ct {
+			if bi < 0 || dependable.Better(true, 0, cs[0].ct, cs[0].res, 0, best.ct, best.res) {
 				best, bi = cs[0], i
 			}
 		}

@@ -138,13 +138,27 @@ type cand struct {
 }
 
 func (a cand) better(b cand, byCT bool) bool {
-	if !byCT && a.rc != b.rc {
-		return a.rc < b.rc
+	return Better(byCT, a.rc, a.ct, a.site, b.rc, b.ct, b.site)
+}
+
+// Better is the order in which Algorithm 1 and its baselines rank two
+// placements of one job: the least RC (unless byCT: Min-min ignores
+// reliability), then the least CT, then the lower site index. The
+// Planner and the paper-004 simulation (internal/dgjs) both rank with it.
+func Better(byCT bool, rcA, ctA time.Duration, siteA int, rcB, ctB time.Duration, siteB int) bool {
+	if !byCT && rcA != rcB {
+		return rcA < rcB
 	}
-	if a.ct != b.ct {
-		return a.ct < b.ct
+	if ctA != ctB {
+		return ctA < ctB
 	}
-	return a.site < b.site
+	return siteA < siteB
+}
+
+// MeetsDeadline is Algorithm 1's test: a job whose completion time from now
+// is ct meets deadline (zero: none) if now + ct ≤ deadline.
+func MeetsDeadline(now time.Time, ct time.Duration, deadline time.Time) bool {
+	return deadline.IsZero() || !now.Add(ct).After(deadline)
 }
 
 // Plan makes one pass; see Planner.
@@ -226,7 +240,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			run := time.Duration(float64(j.Estimate) * s.Sites[si].H)
 			xfr := s.TransferTime(j.Origin, si, j.DataSize)
 			ct := CT(run, xfr, sl)
-			if mode == DGJS && !j.Deadline.IsZero() && now.Add(ct).After(j.Deadline) {
+			if mode == DGJS && !MeetsDeadline(now, ct, j.Deadline) {
 				continue
 			}
 			k := cand{site: si, ct: ct, run: run, xfr: xfr, sl: sl}
