@@ -19,8 +19,9 @@ const (
 	// MinMin ignores reliability: the least completion time, the job with
 	// the least of them placed first (Min-min), no tiers.
 	MinMin = "min-min"
-	// Refine is the least RC, FCFS, no tiers and no deadline filter (its
-	// fault tolerance, primary–backup for every job, is the caller's).
+	// Refine is the least RC among the sites meeting the deadline, FCFS, no
+	// tiers (its fault tolerance, primary–backup for every job, is the
+	// caller's).
 	Refine = "refine"
 )
 
@@ -42,8 +43,8 @@ var _ Reliabilities = (*Predictor)(nil)
 // that is up and big enough, it computes CT = run + transfer + SL (SL the
 // time until the job's width is free there, from the site's holds: the
 // schedule length), and RC = (1 − r)·CT with r from Reliabilities at
-// Snapshot.Now. DGJS keeps only the sites meeting the deadline
-// (now + CT ≤ deadline). The least RC wins (MinMin: the least CT), ties by
+// Snapshot.Now. DGJS and Refine keep only the sites meeting the deadline
+// (now + CT ≤ deadline); Min-min has no notion of one. The least RC wins (MinMin: the least CT), ties by
 // CT then site index. The job starts (Start) when its width is free there
 // now (its idle gap begins now), and otherwise waits (Plan.Pending says
 // where and why); a site's started jobs hold its nodes for CT in this
@@ -240,7 +241,7 @@ func (p *Planner) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 			run := time.Duration(float64(j.Estimate) * s.Sites[si].H)
 			xfr := s.TransferTime(j.Origin, si, j.DataSize)
 			ct := CT(run, xfr, sl)
-			if mode == DGJS && !MeetsDeadline(now, ct, j.Deadline) {
+			if mode != MinMin && !MeetsDeadline(now, ct, j.Deadline) {
 				continue
 			}
 			k := cand{site: si, ct: ct, run: run, xfr: xfr, sl: sl}

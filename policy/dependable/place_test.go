@@ -186,6 +186,22 @@ func TestPropertyPlanner(t *testing.T) {
 		if !reflect.DeepEqual(plan, again) {
 			t.Fatal("equal inputs gave different plans")
 		}
+		// Quiet changes the explanations, never the decisions.
+		other := *s
+		other.Quiet = !s.Quiet
+		alt, err := p.Plan(context.Background(), &other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(alt.Decisions) != len(plan.Decisions) {
+			t.Fatalf("quiet %v: %d decisions, %d the other way", s.Quiet, len(plan.Decisions), len(alt.Decisions))
+		}
+		for i, d := range plan.Decisions {
+			a := alt.Decisions[i]
+			if d.Job != a.Job || d.Action != a.Action || !reflect.DeepEqual(d.Chosen, a.Chosen) {
+				t.Fatalf("decision %d differs with Quiet flipped: %+v vs %+v", i, d, a)
+			}
+		}
 		used := make([]int, n)
 		seen := map[string]bool{}
 		jobs := map[string]policy.Job{}
@@ -206,8 +222,8 @@ func TestPropertyPlanner(t *testing.T) {
 						t.Fatalf("started on a down site")
 					}
 				}
-				if mode == DGJS && !j.Deadline.IsZero() && d.Chosen.End().After(j.Deadline) {
-					t.Fatalf("DGJS start misses the deadline: %v > %v", d.Chosen.End(), j.Deadline)
+				if mode != MinMin && !j.Deadline.IsZero() && d.Chosen.End().After(j.Deadline) {
+					t.Fatalf("%s start misses the deadline: %v > %v", mode, d.Chosen.End(), j.Deadline)
 				}
 			case policy.Reject:
 				for _, st := range s.Sites {

@@ -104,9 +104,10 @@ func NewPredictor(cfg Config) (*Predictor, error) {
 // Config returns the predictor's configuration, defaults filled in.
 func (p *Predictor) Config() Config { return p.cfg }
 
-// Observe learns one event of a site at time at. Up on a site that is up
-// and Down on one that is down change nothing (the first Up or Down of a
-// site only sets its state: its earlier uptime is unknown). An empty site,
+// Observe learns one event of a site at time at. Up on a site that is up,
+// and Down or Fail on one that is down, change nothing. The first
+// observation of a site only sets its state (down for Down, else up since
+// at): its earlier uptime is unknown, so it is no TTF. An empty site,
 // an unknown event or a time older than the site's last observation is an
 // error (ErrBadEvent, ErrOutOfOrder) and changes nothing.
 func (p *Predictor) Observe(site string, ev Event, at time.Time) error {
