@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/simbackend/faults"
 )
 
 // TestDGJSExperimentsBounded is the suite's bounded variant of paper 004's
@@ -16,13 +19,27 @@ import (
 // seeds, through Execute and WriteAll; the metrics are consistent with
 // their per-seed values and the tables do not depend on the worker count.
 func TestDGJSExperimentsBounded(t *testing.T) {
-	for _, f := range []string{"paper004-low-failure.yaml", "paper004-high-failure.yaml"} {
+	for _, fig := range []struct {
+		file, level string
+		shape       float64
+	}{{"paper004-low-failure.yaml", "low", 0.873}, {"paper004-high-failure.yaml", "high", 0.871}} {
+		f := fig.file
 		e, err := Load(filepath.Join("../../configs/experiments", f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if e.Kind != KindDGJS || e.DGJS.Seeds < 10 {
 			t.Fatalf("%s: kind %s with %d seeds; the figures need >= 10 seeds per point", f, e.Kind, e.DGJS.Seeds)
+		}
+		// What the file's comment says.
+		d := e.DGJS
+		if len(d.Failure) != 1 || d.Failure[0] != fig.level || d.Resources[0] != 20 || d.ArrivalPerMin[0] != 0.4 ||
+			d.Run[0] != "5m" || d.Run[1] != "20m" || d.Seeds != 10 {
+			t.Fatalf("%s: %+v does not match its comment", f, d)
+		}
+		m, _ := e.failureModel(fig.level)
+		if want, _ := faults.Paper004(fig.level); m != want || m.Shape != fig.shape || m.Theta != 127*time.Second || m.Beta != 0.76 || m.Omega != 0.87 {
+			t.Fatalf("%s: failure model %+v", f, m)
 		}
 		e.DGJS.Jobs, e.DGJS.Seeds = []int{40, 80}, 3
 		var csvs [][]byte
