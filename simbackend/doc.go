@@ -35,6 +35,12 @@
 // Status answers every id (an unknown one as StateLost with a reason).
 // SiteConfig.OnChange reports every state change without polling.
 //
+// Fail simulates a failure of the whole site: its running jobs end failed
+// ("NodeFail"), its queued ones too ("SiteFailed"), nothing starts on the
+// dead nodes, and the site refuses work (ErrUnavailable) until Repair.
+// Package faults draws whole failure logs (paper 004's Weibull, Zipf and
+// Pareto model, from an explicit seed) and plays them on an engine.
+//
 // Reservations hold nodes over [start, end) in the site's own scheduler. A
 // reservation is admitted only if that many nodes are free for ordinary use
 // over the whole window, counting running jobs until their walltimes and the

@@ -56,6 +56,10 @@ $GRIDSUB_WORKLOADS, else ../shared/workloads beside the repository.
 
 configs/experiments/ holds one file per figure of paper 000 and the CTC-SP2
 single-site EASY reference; docs/results/paper000.md discusses the results.
+The kind "dgjs" (configs/experiments/paper004-*.yaml) runs paper 004's
+dependable scheduling experiment instead: DGJS, Min-min and Refine on
+resources that fail (Weibull, Zipf, Pareto), several seeds per point;
+docs/results/paper004.md discusses it.
 
 Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
@@ -96,6 +100,9 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 			return usageErr(fmt.Errorf("--jobs: %s replays the whole CTC-SP2 trace against its reference schedule; it takes no job count", file))
 		}
 		e.Workload.Jobs = f.jobs
+		if e.Kind == experiment.KindDGJS {
+			e.DGJS.Jobs = []int{f.jobs} // a single point of the jobs axis
+		}
 	}
 	out := f.out
 	if out == "" {
@@ -133,6 +140,9 @@ func simColumns(kind string) []string {
 	if kind == experiment.KindCTCReference {
 		return []string{"jobs", "start_match", "mean_bsld", "ref_mean_bsld", "mean_wait", "mean_response"}
 	}
+	if kind == experiment.KindDGJS {
+		return []string{"success_ratio", "success_sd", "mean_completion", "completion_sd", "outages", "wasted_share"}
+	}
 	return []string{"awrt", "awwt", "au", "mean_bsld", "multisite", "rejected"}
 }
 
@@ -149,7 +159,7 @@ func writeSimTable(w io.Writer, s *experiment.Summary) {
 		for _, c := range cols {
 			v := r.Metrics[c]
 			switch {
-			case c == "au" || c == "multisite" || c == "start_match":
+			case c == "au" || c == "multisite" || c == "start_match" || strings.HasPrefix(c, "success") || c == "wasted_share":
 				row = append(row, fmt.Sprintf("%.3f", v))
 			case v == float64(int64(v)):
 				row = append(row, fmt.Sprintf("%d", int64(v)))

@@ -146,6 +146,19 @@ func checkExperiment(t *testing.T, e *Experiment) {
 		if e.Reference.Procs < 1 || len(runs) != len(e.Reference.Modes) || !(e.Reference.MeanBSLD > 0) {
 			t.Errorf("reference %+v, %d runs", e.Reference, len(runs))
 		}
+	case KindDGJS:
+		d := e.DGJS
+		if want := len(d.Jobs) * len(d.Failure) * len(d.Resources) * len(d.ArrivalPerMin) * len(e.Policies); len(runs) != want || want == 0 {
+			t.Fatalf("Expand gave %d runs, want %d", len(runs), want)
+		}
+		if d.Seeds < 1 || d.MaxAttempts < 1 || !(d.Lambda > 0) {
+			t.Errorf("dgjs %+v accepted", d)
+		}
+		for _, r := range runs {
+			if _, err := e.failureModel(r.Params.Failure); err != nil || r.Params.Resources < 2 || r.Params.Jobs < 1 || !(r.Params.Arrival > 0) {
+				t.Errorf("run %+v accepted (%v)", r.Params, err)
+			}
+		}
 	default:
 		t.Errorf("kind %q accepted", e.Kind)
 	}
@@ -194,6 +207,13 @@ func experimentRoundTrip(t *testing.T, e *Experiment) *Experiment {
 	} else {
 		delete(m, "reference")
 	}
+	if e.Kind == KindDGJS {
+		for _, k := range []string{"workload", "testbed", "sweep"} {
+			delete(m, k)
+		}
+	} else {
+		delete(m, "dgjs")
+	}
 	if data, err = yaml.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +224,9 @@ func experimentRoundTrip(t *testing.T, e *Experiment) *Experiment {
 	if e.Kind == KindCTCReference {
 		// The sections left out get their defaults again.
 		again.Workload, again.Testbed, again.Policies, again.Sweep = e.Workload, e.Testbed, e.Policies, e.Sweep
+	}
+	if e.Kind == KindDGJS {
+		again.Workload, again.Testbed, again.Sweep = e.Workload, e.Testbed, e.Sweep
 	}
 	return again
 }

@@ -15,6 +15,11 @@ type Params struct {
 	Policy    string  `json:"policy,omitempty"`
 	P         float64 `json:"p,omitempty"`
 	Mode      string  `json:"mode,omitempty"`
+	// kind dgjs (dgjs.go)
+	Failure   string  `json:"failure,omitempty"`
+	Resources int     `json:"resources,omitempty"`
+	Arrival   float64 `json:"arrival,omitempty"`
+	Jobs      int     `json:"jobs,omitempty"`
 }
 
 // Run is one simulation to perform.
@@ -27,6 +32,9 @@ type Run struct {
 func ParamNames(kind string) []string {
 	if kind == KindCTCReference {
 		return []string{"mode"}
+	}
+	if kind == KindDGJS {
+		return slices.Clone(dgjsParams)
 	}
 	return []string{"workload", "h_set", "bandwidth", "policy", "p"}
 }
@@ -46,6 +54,14 @@ func (p Params) Value(name string) string {
 		return strconv.FormatFloat(p.P, 'f', -1, 64)
 	case "mode":
 		return p.Mode
+	case "failure":
+		return p.Failure
+	case "resources":
+		return strconv.Itoa(p.Resources)
+	case "arrival":
+		return strconv.FormatFloat(p.Arrival, 'f', -1, 64)
+	case "jobs":
+		return strconv.Itoa(p.Jobs)
 	}
 	return ""
 }
@@ -67,6 +83,9 @@ var referenceMetrics = []string{
 func (e *Experiment) MetricNames() []string {
 	if e.Kind == KindCTCReference {
 		return slices.Clone(referenceMetrics)
+	}
+	if e.Kind == KindDGJS {
+		return e.dgjsMetricNames()
 	}
 	out := slices.Clone(coallocMetrics)
 	for _, s := range e.Testbed.Sites {
@@ -114,6 +133,9 @@ func (e *Experiment) Expand() []Run {
 			runs = append(runs, Run{Index: len(runs), Params: Params{Mode: m}})
 		}
 		return runs
+	}
+	if e.Kind == KindDGJS {
+		return e.expandDGJS()
 	}
 	for _, w := range e.axisWorkload() {
 		for _, h := range e.axisHSet() {

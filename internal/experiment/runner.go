@@ -165,6 +165,9 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 	if e.Kind == KindCTCReference {
 		return prepareReference(e)
 	}
+	if e.Kind == KindDGJS {
+		return prepareDGJS(e)
+	}
 	trace, err := loadTrace(e.Workload)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,7 @@ type Experiment struct {
 	Policies    []string  `yaml:"policies" json:"policies,omitempty"`
 	Sweep       Sweep     `yaml:"sweep" json:"sweep,omitempty"`
 	Reference   Reference `yaml:"reference" json:"reference,omitempty"`
+	DGJS        DGJSSpec  `yaml:"dgjs,omitempty" json:"dgjs,omitempty"` // kind dgjs (dgjs.go)
 	Plots       []Plot    `yaml:"plots" json:"plots,omitempty"`
 
 	file  string
@@ -388,6 +389,7 @@ func (e *Experiment) defaults() {
 		one := 1.0
 		t.P = &one
 	}
+	e.dgjsDefaults()
 	r := &e.Reference
 	if r.Trace == "" {
 		r.Trace = "CTC-SP2-1996-3.1-cln.swf.gz"
@@ -448,12 +450,16 @@ func (e *Experiment) MarshalJSON() ([]byte, error) {
 		Policies    []string   `json:"policies,omitempty"`
 		Sweep       *Sweep     `json:"sweep,omitempty"`
 		Reference   *Reference `json:"reference,omitempty"`
+		DGJS        *DGJSSpec  `json:"dgjs,omitempty"`
 		Plots       []Plot     `json:"plots,omitempty"`
 	}
 	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots}
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		v.Reference = &e.Reference
-	} else {
+	case KindDGJS:
+		v.DGJS, v.Policies = &e.DGJS, e.Policies
+	default:
 		v.Workload, v.Testbed, v.Policies, v.Sweep = &e.Workload, &e.Testbed, e.Policies, &e.Sweep
 	}
 	return json.Marshal(v)

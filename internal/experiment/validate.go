@@ -46,7 +46,12 @@ func (p *parser) validate(e *Experiment) {
 	if len(p.errs) > 0 {
 		return
 	}
+	if _, ok := p.lines["dgjs"]; ok && e.Kind != KindDGJS {
+		p.at("dgjs", ErrValue, "only for kind %q (this experiment is %q)", KindDGJS, e.Kind)
+	}
 	switch e.Kind {
+	case KindDGJS:
+		p.validateDGJS(e)
 	case KindCoalloc:
 		if _, ok := p.lines["reference"]; ok {
 			p.at("reference", ErrValue, "only for kind %q (this experiment is %q)", KindCTCReference, e.Kind)
@@ -79,7 +84,7 @@ func (p *parser) validate(e *Experiment) {
 			p.at("reference.mean_bsld", ErrValue, "%v: want a positive number of at most %g", r.MeanBSLD, maxBSLD)
 		}
 	default:
-		p.at("kind", ErrValue, "%q: valid are %s (default) and %s", e.Kind, KindCoalloc, KindCTCReference)
+		p.at("kind", ErrValue, "%q: valid are %s (default), %s and %s", e.Kind, KindCoalloc, KindCTCReference, KindDGJS)
 	}
 	if len(p.errs) == 0 && e.Kind == KindCoalloc {
 		if n := len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {

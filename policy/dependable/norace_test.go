@@ -1,0 +1,5 @@
+//go:build !race
+
+package dependable
+
+const raceEnabled = false
