@@ -20,7 +20,7 @@ func (p *parser) nodeShape(f map[string]entry, j *Job) {
 			switch {
 			case err != nil:
 				p.fail(kv.val, "resources.memory_per_node", ErrValue, "%v", err)
-			case sizeUnits[unitOf(v)] == 1:
+			case unitOf(v) == "":
 				// Batch systems disagree on a bare number (SLURM: MiB, PBS: bytes).
 				p.fail(kv.val, "resources.memory_per_node", ErrValue, "%q has no unit; want %s", v, memoryHint)
 			case n < 1<<20:
@@ -51,9 +51,6 @@ func unitOf(s string) string {
 		if c >= 'A' && c <= 'Z' {
 			b[k] = c + 'a' - 'A'
 		}
-	}
-	if string(b) == "b" {
-		return ""
 	}
 	return string(b)
 }

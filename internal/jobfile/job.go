@@ -32,7 +32,7 @@ type Job struct {
 	// account); a site not listed uses its configured defaults.
 	SiteOptions map[string]SiteOptions
 	Scheduling  Scheduling
-	Simulate   Simulate
+	Simulate    Simulate
 
 	file string         // file name as given, for error messages
 	dir  string         // directory of the job file ("" after Parse)
