@@ -232,6 +232,7 @@ const (
 	CodeNotFound     = "not_found"
 	CodeBadRequest   = "bad_request"
 	CodeUnknownSite  = "unknown_site"
+	CodeInfeasible   = "infeasible" // 422: no configured site can ever run the job (bridge.ErrInfeasible)
 	CodeFinal        = "final"
 	CodeUnauthorized = "unauthorized"
 	CodeUnavailable  = "unavailable"
@@ -254,6 +255,8 @@ func status(err error) (int, string) {
 		return http.StatusNotFound, CodeNotFound
 	case errors.Is(err, bridge.ErrUnknownSite):
 		return http.StatusBadRequest, CodeUnknownSite
+	case errors.Is(err, bridge.ErrInfeasible):
+		return http.StatusUnprocessableEntity, CodeInfeasible
 	case errors.Is(err, bridge.ErrBadRequest):
 		return http.StatusBadRequest, CodeBadRequest
 	case errors.Is(err, bridge.ErrFinal):

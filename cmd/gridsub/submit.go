@@ -119,6 +119,7 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 		Inputs: spec.Inputs, Outputs: spec.Outputs,
 		Origin: s.Origin, DataSize: s.DataSize, Sites: s.Sites, Prefer: s.Prefer, NoSplit: s.NoSplit,
 		Deadline: t.Deadline, QoS: string(s.QoS), Sim: spec.Sim, OutputDir: outDir,
+		MemPerNode: spec.MemPerNode, GPUsPerNode: spec.GPUsPerNode, Setup: spec.Setup, SiteOptions: siteOptions(j),
 	}, nil
 }
 
@@ -200,7 +201,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	}
 	j, err := env.Broker.Submit(ctx, req, now)
 	if err != nil {
-		return usageErr(err)
+		return clientErr(err) // the same exit status as with a daemon
 	}
 	p := newProgress(g, f, env, j)
 	p.header(job, path)

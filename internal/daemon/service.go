@@ -35,7 +35,7 @@ var (
 func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
 	j, err := s.b.Submit(ctx, req, now)
 	switch {
-	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite):
+	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite), errors.Is(err, bridge.ErrInfeasible):
 		s.m.submissions.WithLabelValues("rejected").Inc()
 		return nil, err
 	case err != nil:
