@@ -25,7 +25,8 @@ import (
 //   - node shape: the sites whose nodes lack the cores, memory or GPUs the
 //     job asks per node are out (policy.NodeShape.Lacks);
 //   - capacity: the job's width fits the sites left (on one site with
-//     no_split or an advance reservation, else in sum);
+//     no_split, else in sum; an advance reservation's size is left to its
+//     admission test, which answers at once and keeps the refusal);
 //   - deadline: under the run-time model (policy.Snapshot.Runtime: h·T on
 //     one site, p·max h·T across several) the fastest placement that holds
 //     the job ends by the deadline if it started at once (transfers and
@@ -61,8 +62,11 @@ func Feasible(req *Request, sites []policy.Site, multiSite float64, now time.Tim
 	if len(misfits) > 0 {
 		also = " (not eligible: " + strings.Join(misfits, "; ") + ")"
 	}
-	unknown := slices.ContainsFunc(cand, func(i int) bool { return sites[i].Nodes <= 0 })
-	oneSite := req.NoSplit || req.Window != nil
+	// An advance reservation's size is left to its admission test, which
+	// answers at once with its reason and keeps the refusal on record
+	// (Submit: Rejected, listed by `gridsub reservations --all`).
+	unknown := req.Window != nil || slices.ContainsFunc(cand, func(i int) bool { return sites[i].Nodes <= 0 })
+	oneSite := req.NoSplit
 	total, largest := 0, cand[0]
 	var list []string
 	for _, i := range cand {
@@ -73,14 +77,10 @@ func Feasible(req *Request, sites []policy.Site, multiSite float64, now time.Tim
 		list = append(list, fmt.Sprintf("%s %d", sites[i].Name, sites[i].Nodes))
 	}
 	if !unknown {
-		why := "no_split"
-		if req.Window != nil {
-			why = "an advance reservation runs on one site"
-		}
 		switch {
 		case oneSite && req.Nodes > sites[largest].Nodes:
-			return infeasible("needs %d nodes on one site (%s); the largest eligible site is %s with %d (%s)%s",
-				req.Nodes, why, sites[largest].Name, sites[largest].Nodes, strings.Join(list, ", "), also)
+			return infeasible("needs %d nodes on one site (no_split); the largest eligible site is %s with %d (%s)%s",
+				req.Nodes, sites[largest].Name, sites[largest].Nodes, strings.Join(list, ", "), also)
 		case req.Nodes > total:
 			return infeasible("needs %d nodes; the eligible sites have %d in all (%s)%s", req.Nodes, total, strings.Join(list, ", "), also)
 		}

@@ -92,7 +92,9 @@ func TestFeasibleRules(t *testing.T) {
 		{"split meets deadline", bridge.Request{Nodes: 200, Estimate: time.Hour, Deadline: now.Add(67 * time.Minute)}, ""},
 		{"split misses deadline", bridge.Request{Nodes: 200, Estimate: time.Hour, Deadline: now.Add(65 * time.Minute)}, "runs 1h6m0s"},
 		{"allowed only", bridge.Request{Nodes: 40, Estimate: time.Hour, Sites: []string{"Harbin"}}, "needs 40 nodes; the eligible sites have 32"},
-		{"reservation one site", bridge.Request{Nodes: 130, Estimate: time.Hour, Window: &bridge.Window{Earliest: now, Latest: now.Add(2 * time.Hour)}}, "an advance reservation runs on one site"},
+		// A reservation's size is its admission test's to judge (stored, listed).
+		{"reservation size", bridge.Request{Nodes: 130, Estimate: time.Hour, Window: &bridge.Window{Earliest: now, Latest: now.Add(2 * time.Hour)}}, ""},
+		{"reservation gpus", bridge.Request{Nodes: 1, GPUsPerNode: 1, Estimate: time.Hour, Window: &bridge.Window{Earliest: now, Latest: now.Add(2 * time.Hour)}}, "no GPUs"},
 		{"memory unknown", bridge.Request{Nodes: 1, Estimate: time.Hour, MemPerNode: 1 << 40}, ""},
 	} {
 		err := bridge.Feasible(&c.req, sites, 1.1, now)

@@ -87,8 +87,9 @@ func TestTooWideJobIsRejectedClearly(t *testing.T) {
 	if code != exitJobFailed {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitJobFailed, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "rejected") || !strings.Contains(stdout, "224") {
-		t.Fatalf("summary does not explain the rejection with the capacity:\n%s", stdout)
+	// Refused at submission (bridge.Feasible), as with a daemon: nothing ran.
+	if stdout != "" || !strings.Contains(stderr, "needs 300 nodes") || !strings.Contains(stderr, "224") {
+		t.Fatalf("the refusal does not name the width and the capacity:\nstdout %q\nstderr %q", stdout, stderr)
 	}
 }
 
