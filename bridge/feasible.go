@@ -196,3 +196,30 @@ func (b *Broker) see(s, nodes int, shape policy.NodeShape) {
 	b.seen[s] = true
 	b.known[s].Nodes, b.known[s].Shape = nodes, shape
 }
+
+// shapeAllowed is the sites a reservation may be bound to: its allowed
+// sites (nil: all) less those whose nodes, as last seen, lack what it asks
+// per node. Nil when nothing is left out (or everything would be: Submit's
+// feasibility check refused that case; the sites' own answer decides).
+// b.mu held.
+func (b *Broker) shapeAllowed(j *Job) []string {
+	ask := policy.NodeShape{Cores: j.Req.CoresPerNode, MemBytes: j.Req.MemPerNode, GPUs: j.Req.GPUsPerNode}
+	if ask.Zero() || b.known == nil {
+		return slices.Clone(j.Req.Sites)
+	}
+	names := j.Req.Sites
+	if names == nil {
+		names = b.names
+	}
+	var out []string
+	for _, n := range names {
+		s := b.siteIdx[n]
+		if !b.seen[s] || b.known[s].Shape.Lacks(ask) == "" {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 || len(out) == len(names) {
+		return slices.Clone(j.Req.Sites)
+	}
+	return out
+}

@@ -157,3 +157,31 @@ func TestNodeShapeAndExplain(t *testing.T) {
 		t.Errorf("explain of an unknown job: %v", err)
 	}
 }
+
+// An advance reservation asking cores per node is admitted only over the
+// sites whose nodes have them (what binding may choose).
+func TestReservationShapeAllowed(t *testing.T) {
+	ctx := context.Background()
+	b := greedyBroker(t, nil, true, shapedSite{newFake("a", 8), 2}, shapedSite{newFake("b", 4), 4}, shapedSite{newFake("c", 4), 8})
+	r := req(1)
+	r.CoresPerNode = 4
+	r.Window = &Window{Earliest: t0.Add(time.Hour), Latest: t0.Add(2 * time.Hour)}
+	j, err := b.Submit(ctx, r, t0)
+	if err != nil || j.State != Reserved {
+		t.Fatalf("%+v %v", j, err)
+	}
+	b.mu.Lock()
+	got := b.shapeAllowed(b.jobs[j.ID])
+	b.mu.Unlock()
+	if strings.Join(got, ",") != "b,c" {
+		t.Fatalf("allowed %v, want b,c", got)
+	}
+	r.Sites = []string{"a", "c"}
+	j2, _ := b.Submit(ctx, r, t0)
+	b.mu.Lock()
+	got = b.shapeAllowed(b.jobs[j2.ID])
+	b.mu.Unlock()
+	if strings.Join(got, ",") != "c" {
+		t.Fatalf("allowed %v, want c", got)
+	}
+}
