@@ -35,6 +35,8 @@ func TestValidateFeasibility(t *testing.T) {
 			"Shanghai: 4 cores per node, the job asks 6; Harbin: 4 cores per node, the job asks 6"},
 		{"gpu.yaml", "name: g\ncommand: [x]\nresources: {nodes: 1, gpus_per_node: 1, walltime: 1h}\n",
 			"Beijing: no GPUs, the job asks 1 per node"},
+		{"mem.yaml", "name: m\ncommand: [x]\nresources: {nodes: 1, memory_per_node: 64GiB, walltime: 1h}\n",
+			"Beijing: 32GiB memory per node, the job asks 64GiB"},
 		{"wide.yaml", "name: w\ncommand: [x]\nresources: {nodes: 100, cores_per_node: 8, walltime: 1h}\n",
 			""}, // 100 nodes with 8 cores: Beijing alone (128) holds it
 		{"split-cores.yaml", "name: s\ncommand: [x]\nresources: {nodes: 150, cores_per_node: 8, walltime: 1h}\n",
@@ -95,7 +97,7 @@ func TestFeasibleRules(t *testing.T) {
 		// A reservation's size is its admission test's to judge (stored, listed).
 		{"reservation size", bridge.Request{Nodes: 130, Estimate: time.Hour, Window: &bridge.Window{Earliest: now, Latest: now.Add(2 * time.Hour)}}, ""},
 		{"reservation gpus", bridge.Request{Nodes: 1, GPUsPerNode: 1, Estimate: time.Hour, Window: &bridge.Window{Earliest: now, Latest: now.Add(2 * time.Hour)}}, "no GPUs"},
-		{"memory unknown", bridge.Request{Nodes: 1, Estimate: time.Hour, MemPerNode: 1 << 40}, ""},
+		{"memory", bridge.Request{Nodes: 1, Estimate: time.Hour, MemPerNode: 1 << 40}, "Harbin: 16GiB memory per node, the job asks 1TiB"},
 	} {
 		err := bridge.Feasible(&c.req, sites, 1.1, now)
 		switch {
