@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // On the real OpenPBS server: memory per node goes into the select chunk,
@@ -14,6 +15,8 @@ import (
 // (pbsnodes reports none).
 func TestRealPBSResourcesAccountSetup(t *testing.T) {
 	needPBS(t)
+	start := time.Now() // the lock is held: what follows is this test's own time
+	defer func() { t.Logf("ran for %s once it held the testbed's lock", time.Since(start).Round(time.Millisecond)) }()
 	d := t.TempDir()
 	job := filepath.Join(d, "res.yaml")
 	body := `name: pbs-res
