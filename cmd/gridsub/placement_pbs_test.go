@@ -16,7 +16,9 @@ import (
 func TestRealPBSResourcesAccountSetup(t *testing.T) {
 	needPBS(t)
 	start := time.Now() // the lock is held: what follows is this test's own time
-	defer func() { t.Logf("ran for %s once it held the testbed's lock", time.Since(start).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("ran for %s once it held the testbed's lock", time.Since(start).Round(time.Millisecond))
+	}()
 	d := t.TempDir()
 	job := filepath.Join(d, "res.yaml")
 	body := `name: pbs-res
