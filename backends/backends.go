@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"regexp"
 	"time"
 )
 
@@ -31,6 +32,10 @@ var (
 	// ErrUnsupported: the backend lacks the capability (e.g. reservations).
 	ErrUnsupported = errors.New("not supported by this backend")
 )
+
+// batchWordRe is a partition, queue or account name: empty, or a word no
+// batch system or shell reads anything into.
+var batchWordRe = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._@-]{0,63})?$`)
 
 // Retryable reports whether err is worth retrying unchanged later.
 func Retryable(err error) bool {
@@ -104,6 +109,11 @@ type JobSpec struct {
 	WorkDir      string            // working directory relative to the job directory ("" = the job directory)
 	Nodes        int               // nodes at this site (>= 1)
 	CoresPerNode int               // cores per node (0 = site default)
+	MemPerNode   int64             // memory per node in bytes (0 = site default); SLURM --mem, PBS mem= in the select
+	GPUsPerNode  int               // GPUs per node (0 = none); SLURM --gres=gpu:N, PBS ngpus= in the select
+	Partition    string            // partition (SLURM) or queue (PBS); "" = the site's configured one
+	Account      string            // account to charge; "" = the site's configured one (or none)
+	Setup        string            // bash run before the command in the same shell (e.g. module load); "" = none
 	Walltime     time.Duration     // limit at this site, already scaled to the site's speed
 	Inputs       []StageFile       // staged into the job directory before submission
 	Outputs      []string          // paths relative to the job directory brought back after the end
@@ -124,6 +134,10 @@ func (j *JobSpec) Validate() error {
 		return fmt.Errorf("%w: both command and script given", ErrInvalidSpec)
 	case j.Walltime <= 0:
 		return fmt.Errorf("%w: walltime must be > 0, got %s", ErrInvalidSpec, j.Walltime)
+	case j.CoresPerNode < 0 || j.MemPerNode < 0 || j.GPUsPerNode < 0:
+		return fmt.Errorf("%w: cores (%d), memory (%d bytes) and GPUs (%d) per node must be >= 0", ErrInvalidSpec, j.CoresPerNode, j.MemPerNode, j.GPUsPerNode)
+	case !batchWordRe.MatchString(j.Partition) || !batchWordRe.MatchString(j.Account):
+		return fmt.Errorf("%w: partition %q or account %q is not a batch-system name (letters, digits, '.', '_', '-', '@', up to 64)", ErrInvalidSpec, j.Partition, j.Account)
 	}
 	return nil
 }
@@ -135,6 +149,8 @@ type SiteInfo struct {
 	Nodes        int      // schedulable nodes
 	FreeNodes    int      // idle nodes now
 	CoresPerNode int      // cores on one node
+	MemPerNode   int64    // memory of one node in bytes (0 = not known)
+	GPUsPerNode  int      // GPUs on one node (0 = none)
 	Partitions   []string // partitions or queues; the first is the default
 	Queued       int      // jobs waiting in the site's own queue
 	Running      int      // jobs running

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -35,6 +36,10 @@ var (
 	// the broker's allowed roots (Options.InputRoots, OutputRoot). A
 	// RequestError carrying it also wraps ErrBadRequest.
 	ErrOutsideRoot = jobrules.ErrOutsideRoot
+	// ErrInfeasible: no configured site can ever run the request (too
+	// wide, nodes without what it asks per node, a deadline the fastest
+	// placement cannot meet); see Feasible. Nothing is stored.
+	ErrInfeasible = errors.New("no site can run the job")
 )
 
 // SiteConfig is one site the broker dispatches to.
@@ -96,6 +101,10 @@ type Options struct {
 	// (default DefaultFetchTimeout). See fetch.go.
 	FetchWorkers int
 	FetchTimeout time.Duration
+	// CheckFeasible makes Submit refuse a job no configured site can ever
+	// run, with the reason (feasible.go: Feasible). Off for trace replays,
+	// where the planner rejects such a job in its cycle instead.
+	CheckFeasible bool
 }
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
@@ -149,6 +158,9 @@ type Broker struct {
 	infoErr   []error
 	names     []string
 	uplinkBuf []policy.Link
+
+	known []policy.Site // each site's size and node shape as last seen, for feasible (feasible.go)
+	seen  []bool        // known[s] was filled from an Info
 
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
@@ -250,6 +262,14 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	}
 	if err := b.checkSites("prefer", req.Prefer); err != nil {
 		return nil, err
+	}
+	if err := b.checkSites("site_options", slices.Sorted(maps.Keys(req.SiteOptions))); err != nil {
+		return nil, err
+	}
+	if b.opts.CheckFeasible {
+		if err := b.feasible(ctx, &req, now); err != nil {
+			return nil, err
+		}
 	}
 	if req.Window != nil {
 		if err := checkWindow(&req, now); err != nil {
@@ -878,6 +898,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 			return
 		}
 		ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
+		ps.Shape = policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode}
 		ps.Trust = b.trust[s]
 		for _, a := range in.Busy {
 			ps.Busy = append(ps.Busy, policy.Hold{Nodes: a.Nodes, Until: a.Until})
@@ -887,7 +908,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	for s := range b.sites {
 		if !b.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
-		} else if b.capacity[s] != b.snapSites[s].Nodes {
+		} else if b.see(s, b.snapSites[s].Nodes, b.snapSites[s].Shape); b.capacity[s] != b.snapSites[s].Nodes {
 			b.learned(ctx, now, s, b.snapSites[s].Nodes)
 		}
 	}
@@ -958,6 +979,13 @@ func (b *Broker) policyJob(j *Job) policy.Job {
 	for _, n := range r.Prefer {
 		pj.Preferred = append(pj.Preferred, b.siteIdx[n])
 	}
+	pj.PerNode = policy.NodeShape{Cores: r.CoresPerNode, MemBytes: r.MemPerNode, GPUs: r.GPUsPerNode}
+	if len(j.Refused) > 0 {
+		pj.Allowed = pj.Allowed[:0]
+		for _, n := range b.allowedLeft(j) {
+			pj.Allowed = append(pj.Allowed, b.siteIdx[n])
+		}
+	}
 	return pj
 }
 
@@ -969,7 +997,8 @@ func (b *Broker) spec(j *Job, k, n int, site string, nodes int, opt policy.Optio
 	sim := b.sites[b.siteIdx[site]].Simulated
 	sp := &backends.JobSpec{GridID: RemoteTag(j.ID, j.Attempts), Component: k, Components: n, Name: r.Name,
 		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Nodes: nodes, CoresPerNode: r.CoresPerNode,
-		Inputs: r.Inputs, Outputs: r.Outputs}
+		Inputs: r.Inputs, Outputs: r.Outputs, MemPerNode: r.MemPerNode, GPUsPerNode: r.GPUsPerNode, Setup: r.Setup,
+		Partition: r.SiteOptions[site].Partition, Account: r.SiteOptions[site].Account}
 	if !sim { // a simulated site runs no command: it never reads the environment
 		sp.Env = make(map[string]string, len(r.Env)+3)
 		for key, v := range r.Env {

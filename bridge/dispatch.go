@@ -159,7 +159,11 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 		undo = append(undo, cancelReq{id, c.Site, c.RemoteID, "another component could not be submitted"})
 	}
 	j.Comps = nil
-	if backends.Retryable(firstErr) && j.Attempts < b.opts.MaxAttempts {
+	if b.refuse(j, now, comps, errs) {
+		// A site said no for good: the job goes on at the others (refused.go).
+		j.State = Queued
+		b.replan(j)
+	} else if backends.Retryable(firstErr) && j.Attempts < b.opts.MaxAttempts {
 		if j.Resv != nil {
 			b.waitReserved(j)
 			b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
@@ -169,6 +173,9 @@ func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d po
 		}
 	} else {
 		why := fmt.Sprintf("submission failed: %v", firstErr)
+		if len(j.Refused) > 1 {
+			why = "every allowed site refused the job: " + refusedText(j)
+		}
 		if !backends.Retryable(firstErr) && !errors.Is(firstErr, context.Canceled) {
 			why += " (not retryable)"
 		}

@@ -47,6 +47,9 @@ type Request struct {
 	WorkDir      string
 	Nodes        int
 	CoresPerNode int
+	MemPerNode   int64         `json:",omitempty"` // bytes per node; 0 = the site's default
+	GPUsPerNode  int           `json:",omitempty"` // GPUs per node; 0 = none
+	Setup        string        `json:",omitempty"` // bash run before the command (module load ...)
 	Estimate     time.Duration // the user's walltime estimate on the reference machine
 	Inputs       []backends.StageFile
 	Outputs      []string
@@ -85,6 +88,9 @@ type Request struct {
 	After    []string `json:",omitempty"`
 	AfterOK  []string `json:",omitempty"`
 	AfterAny []string `json:",omitempty"`
+	// SiteOptions are batch options by site name (partition or queue,
+	// account); a site not listed uses its configured ones.
+	SiteOptions map[string]SiteOptions `json:",omitempty"`
 }
 
 // Sweep is a parameter sweep: the cartesian product of the parameters'
@@ -101,6 +107,12 @@ type Sweep struct {
 type SweepParam struct {
 	Name   string
 	Values []string
+}
+
+// SiteOptions are a request's batch options at one site.
+type SiteOptions struct {
+	Partition string `json:",omitempty"` // SLURM partition or PBS queue
+	Account   string `json:",omitempty"`
 }
 
 // Window is an advance-reservation window: earliest start, latest end.
@@ -193,6 +205,10 @@ type Job struct {
 	Group *Group `json:",omitempty"`
 	// Waiting says what a Held job waits for.
 	Waiting string `json:",omitempty"`
+	// Refused are the sites that refused one of the job's submissions
+	// for good (the batch system said no: resources, partition, limits),
+	// with why; the job is never placed there again (refused.go).
+	Refused []Refusal `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
 	final   *outcome // how it ends, once its outputs are fetched
@@ -227,6 +243,7 @@ func (j *Job) Clone() *Job {
 	c.SiteNames = slices.Clone(j.SiteNames)
 	c.Outputs = slices.Clone(j.Outputs)
 	c.FetchErrors = slices.Clone(j.FetchErrors)
+	c.Refused = slices.Clone(j.Refused)
 	if j.Resv != nil {
 		r := *j.Resv
 		r.Preempted = slices.Clone(r.Preempted)
@@ -253,6 +270,7 @@ func (r Request) clone() Request {
 	r.Outputs = slices.Clone(r.Outputs)
 	r.Sites = slices.Clone(r.Sites)
 	r.Prefer = slices.Clone(r.Prefer)
+	r.SiteOptions = maps.Clone(r.SiteOptions)
 	if r.Window != nil {
 		w := *r.Window
 		r.Window = &w

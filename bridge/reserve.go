@@ -165,7 +165,7 @@ func (b *Broker) admit(j *Job, now time.Time) {
 
 func (b *Broker) resvRequest(j *Job) reserve.Request {
 	return reserve.Request{ID: j.ID, ET: j.Resv.Earliest, LT: j.Resv.Latest, Dur: j.Req.Estimate,
-		Width: j.Req.Nodes, Allowed: slices.Clone(j.Req.Sites)}
+		Width: j.Req.Nodes, Allowed: b.shapeAllowed(j)}
 }
 
 // waitReserved puts a job back to wait for (or inside) its reservation.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -121,6 +122,23 @@ func (b *Broker) validate(req *Request, now time.Time) error {
 	}
 	p.add("Nodes", jobrules.Count(int64(req.Nodes), 1, jobrules.MaxNodes, fmt.Sprintf("a whole number from 1 to %d", jobrules.MaxNodes)))
 	p.add("CoresPerNode", jobrules.Count(int64(req.CoresPerNode), 0, jobrules.MaxCoresPerNode, fmt.Sprintf("0 (the site's default) or a whole number up to %d", jobrules.MaxCoresPerNode)))
+	p.add("MemPerNode", jobrules.Count(req.MemPerNode, 0, jobrules.MaxMemPerNode, fmt.Sprintf("0 (the site's default) or bytes up to %d", int64(jobrules.MaxMemPerNode))))
+	p.add("GPUsPerNode", jobrules.Count(int64(req.GPUsPerNode), 0, jobrules.MaxGPUsPerNode, fmt.Sprintf("a whole number 0..%d", jobrules.MaxGPUsPerNode)))
+	p.add("Setup", jobrules.Setup(req.Setup))
+	if len(req.SiteOptions) > jobrules.MaxSiteOptions {
+		p.addf("SiteOptions", "has %d sites; at most %d", len(req.SiteOptions), jobrules.MaxSiteOptions)
+	} else {
+		for _, site := range slices.Sorted(maps.Keys(req.SiteOptions)) {
+			o := req.SiteOptions[site]
+			f := "SiteOptions[" + strconv.Quote(site) + "]"
+			if o.Partition != "" {
+				p.add(f+".Partition", jobrules.BatchName(o.Partition))
+			}
+			if o.Account != "" {
+				p.add(f+".Account", jobrules.BatchName(o.Account))
+			}
+		}
+	}
 	p.add("Estimate", jobrules.Walltime(req.Estimate))
 	if req.Sim.Runtime != 0 {
 		p.add("Sim.Runtime", jobrules.Walltime(req.Sim.Runtime))

@@ -21,6 +21,9 @@ type Site struct {
 	Trust float64
 	// Down marks a site that cannot take work now (unreachable, paused).
 	Down bool
+	// Shape is what one node of the site has (shape.go); the zero value
+	// means "not known" for cores and memory and "no GPUs".
+	Shape NodeShape
 }
 
 // Hold is a block of nodes held until an estimated time.
@@ -45,6 +48,9 @@ type Job struct {
 	Deadline time.Time
 	// NoSplit forbids co-allocation across sites.
 	NoSplit bool
+	// PerNode is what the job asks of each node (zero fields: nothing
+	// asked); a site whose Shape lacks it is never chosen (shape.go).
+	PerNode NodeShape
 }
 
 // Link is the network path from one site to another.

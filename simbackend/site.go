@@ -21,6 +21,8 @@ type SiteConfig struct {
 	Name         string
 	Nodes        int     // schedulable nodes (>= 1)
 	CoresPerNode int     // cores per node (0 = 1)
+	MemPerNode   int64   // memory per node in bytes (0 = not modelled: any request fits)
+	GPUsPerNode  int     // GPUs per node (0 = none)
 	H            float64 // heterogeneity factor reported to the broker (0 = 1.0); run times arrive already scaled
 	EASY         EASYOptions
 	// OnChange, if set, is called after every job state change (submitted
@@ -102,6 +104,8 @@ func NewSite(e *Engine, cfg SiteConfig) (*Site, error) {
 		return nil, fmt.Errorf("simbackend: site name is empty")
 	case cfg.Nodes < 1:
 		return nil, fmt.Errorf("simbackend: site %s: nodes must be >= 1, got %d", cfg.Name, cfg.Nodes)
+	case cfg.MemPerNode < 0 || cfg.GPUsPerNode < 0:
+		return nil, fmt.Errorf("simbackend: site %s: memory and GPUs per node must be >= 0, got %d and %d", cfg.Name, cfg.MemPerNode, cfg.GPUsPerNode)
 	case cfg.CoresPerNode < 0:
 		return nil, fmt.Errorf("simbackend: site %s: cores per node must be >= 0, got %d", cfg.Name, cfg.CoresPerNode)
 	case cfg.H < 0:
@@ -202,6 +206,7 @@ func (s *Site) Info(ctx context.Context) (*backends.SiteInfo, error) {
 	now := s.e.nowNS()
 	info := &backends.SiteInfo{
 		Name: s.cfg.Name, Kind: "sim", Nodes: s.cfg.Nodes, CoresPerNode: s.cfg.CoresPerNode,
+		MemPerNode: s.cfg.MemPerNode, GPUsPerNode: s.cfg.GPUsPerNode,
 		Partitions: []string{"batch"}, Queued: s.nQueue, Running: s.nRun,
 		Busy: make([]backends.Allocation, 0, len(s.sched.running)+len(s.sched.resvs)),
 	}
@@ -242,6 +247,10 @@ func (s *Site) Submit(ctx context.Context, spec *backends.JobSpec) (backends.Job
 		return "", fmt.Errorf("sim site %s: %w: job asks for %d nodes, the site has %d", s.cfg.Name, backends.ErrInvalidSpec, spec.Nodes, s.cfg.Nodes)
 	case spec.CoresPerNode > s.cfg.CoresPerNode:
 		return "", fmt.Errorf("sim site %s: %w: job asks for %d cores per node, nodes have %d", s.cfg.Name, backends.ErrInvalidSpec, spec.CoresPerNode, s.cfg.CoresPerNode)
+	case spec.MemPerNode > s.cfg.MemPerNode && s.cfg.MemPerNode > 0:
+		return "", fmt.Errorf("sim site %s: %w: job asks for %d bytes of memory per node, nodes have %d", s.cfg.Name, backends.ErrInvalidSpec, spec.MemPerNode, s.cfg.MemPerNode)
+	case spec.GPUsPerNode > s.cfg.GPUsPerNode:
+		return "", fmt.Errorf("sim site %s: %w: job asks for %d GPUs per node, nodes have %d", s.cfg.Name, backends.ErrInvalidSpec, spec.GPUsPerNode, s.cfg.GPUsPerNode)
 	case spec.Walltime > maxWalltime:
 		return "", fmt.Errorf("sim site %s: %w: walltime %s exceeds the simulator's limit of %s", s.cfg.Name, backends.ErrInvalidSpec, spec.Walltime, maxWalltime)
 	case spec.Sim.Runtime < 0:

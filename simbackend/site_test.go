@@ -68,6 +68,7 @@ func TestSiteSubmitValidates(t *testing.T) {
 		"no walltime":    spec("g", 1, 0, 0),
 		"too many cores": func() *backends.JobSpec { sp := spec("g", 1, time.Hour, 0); sp.CoresPerNode = 8; return sp }(),
 		"negative run":   spec("g", 1, time.Hour, -time.Second),
+		"a GPU":          func() *backends.JobSpec { sp := spec("g", 1, time.Hour, 0); sp.GPUsPerNode = 1; return sp }(),
 	}
 	for name, sp := range cases {
 		if _, err := s.Submit(bg, sp); !errors.Is(err, backends.ErrInvalidSpec) {

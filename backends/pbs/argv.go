@@ -107,8 +107,21 @@ func QsubArgs(spec *backends.JobSpec, queue string, cpn int) []string {
 		name = spec.GridID
 	}
 	a := []string{"-N", CleanName(name), "-v", TagVar + "=" + GridTag(spec.GridID), "-r", "n"}
-	a = append(a, Select(spec.Nodes, spec.CoresPerNode, cpn)...)
+	sel := Select(spec.Nodes, spec.CoresPerNode, cpn)
+	if spec.MemPerNode > 0 { // per chunk, i.e. per node: in whole MiB, rounded up
+		sel[1] += ":mem=" + strconv.FormatInt((spec.MemPerNode+1<<20-1)>>20, 10) + "mb"
+	}
+	if spec.GPUsPerNode > 0 {
+		sel[1] += ":ngpus=" + strconv.Itoa(spec.GPUsPerNode)
+	}
+	a = append(a, sel...)
 	a = append(a, "-l", "walltime="+Walltime(spec.Walltime))
+	if spec.Account != "" {
+		a = append(a, "-A", spec.Account)
+	}
+	if spec.Partition != "" {
+		queue = spec.Partition
+	}
 	if spec.Reservation != "" {
 		queue = ResvQueue(spec.Reservation)
 	}

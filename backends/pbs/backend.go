@@ -23,6 +23,8 @@ import (
 type Config struct {
 	Name  string // site name (Backend.Name)
 	Queue string // queue to submit into; "" = the server's default_queue
+	// Account is the account (qsub -A) of a job that names none; "" = none.
+	Account string
 	// RemoteDir holds the job directories (<RemoteDir>/gridsub/<grid id>).
 	// Relative paths are relative to the login directory; "" is the login
 	// directory itself. The Stager is rooted here.
@@ -61,6 +63,8 @@ type Backend struct {
 	dirs  map[backends.JobID]string // job id -> job directory (as the login shell sees it)
 	nodes int                       // vnodes the site has (0 = not asked yet)
 	cpn   int                       // CPUs per vnode
+	mem   int64                     // memory per vnode, bytes (0 = not known)
+	gpus  int                       // GPUs per vnode
 }
 
 var (
@@ -172,15 +176,15 @@ func (b *Backend) nodesInfo(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, cpn := 0, 0
+	n, cpn, mem, gpus := 0, 0, int64(0), 0
 	for _, x := range nodes {
 		if x.Usable() {
 			n++
-			cpn = max(cpn, x.NCPUs)
+			cpn, mem, gpus = max(cpn, x.NCPUs), max(mem, x.MemBytes), max(gpus, x.NGPUs)
 		}
 	}
 	b.mu.Lock()
-	b.nodes, b.cpn = n, cpn
+	b.nodes, b.cpn, b.mem, b.gpus = n, cpn, mem, gpus
 	b.mu.Unlock()
 	return nodes, nil
 }
@@ -220,6 +224,8 @@ func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
 			info.FreeNodes++
 		}
 		info.CoresPerNode = max(info.CoresPerNode, n.NCPUs)
+		info.MemPerNode = max(info.MemPerNode, n.MemBytes)
+		info.GPUsPerNode = max(info.GPUsPerNode, n.NGPUs)
 	}
 	queue := b.cfg.Queue
 	if queue == "" {
@@ -337,6 +343,16 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 	if spec.CoresPerNode > cpn && cpn > 0 {
 		return "", fmt.Errorf("%w: %d cores per node asked, %s's nodes have %d", backends.ErrRejected, spec.CoresPerNode, b.cfg.Name, cpn)
 	}
+	b.mu.Lock()
+	mem, gpus := b.mem, b.gpus
+	b.mu.Unlock()
+	// Like a too wide job, these would wait for ever ("Can Never Run").
+	if spec.MemPerNode > mem && mem > 0 {
+		return "", fmt.Errorf("%w: %d bytes of memory per node asked, %s's nodes have %d", backends.ErrRejected, spec.MemPerNode, b.cfg.Name, mem)
+	}
+	if spec.GPUsPerNode > gpus {
+		return "", fmt.Errorf("%w: %d GPUs per node asked, %s's nodes have %d", backends.ErrRejected, spec.GPUsPerNode, b.cfg.Name, gpus)
+	}
 	dir := JobDir(spec)
 	if len(spec.Inputs) > 0 {
 		if b.stage == nil {
@@ -349,7 +365,11 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 		}
 	}
 	full := path.Join(b.remoteDir(), dir)
-	argv := b.cmds.SubmitArgv(full, QsubArgs(spec, b.cfg.Queue, cpn))
+	sp := *spec
+	if sp.Account == "" {
+		sp.Account = b.cfg.Account
+	}
+	argv := b.cmds.SubmitArgv(full, QsubArgs(&sp, b.cfg.Queue, cpn))
 	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
 	if err != nil {
 		// The request may have reached qsub: the caller must look the tag up.

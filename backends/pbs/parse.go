@@ -321,7 +321,30 @@ type Node struct {
 	State    string // e.g. "free", "job-busy", "down,offline"
 	NCPUs    int    // resources_available.ncpus
 	UsedCPUs int    // resources_assigned.ncpus (absent = 0)
+	MemBytes int64  // resources_available.mem ("16gb"); 0 when absent
+	NGPUs    int    // resources_available.ngpus (absent = 0)
 	Jobs     []string
+}
+
+// ParseSize reads a PBS size ("16gb", "4194304kb", "512mb", "100", "2tw"
+// is words and refused): bytes, ok.
+func ParseSize(v string) (int64, bool) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"tb", 1 << 40}, {"pb", 1 << 50}, {"b", 1}} {
+		if strings.HasSuffix(v, u.suf) {
+			v, mult = strings.TrimSuffix(v, u.suf), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, false
+	}
+	return n * mult, true
 }
 
 // Usable reports whether PBS may run jobs on the node.
@@ -376,6 +399,10 @@ func ParsePbsnodes(out []byte) ([]Node, error) {
 		n := Node{Name: name, State: jsonText(m["state"])}
 		if ra, ok := m["resources_available"].(map[string]any); ok {
 			n.NCPUs, _ = intOf(ra["ncpus"])
+			n.NGPUs, _ = intOf(ra["ngpus"])
+			if mem, ok := ra["mem"].(string); ok {
+				n.MemBytes, _ = ParseSize(mem)
+			}
 		}
 		if rs, ok := m["resources_assigned"].(map[string]any); ok {
 			n.UsedCPUs, _ = intOf(rs["ncpus"])

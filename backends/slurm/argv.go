@@ -54,8 +54,14 @@ func SbatchArgs(spec *backends.JobSpec, partition string) []string {
 		name = spec.GridID
 	}
 	a := []string{"--parsable", "--job-name=" + cleanName(name), "--comment=" + GridTag(spec.GridID)}
+	if spec.Partition != "" {
+		partition = spec.Partition
+	}
 	if partition != "" {
 		a = append(a, "--partition="+partition)
+	}
+	if spec.Account != "" {
+		a = append(a, "--account="+spec.Account)
 	}
 	if spec.Reservation != "" {
 		a = append(a, "--reservation="+spec.Reservation)
@@ -67,9 +73,18 @@ func SbatchArgs(spec *backends.JobSpec, partition string) []string {
 		// Site default: whole nodes, which is the unit gridsub schedules in.
 		a = append(a, "--exclusive")
 	}
+	if spec.MemPerNode > 0 {
+		a = append(a, "--mem="+strconv.FormatInt(MemMiB(spec.MemPerNode), 10)+"M")
+	}
+	if spec.GPUsPerNode > 0 {
+		a = append(a, "--gres=gpu:"+strconv.Itoa(spec.GPUsPerNode))
+	}
 	return append(a, "--time="+strconv.Itoa(walltimeMinutes(spec.Walltime)),
 		"--output="+StdoutFile, "--error="+StderrFile)
 }
+
+// MemMiB is a memory size in MiB, rounded up (sbatch's --mem unit).
+func MemMiB(b int64) int64 { return (b + 1<<20 - 1) >> 20 }
 
 // SubmitArgv is the one remote command of a submission; the wrapper goes on
 // its stdin.

@@ -21,6 +21,7 @@ import (
 type Config struct {
 	Name      string // site name (Backend.Name)
 	Partition string // partition to submit into; "" = the cluster's default
+	Account   string // account to charge when the job names none; "" = the user's default
 	// RemoteDir holds the job directories (<RemoteDir>/gridsub/<grid id>).
 	// Relative paths are relative to the login directory; "" is the login
 	// directory itself. The Stager is rooted here.
@@ -206,6 +207,8 @@ func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
 			info.FreeNodes++
 		}
 		info.CoresPerNode = max(info.CoresPerNode, n.CPUs)
+		info.MemPerNode = max(info.MemPerNode, n.MemMiB<<20)
+		info.GPUsPerNode = max(info.GPUsPerNode, n.GPUs)
 	}
 	argv = SqueueActiveArgv()
 	r, err = b.exec(ctx, argv, nil)
@@ -255,7 +258,11 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 			budget -= n
 		}
 	}
-	argv := SubmitArgv(path.Join(b.remoteDir(), dir), SbatchArgs(spec, b.cfg.Partition))
+	sp := *spec
+	if sp.Account == "" {
+		sp.Account = b.cfg.Account
+	}
+	argv := SubmitArgv(path.Join(b.remoteDir(), dir), SbatchArgs(&sp, b.cfg.Partition))
 	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
 	if err != nil {
 		// The request may have reached sbatch: the caller must look the tag up.

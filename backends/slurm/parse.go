@@ -297,18 +297,22 @@ type NodeRecord struct {
 	Default   bool
 	CPUs      int
 	State     string
+	MemMiB    int64 // real memory (%m, MiB); 0 when not reported
+	GPUs      int   // GPUs in the node's gres (%G, "gpu:2", "gpu:a100:4(S:0-1)"); 0 = none
 }
 
-// SinfoFormat lists node, partition (default marked "*"), CPUs and state.
-const SinfoFormat = "%N" + Sep + "%P" + Sep + "%c" + Sep + "%T"
+// SinfoFormat lists node, partition (default marked "*"), CPUs, state,
+// memory (MiB) and generic resources.
+const SinfoFormat = "%N" + Sep + "%P" + Sep + "%c" + Sep + "%T" + Sep + "%m" + Sep + "%G"
 
-// ParseSinfo reads `sinfo -h -N -o SinfoFormat`.
+// ParseSinfo reads `sinfo -h -N -o SinfoFormat` (or the older format
+// without memory and gres: 4 fields).
 func ParseSinfo(out []byte) ([]NodeRecord, error) {
 	var recs []NodeRecord
 	for _, l := range lines(out) {
 		f := strings.Split(l, Sep)
-		if len(f) != 4 {
-			return nil, badOutput("sinfo", out, fmt.Sprintf("line %q has %d fields, want 4", l, len(f)))
+		if len(f) != 4 && len(f) != 6 {
+			return nil, badOutput("sinfo", out, fmt.Sprintf("line %q has %d fields, want 6", l, len(f)))
 		}
 		cpus, err := strconv.Atoi(strings.TrimSpace(f[2]))
 		if err != nil || cpus < 0 {
@@ -320,12 +324,44 @@ func ParseSinfo(out []byte) ([]NodeRecord, error) {
 		if r.Node == "" || r.Partition == "" || strings.HasSuffix(r.Partition, "*") {
 			return nil, badOutput("sinfo", out, fmt.Sprintf("bad node %q or partition %q", f[0], f[1]))
 		}
+		if len(f) == 6 {
+			m := strings.TrimSuffix(strings.TrimSpace(f[4]), "+") // "64000+" in summaries
+			if r.MemMiB, err = strconv.ParseInt(m, 10, 64); err != nil || r.MemMiB < 0 {
+				return nil, badOutput("sinfo", out, fmt.Sprintf("bad memory %q", f[4]))
+			}
+			if r.GPUs, err = GresGPUs(f[5]); err != nil {
+				return nil, badOutput("sinfo", out, err.Error())
+			}
+		}
 		recs = append(recs, r)
 	}
 	if len(recs) == 0 {
 		return nil, badOutput("sinfo", out, "no nodes listed")
 	}
 	return recs, nil
+}
+
+// GresGPUs counts the GPUs of a node's gres list ("gpu:2",
+// "gpu:a100:4(S:0-1),shard:8", "(null)" = none).
+func GresGPUs(gres string) (int, error) {
+	n := 0
+	gres = strings.TrimSpace(gres)
+	if gres == "" || gres == "(null)" {
+		return 0, nil
+	}
+	for _, g := range strings.Split(gres, ",") {
+		g, _, _ = strings.Cut(g, "(")
+		w := strings.Split(g, ":")
+		if w[0] != "gpu" {
+			continue
+		}
+		c, err := strconv.Atoi(w[len(w)-1])
+		if len(w) < 2 || err != nil || c < 0 {
+			return 0, fmt.Errorf("bad gres %q", gres)
+		}
+		n += c
+	}
+	return n, nil
 }
 
 // NodeUsable reports whether a sinfo state (%T, lower case) can run jobs.

@@ -17,7 +17,15 @@ const (
 	StderrFile = "gridsub.err"     // the job's standard error
 	ScriptFile = ".gridsub-job.sh" // the wrapper itself
 	userScript = ".gridsub-user.sh"
+	setupFile  = ".gridsub-setup.sh" // JobSpec.Setup, sourced before the command
 )
+
+// setupRun runs the setup file ($1) and then the command (the rest of the
+// words) in one child bash: what the setup changes (module load, exported
+// variables, the directory) holds for the command, and an exit in the
+// setup ends the child, not the wrapper, which still records the code. A
+// setup that fails ends the job with 125 before the command runs.
+const setupRun = `. "$1" || { s=$?; echo "gridsub: setup failed (exit $s)" >&2; exit 125; }; shift; exec "$@"`
 
 var (
 	gridIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -148,11 +156,22 @@ func Wrapper(spec *backends.JobSpec) string {
 		}
 		fmt.Fprintf(&b, "cat > %s <<'%s'\n%s%s\n", userScript, d, body, d)
 	}
+	if spec.Setup != "" {
+		d := heredocDelim(spec.Setup)
+		body := spec.Setup
+		if !strings.HasSuffix(body, "\n") {
+			body += "\n"
+		}
+		fmt.Fprintf(&b, "cat > %s <<'%s'\n%s%s\n", setupFile, d, body, d)
+	}
 	if spec.WorkDir != "" {
 		wd, _ := relPath("work dir", spec.WorkDir)
 		fmt.Fprintf(&b, "mkdir -p -- %s && cd -- %s || { echo 'gridsub: cannot enter work dir' >&2; gridsub_rc=126; }\n", ShellQuote(wd), ShellQuote(wd))
 	}
 	b.WriteString("if [ -z \"${gridsub_rc:-}\" ]; then\n  ")
+	if spec.Setup != "" {
+		b.WriteString("bash -c " + ShellQuote(setupRun) + " gridsub-setup \"$gridsub_dir/" + setupFile + "\" ")
+	}
 	if spec.Script != "" {
 		b.WriteString("bash \"$gridsub_dir/" + userScript + "\"")
 	} else {
@@ -160,7 +179,7 @@ func Wrapper(spec *backends.JobSpec) string {
 		for i, w := range spec.Command {
 			q[i] = ShellQuote(w)
 		}
-		if len(q) > 0 {
+		if len(q) > 0 && spec.Setup == "" { // after the setup, exec "$@" takes the words as they are
 			q[0] = commandWord(spec.Command[0])
 		}
 		b.WriteString(strings.Join(q, " "))

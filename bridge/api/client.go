@@ -88,6 +88,8 @@ func (e *Error) Unwrap() error {
 		return bridge.ErrBadRequest
 	case CodeUnknownSite:
 		return bridge.ErrUnknownSite
+	case CodeInfeasible:
+		return bridge.ErrInfeasible
 	case CodeFinal:
 		return bridge.ErrFinal
 	case CodeDiskFull:

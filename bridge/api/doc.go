@@ -11,13 +11,17 @@
 //
 // Routes (openapi.yaml, also served at GET /openapi.yaml, documents each):
 //
-//	POST /v1/jobs                submit a bridge.Request; 201 with the job at once
+//	POST /v1/jobs                submit a bridge.Request; 201 with the job at once,
+//	                             422 infeasible when no configured site can run it
 //	GET  /v1/jobs                list: state (repeatable, comma-separated), site,
 //	                             name, after, limit, events, order (oldest, the
 //	                             default, or newest first); paged, with "next"
 //	GET  /v1/jobs/{id}           one job with its events
 //	GET  /v1/jobs/{id}/events    its history
 //	POST /v1/jobs/{id}/cancel    cancel; 409 if it already ended
+//	GET  /v1/jobs/{id}/explain   where a queued job would be placed now, and why
+//	POST /v1/explain             a dry run of a bridge.Request (validated as POST
+//	                             /v1/jobs; 422 infeasible when no site can run it)
 //	GET  /v1/sites               the sites: names, and from a SiteReporter (the
 //	                             daemon) a Site record each — health, load,
 //	                             measured link, trust, job outcomes

@@ -152,6 +152,8 @@ var Routes = []string{
 	"GET /v1/health",
 	"GET /openapi.yaml",
 	"GET /v1/plugins",
+	"POST /v1/explain",
+	"GET /v1/jobs/{id}/explain",
 }
 
 // NewServer returns a server for b.
@@ -168,7 +170,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
-	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins}
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
@@ -233,6 +235,7 @@ const (
 	CodeNotFound     = "not_found"
 	CodeBadRequest   = "bad_request"
 	CodeUnknownSite  = "unknown_site"
+	CodeInfeasible   = "infeasible" // 422: no configured site can ever run the job (bridge.ErrInfeasible)
 	CodeFinal        = "final"
 	CodeUnauthorized = "unauthorized"
 	CodeUnavailable  = "unavailable"
@@ -255,6 +258,8 @@ func status(err error) (int, string) {
 		return http.StatusNotFound, CodeNotFound
 	case errors.Is(err, bridge.ErrUnknownSite):
 		return http.StatusBadRequest, CodeUnknownSite
+	case errors.Is(err, bridge.ErrInfeasible):
+		return http.StatusUnprocessableEntity, CodeInfeasible
 	case errors.Is(err, bridge.ErrBadRequest):
 		return http.StatusBadRequest, CodeBadRequest
 	case errors.Is(err, bridge.ErrFinal):

@@ -77,6 +77,8 @@ func mustConnect(ctx context.Context, g *globals) (*daemonClient, error) {
 // clientErr gives an error from the daemon its exit code.
 func clientErr(err error) error {
 	switch {
+	case errors.Is(err, bridge.ErrInfeasible): // the job can never run: as a rejection
+		return &exitError{exitJobFailed, err}
 	case errors.Is(err, bridge.ErrNotFound), errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite):
 		return usageErr(err)
 	case errors.Is(err, bridge.ErrFinal):

@@ -30,7 +30,8 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = cfg.Broker.PolicySHA256, cfg.Broker.FallbackPolicy, cfg.Broker.PolicyTimeout
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]
-		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H}
+		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,
+			MemPerNode: int64(s.MemPerNode), GPUsPerNode: s.GPUsPerNode}
 		if s.Isolate || s.Plugin != nil {
 			p, err := pluginSite(s, &cfg.Staging, log)
 			if err != nil {

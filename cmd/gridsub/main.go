@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gridsub/gridsub/bridge"
 )
 
 // Exit codes. Scripts can rely on them.
@@ -106,7 +108,7 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 	sub.register(root)
 	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
 		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
-		newPluginCmd(), newPluginsCmd(g))
+		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g))
 	return root
 }
 
@@ -126,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != exitJobFailed {
+		if ee.err != nil && (ee.code != exitJobFailed || errors.Is(ee.err, bridge.ErrInfeasible)) { // a job that can never run has no summary to say why
 			fmt.Fprintln(stderr, "gridsub:", ee.err)
 		}
 		return ee.code

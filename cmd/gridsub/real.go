@@ -36,7 +36,7 @@ func realSite(s *config.Site, st *config.Staging, log *slog.Logger) (func(contex
 	}
 	switch s.Kind {
 	case config.KindSlurm:
-		cfg := slurm.Config{Name: s.Name, Partition: s.Partition, RemoteDir: s.RemoteDir, User: s.SSH.User, Logger: log,
+		cfg := slurm.Config{Name: s.Name, Partition: s.Partition, Account: s.Account, RemoteDir: s.RemoteDir, User: s.SSH.User, Logger: log,
 			MaxJobBytes: int64(st.MaxJobBytes)}
 		return func(ctx context.Context) (backends.Backend, io.Closer, error) {
 			b, err := slurm.Connect(ctx, cfg, ssh)
@@ -46,7 +46,7 @@ func realSite(s *config.Site, st *config.Staging, log *slog.Logger) (func(contex
 			return b, b, nil
 		}, nil
 	case config.KindPBS:
-		cfg := pbs.Config{Name: s.Name, Queue: s.Partition, RemoteDir: s.RemoteDir, User: s.SSH.User, BinDir: s.BinDir, Logger: log}
+		cfg := pbs.Config{Name: s.Name, Queue: s.Partition, Account: s.Account, RemoteDir: s.RemoteDir, User: s.SSH.User, BinDir: s.BinDir, Logger: log}
 		return func(ctx context.Context) (backends.Backend, io.Closer, error) {
 			b, err := pbs.Connect(ctx, cfg, ssh)
 			if err != nil {

@@ -180,7 +180,7 @@ func TestSitesWithoutDaemon(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, "configuration: ") || !strings.Contains(stdout, "ENDPOINT") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	if r := row(t, stdout, "Harbin"); !regexp.MustCompile(`^Harbin +sim +32 +32 +1 +1\.00 +0 +0 +ok`).MatchString(r) {
+	if r := row(t, stdout, "Harbin"); !regexp.MustCompile(`^Harbin +sim +32 +32 +4 +1\.00 +0 +0 +ok`).MatchString(r) {
 		t.Errorf("Harbin probed from here: %q", r)
 	}
 }

@@ -27,6 +27,7 @@ type submitFlags struct {
 	quiet     bool
 	wait      bool // with a daemon: follow the job (jobs.go)
 	embedded  bool // never hand the job to a daemon
+	dryRun    bool // explain the placement, submit nothing (explain.go)
 }
 
 func (f *submitFlags) register(c *cobra.Command) {
@@ -37,6 +38,7 @@ func (f *submitFlags) register(c *cobra.Command) {
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no placement or progress on stderr, only the summary")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "when a daemon (gridsub serve) takes the job: follow it to its end, as without a daemon")
 	fl.BoolVar(&f.embedded, "embedded", false, "run on an embedded broker even when a daemon is running")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "check the job as a submission would and print where it would be placed now, the alternatives and the sites it cannot use; submit nothing")
 }
 
 // setString is a string flag that records whether it was given.
@@ -123,6 +125,7 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 		Origin: s.Origin, DataSize: s.DataSize, Sites: s.Sites, Prefer: s.Prefer, NoSplit: s.NoSplit,
 		Deadline: t.Deadline, QoS: string(s.QoS), Sim: spec.Sim, OutputDir: outDir,
 		Array: j.Array, Sweep: toSweep(j.Sweep), After: j.After, AfterOK: j.AfterOK, AfterAny: j.AfterAny,
+		MemPerNode: spec.MemPerNode, GPUsPerNode: spec.GPUsPerNode, Setup: spec.Setup, SiteOptions: siteOptions(j),
 	}, nil
 }
 
@@ -149,6 +152,9 @@ func embeddedRoots(outDir, jobDir string, inputRoots []string) (string, []string
 }
 
 func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) error {
+	if f.dryRun {
+		return runDryRun(ctx, g, f, path)
+	}
 	if !f.embedded {
 		// A running daemon takes the job; without one, run it here.
 		c, err := connect(ctx, g)
@@ -204,7 +210,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	}
 	j, err := env.Broker.Submit(ctx, req, now)
 	if err != nil {
-		return usageErr(err)
+		return clientErr(err) // the same exit status as with a daemon
 	}
 	p := newProgress(g, f, env, j)
 	p.header(job, path)

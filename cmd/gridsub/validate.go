@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/internal/jobfile"
 )
 
@@ -15,8 +17,13 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Short: "Check job files without running them",
 		Long: `Validate parses each job file and checks it against the configured sites
 (--config, or the built-in simulated testbed). Every problem is reported with
-the file, line and column, the field, and what would be valid. Exit status 0
-when every file is valid, 2 otherwise.`,
+the file, line and column, the field, and what would be valid. A valid file is
+then checked for feasibility against the configured sites, as submission checks
+it: a job too wide for the sites (or for one site with no_split), asking more
+cores, memory or GPUs per node than any allowed site's nodes have, or with a
+deadline the fastest placement cannot meet under the run-time model, can never
+run. Exit status 0 when every file is valid and feasible, 2 when one is invalid,
+else 1 when one can never run.`,
 		Example: `  gridsub validate examples/*.yaml
   gridsub validate --output json job.yaml`,
 		Args: cobra.MinimumNArgs(1),
@@ -29,12 +36,27 @@ when every file is valid, 2 otherwise.`,
 				File   string   `json:"file"`
 				Valid  bool     `json:"valid"`
 				Errors []string `json:"errors,omitempty"`
+				// Infeasible: the file is valid, but no configured site can
+				// ever run the job (bridge.Feasible); Errors says why.
+				Infeasible bool `json:"infeasible,omitempty"`
 			}
 			var results []result
-			bad := 0
+			bad, infeasible := 0, 0
+			sites, now := configSites(cfg), time.Now()
 			for _, path := range args {
 				r := result{File: path, Valid: true}
-				if _, err := loadJob(path, cfg.SiteNames()); err != nil {
+				job, err := loadJob(path, cfg.SiteNames())
+				if err == nil {
+					var req bridge.Request
+					if req, err = toRequest(job, now, ""); err == nil {
+						if ferr := bridge.Feasible(&req, sites, cfg.Network.MultiSiteFactor, now); ferr != nil {
+							infeasible++
+							r.Valid, r.Infeasible = false, true
+							r.Errors = []string{path + ": " + ferr.Error()}
+						}
+					}
+				}
+				if err != nil {
 					bad++
 					r.Valid = false
 					var list jobfile.ErrorList
@@ -65,6 +87,9 @@ when every file is valid, 2 otherwise.`,
 			}
 			if bad > 0 {
 				return &exitError{exitUsage, fmt.Errorf("%d of %d job file(s) invalid", bad, len(args))}
+			}
+			if infeasible > 0 {
+				return &exitError{exitJobFailed, fmt.Errorf("%d of %d job file(s) can never run on the configured sites", infeasible, len(args))}
 			}
 			return nil
 		},

@@ -25,6 +25,8 @@ type SiteSpec struct {
 	Kind         string // "sim", "slurm" or "pbs"
 	Nodes        int
 	CoresPerNode int
+	MemPerNode   int64 // bytes; simulated sites model it (0 = not modelled)
+	GPUsPerNode  int   // simulated sites model it (0 = none)
 	H            float64
 	// Real builds the backend of a non-simulated site. It returns the backend
 	// and what to close at the end.
@@ -118,7 +120,8 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		var be backends.Backend
 		switch {
 		case s.Kind == "sim":
-			site, err := simbackend.NewSite(env.Engine, simbackend.SiteConfig{Name: s.Name, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H})
+			site, err := simbackend.NewSite(env.Engine, simbackend.SiteConfig{Name: s.Name, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,
+				MemPerNode: s.MemPerNode, GPUsPerNode: s.GPUsPerNode})
 			if err != nil {
 				return nil, fmt.Errorf("%w: site %s: %w", ErrConfig, s.Name, err)
 			}
@@ -165,7 +168,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
-		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout})
+		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

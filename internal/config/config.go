@@ -51,9 +51,16 @@ type Site struct {
 	Nodes        int     `mapstructure:"nodes"`
 	CoresPerNode int     `mapstructure:"cores_per_node"` // default 1
 	H            float64 `mapstructure:"h"`              // heterogeneity factor > 0; default 1 (the reference machine)
+	// MemPerNode and GPUsPerNode describe one node: the simulated site
+	// models them; for slurm/pbs sites the site's own report (sinfo,
+	// pbsnodes) wins once it is asked, and these serve `gridsub validate`.
+	// 0 memory = not known; 0 GPUs = none.
+	MemPerNode  Size `mapstructure:"mem_per_node"`
+	GPUsPerNode int  `mapstructure:"gpus_per_node"`
 	// For slurm and pbs sites:
 	SSH       *SSH   `mapstructure:"ssh"`
 	Partition string `mapstructure:"partition"`  // partition (SLURM) or queue (PBS); "" = the site's default
+	Account   string `mapstructure:"account"`    // account charged for a job whose file names none; "" = none
 	RemoteDir string `mapstructure:"remote_dir"` // absolute directory at the site under which job directories are made
 	// BinDir is, for pbs sites, the absolute directory of the PBS client
 	// commands (default /opt/pbs/bin); they are never called by bare name.

@@ -232,6 +232,15 @@ func configRoundTrip(t *testing.T, c *Config) *Config {
 		if s.Partition != "" {
 			m["partition"] = escape(s.Partition)
 		}
+		if s.MemPerNode != 0 {
+			m["mem_per_node"] = s.MemPerNode.String()
+		}
+		if s.GPUsPerNode != 0 {
+			m["gpus_per_node"] = s.GPUsPerNode
+		}
+		if s.Account != "" {
+			m["account"] = escape(s.Account)
+		}
 		if s.RemoteDir != "" {
 			m["remote_dir"] = escape(s.RemoteDir)
 		}

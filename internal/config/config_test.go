@@ -71,16 +71,17 @@ func TestBuiltinTestbeds(t *testing.T) {
 		file  string
 		nodes []int
 		h     []float64
+		cores []int
 	}{
-		{"testbed.yaml", []int{128, 64, 32}, []float64{1, 1, 1}},
-		{"testbed-large-h.yaml", []int{128, 64, 32}, []float64{1.4, 1.0, 0.6}},
+		{"testbed.yaml", []int{128, 64, 32}, []float64{1, 1, 1}, []int{8, 4, 4}},
+		{"testbed-large-h.yaml", []int{128, 64, 32}, []float64{1.4, 1.0, 0.6}, []int{1, 1, 1}},
 	} {
 		c := parseBuiltin(t, tc.file, map[string]string{"HOME": "/home/u"})
 		if got := strings.Join(c.SiteNames(), ","); got != "Beijing,Shanghai,Harbin" {
 			t.Errorf("%s: sites %s", tc.file, got)
 		}
 		for i, s := range c.Sites {
-			if s.Kind != KindSim || s.Nodes != tc.nodes[i] || s.H != tc.h[i] || s.CoresPerNode != 1 {
+			if s.Kind != KindSim || s.Nodes != tc.nodes[i] || s.H != tc.h[i] || s.CoresPerNode != tc.cores[i] {
 				t.Errorf("%s: site %d = %+v", tc.file, i, s)
 			}
 		}

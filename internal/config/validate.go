@@ -11,6 +11,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/internal/jobrules"
 )
 
 var (
@@ -90,6 +91,17 @@ func (c *Config) validate() Errors {
 		errs = append(errs, c.validatePlugin(s, k)...)
 		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
 			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)
+		}
+		if s.MemPerNode < 0 || s.MemPerNode > jobrules.MaxMemPerNode {
+			bad(k+".mem_per_node", "must be a size from 0 (not known) to 1PiB, got %d bytes", int64(s.MemPerNode))
+		}
+		if s.GPUsPerNode < 0 || s.GPUsPerNode > jobrules.MaxGPUsPerNode {
+			bad(k+".gpus_per_node", "must be a whole number from 0 to %d, got %d", jobrules.MaxGPUsPerNode, s.GPUsPerNode)
+		}
+		if s.Account != "" {
+			if err := jobrules.BatchName(s.Account); err != nil {
+				bad(k+".account", "%v", err)
+			}
 		}
 		if !(s.H >= MinH && s.H <= MaxH) {
 			bad(k+".h", "must be a number from %v to %v (1 = the reference machine, smaller = faster), got %v", MinH, MaxH, s.H)

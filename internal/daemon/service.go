@@ -30,12 +30,23 @@ var (
 	_ api.Checker        = (*service)(nil)
 	_ api.SiteReporter   = (*service)(nil)
 	_ api.PluginReporter = (*service)(nil)
+	_ api.Explainer      = (*service)(nil)
 )
+
+// Explain and ExplainJob answer POST /v1/explain and GET
+// /v1/jobs/{id}/explain: the broker's own (nothing is stored).
+func (s *service) Explain(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Explanation, error) {
+	return s.b.Explain(ctx, req, now)
+}
+
+func (s *service) ExplainJob(ctx context.Context, id string, now time.Time) (*bridge.Explanation, error) {
+	return s.b.ExplainJob(ctx, id, now)
+}
 
 func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
 	j, err := s.b.Submit(ctx, req, now)
 	switch {
-	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite):
+	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite), errors.Is(err, bridge.ErrInfeasible):
 		s.m.submissions.WithLabelValues("rejected").Inc()
 		return nil, err
 	case err != nil:

@@ -24,6 +24,8 @@
 //	env          mapping of variable names ([A-Za-z_][A-Za-z0-9_]*, not GRIDSUB_* in
 //	             any case, SLURM_*, SBATCH_*, SALLOC_*, SRUN_*, PBS_*) to string
 //	             values (no NUL, at most 64 KiB; at most 1024 variables)
+//	setup        bash run before the command in the same shell (module load ...);
+//	             at most 1 MiB; a failing setup ends the job with exit code 125
 //	workdir      directory relative to the job directory (no absolute path, no ..)
 //	inputs       list of local paths (relative to the job file's directory) or
 //	             {local, remote, mode}; remote defaults to the base name, is
@@ -33,8 +35,12 @@
 //	resources:
 //	  nodes          width, whole number 1..2^20 (required)
 //	  cores_per_node whole number 1..2^20 (default: the site's)
+//	  memory_per_node size with a unit, 1MiB..1PiB: "4GiB", "16GB" (default: the site's)
+//	  gpus_per_node  whole number 0..1024 (default 0)
 //	  walltime       estimate on the reference machine, > 0, <= 365d (required):
 //	                 "90m", "1h30m", "2d", "01:30:00", "1-12:00:00"
+//	site_options   per site name: {partition, account} (SLURM partition or PBS
+//	               queue; 1-64 of [A-Za-z0-9._@-]); unlisted sites use their config's
 //	scheduling:
 //	  origin       submit site (where the data comes from)
 //	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; <= 64 TiB; needs origin

@@ -22,14 +22,18 @@ type Job struct {
 	Command []string          // argv; exactly one of Command and Script is set
 	Script  string            // bash script body
 	Args    []string          // appended to Command (only with Command)
+	Setup   string            // bash run before the command, in its shell (module load ...); "" = none
 	Env     map[string]string // environment of the job
 	WorkDir string            // relative to the job directory; "" = the job directory
 	Inputs  []Input           // files staged into the job directory
 	Outputs []string          // relative paths fetched back; a trailing "/" marks a directory
 
-	Resources  Resources
-	Scheduling Scheduling
-	Simulate   Simulate
+	Resources Resources
+	// SiteOptions are batch options per site name (partition or queue,
+	// account); a site not listed uses its configured defaults.
+	SiteOptions map[string]SiteOptions
+	Scheduling  Scheduling
+	Simulate    Simulate
 
 	// Groups and dependencies (group.go): at most one of Array, Sweep and
 	// Steps; a pipeline (Steps) has only Name and dependencies besides.
@@ -56,7 +60,15 @@ type Input struct {
 type Resources struct {
 	Nodes        int           // width: nodes in total, possibly split across sites (>= 1)
 	CoresPerNode int           // 0 = the site's default
+	MemPerNode   int64         // bytes per node; 0 = the site's default
+	GPUsPerNode  int           // GPUs per node; 0 = none
 	Walltime     time.Duration // the user's estimate on the reference machine (T_origin), > 0
+}
+
+// SiteOptions are the batch options of one site.
+type SiteOptions struct {
+	Partition string // SLURM partition or PBS queue; "" = the site's configured one
+	Account   string // account to charge; "" = the site's configured one
 }
 
 // QoS is the dependability tier asked for (SPEC.md §5).
@@ -167,6 +179,9 @@ func (j *Job) Spec(gridID string) backends.JobSpec {
 		WorkDir:      j.WorkDir,
 		Nodes:        j.Resources.Nodes,
 		CoresPerNode: j.Resources.CoresPerNode,
+		MemPerNode:   j.Resources.MemPerNode,
+		GPUsPerNode:  j.Resources.GPUsPerNode,
+		Setup:        j.Setup,
 		Walltime:     j.Resources.Walltime,
 		Outputs:      slices.Clone(j.Outputs),
 		Sim:          backends.SimHints{Runtime: j.SimRuntime(), ExitCode: j.Simulate.ExitCode},
@@ -248,6 +263,7 @@ func (j *Job) PolicyJob(id string, submit time.Time, siteIndex func(name string)
 		DataSize: j.Scheduling.DataSize,
 		Deadline: times.Deadline,
 		NoSplit:  j.Scheduling.NoSplit,
+		PerNode:  policy.NodeShape{Cores: j.Resources.CoresPerNode, MemBytes: j.Resources.MemPerNode, GPUs: j.Resources.GPUsPerNode},
 	}
 	var errs ErrorList
 	index := func(field, name string) int {
@@ -307,6 +323,9 @@ func (j *Job) CheckSites(known []string) error {
 				errs = append(errs, el...)
 			}
 		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(j.SiteOptions)) {
+		check("site_options."+s, s)
 	}
 	return errs.asError()
 }

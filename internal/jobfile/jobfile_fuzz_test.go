@@ -331,6 +331,24 @@ func roundTrip(t *testing.T, j *Job) *Job {
 	if j.WorkDir != "" {
 		m["workdir"] = j.WorkDir
 	}
+	if j.Setup != "" {
+		m["setup"] = j.Setup
+		texts = append(texts, j.Setup)
+	}
+	if j.SiteOptions != nil {
+		so := map[string]any{}
+		for k, o := range j.SiteOptions {
+			e := map[string]string{}
+			if o.Partition != "" {
+				e["partition"] = o.Partition
+			}
+			if o.Account != "" {
+				e["account"] = o.Account
+			}
+			so[k] = e
+		}
+		m["site_options"] = so
+	}
 	var ins []map[string]string
 	for _, in := range j.Inputs {
 		ins = append(ins, map[string]string{"local": in.Local, "remote": in.Remote, "mode": fmt.Sprintf("0%o", uint32(in.Mode))})
@@ -346,6 +364,12 @@ func roundTrip(t *testing.T, j *Job) *Job {
 	res := map[string]any{"nodes": j.Resources.Nodes, "walltime": j.Resources.Walltime.String()}
 	if j.Resources.CoresPerNode != 0 {
 		res["cores_per_node"] = j.Resources.CoresPerNode
+	}
+	if j.Resources.MemPerNode != 0 {
+		res["memory_per_node"] = fmt.Sprintf("%dB", j.Resources.MemPerNode)
+	}
+	if j.Resources.GPUsPerNode != 0 {
+		res["gpus_per_node"] = j.Resources.GPUsPerNode
 	}
 	m["resources"] = res
 	s := j.Scheduling

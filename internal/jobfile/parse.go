@@ -27,9 +27,9 @@ const MaxFileSize = 1 << 20
 
 // Field names of each mapping, in the order the reference documents them.
 var (
-	topFields         = []string{"name", "command", "script", "args", "env", "workdir", "inputs", "outputs", "resources", "scheduling", "simulate", "array", "sweep", "after", "afterok", "afterany"}
+	topFields         = []string{"name", "command", "script", "args", "env", "setup", "workdir", "inputs", "outputs", "resources", "site_options", "scheduling", "simulate", "array", "sweep", "after", "afterok", "afterany"}
 	inputFields       = []string{"local", "remote", "mode"}
-	resourceFields    = []string{"nodes", "cores_per_node", "walltime"}
+	resourceFields    = []string{"nodes", "cores_per_node", "memory_per_node", "gpus_per_node", "walltime"}
 	schedulingFields  = []string{"origin", "data_size", "sites", "prefer", "no_split", "deadline", "qos", "benefit", "reservation"}
 	benefitFields     = []string{"a", "b", "c"}
 	reservationFields = []string{"earliest_start", "latest_end", "flexibility"}
@@ -634,6 +634,7 @@ func (p *parser) job(root *yaml.Node, j *Job) {
 	if e, ok := f["scheduling"]; ok {
 		p.scheduling(e, j)
 	}
+	p.batchOptions(f, j)
 
 	if e, ok := f["simulate"]; ok && p.mapping(e.val, "simulate", "a mapping with runtime and exit_code") {
 		sf := p.fields(e.val, "simulate", simulateFields)
@@ -763,6 +764,7 @@ func (p *parser) resources(e entry, j *Job) {
 			j.Resources.CoresPerNode = v
 		}
 	}
+	p.nodeShape(f, j)
 	if kv, ok := f["walltime"]; ok {
 		if d, ok := p.duration(kv.val, "resources.walltime", true); ok {
 			j.Resources.Walltime = d

@@ -43,6 +43,9 @@ const (
 	MaxNameLen      = 64
 	MaxNodes        = 1 << 20
 	MaxCoresPerNode = 1 << 20
+	MaxMemPerNode   = 1 << 50 // bytes (1 PiB)
+	MaxGPUsPerNode  = 1 << 10
+	MaxSiteOptions  = 1024 // entries of a job's per-site options
 	// MaxWalltime bounds a walltime estimate (and a simulated run time):
 	// scaled by a site's speed and rounded up to the second it still fits
 	// a time.Duration many times over.
@@ -164,6 +167,32 @@ func Script(s string) error {
 		return bad(ErrValue, "must not contain a NUL byte")
 	case len(s) > MaxScript:
 		return bad(ErrValue, "is %d bytes; a script may be at most %d", len(s), MaxScript)
+	}
+	return nil
+}
+
+// Setup checks a setup step (bash run before the command): may be empty,
+// no NUL, at most MaxScript bytes.
+func Setup(s string) error {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return bad(ErrValue, "must not contain a NUL byte")
+	case len(s) > MaxScript:
+		return bad(ErrValue, "is %d bytes; a setup step may be at most %d", len(s), MaxScript)
+	}
+	return nil
+}
+
+// BatchName checks a partition, queue or account name: 1-64 letters,
+// digits, '.', '_', '-' or '@', starting with a letter or digit (nothing a
+// batch system or a shell would read as an option or syntax).
+func BatchName(s string) error {
+	ok := len(s) >= 1 && len(s) <= MaxNameLen && isAlnum(s[0])
+	for i := 0; ok && i < len(s); i++ {
+		ok = isAlnum(s[i]) || strings.IndexByte("._-@", s[i]) >= 0
+	}
+	if !ok {
+		return bad(ErrValue, "%q must be 1-%d letters, digits, '.', '_', '-' or '@', starting with a letter or digit", s, MaxNameLen)
 	}
 	return nil
 }

@@ -65,10 +65,11 @@ type siteKey struct {
 	nodes, free, busy int
 	h, trust          float64
 	down              bool
+	shape             policy.NodeShape
 }
 
 func keyOf(s *policy.Site) siteKey {
-	return siteKey{nodes: s.Nodes, free: s.Free, busy: len(s.Busy), h: s.H, trust: s.Trust, down: s.Down}
+	return siteKey{nodes: s.Nodes, free: s.Free, busy: len(s.Busy), h: s.H, trust: s.Trust, down: s.Down, shape: s.Shape}
 }
 
 // remember keeps st, the state a full Quiet pass ended with, for the next

@@ -312,6 +312,9 @@ func (p *Planner) pass(ctx context.Context, s *policy.Snapshot, m *memo, vouched
 		plan.Pending = append(plan.Pending, x)
 	}
 	decide := func(qi int, x policy.Decision) {
+		if !s.Quiet && x.Action != policy.Reject {
+			x.Status.Reasons = append(x.Status.Reasons, misfitReasons(s, &s.Queue[qi])...)
+		}
 		if r != nil && x.Action != policy.Reserve {
 			r.gone = append(r.gone, qi)
 		}
@@ -549,6 +552,16 @@ func admit(s *policy.Snapshot, j *policy.Job, single bool, name string, g *gridI
 			all = append(all, i)
 		}
 	}
+	if mis := s.Misfits(j); len(mis) > 0 {
+		// Sites whose nodes cannot hold what the job asks per node are
+		// never chosen (misfitReasons explains them in the decision).
+		all = slices.DeleteFunc(all, func(i int) bool {
+			return slices.ContainsFunc(mis, func(m policy.Misfit) bool { return m.Site == i })
+		})
+		if len(all) == 0 {
+			return reject("no allowed site has nodes with %s: %s", j.PerNode, misfitText(s, mis))
+		}
+	}
 	nodes := func(i int) int { return s.Sites[i].Nodes }
 	total, largest := 0, -1
 	for _, i := range all {
@@ -624,7 +637,7 @@ type gridInfo struct {
 // be placed (on one site, or split), so admission passes it to every up site
 // with nothing to explain.
 func (g *gridInfo) plain(s *policy.Snapshot, j *policy.Job, single bool) bool {
-	if j.Allowed != nil || j.Width < 1 || j.Origin < -1 || j.Origin >= len(s.Sites) {
+	if j.Allowed != nil || !j.PerNode.Zero() || j.Width < 1 || j.Origin < -1 || j.Origin >= len(s.Sites) {
 		return false
 	}
 	if single || j.NoSplit {

@@ -102,3 +102,27 @@ func appendSiteName(b []byte, s *policy.Snapshot, i int) []byte {
 	}
 	return strconv.AppendInt(append(b, "site"...), int64(i), 10)
 }
+
+// misfitText is "siteA: 2 cores per node, the job asks 4; siteC: no GPUs,
+// the job asks 1 per node".
+func misfitText(s *policy.Snapshot, mis []policy.Misfit) string {
+	var b []byte
+	for k, m := range mis {
+		if k > 0 {
+			b = append(b, "; "...)
+		}
+		b = append(appendSiteName(b, s, m.Site), ": "...)
+		b = append(b, m.Why...)
+	}
+	return string(b)
+}
+
+// misfitReasons explains the sites a decision left out because their
+// nodes lack what the job asks per node (none when it asks nothing).
+func misfitReasons(s *policy.Snapshot, j *policy.Job) []string {
+	mis := s.Misfits(j)
+	if len(mis) == 0 {
+		return nil
+	}
+	return []string{"not eligible (node shape): " + misfitText(s, mis)}
+}

@@ -61,6 +61,9 @@ func (*Sabin) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 			Chosen: policy.Option{Parts: parts, Start: s.Now, Runtime: s.Runtime(j, first), Transfer: s.Transfer(j, first)},
 			Status: policy.NewStatus(policy.Success, "sabin", str(appendParts(append(strconv.AppendInt(append(a[:0], "copied to "...), int64(len(parts)), 10), " site queues: "...), s, parts))),
 		}
+		if !s.Quiet {
+			dec.Status.Reasons = append(dec.Status.Reasons, misfitReasons(s, j)...)
+		}
 		plan.Decisions = append(plan.Decisions, dec)
 	}
 	return plan, nil

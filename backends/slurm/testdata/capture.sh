@@ -53,6 +53,7 @@ cap scancel_invalid siteA "scancel 999999"
 # --- site info
 cap sinfo siteA "sinfo -h -N -o '%N$Q%P$Q%c$Q%T'"
 cap sinfo_siteB siteB "sinfo -h -N -o '%N$Q%P$Q%c$Q%T'"
+cap sinfo_siteB_mem siteB "sinfo -h -N -o '%N$Q%P$Q%c$Q%T$Q%m$Q%G'"   # SinfoFormat: with memory (MiB) and gres
 cap squeue_active siteA "SLURM_TIME_FORMAT=%s squeue -h -t PD,CF,R,CG,S -O '$FMT'"
 cap scontrol_nodes siteA "scontrol show nodes -o"
 cap scontrol_partitions siteA "scontrol show partition -o"

@@ -48,6 +48,7 @@ func specToProto(j *backends.JobSpec) *pb.BackendJobSpec {
 		Command: j.Command, Script: j.Script, Env: j.Env, WorkDir: j.WorkDir, Nodes: int64(j.Nodes),
 		CoresPerNode: int64(j.CoresPerNode), WalltimeNanos: int64(j.Walltime), Outputs: j.Outputs,
 		Reservation: j.Reservation, SimRuntimeNanos: int64(j.Sim.Runtime), SimExitCode: int64(j.Sim.ExitCode),
+		MemPerNode: j.MemPerNode, GpusPerNode: int64(j.GPUsPerNode), Partition: j.Partition, Account: j.Account, Setup: j.Setup,
 	}
 	for _, f := range j.Inputs {
 		out.Inputs = append(out.Inputs, &pb.BackendStageFile{Local: f.Local, Remote: f.Remote, Mode: uint32(f.Mode)})
@@ -65,6 +66,7 @@ func specFromProto(j *pb.BackendJobSpec) *backends.JobSpec {
 		CoresPerNode: int(j.CoresPerNode), Walltime: time.Duration(j.WalltimeNanos), Outputs: j.Outputs,
 		Reservation: j.Reservation,
 		Sim:         backends.SimHints{Runtime: time.Duration(j.SimRuntimeNanos), ExitCode: int(j.SimExitCode)},
+		MemPerNode:  j.MemPerNode, GPUsPerNode: int(j.GpusPerNode), Partition: j.Partition, Account: j.Account, Setup: j.Setup,
 	}
 	for _, f := range j.Inputs {
 		out.Inputs = append(out.Inputs, backends.StageFile{Local: f.Local, Remote: f.Remote, Mode: fs.FileMode(f.Mode)})
@@ -118,6 +120,7 @@ func infoToProto(i *backends.SiteInfo) *pb.BackendSiteInfo {
 	out := &pb.BackendSiteInfo{
 		Name: i.Name, Kind: i.Kind, Nodes: int64(i.Nodes), FreeNodes: int64(i.FreeNodes),
 		CoresPerNode: int64(i.CoresPerNode), Partitions: i.Partitions, Queued: int64(i.Queued), Running: int64(i.Running),
+		MemPerNode: i.MemPerNode, GpusPerNode: int64(i.GPUsPerNode),
 	}
 	for _, a := range i.Busy {
 		out.Busy = append(out.Busy, &pb.BackendAllocation{Nodes: int64(a.Nodes), UntilUnixNano: wire.TimeToWire(a.Until)})
@@ -129,6 +132,7 @@ func infoFromProto(i *pb.BackendSiteInfo) *backends.SiteInfo {
 	out := &backends.SiteInfo{
 		Name: i.Name, Kind: i.Kind, Nodes: int(i.Nodes), FreeNodes: int(i.FreeNodes),
 		CoresPerNode: int(i.CoresPerNode), Partitions: i.Partitions, Queued: int(i.Queued), Running: int(i.Running),
+		MemPerNode: i.MemPerNode, GPUsPerNode: int(i.GpusPerNode),
 	}
 	if len(i.Busy) > 0 {
 		out.Busy = make([]backends.Allocation, len(i.Busy))

@@ -212,11 +212,12 @@ func TestRoundTripValues(t *testing.T) {
 	spec := &backends.JobSpec{GridID: "g-1", Component: 1, Components: 2, Name: "$(x) 'y'", Script: "echo hi\n",
 		Env: map[string]string{"A": "b c"}, WorkDir: "w", Nodes: 3, CoresPerNode: 4, Walltime: 90 * time.Second,
 		Inputs:  []backends.StageFile{{Local: "/l/a", Remote: "in/a", Mode: 0o600}},
-		Outputs: []string{"out/", "r.txt"}, Reservation: "resv-1", Sim: backends.SimHints{Runtime: time.Minute, ExitCode: 2}}
+		Outputs: []string{"out/", "r.txt"}, Reservation: "resv-1", Sim: backends.SimHints{Runtime: time.Minute, ExitCode: 2},
+		MemPerNode: 3 << 30, GPUsPerNode: 2, Partition: "gpu", Account: "proj", Setup: "module load x\n"}
 	status := backends.JobStatus{ID: "7", GridID: "g-1", Name: "n", State: backends.StateTimeout, Reason: "TimeLimit",
 		ExitCode: -1, Signal: 9, Start: start, End: start.Add(time.Hour), NodeList: "a[1-2]"}
 	info := &backends.SiteInfo{Name: "s", Kind: "k", Nodes: 8, FreeNodes: 3, CoresPerNode: 2, Partitions: []string{"p", "q"},
-		Queued: 4, Running: 5, Busy: []backends.Allocation{{Nodes: 2, Until: start}}}
+		Queued: 4, Running: 5, Busy: []backends.Allocation{{Nodes: 2, Until: start}}, MemPerNode: 4 << 30, GPUsPerNode: 1}
 	resv := &backends.Reservation{ID: "r9", Start: start, End: start.Add(time.Hour), Nodes: 2, NodeList: "a1", State: "ACTIVE"}
 	rspec := &backends.ReservationSpec{Name: "r", Start: start, Duration: time.Hour, Nodes: 2, Users: []string{"u"}}
 	var gotSpec *backends.JobSpec

@@ -93,9 +93,10 @@ func jobsToProto(js []policy.Job) *pb.PlannerJobs {
 		out.Id[i], out.Width[i], out.EstimateNs[i] = j.ID, int64(j.Width), int64(j.Estimate)
 		out.SubmitSec[i], out.SubmitNanos[i] = timeToWire(j.Submit)
 		out.Origin[i], out.DataSize[i], out.NoSplit[i] = int32(j.Origin), j.DataSize, j.NoSplit
-		if j.Allowed != nil || len(j.Preferred) > 0 || !j.Deadline.IsZero() {
+		if j.Allowed != nil || len(j.Preferred) > 0 || !j.Deadline.IsZero() || !j.PerNode.Zero() {
 			x := &pb.PlannerJobExtra{Index: int32(i), AllowedSet: j.Allowed != nil, Allowed: intsToProto(j.Allowed),
-				Preferred: intsToProto(j.Preferred)}
+				Preferred: intsToProto(j.Preferred), PerNodeCores: int64(j.PerNode.Cores), PerNodeMemBytes: j.PerNode.MemBytes,
+				PerNodeGpus: int64(j.PerNode.GPUs)}
 			x.DeadlineSec, x.DeadlineNanos = timeToWire(j.Deadline)
 			out.Extras = append(out.Extras, x)
 		}
@@ -135,12 +136,14 @@ func jobsFromProto(c *pb.PlannerJobs) ([]policy.Job, error) {
 		out[i].Allowed = intsFromProto(x.GetAllowed(), x.GetAllowedSet())
 		out[i].Preferred = intsFromProto(x.GetPreferred(), false)
 		out[i].Deadline = timeFromWire(x.GetDeadlineSec(), x.GetDeadlineNanos())
+		out[i].PerNode = policy.NodeShape{Cores: int(x.GetPerNodeCores()), MemBytes: x.GetPerNodeMemBytes(), GPUs: int(x.GetPerNodeGpus())}
 	}
 	return out, nil
 }
 
 func siteToProto(s *policy.Site) *pb.PlannerSite {
-	out := &pb.PlannerSite{Name: s.Name, Nodes: int64(s.Nodes), Free: int64(s.Free), H: s.H, Trust: s.Trust, Down: s.Down}
+	out := &pb.PlannerSite{Name: s.Name, Nodes: int64(s.Nodes), Free: int64(s.Free), H: s.H, Trust: s.Trust, Down: s.Down,
+		NodeCores: int64(s.Shape.Cores), NodeMemBytes: s.Shape.MemBytes, NodeGpus: int64(s.Shape.GPUs)}
 	if n := len(s.Busy); n > 0 {
 		out.BusyNodes, out.BusyUntilSec, out.BusyUntilNanos = make([]int64, n), make([]int64, n), make([]int32, n)
 		for i, h := range s.Busy {
@@ -153,6 +156,7 @@ func siteToProto(s *policy.Site) *pb.PlannerSite {
 
 func siteFromProto(s *pb.PlannerSite) (policy.Site, error) {
 	out := policy.Site{Name: s.GetName(), Nodes: int(s.GetNodes()), Free: int(s.GetFree()), H: s.GetH(), Trust: s.GetTrust(), Down: s.GetDown()}
+	out.Shape = policy.NodeShape{Cores: int(s.GetNodeCores()), MemBytes: s.GetNodeMemBytes(), GPUs: int(s.GetNodeGpus())}
 	n := len(s.GetBusyNodes())
 	if len(s.GetBusyUntilSec()) != n || len(s.GetBusyUntilNanos()) != n {
 		return out, fmt.Errorf("site %s: busy columns of %d, %d and %d entries", out.Name, n, len(s.GetBusyUntilSec()), len(s.GetBusyUntilNanos()))

@@ -28,6 +28,9 @@ func TestConvertRoundTrip(t *testing.T) {
 	s.Queue[1].Allowed = []int{2, 0}
 	s.Queue[2].Deadline = time.Time{}
 	s.Queue[3].Submit = time.Unix(0, 0).UTC() // the Unix epoch is not the zero time
+	// What a job asks per node crosses, and what a site's nodes have.
+	s.Queue[4].PerNode = policy.NodeShape{Cores: 4, MemBytes: 8 << 30, GPUs: 2}
+	s.Sites[2].Shape = policy.NodeShape{Cores: 16, MemBytes: 64 << 30, GPUs: 4}
 	b, err := proto.Marshal(snapshotToProto(s))
 	if err != nil {
 		t.Fatal(err)

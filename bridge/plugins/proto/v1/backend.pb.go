@@ -562,6 +562,8 @@ type BackendSiteInfo struct {
 	Queued        int64                  `protobuf:"varint,7,opt,name=queued,proto3" json:"queued,omitempty"`
 	Running       int64                  `protobuf:"varint,8,opt,name=running,proto3" json:"running,omitempty"`
 	Busy          []*BackendAllocation   `protobuf:"bytes,9,rep,name=busy,proto3" json:"busy,omitempty"`
+	MemPerNode    int64                  `protobuf:"varint,10,opt,name=mem_per_node,json=memPerNode,proto3" json:"mem_per_node,omitempty"` // bytes; 0 = not known
+	GpusPerNode   int64                  `protobuf:"varint,11,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -657,6 +659,20 @@ func (x *BackendSiteInfo) GetBusy() []*BackendAllocation {
 		return x.Busy
 	}
 	return nil
+}
+
+func (x *BackendSiteInfo) GetMemPerNode() int64 {
+	if x != nil {
+		return x.MemPerNode
+	}
+	return 0
+}
+
+func (x *BackendSiteInfo) GetGpusPerNode() int64 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
 }
 
 type BackendInfoReply struct {
@@ -789,6 +805,11 @@ type BackendJobSpec struct {
 	Reservation     string                 `protobuf:"bytes,14,opt,name=reservation,proto3" json:"reservation,omitempty"`
 	SimRuntimeNanos int64                  `protobuf:"varint,15,opt,name=sim_runtime_nanos,json=simRuntimeNanos,proto3" json:"sim_runtime_nanos,omitempty"`
 	SimExitCode     int64                  `protobuf:"varint,16,opt,name=sim_exit_code,json=simExitCode,proto3" json:"sim_exit_code,omitempty"`
+	MemPerNode      int64                  `protobuf:"varint,17,opt,name=mem_per_node,json=memPerNode,proto3" json:"mem_per_node,omitempty"` // bytes; 0 = the site's default
+	GpusPerNode     int64                  `protobuf:"varint,18,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	Partition       string                 `protobuf:"bytes,19,opt,name=partition,proto3" json:"partition,omitempty"`
+	Account         string                 `protobuf:"bytes,20,opt,name=account,proto3" json:"account,omitempty"`
+	Setup           string                 `protobuf:"bytes,21,opt,name=setup,proto3" json:"setup,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -933,6 +954,41 @@ func (x *BackendJobSpec) GetSimExitCode() int64 {
 		return x.SimExitCode
 	}
 	return 0
+}
+
+func (x *BackendJobSpec) GetMemPerNode() int64 {
+	if x != nil {
+		return x.MemPerNode
+	}
+	return 0
+}
+
+func (x *BackendJobSpec) GetGpusPerNode() int64 {
+	if x != nil {
+		return x.GpusPerNode
+	}
+	return 0
+}
+
+func (x *BackendJobSpec) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *BackendJobSpec) GetAccount() string {
+	if x != nil {
+		return x.Account
+	}
+	return ""
+}
+
+func (x *BackendJobSpec) GetSetup() string {
+	if x != nil {
+		return x.Setup
+	}
+	return ""
 }
 
 type BackendJobStatus struct {
@@ -2320,7 +2376,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x12BackendInfoRequest\"Q\n" +
 	"\x11BackendAllocation\x12\x14\n" +
 	"\x05nodes\x18\x01 \x01(\x03R\x05nodes\x12&\n" +
-	"\x0funtil_unix_nano\x18\x02 \x01(\x03R\runtilUnixNano\"\xa1\x02\n" +
+	"\x0funtil_unix_nano\x18\x02 \x01(\x03R\runtilUnixNano\"\xe7\x02\n" +
 	"\x0fBackendSiteInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -2333,14 +2389,18 @@ const file_backend_proto_rawDesc = "" +
 	"partitions\x12\x16\n" +
 	"\x06queued\x18\a \x01(\x03R\x06queued\x12\x18\n" +
 	"\arunning\x18\b \x01(\x03R\arunning\x129\n" +
-	"\x04busy\x18\t \x03(\v2%.gridsub.plugins.v1.BackendAllocationR\x04busy\"\x83\x01\n" +
+	"\x04busy\x18\t \x03(\v2%.gridsub.plugins.v1.BackendAllocationR\x04busy\x12 \n" +
+	"\fmem_per_node\x18\n" +
+	" \x01(\x03R\n" +
+	"memPerNode\x12\"\n" +
+	"\rgpus_per_node\x18\v \x01(\x03R\vgpusPerNode\"\x83\x01\n" +
 	"\x10BackendInfoReply\x126\n" +
 	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x127\n" +
 	"\x04info\x18\x02 \x01(\v2#.gridsub.plugins.v1.BackendSiteInfoR\x04info\"T\n" +
 	"\x10BackendStageFile\x12\x14\n" +
 	"\x05local\x18\x01 \x01(\tR\x05local\x12\x16\n" +
 	"\x06remote\x18\x02 \x01(\tR\x06remote\x12\x12\n" +
-	"\x04mode\x18\x03 \x01(\rR\x04mode\"\xec\x04\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\"\x80\x06\n" +
 	"\x0eBackendJobSpec\x12\x17\n" +
 	"\agrid_id\x18\x01 \x01(\tR\x06gridId\x12\x1c\n" +
 	"\tcomponent\x18\x02 \x01(\x03R\tcomponent\x12\x1e\n" +
@@ -2360,7 +2420,13 @@ const file_backend_proto_rawDesc = "" +
 	"\aoutputs\x18\r \x03(\tR\aoutputs\x12 \n" +
 	"\vreservation\x18\x0e \x01(\tR\vreservation\x12*\n" +
 	"\x11sim_runtime_nanos\x18\x0f \x01(\x03R\x0fsimRuntimeNanos\x12\"\n" +
-	"\rsim_exit_code\x18\x10 \x01(\x03R\vsimExitCode\x1a6\n" +
+	"\rsim_exit_code\x18\x10 \x01(\x03R\vsimExitCode\x12 \n" +
+	"\fmem_per_node\x18\x11 \x01(\x03R\n" +
+	"memPerNode\x12\"\n" +
+	"\rgpus_per_node\x18\x12 \x01(\x03R\vgpusPerNode\x12\x1c\n" +
+	"\tpartition\x18\x13 \x01(\tR\tpartition\x12\x18\n" +
+	"\aaccount\x18\x14 \x01(\tR\aaccount\x12\x14\n" +
+	"\x05setup\x18\x15 \x01(\tR\x05setup\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc0\x02\n" +

@@ -847,8 +847,12 @@ type PlannerSite struct {
 	BusyNodes      []int64                `protobuf:"varint,7,rep,packed,name=busy_nodes,json=busyNodes,proto3" json:"busy_nodes,omitempty"`
 	BusyUntilSec   []int64                `protobuf:"varint,8,rep,packed,name=busy_until_sec,json=busyUntilSec,proto3" json:"busy_until_sec,omitempty"`
 	BusyUntilNanos []int32                `protobuf:"varint,9,rep,packed,name=busy_until_nanos,json=busyUntilNanos,proto3" json:"busy_until_nanos,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// node_* is Shape: one node's cores, memory (bytes) and GPUs.
+	NodeCores     int64 `protobuf:"varint,10,opt,name=node_cores,json=nodeCores,proto3" json:"node_cores,omitempty"`
+	NodeMemBytes  int64 `protobuf:"varint,11,opt,name=node_mem_bytes,json=nodeMemBytes,proto3" json:"node_mem_bytes,omitempty"`
+	NodeGpus      int64 `protobuf:"varint,12,opt,name=node_gpus,json=nodeGpus,proto3" json:"node_gpus,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlannerSite) Reset() {
@@ -942,6 +946,27 @@ func (x *PlannerSite) GetBusyUntilNanos() []int32 {
 		return x.BusyUntilNanos
 	}
 	return nil
+}
+
+func (x *PlannerSite) GetNodeCores() int64 {
+	if x != nil {
+		return x.NodeCores
+	}
+	return 0
+}
+
+func (x *PlannerSite) GetNodeMemBytes() int64 {
+	if x != nil {
+		return x.NodeMemBytes
+	}
+	return 0
+}
+
+func (x *PlannerSite) GetNodeGpus() int64 {
+	if x != nil {
+		return x.NodeGpus
+	}
+	return 0
 }
 
 // PlannerJobs is a list of policy.Job in columns: every column has one
@@ -1065,8 +1090,12 @@ type PlannerJobExtra struct {
 	Preferred     []int32 `protobuf:"varint,4,rep,packed,name=preferred,proto3" json:"preferred,omitempty"`
 	DeadlineSec   int64   `protobuf:"varint,5,opt,name=deadline_sec,json=deadlineSec,proto3" json:"deadline_sec,omitempty"`
 	DeadlineNanos int32   `protobuf:"varint,6,opt,name=deadline_nanos,json=deadlineNanos,proto3" json:"deadline_nanos,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// per_node_* is PerNode: what the job asks of each node.
+	PerNodeCores    int64 `protobuf:"varint,7,opt,name=per_node_cores,json=perNodeCores,proto3" json:"per_node_cores,omitempty"`
+	PerNodeMemBytes int64 `protobuf:"varint,8,opt,name=per_node_mem_bytes,json=perNodeMemBytes,proto3" json:"per_node_mem_bytes,omitempty"`
+	PerNodeGpus     int64 `protobuf:"varint,9,opt,name=per_node_gpus,json=perNodeGpus,proto3" json:"per_node_gpus,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PlannerJobExtra) Reset() {
@@ -1137,6 +1166,27 @@ func (x *PlannerJobExtra) GetDeadlineSec() int64 {
 func (x *PlannerJobExtra) GetDeadlineNanos() int32 {
 	if x != nil {
 		return x.DeadlineNanos
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetPerNodeCores() int64 {
+	if x != nil {
+		return x.PerNodeCores
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetPerNodeMemBytes() int64 {
+	if x != nil {
+		return x.PerNodeMemBytes
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetPerNodeGpus() int64 {
+	if x != nil {
+		return x.PerNodeGpus
 	}
 	return 0
 }
@@ -1574,7 +1624,7 @@ const file_planner_proto_rawDesc = "" +
 	"\n" +
 	"multi_site\x18\n" +
 	" \x01(\x01R\tmultiSite\x12\x14\n" +
-	"\x05quiet\x18\v \x01(\bR\x05quiet\"\xf2\x01\n" +
+	"\x05quiet\x18\v \x01(\bR\x05quiet\"\xd4\x02\n" +
 	"\vPlannerSite\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x03R\x05nodes\x12\x12\n" +
@@ -1585,7 +1635,12 @@ const file_planner_proto_rawDesc = "" +
 	"\n" +
 	"busy_nodes\x18\a \x03(\x03R\tbusyNodes\x12$\n" +
 	"\x0ebusy_until_sec\x18\b \x03(\x03R\fbusyUntilSec\x12(\n" +
-	"\x10busy_until_nanos\x18\t \x03(\x05R\x0ebusyUntilNanos\"\xa3\x02\n" +
+	"\x10busy_until_nanos\x18\t \x03(\x05R\x0ebusyUntilNanos\x12\x1d\n" +
+	"\n" +
+	"node_cores\x18\n" +
+	" \x01(\x03R\tnodeCores\x12$\n" +
+	"\x0enode_mem_bytes\x18\v \x01(\x03R\fnodeMemBytes\x12\x1b\n" +
+	"\tnode_gpus\x18\f \x01(\x03R\bnodeGpus\"\xa3\x02\n" +
 	"\vPlannerJobs\x12\x0e\n" +
 	"\x02id\x18\x01 \x03(\tR\x02id\x12\x14\n" +
 	"\x05width\x18\x02 \x03(\x03R\x05width\x12\x1f\n" +
@@ -1597,7 +1652,7 @@ const file_planner_proto_rawDesc = "" +
 	"\x06origin\x18\x06 \x03(\x05R\x06origin\x12\x1b\n" +
 	"\tdata_size\x18\a \x03(\x03R\bdataSize\x12\x19\n" +
 	"\bno_split\x18\b \x03(\bR\anoSplit\x12;\n" +
-	"\x06extras\x18\t \x03(\v2#.gridsub.plugins.v1.PlannerJobExtraR\x06extras\"\xca\x01\n" +
+	"\x06extras\x18\t \x03(\v2#.gridsub.plugins.v1.PlannerJobExtraR\x06extras\"\xc1\x02\n" +
 	"\x0fPlannerJobExtra\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x1f\n" +
 	"\vallowed_set\x18\x02 \x01(\bR\n" +
@@ -1605,7 +1660,10 @@ const file_planner_proto_rawDesc = "" +
 	"\aallowed\x18\x03 \x03(\x05R\aallowed\x12\x1c\n" +
 	"\tpreferred\x18\x04 \x03(\x05R\tpreferred\x12!\n" +
 	"\fdeadline_sec\x18\x05 \x01(\x03R\vdeadlineSec\x12%\n" +
-	"\x0edeadline_nanos\x18\x06 \x01(\x05R\rdeadlineNanos\"\x92\x01\n" +
+	"\x0edeadline_nanos\x18\x06 \x01(\x05R\rdeadlineNanos\x12$\n" +
+	"\x0eper_node_cores\x18\a \x01(\x03R\fperNodeCores\x12+\n" +
+	"\x12per_node_mem_bytes\x18\b \x01(\x03R\x0fperNodeMemBytes\x12\"\n" +
+	"\rper_node_gpus\x18\t \x01(\x03R\vperNodeGpus\"\x92\x01\n" +
 	"\vPlannerPlan\x12A\n" +
 	"\tdecisions\x18\x01 \x03(\v2#.gridsub.plugins.v1.PlannerDecisionR\tdecisions\x12@\n" +
 	"\apending\x18\x02 \x01(\v2&.gridsub.plugins.v1.PlannerPendingListR\apending\"v\n" +
