@@ -830,6 +830,7 @@ func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 		j := b.jobs[c.job]
 		if err != nil {
 			b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+			b.retryCancel(c, err) // copies.go
 		} else {
 			b.addEvent(j, now, "cancelled-remote", c.site, c.why)
 		}

@@ -676,3 +676,11 @@ func (b *Broker) retryAfter(j *Job, c Component, now time.Time, reason string) {
 	b.requeueAs(j, now, "retry", fmt.Sprintf("attempt %d failed: %s; tier none: queued again, avoiding %s while another site can take it",
 		j.Attempts, reason, strings.Join(j.Avoid, ", ")))
 }
+
+// retryCancel keeps a cancel that failed because the site did not answer,
+// to be retried every cycle (retryOrphans). b.mu held.
+func (b *Broker) retryCancel(c cancelReq, err error) {
+	if b.opts.Tiers != nil && backends.Retryable(err) {
+		b.tiers.orphans = append(b.tiers.orphans, c)
+	}
+}
