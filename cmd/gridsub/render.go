@@ -25,6 +25,9 @@ type jobJSON struct {
 	ExitCode   *int           `json:"exit_code,omitempty"`
 	Reason     string         `json:"reason,omitempty"`
 	Attempts   int            `json:"attempts"`
+	Tier       string         `json:"tier,omitempty"`     // the dependability tier (SPEC.md §5)
+	TierWhy    string         `json:"tier_why,omitempty"` // why the job got it
+	Withdrawn  []partJSON     `json:"copies_withdrawn,omitempty"`
 	Predicted  *optionJSON    `json:"predicted,omitempty"`
 	Beaten     []optionJSON   `json:"alternatives_beaten,omitempty"`
 	Outputs    []string       `json:"outputs,omitempty"`
@@ -79,6 +82,10 @@ func toJSON(j *bridge.Job, events bool) jobJSON {
 		Attempts: j.Attempts, Outputs: j.Outputs, NotFetched: j.FetchErrors, Sites: []partJSON{}}
 	for _, c := range j.Comps {
 		out.Sites = append(out.Sites, partJSON{Site: c.Site, Nodes: c.Nodes, RemoteID: string(c.RemoteID), State: c.State.String()})
+	}
+	out.Tier, out.TierWhy = j.Tier, j.TierWhy
+	for _, c := range j.Withdrawn {
+		out.Withdrawn = append(out.Withdrawn, partJSON{Site: c.Site, Nodes: c.Nodes, RemoteID: string(c.RemoteID), State: c.State.String()})
 	}
 	if !j.Start.IsZero() {
 		s := j.Start
@@ -217,6 +224,16 @@ func summaryText(j *bridge.Job) string {
 	}
 	if s := j.Sites(); s != "" {
 		row("sites", s)
+	}
+	if j.Tier != "" {
+		row("tier", j.Tier+" — "+j.TierWhy)
+	}
+	for _, c := range j.Withdrawn {
+		st := c.State.String()
+		if c.RemoteID == "" {
+			st = "never submitted"
+		}
+		row("withdrawn", fmt.Sprintf("%s copy at %s:%d (%s)", c.Role, c.Site, c.Nodes, st))
 	}
 	if r := j.Resv; r != nil {
 		v := fmt.Sprintf("%s, window %s .. %s", r.State, r.Earliest.Format(time.RFC3339), r.Latest.Format(time.RFC3339))

@@ -27,6 +27,7 @@ type submitFlags struct {
 	quiet     bool
 	wait      bool // with a daemon: follow the job (jobs.go)
 	embedded  bool // never hand the job to a daemon
+	inject    []string // --inject-failure SITE@DELAY[+REPAIR] (inject.go)
 }
 
 func (f *submitFlags) register(c *cobra.Command) {
@@ -37,6 +38,7 @@ func (f *submitFlags) register(c *cobra.Command) {
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no placement or progress on stderr, only the summary")
 	fl.BoolVarP(&f.wait, "wait", "w", false, "when a daemon (gridsub serve) takes the job: follow it to its end, as without a daemon")
 	fl.BoolVar(&f.embedded, "embedded", false, "run on an embedded broker even when a daemon is running")
+	fl.StringArrayVar(&f.inject, "inject-failure", nil, "simulated sites only: SITE@DELAY[+REPAIR] makes SITE fail DELAY (virtual time) after the submission, losing its jobs and refusing work until repaired REPAIR later (never when not given); implies --embedded; repeatable")
 }
 
 // setString is a string flag that records whether it was given.
@@ -145,6 +147,9 @@ func embeddedRoots(outDir, jobDir string, inputRoots []string) (string, []string
 }
 
 func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) error {
+	if len(f.inject) > 0 {
+		f.embedded = true // the failure is injected into this process's simulated sites
+	}
 	if !f.embedded {
 		// A running daemon takes the job; without one, run it here.
 		c, err := connect(ctx, g)
@@ -196,6 +201,9 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	}
 	req, err := toRequest(job, now, outDir)
 	if err != nil {
+		return usageErr(err)
+	}
+	if err := injectFailures(env, f.inject, now); err != nil {
 		return usageErr(err)
 	}
 	j, err := env.Broker.Submit(ctx, req, now)
