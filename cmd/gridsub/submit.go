@@ -25,8 +25,8 @@ type submitFlags struct {
 	outDirSet bool // --out-dir given: a daemon writes there (inside its output root), else below its root
 	timeScale float64
 	quiet     bool
-	wait      bool // with a daemon: follow the job (jobs.go)
-	embedded  bool // never hand the job to a daemon
+	wait      bool     // with a daemon: follow the job (jobs.go)
+	embedded  bool     // never hand the job to a daemon
 	inject    []string // --inject-failure SITE@DELAY[+REPAIR] (inject.go)
 }
 
