@@ -37,7 +37,8 @@ import (
 type tierState struct {
 	pending   []string     // jobs with a recorded copy intent to submit (submitCopies)
 	downSince []time.Time  // per site: start of the current run of failed status calls
-	orphans   []cancelReq  // cancels of copies at sites that did not answer; retried each cycle
+	orphans   []cancelReq  // cancels of copies at sites that did not answer; retried (retryOrphans)
+	orphanTry time.Time    // when they were last tried
 	buf       []policy.Job // tierOrder's reordered queue
 }
 
@@ -540,7 +541,7 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 // missing. Called every cycle after the poll.
 func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleReport) {
 	b.mu.Lock()
-	b.retryOrphans(ctx)
+	b.retryOrphans(ctx, now)
 	ids := b.tiers.pending
 	b.tiers.pending = nil
 	for _, id := range ids {
@@ -587,23 +588,40 @@ func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleRepo
 
 // retryOrphans re-issues cancels that failed because the site did not
 // answer, so a copy given up at an unreachable site does not run on once
-// the site is back. Best effort: kept in memory only. b.mu held; the
-// remote calls run with it released.
-func (b *Broker) retryOrphans(ctx context.Context) {
+// the site is back: at once for a site whose last status call answered,
+// else at most once per TierOptions.DownAfter (a call to a site whose
+// controller is down can take many seconds). Best effort: kept in memory
+// only. b.mu held; the remote calls run with it released.
+func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 	if len(b.tiers.orphans) == 0 {
 		return
 	}
-	os := b.tiers.orphans
-	b.tiers.orphans = nil
-	b.mu.Unlock()
-	var keep []cancelReq
-	for _, o := range os {
-		if err := b.sites[b.siteIdx[o.site]].Backend.Cancel(ctx, o.id); err != nil && backends.Retryable(err) {
+	all := now.Sub(b.tiers.orphanTry) >= b.opts.Tiers.downAfter()
+	var try, keep []cancelReq
+	for _, o := range b.tiers.orphans {
+		s := b.siteIdx[o.site]
+		if all || b.tiers.downSince == nil || b.tiers.downSince[s].IsZero() {
+			try = append(try, o)
+		} else {
 			keep = append(keep, o)
 		}
 	}
+	if len(try) == 0 {
+		return
+	}
+	if all {
+		b.tiers.orphanTry = now
+	}
+	b.tiers.orphans = keep
+	b.mu.Unlock()
+	var again []cancelReq
+	for _, o := range try {
+		if err := b.sites[b.siteIdx[o.site]].Backend.Cancel(ctx, o.id); err != nil && backends.Retryable(err) {
+			again = append(again, o)
+		}
+	}
 	b.mu.Lock()
-	b.tiers.orphans = append(b.tiers.orphans, keep...)
+	b.tiers.orphans = append(b.tiers.orphans, again...)
 }
 
 // detectDown counts a site whose status calls keep failing for

@@ -15,8 +15,10 @@ import (
 // TestCopiesProperties drives tiered jobs on three fake sites through random
 // starts, successes, failures and site outages, and checks after every
 // cycle that
-//   - replication never leaves a copy running (at a site that answers)
-//     once another copy of the job has succeeded;
+//   - replication never leaves a copy running once another copy of the
+//     job has succeeded, at a site that answers — and has answered long
+//     enough for a cancel retried once per DownAfter (10s here, cycles up
+//     to 8s apart) to have reached it;
 //   - a backup is never submitted, nor left running, once its primary has
 //     succeeded;
 //   - a job's tier never changes;
@@ -30,6 +32,7 @@ func TestCopiesProperties(t *testing.T) {
 		now := t0
 		// succeeded[tag]: the cycle at which the test made that remote job succeed.
 		succeeded := map[string]int{}
+		lastDown := map[int]time.Time{}
 		knownAt := map[string]int{}     // tag -> the step at whose cycle the broker knew of its success
 		submittedAt := map[string]int{} // tag -> cycle it first appeared at a site
 		nJobs := rapid.IntRange(1, 5).Draw(rt, "jobs")
@@ -71,6 +74,11 @@ func TestCopiesProperties(t *testing.T) {
 					case 3:
 						f.setTag(tag, backends.StateFailed, 1)
 					}
+				}
+			}
+			for si, f := range fl {
+				if f.down.Load() {
+					lastDown[si] = now
 				}
 			}
 			now = now.Add(time.Duration(rapid.IntRange(1, 8).Draw(rt, "dt")) * time.Second)
@@ -118,8 +126,8 @@ func TestCopiesProperties(t *testing.T) {
 					}
 					attempt := strings.TrimPrefix(tag, id+"-")
 					attempt, _, _ = strings.Cut(attempt, "-c")
-					for _, f := range fl {
-						if f.down.Load() {
+					for si, f := range fl {
+						if d, ok := lastDown[si]; f.down.Load() || (ok && now.Sub(d) < 18*time.Second) {
 							continue // a cancel cannot reach it now; retried when it answers
 						}
 						f.mu.Lock()

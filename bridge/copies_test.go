@@ -254,7 +254,7 @@ func TestPrimaryBackupPassiveActivatedOnFailure(t *testing.T) {
 		t.Fatalf("primary at A: %d running", n)
 	}
 	a.down.Store(false)
-	mustCycle(t, b, t0.Add(21*time.Second))
+	mustCycle(t, b, t0.Add(23*time.Second)) // orphan cancels are retried once per DownAfter (10s)
 	if n, _ := a.running(); n != 0 {
 		t.Fatal("the lost primary still runs after its site came back")
 	}

@@ -12,6 +12,7 @@ import (
 
 // qosRun is the JSON summary of a job run, with what the QoS tests read.
 type qosRun struct {
+	ID        string  `json:"id"`
 	State     string  `json:"state"`
 	Attempts  int     `json:"attempts"`
 	ExitCode  *int    `json:"exit_code"`
