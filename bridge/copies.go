@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -35,11 +36,13 @@ import (
 
 // tierState is the broker's bookkeeping for copies. b.mu guards it.
 type tierState struct {
-	pending   []string     // jobs with a recorded copy intent to submit (submitCopies)
-	downSince []time.Time  // per site: start of the current run of failed status calls
-	orphans   []cancelReq  // cancels of copies at sites that did not answer; retried (retryOrphans)
-	orphanTry time.Time    // when they were last tried
-	buf       []policy.Job // tierOrder's reordered queue
+	pending   []string       // jobs with a recorded copy intent to submit (submitCopies)
+	downSince []time.Time    // per site: start of the current run of failed status calls
+	orphans   []cancelReq    // cancels of copies at sites that did not answer; retried (retryOrphans)
+	orphanTry time.Time      // when they were last tried
+	bgBusy    bool           // a background retry runs
+	bg        sync.WaitGroup // background retries (tests wait for them)
+	buf       []policy.Job   // tierOrder's reordered queue
 }
 
 // Roles of copy components.
@@ -589,39 +592,65 @@ func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleRepo
 // retryOrphans re-issues cancels that failed because the site did not
 // answer, so a copy given up at an unreachable site does not run on once
 // the site is back: at once for a site whose last status call answered,
-// else at most once per TierOptions.DownAfter (a call to a site whose
-// controller is down can take many seconds). Best effort: kept in memory
-// only. b.mu held; the remote calls run with it released.
+// else at most once per TierOptions.DownAfter — and for a real site then in
+// the background, since a call to a site whose controller is down blocks
+// for many seconds (~9 s for squeue) and must not hold up the cycle. Best
+// effort: kept in memory only. b.mu held; remote calls run with it
+// released.
 func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 	if len(b.tiers.orphans) == 0 {
 		return
 	}
-	all := now.Sub(b.tiers.orphanTry) >= b.opts.Tiers.downAfter()
-	var try, keep []cancelReq
+	all := now.Sub(b.tiers.orphanTry) >= b.opts.Tiers.downAfter() && !b.tiers.bgBusy
+	var sync, bg, keep []cancelReq
 	for _, o := range b.tiers.orphans {
 		s := b.siteIdx[o.site]
-		if all || b.tiers.downSince == nil || b.tiers.downSince[s].IsZero() {
-			try = append(try, o)
-		} else {
+		switch {
+		case b.tiers.downSince == nil || b.tiers.downSince[s].IsZero():
+			sync = append(sync, o)
+		case all && b.sites[s].Simulated:
+			sync = append(sync, o)
+		case all:
+			bg = append(bg, o)
+		default:
 			keep = append(keep, o)
 		}
-	}
-	if len(try) == 0 {
-		return
 	}
 	if all {
 		b.tiers.orphanTry = now
 	}
 	b.tiers.orphans = keep
+	if len(bg) > 0 {
+		b.tiers.bgBusy = true
+		b.tiers.bg.Add(1)
+		go func() {
+			defer b.tiers.bg.Done()
+			again := b.cancelAll(context.WithoutCancel(ctx), bg)
+			b.mu.Lock()
+			b.tiers.orphans = append(b.tiers.orphans, again...)
+			b.tiers.bgBusy = false
+			b.mu.Unlock()
+		}()
+	}
+	if len(sync) == 0 {
+		return
+	}
 	b.mu.Unlock()
+	again := b.cancelAll(ctx, sync)
+	b.mu.Lock()
+	b.tiers.orphans = append(b.tiers.orphans, again...)
+}
+
+// cancelAll issues the cancels and returns those that failed for a reason
+// that may pass (the site did not answer).
+func (b *Broker) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 	var again []cancelReq
-	for _, o := range try {
+	for _, o := range cs {
 		if err := b.sites[b.siteIdx[o.site]].Backend.Cancel(ctx, o.id); err != nil && backends.Retryable(err) {
 			again = append(again, o)
 		}
 	}
-	b.mu.Lock()
-	b.tiers.orphans = append(b.tiers.orphans, again...)
+	return again
 }
 
 // detectDown counts a site whose status calls keep failing for

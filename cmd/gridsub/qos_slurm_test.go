@@ -329,41 +329,113 @@ func TestRealSlurmQoSHigh(t *testing.T) {
 	}
 }
 
-// TestRealSlurmQoSFailover takes a site of a private testbed down under a
-// running job: a qos: low job completes through its backup, a qos: none job
-// is retried at the other site and completes.
+// TestRealSlurmQoSFailover stops siteA's slurmctld (of a private testbed,
+// by pid) under two running jobs: the qos: low one completes through its
+// backup at siteB, the qos: none one is retried at siteB and completes.
+// Both run at once on one daemon, so the outage is waited out once.
 func TestRealSlurmQoSFailover(t *testing.T) {
 	needSlurm(t)
+	t0 := time.Now()
 	tb := privateTestbed(t)
-	dir := t.TempDir()
-	cfg := tb.config(t, dir, 3*time.Second)
-	for _, tc := range []struct{ qos, event string }{{"low", "backup-activated"}, {"none", "requeued"}} {
-		t.Run(tc.qos, func(t *testing.T) {
-			job := writeJob(t, t.TempDir(), tc.qos, `sleep 5; echo "done at $SLURM_CLUSTER_NAME" > result.txt`)
-			ch := runEmbedded(t, "--config", cfg, job, "--output", "json", "--out-dir", filepath.Join(t.TempDir(), "out"))
-			s := tb.waitRunning(t, "gridsub:", 60*time.Second)
-			killed, other := tb.sites[s], tb.sites[1-s]
-			tb.stopDaemon(t, s, "slurmctld")
-			r := waitRun(t, ch, 90*time.Second)
-			if err := tb.restart(); err != nil { // bring the site back for the next case
-				t.Fatal(err)
+	t.Logf("private testbed up in %s", time.Since(t0).Round(100*time.Millisecond))
+	bin := buildBinary(t)
+	t.Logf("binary after %s", time.Since(t0).Round(100*time.Millisecond))
+	d, err := os.MkdirTemp("", "gsqf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	state, sock := filepath.Join(d, "state"), filepath.Join(d, "gridsub.sock")
+	cfg := tb.config(t, d, 3*time.Second)
+	startServe(t, bin, state, sock, "--config", cfg)
+	c := api.NewUnixClient(sock)
+	ctx := context.Background()
+	ids := map[string]string{}
+	for _, qos := range []string{"low", "none"} {
+		j, err := c.Submit(ctx, bridge.Request{Name: "qos-" + qos, Command: []string{"/bin/sh", "-c",
+			`sleep 5; echo "done at $SLURM_CLUSTER_NAME" > result.txt`}, Nodes: 1, Estimate: 5 * time.Minute, QoS: qos,
+			Outputs: []string{"result.txt"}, OutputDir: "out-" + qos, Prefer: []string{"siteA"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[qos] = j.ID
+	}
+	for end := time.Now().Add(60 * time.Second); ; {
+		q := tb.squeue(t, 0)
+		if q["gridsub:"+bridge.RemoteTag(ids["low"], 1)] == "RUNNING" && q["gridsub:"+bridge.RemoteTag(ids["none"], 1)] == "RUNNING" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("both jobs not running at siteA after 60s: %v, siteB %v", q, tb.squeue(t, 1))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("both running at siteA after %s", time.Since(t0).Round(100*time.Millisecond))
+	killed := time.Now()
+	tb.stopDaemon(t, 0, "slurmctld")
+	jobs := map[string]*bridge.Job{}
+	for end := time.Now().Add(90 * time.Second); len(jobs) < 2; {
+		for qos, id := range ids {
+			if j, err := c.Job(ctx, id); err == nil && j.State.Final() {
+				jobs[qos] = j
 			}
-			if r.State != "completed" || r.Tier != tc.qos || len(r.events(tc.event)) != 1 {
-				t.Fatalf("%+v", r)
+		}
+		if time.Now().After(end) {
+			t.Fatalf("not both ended 90s after siteA's slurmctld stopped: %v", jobs)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("both ended %s after the stop", time.Since(killed).Round(time.Second))
+	for qos, j := range jobs {
+		evs, _ := c.Events(ctx, j.ID)
+		var kinds []string
+		for _, e := range evs {
+			kinds = append(kinds, e.Kind)
+		}
+		if j.State != bridge.Completed || j.Sites() != "siteB:1" || j.Tier != qos {
+			t.Fatalf("%s: %s on %s (tier %s): %v", qos, j.State, j.Sites(), j.Tier, kinds)
+		}
+		want := map[string]string{"low": "backup-activated", "none": "requeued"}[qos]
+		if !slices.Contains(kinds, want) {
+			t.Fatalf("%s: no %s event: %v", qos, want, kinds)
+		}
+		if qos == "low" && (len(j.Withdrawn) != 1 || j.Withdrawn[0].Site != "siteA" || j.Withdrawn[0].State.String() != "lost") {
+			t.Fatalf("low: withdrawn %+v", j.Withdrawn)
+		}
+		if qos == "none" && j.Attempts != 2 {
+			t.Fatalf("none: %d attempts", j.Attempts)
+		}
+		var result []string
+		for _, o := range j.Outputs {
+			if filepath.Base(o) == "result.txt" {
+				b, _ := os.ReadFile(o)
+				result = append(result, strings.TrimSpace(string(b)))
 			}
-			if len(r.Sites) != 1 || r.Sites[0].Site != other.name {
-				t.Fatalf("completed at %+v, want %s (%s's slurmctld was stopped)", r.Sites, other.name, killed.name)
+		}
+		if len(result) != 1 || result[0] != "done at siteb" {
+			t.Fatalf("%s: result.txt %v (outputs %v)", qos, result, j.Outputs)
+		}
+	}
+	// siteA's slurmctld back: nothing of these jobs stays active there.
+	if err := tb.restart(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("siteA restarted after %s", time.Since(t0).Round(100*time.Millisecond))
+	defer func() { t.Logf("checked after %s", time.Since(t0).Round(100*time.Millisecond)) }()
+	for end := time.Now().Add(30 * time.Second); ; {
+		left := ""
+		for k, v := range tb.squeue(t, 0) {
+			if strings.HasPrefix(k, "gridsub:"+ids["low"]) || strings.HasPrefix(k, "gridsub:"+ids["none"]) {
+				left += k + " " + v + "; "
 			}
-			if got, want := readResult(t, r), "done at "+strings.ToLower(other.name); got != want {
-				t.Fatalf("result.txt %q, want %q", got, want)
-			}
-			if tc.qos == "low" && (len(r.Withdrawn) != 1 || r.Withdrawn[0].Site != killed.name || r.Withdrawn[0].State != "lost") {
-				t.Fatalf("withdrawn %+v", r.Withdrawn)
-			}
-			if tc.qos == "none" && r.Attempts != 2 {
-				t.Fatalf("attempts %d", r.Attempts)
-			}
-		})
+		}
+		if left == "" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("still active at siteA 30s after its slurmctld came back: %s", left)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
@@ -385,7 +457,7 @@ func TestRealSlurmQoSHighDaemonKilled(t *testing.T) {
 	c := api.NewUnixClient(sock)
 	ctx := context.Background()
 	j, err := c.Submit(ctx, bridge.Request{Name: "qos-kill", Command: []string{"/bin/sh", "-c",
-		`if [ "$SLURM_CLUSTER_NAME" = siteb ]; then sleep 10; else sleep 120; fi`}, Nodes: 1, Estimate: 5 * time.Minute, QoS: "high"})
+		`if [ "$SLURM_CLUSTER_NAME" = siteb ]; then sleep 6; else sleep 120; fi`}, Nodes: 1, Estimate: 5 * time.Minute, QoS: "high"})
 	if err != nil {
 		t.Fatal(err)
 	}
