@@ -502,7 +502,11 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	for s := range results {
 		if errs[s] != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: status: %w", b.sites[s].Name, errs[s]))
-			b.log.Warn("status poll failed", "site", b.sites[s].Name, "err", errs[s])
+			lvl := slog.LevelWarn
+			if b.outageGoesOn(s, now) { // copies.go: said once per outage
+				lvl = slog.LevelDebug
+			}
+			b.log.Log(ctx, lvl, "status poll failed", "site", b.sites[s].Name, "err", errs[s])
 			continue
 		}
 		rep.Polled += len(results[s])

@@ -105,6 +105,9 @@ func (b *Broker) avoiding(j *Job, allowed []int) []int {
 func (b *Broker) placeCopies(j *Job, d policy.Decision) (first, second []policy.Part) {
 	pj := b.policyJob(j)
 	first = d.Chosen.Parts
+	if d.Action == policy.Replicate && len(first) > 1 {
+		first = first[:1] // a replicating planner lists whole copies, not shares: take its best
+	}
 	type cand struct {
 		s    int
 		room bool
@@ -730,4 +733,10 @@ func (b *Broker) retryCancel(c cancelReq, err error) {
 	if b.opts.Tiers != nil && backends.Retryable(err) {
 		b.tiers.orphans = append(b.tiers.orphans, c)
 	}
+}
+
+// outageGoesOn reports whether site s was already failing before this
+// cycle (its failure was reported then). b.mu held.
+func (b *Broker) outageGoesOn(s int, now time.Time) bool {
+	return b.tiers.downSince != nil && !b.tiers.downSince[s].IsZero() && b.tiers.downSince[s].Before(now)
 }

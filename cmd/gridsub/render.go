@@ -192,6 +192,9 @@ func progressLine(j *bridge.Job, now time.Time) string {
 		}
 		return fmt.Sprintf("[%s] reservation admitted, window opens %s", rel(now, j.Submit), rel(r.Earliest, j.Submit))
 	case bridge.Dispatched:
+		if c := copiesText(j); c != "" {
+			return fmt.Sprintf("[%s] submitted: %s (tier %s)", rel(now, j.Submit), c, j.Tier)
+		}
 		return fmt.Sprintf("[%s] submitted to %s, waiting for every part to start", rel(now, j.Submit), j.Sites())
 	case bridge.Running:
 		el := now.Sub(j.Start)
@@ -202,7 +205,11 @@ func progressLine(j *bridge.Job, now time.Time) string {
 		frac := min(1, float64(el)/float64(tot))
 		const w = 24
 		n := int(frac * w)
-		return fmt.Sprintf("[%s] running on %s %s %3.0f%%  %s of ~%s", rel(now, j.Submit), j.Sites(),
+		on := j.Sites()
+		if c := copiesText(j); c != "" {
+			on = c
+		}
+		return fmt.Sprintf("[%s] running on %s %s %3.0f%%  %s of ~%s", rel(now, j.Submit), on,
 			"▕"+strings.Repeat("█", n)+strings.Repeat("░", w-n)+"▏", frac*100, el.Round(time.Second), tot.Round(time.Second))
 	default:
 		return fmt.Sprintf("[%s] %s", rel(now, j.Submit), j.State)
