@@ -364,3 +364,40 @@ func fitAllowed(s *policy.Snapshot, j policy.Job) *policy.Decision {
 	}
 	return nil
 }
+
+// TestRecoverActivatedBackup: a broker that recorded a backup's activation
+// but died before (or while) submitting it: the restart looks the backup's
+// tag up; found, it is adopted; missing, it is submitted once, under its tag.
+func TestRecoverActivatedBackup(t *testing.T) {
+	for _, reached := range []bool{false, true} {
+		a, c := newFake("A", 4), newFake("B", 4)
+		st := NewMemStore()
+		id := "g000007"
+		tag := CopyTag(id, 1, 1)
+		j := &Job{ID: id, Req: qreq("low"), State: Running, Submit: t0, Attempts: 1, ExitCode: -1, Tier: TierLow,
+			Comps:     []Component{{Site: "B", Nodes: 1, State: backends.StateUnknown, ExitCode: -1, Copy: 1, Role: RoleBackup, Tag: tag}},
+			Withdrawn: []Component{{Site: "A", Nodes: 1, RemoteID: "1", State: backends.StateLost, ExitCode: -1, Role: RolePrimary, Tag: CopyTag(id, 1, 0)}}}
+		if reached {
+			if _, err := c.Submit(context.Background(), &backends.JobSpec{GridID: tag, Nodes: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Put(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+		b := tierBroker(t, st, a, c)
+		if _, err := b.Recover(context.Background(), t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		mustCycle(t, b, t0.Add(2*time.Second))
+		mustCycle(t, b, t0.Add(3*time.Second))
+		if n, ts := c.running(); n != 1 || ts[0] != tag || len(c.jobs) != 1 {
+			t.Fatalf("reached=%v: B runs %v of %d jobs; want the backup once", reached, ts, len(c.jobs))
+		}
+		c.setTag(tag, backends.StateCompleted, 0)
+		mustCycle(t, b, t0.Add(4*time.Second))
+		if got, _ := b.Job(id); got.State != Completed || got.Sites() != "B:1" {
+			t.Fatalf("reached=%v: %s on %s: %s", reached, got.State, got.Sites(), kinds(got))
+		}
+	}
+}
