@@ -401,3 +401,49 @@ func TestRecoverActivatedBackup(t *testing.T) {
 		}
 	}
 }
+
+// fakeRel is a Reliability with a fixed RC per site that records what it
+// is told.
+type fakeRel struct {
+	rc  map[string]float64
+	obs []string
+}
+
+func (f *fakeRel) RC(site string, ct time.Duration) float64 { return f.rc[site] * ct.Seconds() }
+func (f *fakeRel) Observe(site string, up bool, at time.Time) {
+	f.obs = append(f.obs, fmt.Sprintf("%s %v %s", site, up, at.Sub(t0)))
+}
+
+// TestCopiesByReliability: with a model, a high job's copies go to the two
+// least-RC sites, and the model hears of a site that stops answering and
+// of its return.
+func TestCopiesByReliability(t *testing.T) {
+	a := &flaky{fakeSite: newFake("A", 4)}
+	bs, cs := newFake("B", 4), newFake("C", 4)
+	rel := &fakeRel{rc: map[string]float64{"A": 0.9, "B": 0.1, "C": 0.2}}
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a}, {Name: "B", Backend: bs}, {Name: "C", Backend: cs}},
+		Planner: scriptPlanner{fitAllowed}, Tiers: &TierOptions{DownAfter: 10 * time.Second, Reliability: rel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := b.Submit(context.Background(), qreq("high"), t0)
+	mustCycle(t, b, t0) // the planner alone would take A (first with room)
+	got, _ := b.Job(j.ID)
+	if got.Comps[0].Site != "B" || got.Comps[1].Site != "C" {
+		t.Fatalf("copies at %s, want B (RC 0.1) and C (0.2)", got.Sites())
+	}
+	// A none job goes where the planner puts it (A); A then stops
+	// answering and comes back.
+	j2, _ := b.Submit(context.Background(), qreq("none"), t0)
+	mustCycle(t, b, t0.Add(time.Second))
+	if got, _ := b.Job(j2.ID); got.Sites() != "A:1" {
+		t.Fatalf("none job at %s", got.Sites())
+	}
+	a.down.Store(true)
+	mustCycle(t, b, t0.Add(2*time.Second))
+	a.down.Store(false)
+	mustCycle(t, b, t0.Add(3*time.Second))
+	if strings.Join(rel.obs, ";") != "A false 2s;A true 3s" {
+		t.Fatalf("observed %v", rel.obs)
+	}
+}
