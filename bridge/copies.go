@@ -98,10 +98,11 @@ func (b *Broker) avoiding(j *Job, allowed []int) []int {
 
 // placeCopies chooses the copies' placements: copy 0 is the planner's
 // choice — or, with a Reliability model and a job that fits one site, the
-// least-RC site with room — and copy 1 the best other site with room for
-// the whole job: least RC when a model is set, else earliest predicted end,
-// then fewest busy nodes, then configuration order (deterministic). nil
-// second: no other site can hold the job. b.mu held, inside a cycle.
+// least-RC site with room — and copy 1 the best other site big enough for
+// the whole job: one with the nodes free now first, then least RC when a
+// model is set, then earliest predicted end, then configuration order
+// (deterministic); else a disjoint placement the planner beat. nil second:
+// no other placement can hold the job. b.mu held, inside a cycle.
 func (b *Broker) placeCopies(j *Job, d policy.Decision) (first, second []policy.Part) {
 	pj := b.policyJob(j)
 	first = d.Chosen.Parts
