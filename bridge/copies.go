@@ -21,10 +21,11 @@ import (
 //     components stay in Job.Comps (the losers move to Job.Withdrawn), so
 //     only the winner's outputs are fetched.
 //   - low: primary–backup. The backup (copy 1) on another site is active
-//     (submitted at once) when its latest start — deadline minus its
-//     predicted run — is not after the primary's expected end, else passive:
-//     recorded, submitted only if the primary fails. It is cancelled (or
-//     never submitted) when the primary succeeds.
+//     when its latest start — deadline minus its predicted run — is not
+//     after the primary's expected end: it is then submitted at that latest
+//     start (Component.Due), as late as the rule allows. Otherwise it is
+//     passive: recorded, submitted only if the primary fails. It is
+//     cancelled (or never submitted) when the primary succeeds.
 //   - none: one copy; after a failure the job is queued again within
 //     Options.MaxAttempts, and the next placement avoids the sites where it
 //     failed (Job.Avoid) while another can take it.
@@ -37,6 +38,7 @@ import (
 // tierState is the broker's bookkeeping for copies. b.mu guards it.
 type tierState struct {
 	pending   []string       // jobs with a recorded copy intent to submit (submitCopies)
+	due       []string       // jobs with an active backup held until its latest start (dueBackups)
 	downSince []time.Time    // per site: start of the current run of failed status calls
 	orphans   []cancelReq    // cancels of copies at sites that did not answer; retried (retryOrphans)
 	orphanTry time.Time      // when they were last tried
@@ -166,12 +168,13 @@ func (b *Broker) placeCopies(j *Job, d policy.Decision) (first, second []policy.
 	return first, nil
 }
 
-// backupMode decides whether a low job's backup is active (submitted now)
-// or passive (submitted only if the primary fails), and says why. b.mu
-// held, inside a cycle.
-func (b *Broker) backupMode(j *Job, now time.Time, primary policy.Option, backup []policy.Part) (passive bool, why string) {
+// backupMode decides whether a low job's backup is active or passive
+// (submitted only if the primary fails), and says why. An active backup
+// is submitted as late as the rule allows: at due, its latest start (now
+// when that has passed). b.mu held, inside a cycle.
+func (b *Broker) backupMode(j *Job, now time.Time, primary policy.Option, backup []policy.Part) (passive bool, due time.Time, why string) {
 	if j.Req.Deadline.IsZero() {
-		return true, "passive: no deadline, so the backup waits for the primary to fail"
+		return true, time.Time{}, "passive: no deadline, so the backup waits for the primary to fail"
 	}
 	pj := b.policyJob(j)
 	run := b.snap.Runtime(&pj, backup) + b.snap.Transfer(&pj, backup)
@@ -185,10 +188,10 @@ func (b *Broker) backupMode(j *Job, now time.Time, primary policy.Option, backup
 	}
 	end := primary.End()
 	if !latest.After(end) {
-		return false, fmt.Sprintf("active: its latest start %s is not after the primary's expected end %s",
+		return false, latest, fmt.Sprintf("active: its latest start %s is not after the primary's expected end %s, so it starts then",
 			latest.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
 	}
-	return true, fmt.Sprintf("passive: its latest start %s is after the primary's expected end %s",
+	return true, time.Time{}, fmt.Sprintf("passive: its latest start %s is after the primary's expected end %s",
 		latest.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
 }
 
@@ -215,10 +218,16 @@ func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d po
 		msg = fmt.Sprintf("attempt %d: %s copy at %s; no other site can hold the job, so it runs without a second copy",
 			j.Attempts, roleA, partsString(names, first))
 	case j.Tier == TierLow:
-		passive, why := b.backupMode(j, now, d.Chosen, second)
+		passive, due, why := b.backupMode(j, now, d.Chosen, second)
+		if !passive && due.After(now) {
+			passive = true // held until due (dueBackups)
+			b.tiers.due = append(b.tiers.due, j.ID)
+		} else {
+			due = time.Time{}
+		}
 		for _, p := range second {
 			j.Comps = append(j.Comps, Component{Site: names[p.Site], Nodes: p.Nodes, State: backends.StateUnknown, ExitCode: -1,
-				Copy: 1, Role: roleB, Tag: CopyTag(j.ID, j.Attempts, 1), Passive: passive})
+				Copy: 1, Role: roleB, Tag: CopyTag(j.ID, j.Attempts, 1), Passive: passive, Due: due})
 		}
 		msg = fmt.Sprintf("attempt %d: primary at %s, backup at %s (%s)", j.Attempts, partsString(names, first), partsString(names, second), why)
 	default:
@@ -549,6 +558,7 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleReport) {
 	b.mu.Lock()
 	b.retryOrphans(ctx, now)
+	b.dueBackups(ctx, now)
 	ids := b.tiers.pending
 	b.tiers.pending = nil
 	for _, id := range ids {
@@ -740,4 +750,40 @@ func (b *Broker) retryCancel(c cancelReq, err error) {
 // cycle (its failure was reported then). b.mu held.
 func (b *Broker) outageGoesOn(s int, now time.Time) bool {
 	return b.tiers.downSince != nil && !b.tiers.downSince[s].IsZero() && b.tiers.downSince[s].Before(now)
+}
+
+// dueBackups makes the active backups whose latest start has come intents
+// to submit now (recorded first). b.mu held.
+func (b *Broker) dueBackups(ctx context.Context, now time.Time) {
+	if len(b.tiers.due) == 0 {
+		return
+	}
+	keep := b.tiers.due[:0]
+	for _, id := range b.tiers.due {
+		j := b.jobs[id]
+		if j == nil || (j.State != Dispatched && j.State != Running) {
+			continue
+		}
+		waiting, fired := false, false
+		for k := range j.Comps {
+			c := &j.Comps[k]
+			if !c.Passive || c.Due.IsZero() {
+				continue
+			}
+			if now.Before(c.Due) {
+				waiting = true
+				continue
+			}
+			c.Passive, fired = false, true
+		}
+		if fired {
+			b.addEvent(j, now, "backup-due", "", "the backup's latest start has come: it is submitted now, beside the primary")
+			_ = b.persist(ctx, j)
+			b.tiers.pending = append(b.tiers.pending, id)
+		}
+		if waiting {
+			keep = append(keep, id)
+		}
+	}
+	b.tiers.due = keep
 }

@@ -268,15 +268,24 @@ func TestPrimaryBackupActiveCancelledOnSuccess(t *testing.T) {
 	r.Deadline = t0.Add(90 * time.Second) // latest backup start t0+30s is before the primary's end t0+60s
 	j, _ := b.Submit(context.Background(), r, t0)
 	mustCycle(t, b, t0)
+	got, _ := b.Job(j.ID)
+	if n, _ := c.running(); n != 0 || !got.Comps[1].Due.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("the active backup must wait for its latest start t0+30s: %d running, due %v", n, got.Comps[1].Due)
+	}
+	mustCycle(t, b, t0.Add(29*time.Second))
+	if n, _ := c.running(); n != 0 {
+		t.Fatal("the active backup was submitted before its latest start")
+	}
+	mustCycle(t, b, t0.Add(30*time.Second))
 	if n, _ := c.running(); n != 1 {
-		t.Fatal("the active backup was not submitted")
+		t.Fatal("the active backup was not submitted at its latest start")
 	}
 	a.setTag(CopyTag(j.ID, 1, 0), backends.StateCompleted, 0)
-	mustCycle(t, b, t0.Add(time.Second))
+	mustCycle(t, b, t0.Add(31*time.Second))
 	if n, _ := c.running(); n != 0 {
 		t.Fatal("backup runs after its primary succeeded")
 	}
-	mustCycle(t, b, t0.Add(2*time.Second))
+	mustCycle(t, b, t0.Add(32*time.Second))
 	if got, _ := b.Job(j.ID); got.State != Completed || got.Sites() != "A:1" {
 		t.Fatalf("%s on %s", got.State, got.Sites())
 	}

@@ -122,6 +122,9 @@ type Component struct {
 	Role    string `json:",omitempty"`
 	Tag     string `json:",omitempty"`
 	Passive bool   `json:",omitempty"`
+	// Due: an active backup held (Passive) until this time, its latest
+	// start; zero for any other component.
+	Due time.Time `json:",omitzero"`
 }
 
 // Event is one entry of a job's history.

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -92,6 +93,9 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 	}
 	if resubmit {
 		b.tiers.pending = append(b.tiers.pending, j.ID)
+	}
+	if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Passive && !c.Due.IsZero() }) {
+		b.tiers.due = append(b.tiers.due, j.ID)
 	}
 	_ = b.persist(ctx, j)
 	return true

@@ -17,7 +17,10 @@ func copiesText(j *bridge.Job) string {
 			return ""
 		}
 		role := c.Role
-		if c.Passive {
+		switch {
+		case c.Passive && !c.Due.IsZero():
+			role += " (starts " + c.Due.UTC().Format("15:04:05") + ")"
+		case c.Passive:
 			role = "passive " + role
 		}
 		parts = append(parts, fmt.Sprintf("%s at %s:%d", role, c.Site, c.Nodes))
