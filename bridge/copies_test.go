@@ -456,3 +456,32 @@ func TestCopiesByReliability(t *testing.T) {
 		t.Fatalf("observed %v", rel.obs)
 	}
 }
+
+// TestRecoverDueBackup: an active backup held until its latest start is
+// still held, and then submitted, by a restarted broker.
+func TestRecoverDueBackup(t *testing.T) {
+	a, c := newFake("A", 4), newFake("B", 4)
+	st := NewMemStore()
+	id := "g000009"
+	rid, _ := a.Submit(context.Background(), &backends.JobSpec{GridID: CopyTag(id, 1, 0), Nodes: 1})
+	a.setTag(CopyTag(id, 1, 0), backends.StateRunning, 0)
+	j := &Job{ID: id, Req: qreq("low"), State: Running, Submit: t0, Attempts: 1, ExitCode: -1, Tier: TierLow,
+		Comps: []Component{{Site: "A", Nodes: 1, RemoteID: rid, State: backends.StateRunning, ExitCode: -1, Role: RolePrimary, Tag: CopyTag(id, 1, 0)},
+			{Site: "B", Nodes: 1, State: backends.StateUnknown, ExitCode: -1, Copy: 1, Role: RoleBackup, Tag: CopyTag(id, 1, 1),
+				Passive: true, Due: t0.Add(30 * time.Second)}}}
+	if err := st.Put(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	b := tierBroker(t, st, a, c)
+	if _, err := b.Recover(context.Background(), t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(10*time.Second))
+	if n, _ := c.running(); n != 0 {
+		t.Fatal("the backup was submitted before it was due")
+	}
+	mustCycle(t, b, t0.Add(30*time.Second))
+	if _, ts := c.running(); len(ts) != 1 || ts[0] != CopyTag(id, 1, 1) {
+		t.Fatalf("B runs %v, want the backup at its latest start", ts)
+	}
+}
