@@ -165,13 +165,18 @@ func privateTestbed(t *testing.T) *testbed {
 		if err != nil {
 			return fmt.Errorf("slurm-testbed.sh %s: %v\n%s", verb, err, out)
 		}
+		if testing.Verbose() {
+			t.Logf("slurm-testbed.sh %s:\n%s", verb, out)
+		}
 		return nil
 	}
 	t.Cleanup(func() {
+		t0 := time.Now()
 		if err := run("clean"); err != nil {
 			t.Error(err)
 		}
 		os.RemoveAll(dir)
+		t.Logf("private testbed removed in %s", time.Since(t0).Round(100*time.Millisecond))
 	})
 	if err := run("start"); err != nil {
 		t.Fatal(err)
