@@ -167,3 +167,28 @@ func TestStatusSaysTier(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestExampleDeadlineTier checks examples/deadline.yaml's comment: auto
+// gives the low tier, whose passive backup is never submitted; a +40m
+// deadline gives high.
+func TestExampleDeadlineTier(t *testing.T) {
+	r := runQoS(t, "examples/deadline.yaml")
+	if r.State != "completed" || r.Tier != bridge.TierLow || !strings.HasPrefix(r.TierWhy, "auto: deadline") {
+		t.Fatalf("%+v", r)
+	}
+	if sub := r.events("submitted-remote"); len(sub) != 1 || len(r.Withdrawn) != 1 || r.Withdrawn[0].RemoteID != "" {
+		t.Fatalf("submissions %+v, withdrawn %+v: want the primary only, the passive backup never submitted", sub, r.Withdrawn)
+	}
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "examples/deadline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := filepath.Join(dir, "tight.yaml")
+	if err := os.WriteFile(job, []byte(strings.Replace(string(b), "deadline: +2h ", "deadline: +40m", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r = runQoS(t, job); r.Tier != bridge.TierHigh || len(r.events("submitted-remote")) != 2 {
+		t.Fatalf("+40m: %+v", r)
+	}
+}
