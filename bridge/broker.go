@@ -105,6 +105,11 @@ type Options struct {
 	// run, with the reason (feasible.go: Feasible). Off for trace replays,
 	// where the planner rejects such a job in its cycle instead.
 	CheckFeasible bool
+	// Tiers turns on the dependability tiers of SPEC.md §5 (tiers.go,
+	// copies.go): replication, primary–backup and retry. nil: every job
+	// runs one copy per attempt, and a request asking for qos high or low
+	// is refused.
+	Tiers *TierOptions
 }
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
@@ -161,6 +166,7 @@ type Broker struct {
 
 	known []policy.Site // each site's size and node shape as last seen, for feasible (feasible.go)
 	seen  []bool        // known[s] was filled from an Info
+	tiers tierState     // QoS-tier copies (copies.go)
 
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
@@ -288,6 +294,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}
 		j.Events = append(j.Events, *ev)
 	}
+	b.assignTier(j, now) // tiers.go
 	if req.Window != nil {
 		// Admission answers at once (DRRM): the job is Reserved or
 		// Rejected before anyone sees it.
@@ -450,8 +457,9 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
-	b.releaseHeld(ctx, now)   // deps.go
-	b.advanceGroups(ctx, now) // group.go
+	b.releaseHeld(ctx, now)        // deps.go
+	b.advanceGroups(ctx, now)      // group.go
+	b.submitCopies(ctx, now, &rep) // copies.go
 	b.mu.Lock()
 	queued := len(b.queue)
 	b.mu.Unlock()
@@ -479,7 +487,7 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 		ids = make([][]backends.JobID, len(b.sites))
 		for _, id := range b.live {
 			for _, c := range b.jobs[id].Comps {
-				if s := b.siteIdx[c.Site]; !c.State.Final() && !b.sites[s].Pushes {
+				if s := b.siteIdx[c.Site]; !c.State.Final() && !b.sites[s].Pushes && c.RemoteID != "" {
 					ids[s] = append(ids[s], c.RemoteID)
 				}
 			}
@@ -514,7 +522,7 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	}()
 
 	b.mu.Lock()
-	var touched []*Job
+	touched := b.detectDown(results, errs, now) // copies.go
 	for _, n := range notes {
 		if j := b.apply(n.site, n.st, now); j != nil {
 			touched = append(touched, j)
@@ -523,7 +531,11 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	for s := range results {
 		if errs[s] != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: status: %w", b.sites[s].Name, errs[s]))
-			b.log.Warn("status poll failed", "site", b.sites[s].Name, "err", errs[s])
+			lvl := slog.LevelWarn
+			if b.outageGoesOn(s, now) { // copies.go: said once per outage
+				lvl = slog.LevelDebug
+			}
+			b.log.Log(ctx, lvl, "status poll failed", "site", b.sites[s].Name, "err", errs[s])
 			continue
 		}
 		rep.Polled += len(results[s])
@@ -657,6 +669,9 @@ type cancelReq struct {
 // track folds component states into the job state. b.mu is held. It returns
 // the remote cancels to issue (siblings of a failed component, losing copies).
 func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
+	if b.hasCopies(j) {
+		return b.trackCopies(ctx, j, now, rep) // copies.go
+	}
 	var cancels []cancelReq
 	if len(j.Comps) > 0 && j.Comps[0].Replica {
 		// Replicated job: the first copy to run wins, the others are withdrawn.
@@ -721,8 +736,8 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 		if c.Reason != "" {
 			reason += " (" + c.Reason + ")"
 		}
-		if c.State == backends.StateLost && j.Attempts < b.opts.MaxAttempts {
-			b.requeue(j, now, reason)
+		if (c.State == backends.StateLost || b.retries(j)) && j.Attempts < b.opts.MaxAttempts {
+			b.retryAfter(j, c, now, reason) // copies.go
 			break
 		}
 		f := outcome{state: Failed, reason: reason, exit: c.ExitCode, start: j.Start, end: orNow(c.End, now),
@@ -848,6 +863,7 @@ func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 		j := b.jobs[c.job]
 		if err != nil {
 			b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+			b.retryCancel(c, err) // copies.go
 		} else {
 			b.addEvent(j, now, "cancelled-remote", c.site, c.why)
 		}
@@ -927,7 +943,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	for k > 0 && b.pq[k-1].Submit.After(now) {
 		k--
 	}
-	b.snap.Queue = b.pq[:k:k]
+	b.snap.Queue = b.tierOrder(b.pq[:k:k]) // tiers.go
 	b.mu.Unlock()
 	return &b.snap, nil
 }
@@ -985,6 +1001,9 @@ func (b *Broker) policyJob(j *Job) policy.Job {
 		for _, n := range b.allowedLeft(j) {
 			pj.Allowed = append(pj.Allowed, b.siteIdx[n])
 		}
+	}
+	if len(j.Avoid) > 0 {
+		pj.Allowed = b.avoiding(j, pj.Allowed) // copies.go
 	}
 	return pj
 }

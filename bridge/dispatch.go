@@ -47,6 +47,10 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 			}
 			b.mu.Unlock()
 		case policy.Start, policy.Replicate:
+			if b.copiesFor(j) {
+				b.dispatchCopies(ctx, now, j, d, rep) // copies.go; releases b.mu
+				continue
+			}
 			j.Attempts++
 			j.Predicted, j.Beaten, j.SiteNames = d.Chosen, d.Beaten, names
 			if !b.opts.NoHistory {
@@ -217,7 +221,7 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 	}
 	var cs []cancelReq
 	for _, c := range j.Comps {
-		if !c.State.Final() {
+		if !c.State.Final() && c.RemoteID != "" { // a passive backup was never submitted
 			cs = append(cs, cancelReq{id, c.Site, c.RemoteID, "cancelled by the user"})
 		}
 	}

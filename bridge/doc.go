@@ -18,6 +18,14 @@
 //	          site; Reject → fail the job with the policy's reasons;
 //	          Reserve → note the predicted start
 //
+// With Options.Tiers the broker runs the dependability tiers of SPEC.md §5
+// (tiers.go, copies.go, recover_copies.go): each job gets a tier at
+// submission (high, low, none), the queue is served high → low → none, a
+// high job runs two copies at once (the first to succeed wins), a low job a
+// primary and a backup, a none job is retried elsewhere after a failure; a
+// site that keeps failing its status calls for TierOptions.DownAfter has
+// lost the components it runs.
+//
 // The broker never reads the wall clock: now is an argument, so the same code
 // runs live and inside a trace replay on virtual time. Every state change is
 // written to a Store before it is acted on; the in-memory store here is the

@@ -106,8 +106,11 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 			if len(j.Comps) > 1 {
 				dir = filepath.Join(dir, fmt.Sprintf("%d-%s", k, c.Site))
 			}
-			t.comps = append(t.comps, fetchComp{site: c.Site, id: c.RemoteID, dir: dir, fe: fe,
-				spec: b.spec(j, k, len(j.Comps), c.Site, c.Nodes, policy.Option{})})
+			sp := b.spec(j, k, len(j.Comps), c.Site, c.Nodes, policy.Option{})
+			if c.Tag != "" { // a QoS-tier copy: its own tag, its own remote directory
+				sp.GridID = c.Tag
+			}
+			t.comps = append(t.comps, fetchComp{site: c.Site, id: c.RemoteID, dir: dir, fe: fe, spec: sp})
 			sim = sim && b.sites[s].Simulated
 		}
 		if sim {

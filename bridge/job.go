@@ -165,6 +165,17 @@ type Component struct {
 	Start    time.Time
 	End      time.Time
 	Replica  bool // one copy of a replicated job (Sabin multi-queue); not a co-allocated share
+	// QoS-tier copies (copies.go): which copy of the job this share
+	// belongs to (0 = the primary), its role, the remote tag it carries
+	// when it is not RemoteTag(job, attempt), and whether it is a passive
+	// backup (planned, submitted only if the primary fails).
+	Copy    int    `json:",omitempty"`
+	Role    string `json:",omitempty"`
+	Tag     string `json:",omitempty"`
+	Passive bool   `json:",omitempty"`
+	// Due: an active backup held (Passive) until this time, its latest
+	// start; zero for any other component.
+	Due time.Time `json:",omitzero"`
 }
 
 // Event is one entry of a job's history.
@@ -209,8 +220,20 @@ type Job struct {
 	// for good (the batch system said no: resources, partition, limits),
 	// with why; the job is never placed there again (refused.go).
 	Refused []Refusal `json:",omitempty"`
+	// Tier is the dependability tier the job got at submission (TierHigh,
+	// TierLow, TierNone; "" when the broker runs without tiers) and
+	// TierWhy says why. Neither changes afterwards (tiers.go).
+	Tier    string `json:",omitempty"`
+	TierWhy string `json:",omitempty"`
+	// Withdrawn are the copies of a QoS-tiered job that lost (or were
+	// lost): kept for the record; only the winner's outputs are fetched.
+	Withdrawn []Component `json:",omitempty"`
+	// Avoid are sites where an attempt of a retried job failed: the next
+	// placement avoids them while another site can take the job.
+	Avoid []string `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
+	won     bool     // a copy won; the copy-won event is recorded (copies.go)
 	final   *outcome // how it ends, once its outputs are fetched
 }
 
@@ -231,6 +254,8 @@ func (j *Job) Clone() *Job {
 	c := *j
 	c.Req = j.Req.clone()
 	c.Comps = slices.Clone(j.Comps)
+	c.Withdrawn = slices.Clone(j.Withdrawn)
+	c.Avoid = slices.Clone(j.Avoid)
 	c.Events = slices.Clone(j.Events)
 	c.Predicted = cloneOption(j.Predicted)
 	c.Beaten = make([]policy.Option, len(j.Beaten))

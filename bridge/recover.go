@@ -73,6 +73,9 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		case Dispatched, Running:
 			b.track0(j)
 			rep.Live++
+			if b.hasCopies(j) && !b.lookupIntents(ctx, j, now, &rep) { // recover_copies.go
+				continue
+			}
 			// Components that ended before the crash (the job was stopped
 			// while fetching its outputs): no poll asks about them again.
 			if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.State.Final() }) {
@@ -117,6 +120,9 @@ func (b *Broker) track0(j *Job) {
 // held (the sites are asked with it held: recovery runs before any cycle). It
 // returns the remote cancels to issue once b.mu is released.
 func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
+	if b.hasCopies(j) {
+		return b.reconcileCopies(ctx, j, now, rep) // recover_copies.go
+	}
 	tag := RemoteTag(j.ID, j.Attempts)
 	found, missing, unknown := 0, 0, 0
 	for k := range j.Comps {

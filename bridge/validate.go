@@ -146,6 +146,7 @@ func (b *Broker) validate(req *Request, now time.Time) error {
 	p.add("Sim.ExitCode", jobrules.Count(int64(req.Sim.ExitCode), 0, jobrules.MaxExitCode, "a whole number 0..255"))
 	p.add("DataSize", jobrules.DataSize(req.DataSize))
 	p.add("QoS", jobrules.QoS(req.QoS))
+	b.checkTier(&p, req) // tiers.go
 	if !req.Deadline.IsZero() {
 		p.add("Deadline", jobrules.Time(req.Deadline, now))
 	}

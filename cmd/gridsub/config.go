@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 
+	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/config"
 )
@@ -27,6 +28,7 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 		InputRoots: cfg.Broker.InputRoots,
 	}
 	spec.FetchWorkers, spec.FetchTimeout = cfg.Staging.FetchWorkers, cfg.Staging.FetchTimeout
+	spec.Tiers = bridge.TierOptions{Lambda: cfg.Broker.QoS.Lambda, DownAfter: cfg.Broker.QoS.DownAfter}
 	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = cfg.Broker.PolicySHA256, cfg.Broker.FallbackPolicy, cfg.Broker.PolicyTimeout
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]

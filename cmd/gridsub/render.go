@@ -25,6 +25,9 @@ type jobJSON struct {
 	ExitCode   *int           `json:"exit_code,omitempty"`
 	Reason     string         `json:"reason,omitempty"`
 	Attempts   int            `json:"attempts"`
+	Tier       string         `json:"tier,omitempty"`     // the dependability tier (SPEC.md §5)
+	TierWhy    string         `json:"tier_why,omitempty"` // why the job got it
+	Withdrawn  []partJSON     `json:"copies_withdrawn,omitempty"`
 	Predicted  *optionJSON    `json:"predicted,omitempty"`
 	Beaten     []optionJSON   `json:"alternatives_beaten,omitempty"`
 	Outputs    []string       `json:"outputs,omitempty"`
@@ -88,6 +91,10 @@ func toJSON(j *bridge.Job, events bool) jobJSON {
 	}
 	for _, c := range j.Comps {
 		out.Sites = append(out.Sites, partJSON{Site: c.Site, Nodes: c.Nodes, RemoteID: string(c.RemoteID), State: c.State.String()})
+	}
+	out.Tier, out.TierWhy = j.Tier, j.TierWhy
+	for _, c := range j.Withdrawn {
+		out.Withdrawn = append(out.Withdrawn, partJSON{Site: c.Site, Nodes: c.Nodes, RemoteID: string(c.RemoteID), State: c.State.String()})
 	}
 	if !j.Start.IsZero() {
 		s := j.Start
@@ -197,6 +204,9 @@ func progressLine(j *bridge.Job, now time.Time) string {
 		}
 		return fmt.Sprintf("[%s] reservation admitted, window opens %s", rel(now, j.Submit), rel(r.Earliest, j.Submit))
 	case bridge.Dispatched:
+		if c := copiesText(j); c != "" {
+			return fmt.Sprintf("[%s] submitted: %s (tier %s)", rel(now, j.Submit), c, j.Tier)
+		}
 		return fmt.Sprintf("[%s] submitted to %s, waiting for every part to start", rel(now, j.Submit), j.Sites())
 	case bridge.Running:
 		el := now.Sub(j.Start)
@@ -207,7 +217,11 @@ func progressLine(j *bridge.Job, now time.Time) string {
 		frac := min(1, float64(el)/float64(tot))
 		const w = 24
 		n := int(frac * w)
-		return fmt.Sprintf("[%s] running on %s %s %3.0f%%  %s of ~%s", rel(now, j.Submit), j.Sites(),
+		on := j.Sites()
+		if c := copiesText(j); c != "" {
+			on = c
+		}
+		return fmt.Sprintf("[%s] running on %s %s %3.0f%%  %s of ~%s", rel(now, j.Submit), on,
 			"▕"+strings.Repeat("█", n)+strings.Repeat("░", w-n)+"▏", frac*100, el.Round(time.Second), tot.Round(time.Second))
 	default:
 		return fmt.Sprintf("[%s] %s", rel(now, j.Submit), j.State)
@@ -229,6 +243,16 @@ func summaryText(j *bridge.Job) string {
 	}
 	if s := j.Sites(); s != "" {
 		row("sites", s)
+	}
+	if j.Tier != "" {
+		row("tier", j.Tier+" — "+j.TierWhy)
+	}
+	for _, c := range j.Withdrawn {
+		st := c.State.String()
+		if c.RemoteID == "" {
+			st = "never submitted"
+		}
+		row("withdrawn", fmt.Sprintf("%s copy at %s:%d (%s)", c.Role, c.Site, c.Nodes, st))
 	}
 	if r := j.Resv; r != nil {
 		v := fmt.Sprintf("%s, window %s .. %s", r.State, r.Earliest.Format(time.RFC3339), r.Latest.Format(time.RFC3339))

@@ -25,9 +25,10 @@ type submitFlags struct {
 	outDirSet bool // --out-dir given: a daemon writes there (inside its output root), else below its root
 	timeScale float64
 	quiet     bool
-	wait      bool // with a daemon: follow the job (jobs.go)
-	embedded  bool // never hand the job to a daemon
-	dryRun    bool // explain the placement, submit nothing (explain.go)
+	wait      bool     // with a daemon: follow the job (jobs.go)
+	embedded  bool     // never hand the job to a daemon
+	dryRun    bool     // explain the placement, submit nothing (explain.go)
+	inject    []string // --inject-failure SITE@DELAY[+REPAIR] (inject.go)
 }
 
 func (f *submitFlags) register(c *cobra.Command) {
@@ -39,6 +40,7 @@ func (f *submitFlags) register(c *cobra.Command) {
 	fl.BoolVarP(&f.wait, "wait", "w", false, "when a daemon (gridsub serve) takes the job: follow it to its end, as without a daemon")
 	fl.BoolVar(&f.embedded, "embedded", false, "run on an embedded broker even when a daemon is running")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "check the job as a submission would and print where it would be placed now, the alternatives and the sites it cannot use; submit nothing")
+	fl.StringArrayVar(&f.inject, "inject-failure", nil, "simulated sites only: SITE@DELAY[+REPAIR] makes SITE fail DELAY (virtual time) after the submission, losing its jobs and refusing work until repaired REPAIR later (never when not given); implies --embedded; repeatable")
 }
 
 // setString is a string flag that records whether it was given.
@@ -152,6 +154,9 @@ func embeddedRoots(outDir, jobDir string, inputRoots []string) (string, []string
 }
 
 func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) error {
+	if len(f.inject) > 0 {
+		f.embedded = true // the failure is injected into this process's simulated sites
+	}
 	if f.dryRun {
 		return runDryRun(ctx, g, f, path)
 	}
@@ -206,6 +211,9 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	}
 	req, err := toRequest(job, now, outDir)
 	if err != nil {
+		return usageErr(err)
+	}
+	if err := injectFailures(env, f.inject, now); err != nil {
 		return usageErr(err)
 	}
 	j, err := env.Broker.Submit(ctx, req, now)

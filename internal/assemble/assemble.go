@@ -65,6 +65,9 @@ type Spec struct {
 	PlannerSHA256   string
 	FallbackPlanner string
 	PlannerTimeout  time.Duration
+	// Tiers tunes the dependability tiers, which every assembled broker
+	// runs (bridge.Options.Tiers).
+	Tiers bridge.TierOptions
 }
 
 // Options are knobs of the caller, not of the configuration.
@@ -168,7 +171,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
-		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true})
+		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &spec.Tiers})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

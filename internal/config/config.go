@@ -161,6 +161,17 @@ type Broker struct {
 	PolicySHA256   string        `mapstructure:"policy_sha256"`
 	FallbackPolicy string        `mapstructure:"fallback_policy"`
 	PolicyTimeout  time.Duration `mapstructure:"policy_timeout"`
+
+	// QoS tunes the dependability tiers (SPEC.md §5, bridge.TierOptions).
+	QoS QoS `mapstructure:"qos"`
+}
+
+// QoS tunes the dependability tiers: Lambda is λ of the tier rule (0 =
+// 1.5), DownAfter how long a site may fail to answer before the jobs it
+// runs count as lost (0 = 2m).
+type QoS struct {
+	Lambda    float64       `mapstructure:"lambda"`
+	DownAfter time.Duration `mapstructure:"down_after"`
 }
 
 // Staging bounds every file moved to and from the real sites (SFTP stage-in

@@ -286,6 +286,8 @@ func TestValidation(t *testing.T) {
 		{"policy", base + "broker: {policy: ''}\n", "broker.policy", "must name a planner", ErrInvalid},
 		{"state dir", base + "broker: {state_dir: rel}\n", "broker.state_dir", "absolute", ErrInvalid},
 		{"cron", base + "broker: {cron: {sweep: 'every day'}}\n", "broker.cron.sweep", "not a cron spec", ErrInvalid},
+		{"qos lambda", base + "broker: {qos: {lambda: -1}}\n", "broker.qos.lambda", "from 0", ErrInvalid},
+		{"qos down_after", base + "broker: {qos: {down_after: -5s}}\n", "broker.qos.down_after", "from 0", ErrInvalid},
 		{"time scale", base + "sim: {time_scale: 0}\n", "sim.time_scale", "> 0", ErrInvalid},
 		{"seed", base + "sim: {seed: -1}\n", "sim.seed", "whole number", ErrInvalid},
 		{"bad ref", base + "broker: {policy: '${1X}'}\n", "broker.policy", "not a variable reference", ErrInvalid},

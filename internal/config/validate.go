@@ -177,6 +177,12 @@ func (c *Config) validate() Errors {
 			bad("broker.cron."+name, "%s", msg)
 		}
 	}
+	if !(b.QoS.Lambda >= 0) || b.QoS.Lambda > 100 {
+		bad("broker.qos.lambda", "must be a number from 0 (the default 1.5) to 100, got %v", b.QoS.Lambda)
+	}
+	if b.QoS.DownAfter < 0 || b.QoS.DownAfter > MaxInterval {
+		bad("broker.qos.down_after", "must be a duration from 0 (the default 2m) to %s, got %s", MaxInterval, b.QoS.DownAfter)
+	}
 	if (b.TLSCert == "") != (b.TLSKey == "") {
 		bad("broker.tls_cert", "give both broker.tls_cert and broker.tls_key (PEM certificate and private key files), or neither")
 	}

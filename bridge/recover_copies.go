@@ -1,0 +1,102 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// reconcileCopies settles a QoS-tiered job found Submitting after a
+// restart: every copy intent is looked up by its own tag; a copy found is
+// adopted, one that never reached its site is submitted again under the
+// same tag by the next cycle (it was not there, so nothing runs twice), and
+// a passive backup stays passive. Then the copies are tracked as usual, so
+// a winner found is kept and the losers cancelled. b.mu held.
+func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
+	if !b.lookupIntents(ctx, j, now, rep) {
+		return nil
+	}
+	j.State = Dispatched
+	b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
+	b.track0(j)
+	rep.Live++
+	var crep CycleReport
+	return b.trackCopies(ctx, j, now, &crep)
+}
+
+// lookupIntents resolves the copy intents of j (components with a tag and
+// no remote id) at their sites. It reports false when a site could not be
+// asked: the job is then held and retried every cycle (as a single job is).
+// b.mu held.
+func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) bool {
+	resubmit := false
+	for k := range j.Comps {
+		c := &j.Comps[k]
+		if c.RemoteID != "" || c.Passive || c.State.Final() {
+			continue
+		}
+		be := b.sites[b.siteIdx[c.Site]].Backend
+		f, ok := backends.AsFinder(be)
+		if !ok {
+			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
+			resubmit = true
+			rep.NeverReached++
+			continue
+		}
+		sts, err := f.FindByGridID(ctx, c.Tag)
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
+			rep.Unresolved++
+			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", c.Tag, err))
+			_ = b.persist(ctx, j)
+			if j.State == Submitting {
+				b.unresolved = append(b.unresolved, j.ID)
+			} else {
+				// A live job with an unresolved intent: drop it from the
+				// live set until the site answers (retryUnresolved).
+				b.live = b.live[:len(b.live)-1]
+				b.unindex(j)
+				j.State = Submitting
+				b.unresolved = append(b.unresolved, j.ID)
+			}
+			return false
+		}
+		if len(sts) == 0 {
+			resubmit = true
+			rep.NeverReached++
+			continue
+		}
+		st := sts[0]
+		c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
+		if c.State == backends.StateUnknown {
+			c.State = backends.StatePending
+		}
+		if !st.Start.IsZero() {
+			c.Start = st.Start
+		}
+		if c.State.Final() {
+			c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
+		}
+		if j.State != Submitting {
+			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
+		}
+		rep.Adopted++
+		for _, extra := range sts[1:] { // never expected; cancel rather than run twice
+			if !extra.State.Final() {
+				_ = be.Cancel(ctx, extra.ID)
+			}
+			rep.DuplicatesCancelled++
+		}
+	}
+	if resubmit {
+		b.tiers.pending = append(b.tiers.pending, j.ID)
+	}
+	if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Passive && !c.Due.IsZero() }) {
+		b.tiers.due = append(b.tiers.due, j.ID)
+	}
+	_ = b.persist(ctx, j)
+	return true
+}
