@@ -245,7 +245,7 @@ func TestSiteFindAndFetch(t *testing.T) {
 	if err != nil || len(paths) != 3 {
 		t.Fatalf("fetch: %v %v", paths, err)
 	}
-	out, err := os.ReadFile(filepath.Join(dir, "stdout.txt"))
+	out, err := os.ReadFile(filepath.Join(dir, backends.StdoutFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,8 +202,9 @@ func progressLine(j *bridge.Job, now time.Time) string {
 	}
 }
 
-// summaryText is the end-of-job summary.
-func summaryText(j *bridge.Job) string {
+// summaryText is the end-of-job summary (also status's). sim: the job's
+// times are on the simulated clock (stamp marks them).
+func summaryText(j *bridge.Job, sim bool) string {
 	var sb strings.Builder
 	row := func(k, v string) { fmt.Fprintf(&sb, "  %-10s %s\n", k, v) }
 	fmt.Fprintf(&sb, "summary of %s (%s)\n", j.ID, j.Req.Name)
@@ -218,25 +219,35 @@ func summaryText(j *bridge.Job) string {
 	if s := j.Sites(); s != "" {
 		row("sites", s)
 	}
+	if ids := remoteIDs(j); ids != "" {
+		row("batch ids", ids)
+	}
+	qos := j.Req.QoS
+	if qos == "" {
+		qos = "auto"
+	}
+	row("qos", qos)
+	if !j.Req.Deadline.IsZero() {
+		row("deadline", stamp(j.Req.Deadline, sim)+deadlineMet(j))
+	}
 	if r := j.Resv; r != nil {
-		v := fmt.Sprintf("%s, window %s .. %s", r.State, r.Earliest.Format(time.RFC3339), r.Latest.Format(time.RFC3339))
+		v := fmt.Sprintf("%s, window %s .. %s", r.State, stamp(r.Earliest, sim), stamp(r.Latest, sim))
 		if r.Site != "" {
-			v += fmt.Sprintf("; bound at %s from %s", r.Site, r.Start.Format(time.RFC3339))
+			v += fmt.Sprintf("; bound at %s from %s", r.Site, stamp(r.Start, sim))
 		}
 		if len(r.Preempted) > 0 {
 			v += fmt.Sprintf("; restarted %s (cost %.0f s)", strings.Join(r.Preempted, ", "), r.Cost)
 		}
 		row("reservation", v)
 	}
+	row("submitted", stamp(j.Submit, sim))
 	if !j.Start.IsZero() {
 		row("wait", j.Start.Sub(j.Submit).Round(time.Second).String())
 		if !j.End.IsZero() {
 			row("run time", j.End.Sub(j.Start).Round(time.Second).String())
 		}
 	}
-	if j.Attempts > 1 {
-		row("attempts", fmt.Sprint(j.Attempts))
-	}
+	row("attempts", fmt.Sprint(j.Attempts))
 	for _, e := range j.FetchErrors {
 		row("not fetched", e)
 	}
@@ -246,4 +257,29 @@ func summaryText(j *bridge.Job) string {
 		row("output", "(none fetched) "+j.Req.OutputDir)
 	}
 	return sb.String()
+}
+
+// remoteIDs lists the batch job ids the sites gave the job's components
+// ("siteA:1234, siteB:77"), "" before any was submitted.
+func remoteIDs(j *bridge.Job) string {
+	var ids []string
+	for _, c := range j.Comps {
+		if c.RemoteID != "" {
+			ids = append(ids, c.Site+":"+string(c.RemoteID))
+		}
+	}
+	return strings.Join(ids, ", ")
+}
+
+// deadlineMet says whether a job that ended met its deadline.
+func deadlineMet(j *bridge.Job) string {
+	switch {
+	case j.State != bridge.Completed && j.State.Final():
+		return " (not met: the job " + string(j.State) + ")"
+	case j.End.IsZero():
+		return ""
+	case j.End.After(j.Req.Deadline):
+		return fmt.Sprintf(" (missed by %s)", j.End.Sub(j.Req.Deadline).Round(time.Second))
+	}
+	return fmt.Sprintf(" (met, %s to spare)", j.Req.Deadline.Sub(j.End).Round(time.Second))
 }
