@@ -88,11 +88,11 @@ goes on in the daemon.`,
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			if !isFile(args[0]) {
-				return usageErr(notAJobFile(cmd, args[0]))
-			}
 			if len(args) > 1 {
 				return usageErr(fmt.Errorf("one job file at a time (got %d arguments); did you mean `gridsub validate %s`?", len(args), strings.Join(args, " ")))
+			}
+			if !isFile(args[0]) {
+				return usageErr(notAJobFile(cmd, args[0]))
 			}
 			return runSubmit(cmd.Context(), g, sub, args[0])
 		},

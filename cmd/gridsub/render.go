@@ -13,24 +13,28 @@ import (
 
 // jobJSON is the stable JSON shape of a job for scripts.
 type jobJSON struct {
-	ID         string         `json:"id"`
-	Name       string         `json:"name"`
-	State      string         `json:"state"`
-	Sites      []partJSON     `json:"sites"`
-	Submit     time.Time      `json:"submit"`
-	Start      *time.Time     `json:"start,omitempty"`
-	End        *time.Time     `json:"end,omitempty"`
-	WaitSec    *float64       `json:"wait_seconds,omitempty"`
-	RunSec     *float64       `json:"run_seconds,omitempty"`
-	ExitCode   *int           `json:"exit_code,omitempty"`
-	Reason     string         `json:"reason,omitempty"`
-	Attempts   int            `json:"attempts"`
-	Predicted  *optionJSON    `json:"predicted,omitempty"`
-	Beaten     []optionJSON   `json:"alternatives_beaten,omitempty"`
-	Outputs    []string       `json:"outputs,omitempty"`
-	NotFetched []string       `json:"fetch_errors,omitempty"`
-	Resv       *resvJSON      `json:"reservation,omitempty"`
-	Events     []bridge.Event `json:"events,omitempty"`
+	ID       string     `json:"id"`
+	Name     string     `json:"name"`
+	State    string     `json:"state"`
+	Sites    []partJSON `json:"sites"`
+	Submit   time.Time  `json:"submit"`
+	Start    *time.Time `json:"start,omitempty"`
+	End      *time.Time `json:"end,omitempty"`
+	WaitSec  *float64   `json:"wait_seconds,omitempty"`
+	RunSec   *float64   `json:"run_seconds,omitempty"`
+	ExitCode *int       `json:"exit_code,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
+	Attempts int        `json:"attempts"`
+	QoS      string     `json:"qos,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// DeadlineMet: the job completed by its deadline (set once it ended).
+	DeadlineMet *bool          `json:"deadline_met,omitempty"`
+	Predicted   *optionJSON    `json:"predicted,omitempty"`
+	Beaten      []optionJSON   `json:"alternatives_beaten,omitempty"`
+	Outputs     []string       `json:"outputs,omitempty"`
+	NotFetched  []string       `json:"fetch_errors,omitempty"`
+	Resv        *resvJSON      `json:"reservation,omitempty"`
+	Events      []bridge.Event `json:"events,omitempty"`
 }
 
 // resvJSON is a job's advance reservation (SPEC.md §2).
@@ -96,6 +100,14 @@ func toJSON(j *bridge.Job, events bool) jobJSON {
 	if j.State == bridge.Completed || j.State == bridge.Failed {
 		x := j.ExitCode
 		out.ExitCode = &x
+	}
+	out.QoS = j.Req.QoS
+	if d := j.Req.Deadline; !d.IsZero() {
+		out.Deadline = &d
+		if j.State.Final() {
+			met := j.State == bridge.Completed && !j.End.After(d)
+			out.DeadlineMet = &met
+		}
 	}
 	if j.Predicted.Parts != nil {
 		p := optJSON(j.SiteNames, j.Predicted)

@@ -42,7 +42,6 @@ var (
 // DBName is the database file in the state directory.
 const DBName = "gridsub.db"
 
-
 // clockFile holds the simulated sites' virtual time (RFC 3339, UTC) so it
 // never goes back across restarts.
 const clockFile = "sim-clock"
@@ -96,7 +95,7 @@ type Daemon struct {
 	m       *metrics
 	cron    *cron.Cron // the tasks' wall-clock schedules (nil with simulated sites)
 	vclock  *vclock    // the tasks' schedules on the simulated clock (simcron.go), or nil
-	lock    *Lock // the state directory's, held from Start to the end of Shutdown
+	lock    *Lock      // the state directory's, held from Start to the end of Shutdown
 	servers []*http.Server
 	errc    chan error
 	tcp     string // the API's TCP address, if any
