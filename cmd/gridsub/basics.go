@@ -181,6 +181,11 @@ func usageArgs(c *cobra.Command) {
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
+				if len(args) > 0 && cmd.HasSubCommands() {
+					if s := suggest(cmd, args[0]); len(s) > 0 {
+						return usageErr(fmt.Errorf("unknown command '%s' of %s; did you mean '%s'?", args[0], cmd.CommandPath(), strings.Join(s, "' or '")))
+					}
+				}
 				return usageErr(fmt.Errorf("%s: %w (see gridsub %s --help)", cmd.CommandPath(), err, strings.TrimPrefix(cmd.CommandPath(), "gridsub ")))
 			}
 			return nil

@@ -86,6 +86,7 @@ func TestCLIScriptWithoutDaemon(t *testing.T) {
 		{name: "did-you-mean", args: []string{"lsit"}, code: exitUsage, empty: true,
 			stderr: []string{`^gridsub: unknown command 'lsit'; did you mean 'list'\?`}},
 		{name: "did-you-mean a swap", args: []string{"stauts"}, code: exitUsage, stderr: []string{`did you mean 'status'\?`}},
+		{name: "did-you-mean below the root", args: []string{"store", "chek"}, code: exitUsage, stderr: []string{`unknown command 'chek' of gridsub store; did you mean 'check'\?`}},
 		{name: "nothing close", args: []string{"xyzzy"}, code: exitUsage, stderr: []string{`unknown command 'xyzzy', and no job file of that name`}},
 		{name: "missing job file", args: []string{"jobs/none.yaml"}, code: exitUsage, stderr: []string{`job file jobs/none.yaml: no such file`}},
 		{name: "missing argument", args: []string{"status"}, code: exitUsage, stderr: []string{`gridsub status: accepts 1 arg\(s\), received 0`}},
