@@ -476,9 +476,10 @@ func (s *Site) FindByGridID(ctx context.Context, gridID string) ([]backends.JobS
 	return out, nil
 }
 
-// FetchOutputs writes what the simulated job produced into localDir: a
-// stdout.txt saying what ran where and when (in virtual time) and how it
-// ended, plus an empty file for each of the spec's outputs (spec may be nil:
+// FetchOutputs writes what the simulated job produced into localDir: its
+// gridsub.out saying what ran where and when (in virtual time) and how it
+// ended, its gridsub.err (the reason a job was killed, else empty; the
+// same text ReadLog shows), plus an empty file for each of the spec's outputs (spec may be nil:
 // the submitted spec's outputs are used). The job must have ended.
 func (s *Site) FetchOutputs(ctx context.Context, id backends.JobID, spec *backends.JobSpec, localDir string) ([]string, error) {
 	if err := s.ctxErr(ctx); err != nil {
@@ -506,31 +507,7 @@ func (s *Site) FetchOutputs(ctx context.Context, id backends.JobID, spec *backen
 			return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
 		}
 	}
-	what := strings.Join(js.Command, " ")
-	if what == "" {
-		what = "(script)"
-	}
-	name := js.Name
-	if name == "" {
-		name = js.GridID
-	}
-	var msg string
-	if ran {
-		var how string
-		switch st.State {
-		case backends.StateCompleted, backends.StateFailed:
-			how = fmt.Sprintf("exit %d", st.ExitCode)
-		case backends.StateTimeout:
-			how = "killed: " + st.Reason
-		default:
-			how = "cancelled"
-		}
-		msg = fmt.Sprintf("[gridsub sim] %s: %s ran on %s nodes %d from %s to %s (virtual time), %s\n",
-			name, what, s.cfg.Name, js.Nodes, st.Start.UTC().Format(time.RFC3339), st.End.UTC().Format(time.RFC3339), how)
-	} else {
-		msg = fmt.Sprintf("[gridsub sim] %s: %s never started on %s: %s at %s (virtual time)\n",
-			name, what, s.cfg.Name, st.Reason, st.End.UTC().Format(time.RFC3339))
-	}
+	stdout, stderr := s.logText(js, st, ran)
 	// Written like a real site's outputs: never through a link out of
 	// localDir, each file complete under its name or not at all.
 	out, err := backends.OpenOutputDir(localDir)
@@ -538,11 +515,14 @@ func (s *Site) FetchOutputs(ctx context.Context, id backends.JobID, spec *backen
 		return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
 	}
 	defer out.Close()
-	p, err := out.WriteFile("stdout.txt", []byte(msg))
-	if err != nil {
-		return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
+	var paths []string
+	for _, f := range []struct{ name, text string }{{backends.StdoutFile, stdout}, {backends.StderrFile, stderr}} {
+		p, err := out.WriteFile(f.name, []byte(f.text))
+		if err != nil {
+			return nil, fmt.Errorf("sim site %s: %w", s.cfg.Name, err)
+		}
+		paths = append(paths, p)
 	}
-	paths := []string{p}
 	for _, o := range outs {
 		p, err := out.WriteFile(filepath.ToSlash(filepath.Clean(filepath.FromSlash(o))), nil)
 		if err != nil {

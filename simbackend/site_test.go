@@ -243,10 +243,10 @@ func TestSiteFindAndFetch(t *testing.T) {
 	}
 	e.Run()
 	paths, err := s.FetchOutputs(bg, id, nil, dir)
-	if err != nil || len(paths) != 3 {
+	if err != nil || len(paths) != 4 { // gridsub.out, gridsub.err and the two outputs
 		t.Fatalf("fetch: %v %v", paths, err)
 	}
-	out, err := os.ReadFile(filepath.Join(dir, "stdout.txt"))
+	out, err := os.ReadFile(filepath.Join(dir, backends.StdoutFile))
 	if err != nil {
 		t.Fatal(err)
 	}

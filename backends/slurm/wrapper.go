@@ -12,10 +12,10 @@ import (
 
 // Files the wrapper writes in the job directory.
 const (
-	ExitFile   = ".gridsub-exit"   // the exit code, written atomically at the end
-	StdoutFile = "gridsub.out"     // the job's standard output
-	StderrFile = "gridsub.err"     // the job's standard error
-	ScriptFile = ".gridsub-job.sh" // the wrapper itself
+	ExitFile   = ".gridsub-exit"     // the exit code, written atomically at the end
+	StdoutFile = backends.StdoutFile // the job's standard output (the same name on every backend)
+	StderrFile = backends.StderrFile // the job's standard error
+	ScriptFile = ".gridsub-job.sh"   // the wrapper itself
 	userScript = ".gridsub-user.sh"
 	setupFile  = ".gridsub-setup.sh" // JobSpec.Setup, sourced before the command
 )

@@ -128,6 +128,9 @@ type ServerOptions struct {
 	// InsecurePlaintext lets Serve use plain HTTP on a non-loopback TCP
 	// listener (see TCPOptions.InsecurePlaintext).
 	InsecurePlaintext bool
+	// Simulated says Now is a simulated (virtual) clock; GET /v1/health
+	// tells clients so that they mark the times they show.
+	Simulated bool
 }
 
 // Server serves the API over HTTP/JSON.
@@ -154,6 +157,7 @@ var Routes = []string{
 	"GET /v1/plugins",
 	"POST /v1/explain",
 	"GET /v1/jobs/{id}/explain",
+	"GET /v1/jobs/{id}/logs",
 }
 
 // NewServer returns a server for b.
@@ -170,7 +174,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
-	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob}
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
@@ -366,7 +370,7 @@ func badField(body []byte) string {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	j, err := s.b.Job(r.PathValue("id"))
+	j, err := s.job(r)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
@@ -382,7 +386,7 @@ type EventsResponse struct {
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	j, err := s.b.Job(r.PathValue("id"))
+	j, err := s.job(r)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
@@ -395,7 +399,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, err := s.resolve(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
 	if err := s.b.Cancel(r.Context(), id, s.opts.Now()); err != nil {
 		s.failErr(w, r, err)
 		return
@@ -422,8 +430,6 @@ const (
 	DefaultLimit = 1000
 )
 
-var knownStates = []bridge.JobState{bridge.Queued, bridge.Reserved, bridge.Submitting, bridge.Dispatched, bridge.Running, bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected, bridge.Held}
-
 // parseFilter reads a Filter from query parameters: state (repeatable or
 // comma-separated), site, name, after, limit, events.
 func parseFilter(q map[string][]string) (bridge.Filter, error) {
@@ -438,9 +444,9 @@ func parseFilter(q map[string][]string) (bridge.Filter, error) {
 			if st == "" {
 				continue
 			}
-			js := bridge.JobState(st)
-			if !slices.Contains(knownStates, js) {
-				return f, fmt.Errorf("%w: state %q; valid: queued, dispatched, running, completed, failed, cancelled, rejected", bridge.ErrBadRequest, st)
+			js, err := bridge.ParseState(st)
+			if err != nil {
+				return f, err
 			}
 			f.States = append(f.States, js)
 		}
@@ -536,7 +542,9 @@ type HealthResponse struct {
 	// one of the Reason* constants.
 	Reason string    `json:"reason,omitempty"`
 	Time   time.Time `json:"time"`
-	Sites  int       `json:"sites"`
+	// Simulated: Time is the simulated sites' virtual clock (ServerOptions.Simulated).
+	Simulated bool `json:"simulated,omitempty"`
+	Sites     int  `json:"sites"`
 }
 
 // Reasons of an unhealthy daemon (HealthResponse.Reason).
@@ -567,7 +575,7 @@ func healthReason(err error) string {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Sites: len(s.b.SiteNames())}
+	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(s.b.SiteNames())}
 	if c, ok := s.b.(Checker); ok {
 		if err := c.Health(r.Context()); err != nil {
 			h.Status, h.Error, h.Code, h.Reason = "unhealthy", err.Error(), CodeUnavailable, healthReason(err)

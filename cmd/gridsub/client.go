@@ -22,6 +22,7 @@ var errNoDaemon = errors.New("no gridsub daemon answers")
 type daemonClient struct {
 	*api.Client
 	where string
+	sim   bool // the daemon's clock is the simulated sites' (GET /v1/health)
 }
 
 // connect finds the daemon: GRIDSUB_URL (TCP, with GRIDSUB_TOKEN) if set,
@@ -35,7 +36,7 @@ func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("%s: %w", envCA, err))
 		}
-		c = &daemonClient{api.NewClient(u, os.Getenv(envToken), api.HTTPClient(tc, 0)), u}
+		c = &daemonClient{Client: api.NewClient(u, os.Getenv(envToken), api.HTTPClient(tc, 0)), where: u}
 	} else {
 		cfg, err := loadConfig(g)
 		if err != nil {
@@ -46,14 +47,15 @@ func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 			return nil, usageErr(err)
 		}
 		stateDir = sd
-		c = &daemonClient{api.NewUnixClient(socket), socket}
+		c = &daemonClient{Client: api.NewUnixClient(socket), where: socket}
 	}
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := c.Health(hctx)
+	h, err := c.Health(hctx)
 	var ae *api.Error
 	switch {
 	case err == nil, errors.As(err, &ae): // it answers (perhaps unhealthy: its requests will say why)
+		c.sim = h != nil && h.Simulated
 		return c, nil
 	case errors.Is(err, api.ErrNoDaemon):
 		return nil, fmt.Errorf("%w at %s; %s", errNoDaemon, c.where, noDaemonAdvice(stateDir))
@@ -110,7 +112,7 @@ func followRemote(ctx context.Context, g *globals, quiet bool, c *daemonClient, 
 		if !quiet {
 			fmt.Fprintf(g.stderr, "stopped following %s; it goes on in the daemon (gridsub watch %s, gridsub cancel %s)\n", id, id, id)
 		}
-		return nil, &exitError{exitInternal, fmt.Errorf("interrupted while following %s", id)}
+		return nil, &exitError{exitInterrupted, fmt.Errorf("interrupted: stopped following %s; the job goes on in the daemon", id)}
 	}
 	tk := time.NewTicker(every)
 	defer tk.Stop()
@@ -136,14 +138,15 @@ func followRemote(ctx context.Context, g *globals, quiet bool, c *daemonClient, 
 }
 
 // report prints a job that ended (summary, or JSON with its events) and
-// returns the exit status its state calls for.
-func report(g *globals, j *bridge.Job) error {
+// returns the exit status its state calls for. sim: its times are on the
+// simulated clock.
+func report(g *globals, j *bridge.Job, sim bool) error {
 	if g.json() {
 		if err := writeJSON(g.stdout, toJSON(j, true)); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprint(g.stdout, summaryText(j))
+		fmt.Fprint(g.stdout, summaryText(j, sim))
 	}
 	if j.State != bridge.Completed {
 		return &exitError{exitJobFailed, fmt.Errorf("job %s %s: %s", j.ID, j.State, j.Reason)}

@@ -71,7 +71,7 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 		case f.quiet || g.json():
 		case j.State == bridge.Reserved:
 			fmt.Fprintf(g.stderr, "gridsub: %s (%s): advance reservation admitted in the daemon at %s; a site is chosen shortly before %s (`gridsub reservations`, `gridsub watch %s`)\n",
-				path, job.Name, c.where, j.Resv.Earliest.Local().Format(time.DateTime), j.ID)
+				path, job.Name, c.where, stamp(j.Resv.Earliest, c.sim), j.ID)
 		default:
 			fmt.Fprintf(g.stderr, "gridsub: %s (%s) queued in the daemon at %s; follow it with `gridsub watch %s`\n", path, job.Name, c.where, j.ID)
 		}
@@ -85,7 +85,7 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 	if err != nil {
 		return err
 	}
-	return report(g, final)
+	return report(g, final, c.sim)
 }
 
 // jobIDs completes job ids from the daemon (unfinished jobs first).
@@ -137,7 +137,7 @@ serve).`,
 			if g.json() {
 				return writeJSON(g.stdout, toJSON(j, true))
 			}
-			fmt.Fprint(g.stdout, summaryText(j))
+			fmt.Fprint(g.stdout, summaryText(j, c.sim))
 			if j.Group != nil { // groups.go
 				els, err := c.ListN(cmd.Context(), bridge.Filter{Parent: j.ID, Limit: api.MaxLimit}, 0)
 				if err != nil {
@@ -165,7 +165,8 @@ type listFlags struct {
 
 func (f *listFlags) register(c *cobra.Command, limit int, limitHelp string) {
 	fl := c.Flags()
-	fl.StringSliceVar(&f.states, "state", nil, "only jobs in these states (repeat or comma-separate): queued, submitting, dispatched, running, completed, failed, cancelled, rejected")
+	fl.StringSliceVar(&f.states, "state", nil, "only jobs in these states (repeat or comma-separate): "+bridge.StateNames())
+	_ = c.RegisterFlagCompletionFunc("state", completeStates)
 	fl.StringVar(&f.site, "site", "", "only jobs placed (in part) on this site")
 	fl.StringVar(&f.name, "name", "", "only jobs with this name")
 	fl.StringVar(&f.parent, "parent", "", "only the elements of this array, sweep or pipeline")
@@ -178,7 +179,11 @@ func (f *listFlags) filter() (bridge.Filter, error) {
 	}
 	flt := bridge.Filter{Site: f.site, Name: f.name, Parent: f.parent}
 	for _, s := range f.states {
-		flt.States = append(flt.States, bridge.JobState(strings.ToLower(strings.TrimSpace(s))))
+		st, err := bridge.ParseState(s)
+		if err != nil {
+			return flt, fmt.Errorf("--state: %w", err)
+		}
+		flt.States = append(flt.States, st)
 	}
 	return flt, nil
 }
@@ -202,7 +207,7 @@ func fetch(ctx context.Context, c *daemonClient, flt bridge.Filter, limit int, l
 	return js, nil
 }
 
-func printJobs(g *globals, js []*bridge.Job, ended bool) error {
+func printJobs(g *globals, js []*bridge.Job, ended, sim bool) error {
 	if g.json() {
 		out := make([]jobJSON, len(js))
 		for i, j := range js {
@@ -221,7 +226,7 @@ func printJobs(g *globals, js []*bridge.Job, ended bool) error {
 		if sites == "" {
 			sites = "-"
 		}
-		sub := j.Submit.Local().Format("2006-01-02 15:04:05")
+		sub := stamp(j.Submit, sim)
 		if ended {
 			wait, run := "-", "-"
 			if !j.Start.IsZero() {
@@ -281,7 +286,7 @@ Needs a running daemon (gridsub serve).`,
 			if err != nil {
 				return clientErr(err)
 			}
-			return printJobs(g, foldGroups(js, f.all || f.parent != ""), false)
+			return printJobs(g, foldGroups(js, f.all || f.parent != ""), false, c.sim)
 		},
 	}
 	f.register(c, 0, "at most this many jobs, the first in submission order (0 = all)")
@@ -322,7 +327,7 @@ ago than its --keep-history. Needs a running daemon (gridsub serve).`,
 			if err != nil {
 				return clientErr(err)
 			}
-			return printJobs(g, js, true)
+			return printJobs(g, js, true, c.sim)
 		},
 	}
 	f.register(c, 20, "the last this many ended jobs (0 = all)")
@@ -350,7 +355,7 @@ the job goes on. Needs a running daemon (gridsub serve).`,
 			if err != nil {
 				return err
 			}
-			return report(g, j)
+			return report(g, j, c.sim)
 		},
 	}
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr, only the summary")
@@ -389,7 +394,7 @@ Times are the broker's (virtual on simulated sites). Needs a running daemon.`,
 				if site == "" {
 					site = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind, site, e.Msg)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(e.Time, c.sim), e.Kind, site, e.Msg)
 			}
 			return tw.Flush()
 		},

@@ -22,6 +22,7 @@ const (
 	exitJobFailed = 1 // the job failed, was rejected or cancelled
 	exitUsage     = 2 // bad command line, job file or configuration
 	exitInternal  = 3 // gridsub itself could not do its work (a site unreachable, a store error)
+	// exitInterrupted (130, basics.go): Ctrl-C stopped following a daemon's job.
 )
 
 // exitError carries an exit code through cobra.
@@ -75,7 +76,9 @@ returns the grid job id at once (--wait follows the job), and status, list,
 watch, events, cancel, history and output query it.
 
 Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
-2 a usage, job-file or configuration error; 3 gridsub could not do its work.`,
+2 a usage, job-file or configuration error; 3 gridsub could not do its work;
+130 Ctrl-C stopped following a daemon's job (--wait, watch, logs -f), which
+goes on in the daemon.`,
 		Example: `  gridsub examples/hello.yaml                 # run on the simulated testbed
   gridsub examples/wide.yaml --output json    # machine-readable summary on stdout
   gridsub validate examples/*.yaml            # check job files
@@ -90,9 +93,15 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 			if len(args) > 1 {
 				return usageErr(fmt.Errorf("one job file at a time (got %d arguments); did you mean `gridsub validate %s`?", len(args), strings.Join(args, " ")))
 			}
+			if !isFile(args[0]) {
+				return usageErr(notAJobFile(cmd, args[0]))
+			}
 			return runSubmit(cmd.Context(), g, sub, args[0])
 		},
 	}
+	root.ValidArgsFunction = completeJobFiles
+	root.Version = readBuildInfo().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
@@ -108,7 +117,8 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 	sub.register(root)
 	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
 		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
-		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g))
+		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g))
+	usageArgs(root)
 	return root
 }
 

@@ -18,7 +18,9 @@ func newOutputCmd(g *globals) *cobra.Command {
 		Long: `Output lists the files the daemon brought back for an ended job: into
 <out-dir>/<job id>/ of the submission (--out-dir, default gridsub-out), one
 subdirectory per site for a co-allocated job. --cat prints their contents to
-stdout. The paths are on the daemon's machine (the same one for a unix socket).
+stdout, each after a header line "==> PATH <==" (as tail prints several
+files). The job's standard output and error are gridsub.out and gridsub.err
+on every backend. The paths are on the daemon's machine (the same one for a unix socket).
 Files that could not be fetched are listed with the reason (exit status 1).`,
 		Example:           "  gridsub output g000042\n  gridsub output g000042 --cat",
 		Args:              cobra.ExactArgs(1),
@@ -52,7 +54,11 @@ Files that could not be fetched are listed with the reason (exit status 1).`,
 					return err
 				}
 			} else if cat {
-				for _, p := range j.Outputs {
+				for i, p := range j.Outputs {
+					if i > 0 {
+						fmt.Fprintln(g.stdout)
+					}
+					fmt.Fprintf(g.stdout, "==> %s <==\n", p) // a header per file, as tail(1) prints them
 					if err := catFile(g.stdout, p); err != nil {
 						return &exitError{exitInternal, err}
 					}
@@ -74,7 +80,7 @@ Files that could not be fetched are listed with the reason (exit status 1).`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&cat, "cat", false, "print the outputs' contents instead of their paths")
+	c.Flags().BoolVar(&cat, "cat", false, "print the outputs' contents, each after a \"==> PATH <==\" header, instead of their paths")
 	return c
 }
 

@@ -13,31 +13,35 @@ import (
 
 // jobJSON is the stable JSON shape of a job for scripts.
 type jobJSON struct {
-	ID         string         `json:"id"`
-	Name       string         `json:"name"`
-	State      string         `json:"state"`
-	Sites      []partJSON     `json:"sites"`
-	Submit     time.Time      `json:"submit"`
-	Start      *time.Time     `json:"start,omitempty"`
-	End        *time.Time     `json:"end,omitempty"`
-	WaitSec    *float64       `json:"wait_seconds,omitempty"`
-	RunSec     *float64       `json:"run_seconds,omitempty"`
-	ExitCode   *int           `json:"exit_code,omitempty"`
-	Reason     string         `json:"reason,omitempty"`
-	Attempts   int            `json:"attempts"`
-	Tier       string         `json:"tier,omitempty"`     // the dependability tier (SPEC.md §5)
-	TierWhy    string         `json:"tier_why,omitempty"` // why the job got it
-	Withdrawn  []partJSON     `json:"copies_withdrawn,omitempty"`
-	Predicted  *optionJSON    `json:"predicted,omitempty"`
-	Beaten     []optionJSON   `json:"alternatives_beaten,omitempty"`
-	Outputs    []string       `json:"outputs,omitempty"`
-	NotFetched []string       `json:"fetch_errors,omitempty"`
-	Resv       *resvJSON      `json:"reservation,omitempty"`
-	Parent     string         `json:"parent,omitempty"` // the array, sweep or pipeline this job is an element of
-	Index      *int           `json:"index,omitempty"`  // its index there
-	Group      *groupJSON     `json:"group,omitempty"`  // a parent: its elements' counts
-	Waiting    string         `json:"waiting,omitempty"`
-	Events     []bridge.Event `json:"events,omitempty"`
+	ID       string     `json:"id"`
+	Name     string     `json:"name"`
+	State    string     `json:"state"`
+	Sites    []partJSON `json:"sites"`
+	Submit   time.Time  `json:"submit"`
+	Start    *time.Time `json:"start,omitempty"`
+	End      *time.Time `json:"end,omitempty"`
+	WaitSec  *float64   `json:"wait_seconds,omitempty"`
+	RunSec   *float64   `json:"run_seconds,omitempty"`
+	ExitCode *int       `json:"exit_code,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
+	Attempts int        `json:"attempts"`
+	QoS      string     `json:"qos,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// DeadlineMet: the job completed by its deadline (set once it ended).
+	DeadlineMet *bool          `json:"deadline_met,omitempty"`
+	Tier        string         `json:"tier,omitempty"`     // the dependability tier (SPEC.md §5)
+	TierWhy     string         `json:"tier_why,omitempty"` // why the job got it
+	Withdrawn   []partJSON     `json:"copies_withdrawn,omitempty"`
+	Predicted   *optionJSON    `json:"predicted,omitempty"`
+	Beaten      []optionJSON   `json:"alternatives_beaten,omitempty"`
+	Outputs     []string       `json:"outputs,omitempty"`
+	NotFetched  []string       `json:"fetch_errors,omitempty"`
+	Resv        *resvJSON      `json:"reservation,omitempty"`
+	Parent      string         `json:"parent,omitempty"` // the array, sweep or pipeline this job is an element of
+	Index       *int           `json:"index,omitempty"`  // its index there
+	Group       *groupJSON     `json:"group,omitempty"`  // a parent: its elements' counts
+	Waiting     string         `json:"waiting,omitempty"`
+	Events      []bridge.Event `json:"events,omitempty"`
 }
 
 // resvJSON is a job's advance reservation (SPEC.md §2).
@@ -112,6 +116,14 @@ func toJSON(j *bridge.Job, events bool) jobJSON {
 	if j.State == bridge.Completed || j.State == bridge.Failed {
 		x := j.ExitCode
 		out.ExitCode = &x
+	}
+	out.QoS = j.Req.QoS
+	if d := j.Req.Deadline; !d.IsZero() {
+		out.Deadline = &d
+		if j.State.Final() {
+			met := j.State == bridge.Completed && !j.End.After(d)
+			out.DeadlineMet = &met
+		}
 	}
 	if j.Predicted.Parts != nil {
 		p := optJSON(j.SiteNames, j.Predicted)
@@ -228,8 +240,9 @@ func progressLine(j *bridge.Job, now time.Time) string {
 	}
 }
 
-// summaryText is the end-of-job summary.
-func summaryText(j *bridge.Job) string {
+// summaryText is the end-of-job summary (also status's). sim: the job's
+// times are on the simulated clock (stamp marks them).
+func summaryText(j *bridge.Job, sim bool) string {
 	var sb strings.Builder
 	row := func(k, v string) { fmt.Fprintf(&sb, "  %-10s %s\n", k, v) }
 	fmt.Fprintf(&sb, "summary of %s (%s)\n", j.ID, j.Req.Name)
@@ -244,8 +257,17 @@ func summaryText(j *bridge.Job) string {
 	if s := j.Sites(); s != "" {
 		row("sites", s)
 	}
+	if ids := remoteIDs(j); ids != "" {
+		row("batch ids", ids)
+	}
 	if j.Tier != "" {
 		row("tier", j.Tier+" — "+j.TierWhy)
+	} else {
+		qos := j.Req.QoS
+		if qos == "" {
+			qos = "auto"
+		}
+		row("qos", qos)
 	}
 	for _, c := range j.Withdrawn {
 		st := c.State.String()
@@ -254,25 +276,27 @@ func summaryText(j *bridge.Job) string {
 		}
 		row("withdrawn", fmt.Sprintf("%s copy at %s:%d (%s)", c.Role, c.Site, c.Nodes, st))
 	}
+	if !j.Req.Deadline.IsZero() {
+		row("deadline", stamp(j.Req.Deadline, sim)+deadlineMet(j))
+	}
 	if r := j.Resv; r != nil {
-		v := fmt.Sprintf("%s, window %s .. %s", r.State, r.Earliest.Format(time.RFC3339), r.Latest.Format(time.RFC3339))
+		v := fmt.Sprintf("%s, window %s .. %s", r.State, stamp(r.Earliest, sim), stamp(r.Latest, sim))
 		if r.Site != "" {
-			v += fmt.Sprintf("; bound at %s from %s", r.Site, r.Start.Format(time.RFC3339))
+			v += fmt.Sprintf("; bound at %s from %s", r.Site, stamp(r.Start, sim))
 		}
 		if len(r.Preempted) > 0 {
 			v += fmt.Sprintf("; restarted %s (cost %.0f s)", strings.Join(r.Preempted, ", "), r.Cost)
 		}
 		row("reservation", v)
 	}
+	row("submitted", stamp(j.Submit, sim))
 	if !j.Start.IsZero() {
 		row("wait", j.Start.Sub(j.Submit).Round(time.Second).String())
 		if !j.End.IsZero() {
 			row("run time", j.End.Sub(j.Start).Round(time.Second).String())
 		}
 	}
-	if j.Attempts > 1 {
-		row("attempts", fmt.Sprint(j.Attempts))
-	}
+	row("attempts", fmt.Sprint(j.Attempts))
 	for _, e := range j.FetchErrors {
 		row("not fetched", e)
 	}
@@ -282,4 +306,29 @@ func summaryText(j *bridge.Job) string {
 		row("output", "(none fetched) "+j.Req.OutputDir)
 	}
 	return sb.String()
+}
+
+// remoteIDs lists the batch job ids the sites gave the job's components
+// ("siteA:1234, siteB:77"), "" before any was submitted.
+func remoteIDs(j *bridge.Job) string {
+	var ids []string
+	for _, c := range j.Comps {
+		if c.RemoteID != "" {
+			ids = append(ids, c.Site+":"+string(c.RemoteID))
+		}
+	}
+	return strings.Join(ids, ", ")
+}
+
+// deadlineMet says whether a job that ended met its deadline.
+func deadlineMet(j *bridge.Job) string {
+	switch {
+	case j.State != bridge.Completed && j.State.Final():
+		return " (not met: the job " + string(j.State) + ")"
+	case j.End.IsZero():
+		return ""
+	case j.End.After(j.Req.Deadline):
+		return fmt.Sprintf(" (missed by %s)", j.End.Sub(j.Req.Deadline).Round(time.Second))
+	}
+	return fmt.Sprintf(" (met, %s to spare)", j.Req.Deadline.Sub(j.End).Round(time.Second))
 }

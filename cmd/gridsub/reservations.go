@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -60,10 +59,10 @@ Needs a running daemon (gridsub serve).`,
 					site = r.Site
 				}
 				if r.Start != nil {
-					start = r.Start.Local().Format(time.DateTime)
+					start = stamp(*r.Start, cl.sim)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s .. %s\t%s\t%s\t%s\n", r.Job, r.State, r.Nodes,
-					r.Earliest.Local().Format(time.DateTime), r.Latest.Local().Format(time.DateTime), site, start, r.Reason)
+					stamp(r.Earliest, cl.sim), stamp(r.Latest, cl.sim), site, start, r.Reason)
 			}
 			return tw.Flush()
 		},

@@ -71,13 +71,16 @@ recovers the unfinished jobs at start, serves the HTTP/JSON API (GET
 the other periodic tasks on the schedules of broker.cron:
 
   cycle            poll, plan, dispatch        default "@every <broker.interval>"
-                                               (simulated sites: of virtual time, >= 100ms)
   reservation_binding  bind advance reservations whose window opens within 30s,
                    create them at their site and submit into them   default "@every 10s"
   health           probe every site            default "@every 1m"
   trust            recompute every site's trust from the stored outcomes   default "@every 5m"
                    (older outcomes weigh less: see --trust-half-life)
   history_cleanup  drop jobs ended long ago    default "@daily" (see --keep-history)
+
+With simulated sites every schedule is on the simulated clock (virtual
+time, as the jobs' times and reservation windows are), checked every 100ms of
+wall time; otherwise on the wall clock.
 
 While it runs, "gridsub job.yaml" and "gridsub submit" hand jobs to it and
 return the grid job id at once (--wait follows the job), and status, list,

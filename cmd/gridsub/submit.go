@@ -233,7 +233,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 			return err
 		}
 	} else {
-		fmt.Fprint(g.stdout, summaryText(final))
+		fmt.Fprint(g.stdout, summaryText(final, env.Simulated()))
 	}
 	if final.State != bridge.Completed {
 		return &exitError{exitJobFailed, fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)}

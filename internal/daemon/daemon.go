@@ -42,9 +42,6 @@ var (
 // DBName is the database file in the state directory.
 const DBName = "gridsub.db"
 
-// minSimCycle is the shortest default cycle period on simulated sites.
-const minSimCycle = 100 * time.Millisecond
-
 // clockFile holds the simulated sites' virtual time (RFC 3339, UTC) so it
 // never goes back across restarts.
 const clockFile = "sim-clock"
@@ -96,8 +93,9 @@ type Daemon struct {
 	st      *store.SQLite
 	env     *assemble.Env
 	m       *metrics
-	cron    *cron.Cron
-	lock    *Lock // the state directory's, held from Start to the end of Shutdown
+	cron    *cron.Cron // the tasks' wall-clock schedules (nil with simulated sites)
+	vclock  *vclock    // the tasks' schedules on the simulated clock (simcron.go), or nil
+	lock    *Lock      // the state directory's, held from Start to the end of Shutdown
 	servers []*http.Server
 	errc    chan error
 	tcp     string // the API's TCP address, if any
@@ -186,13 +184,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if scale <= 0 {
 		scale = 60
 	}
-	period := opts.Interval
-	if simulated(opts.Spec) {
-		// broker.interval is broker time; on a virtual clock running scale
-		// times faster it is a much shorter wall period.
-		period = max(minSimCycle, time.Duration(float64(opts.Interval)/scale))
-	}
-	scheds, unknown, err := schedules(opts.Cron, period)
+	// broker.interval is broker time: on simulated sites every schedule is
+	// evaluated on the virtual clock (simcron.go), checked every SimTick.
+	scheds, unknown, err := schedules(opts.Cron, opts.Interval)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +269,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	sockMux := http.NewServeMux()
 	sockMux.HandleFunc(BackupRoute, d.backupHandler) // the socket only: see BackupRoute
-	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log}), ""))
+	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
@@ -286,7 +280,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		d.tcp = tl.Addr().String()
 		listeners = append(listeners, tl)
-		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Logger: log, Token: opts.Token}), opts.Token))
+		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token}), opts.Token))
 	}
 	if opts.MetricsListen != "" {
 		ml, err := net.Listen("tcp", opts.MetricsListen)
@@ -312,12 +306,16 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}()
 	}
 
-	go d.work()
-	d.cron = cron.New()
-	for _, name := range Tasks {
-		d.cron.Schedule(scheds[name], cron.FuncJob(func() { d.post(name) }))
+	if d.env.Engine != nil {
+		d.vclock = newVClock(scheds, d.env.Now()) // the tasks run on the simulated clock
+	} else {
+		d.cron = cron.New()
+		for _, name := range Tasks {
+			d.cron.Schedule(scheds[name], cron.FuncJob(func() { d.post(name) }))
+		}
+		d.cron.Start()
 	}
-	d.cron.Start()
+	go d.work()
 	d.post(TaskCycle) // recovered jobs need not wait a period
 	ok = true
 	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "tls", tlsConf != nil, "metrics", opts.MetricsListen,
@@ -400,6 +398,7 @@ func (d *Daemon) work() {
 			return
 		case <-tick:
 			d.advance()
+			d.runDue(ctx)
 		case task := <-d.trig:
 			d.pending[task].Store(false)
 			d.advance()

@@ -26,7 +26,6 @@
 // Tasks (configuration broker.cron, by name):
 //
 //	cycle            poll the sites, plan, dispatch (Broker.Cycle); default "@every <broker.interval>"
-//	                 (simulated sites: broker.interval of virtual time, at least 100ms of wall time)
 //	health           ask every site for its Info and store the probe (store.RecordProbe: a failure keeps the
 //	                 last good numbers beside its error) with the link measured so far; failures count in
 //	                 gridsub_site_errors_total; default "@every 1m"
@@ -44,6 +43,14 @@
 // store keeps, and trust when a trust policy has computed it. After a
 // restart the previous run's records are served until the first probe,
 // which comes on the health schedule (not at start).
+//
+// With simulated sites every schedule is evaluated on the simulated clock,
+// Schedule.Next(virtualNow) (simcron.go): the worker checks after each
+// advance of the engine (every Options.SimTick of wall time, so no task
+// runs more often) which tasks are due in virtual time. "@every 10s" of
+// reservation binding is then ten simulated seconds, the time the
+// reservations' windows are written in; without simulated sites
+// robfig/cron runs the schedules on the wall clock.
 //
 // A spec "@every D" with D under a second is honoured as written (robfig's
 // own parser rounds it up to one second); other specs go to

@@ -128,3 +128,9 @@ func (s *service) Reservations(ctx context.Context, active bool) ([]api.Reservat
 	}
 	return out, nil
 }
+
+// MatchIDs implements bridge.IDMatcher from the store: the API resolves
+// shortened job ids with it.
+func (s *service) MatchIDs(ctx context.Context, q string, limit int) ([]string, error) {
+	return s.st.MatchIDs(ctx, q, limit)
+}
