@@ -45,6 +45,12 @@ type Job struct {
 	Deadline time.Time
 	// NoSplit forbids co-allocation across sites.
 	NoSplit bool
+	// Worth is the benefit function (SPEC.md §4, policy/benefit); the zero
+	// value is none.
+	Worth Worth
+	// BestEffort: a deadline that cannot be met is a warning, not a
+	// reason to drop the job (scheduling.deadline_policy: best-effort).
+	BestEffort bool
 }
 
 // Link is the network path from one site to another.
