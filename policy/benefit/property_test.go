@@ -24,7 +24,7 @@ func genProblem(t *rapid.T, deadlines bool) *Problem {
 		}
 	}
 	for r := range p.Repos {
-		p.Repos[r] = time.Duration(rapid.IntRange(0, 30).Draw(t, "repo"))*time.Second
+		p.Repos[r] = time.Duration(rapid.IntRange(0, 30).Draw(t, "repo")) * time.Second
 	}
 	nt := rapid.IntRange(0, 25).Draw(t, "tasks")
 	for i := 0; i < nt; i++ {
