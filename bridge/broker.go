@@ -35,6 +35,10 @@ var (
 	// the broker's allowed roots (Options.InputRoots, OutputRoot). A
 	// RequestError carrying it also wraps ErrBadRequest.
 	ErrOutsideRoot = jobrules.ErrOutsideRoot
+	// ErrDeadline: no site can finish the job by its deadline, even idle
+	// (bridge/deadline.go). A RequestError carrying it also wraps
+	// ErrBadRequest.
+	ErrDeadline = errors.New("deadline cannot be met")
 )
 
 // SiteConfig is one site the broker dispatches to.
@@ -249,6 +253,10 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		}
 		b.learnCapacity(ctx, now)
 	}
+	warn, err := b.checkDeadline(&req, now) // deadline.go
+	if err != nil {
+		return nil, err
+	}
 	seq, err := b.store.NextID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("allocating a job id: %w", err)
@@ -259,6 +267,12 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if !b.opts.NoHistory {
 		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}
 		j.Events = append(j.Events, *ev)
+	}
+	if warn != "" {
+		j.DeadlineMissed = true
+		if !b.opts.NoHistory {
+			j.Events = append(j.Events, Event{Time: now, Kind: EventDeadlineMissed, Msg: warn})
+		}
 	}
 	if req.Window != nil {
 		// Admission answers at once (DRRM): the job is Reserved or
@@ -422,6 +436,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
+	b.expireDeadlines(ctx, now, &rep) // deadline.go
 	b.mu.Lock()
 	queued := len(b.queue)
 	b.mu.Unlock()
@@ -938,7 +953,10 @@ func (b *Broker) markStale(s int) {
 func (b *Broker) policyJob(j *Job) policy.Job {
 	r := &j.Req
 	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
-		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit}
+		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit, BestEffort: r.DeadlinePolicy == DeadlineBestEffort}
+	if r.Worth != nil {
+		pj.Worth = *r.Worth
+	}
 	if r.Origin != "" {
 		pj.Origin = b.siteIdx[r.Origin]
 	}

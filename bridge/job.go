@@ -54,6 +54,12 @@ type Request struct {
 	NoSplit      bool
 	Deadline     time.Time
 	QoS          string
+	// DeadlinePolicy is DeadlineStrict ("" means it too) or
+	// DeadlineBestEffort: what happens when no site can meet Deadline
+	// (bridge/deadline.go).
+	DeadlinePolicy string `json:",omitempty"`
+	// Worth is the benefit function (SPEC.md §4); nil: none. Needs Deadline.
+	Worth *policy.Worth `json:",omitempty"`
 	// Sim describes the job's real behaviour on simulated sites: run time on
 	// the reference machine and exit code. Runtime 0 means "runs its estimate".
 	Sim       backends.SimHints
@@ -146,6 +152,9 @@ type Job struct {
 	Events      []Event
 	// Resv is the job's advance reservation; nil for an ordinary job.
 	Resv *Reservation `json:",omitempty"`
+	// DeadlineMissed: the job was reported as unable to meet its deadline
+	// (bridge/deadline.go), so it is reported once.
+	DeadlineMissed bool `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
 	final   *outcome // how it ends, once its outputs are fetched
@@ -204,6 +213,10 @@ func (r Request) clone() Request {
 	if r.Window != nil {
 		w := *r.Window
 		r.Window = &w
+	}
+	if r.Worth != nil {
+		w := *r.Worth
+		r.Worth = &w
 	}
 	return r
 }

@@ -112,14 +112,16 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 	if !t.EarliestStart.IsZero() {
 		win = &bridge.Window{Earliest: t.EarliestStart, Latest: t.LatestEnd}
 	}
-	return bridge.Request{
+	req := bridge.Request{
 		Window: win,
 		Name:   j.Name, Command: spec.Command, Script: spec.Script, Env: spec.Env, WorkDir: spec.WorkDir,
 		Nodes: spec.Nodes, CoresPerNode: spec.CoresPerNode, Estimate: spec.Walltime,
 		Inputs: spec.Inputs, Outputs: spec.Outputs,
 		Origin: s.Origin, DataSize: s.DataSize, Sites: s.Sites, Prefer: s.Prefer, NoSplit: s.NoSplit,
 		Deadline: t.Deadline, QoS: string(s.QoS), Sim: spec.Sim, OutputDir: outDir,
-	}, nil
+	}
+	req.Worth, req.DeadlinePolicy = s.Benefit.Worth(), s.DeadlinePolicy
+	return req, nil
 }
 
 // embeddedRoots are the roots of the embedded broker: the output root is
