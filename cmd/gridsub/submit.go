@@ -204,6 +204,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	if err != nil {
 		return usageErr(err)
 	}
+	warnDeadline(g, j)
 	p := newProgress(g, f, env, j)
 	p.header(job, path)
 
