@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gridsub/gridsub/internal/experiment"
+	"github.com/gridsub/gridsub/internal/experiment/paper003"
 )
 
 // simFlags are the flags of "gridsub sim".
@@ -86,6 +87,9 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	}
 	if f.jobs < 0 {
 		return usageErr(fmt.Errorf("--jobs must be >= 1 (or left out to use the file's workload.jobs), got %d", f.jobs))
+	}
+	if paper003.IsKind(file) {
+		return runPaper003(ctx, g, f, file) // sim003.go
 	}
 	e, err := experiment.Load(file)
 	if err != nil {

@@ -28,9 +28,11 @@ type Machine struct {
 // Source is one place a task's input can be read from.
 type Source struct {
 	// Repo is the data repository (index into Problem.Repos) that serves
-	// the transfer, one transfer at a time (paper 003's Data-START); -1
-	// when the source is not contended (a site's own disk, the user's
-	// machine).
+	// the transfer, one transfer at a time in the order they are mapped
+	// (paper 003's Data-START: a transfer begins once the repository's
+	// last mapped transfer is done); -1 when the source is not contended
+	// (a site's own disk, the user's machine). A zero transfer does not
+	// use the repository.
 	Repo int
 	// Tran is TRAN(t, c_j, s_l) to each machine.
 	Tran []time.Duration
@@ -215,7 +217,7 @@ func (mp *mapper) eval(i, m int) (time.Duration, int) {
 	best, src := never, -1
 	for k, s := range t.Sources {
 		b := st
-		if s.Repo >= 0 && mp.repos[s.Repo] > b {
+		if s.Repo >= 0 && s.Tran[m] > 0 && mp.repos[s.Repo] > b {
 			b = mp.repos[s.Repo]
 		}
 		if c := b + s.Tran[m] + etc; c < best {
@@ -376,7 +378,7 @@ func (mp *mapper) commit(i, round int) (int, int) {
 	begin, tran, repo := st, time.Duration(0), -1
 	if c.src >= 0 {
 		s := t.Sources[c.src]
-		if s.Repo >= 0 {
+		if s.Repo >= 0 && s.Tran[c.m] > 0 { // nothing to move: the repository is not used
 			repo = s.Repo
 			if mp.repos[repo] > begin {
 				begin = mp.repos[repo]

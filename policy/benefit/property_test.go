@@ -99,7 +99,7 @@ func refMinMin(p *Problem, blind bool) []Mapping {
 				c = -1
 				for k, s := range t.Sources {
 					b := st
-					if s.Repo >= 0 {
+					if s.Repo >= 0 && s.Tran[m] > 0 {
 						b = max(b, repos[s.Repo])
 					}
 					if x := b + s.Tran[m] + t.ETC[m]; c < 0 || x < c {
@@ -137,11 +137,11 @@ func refMinMin(p *Problem, blind bool) []Mapping {
 		begin, tran := nodes[bo.m][t.Width-1], time.Duration(0)
 		if bo.src >= 0 {
 			s := t.Sources[bo.src]
-			if s.Repo >= 0 {
+			if s.Repo >= 0 && s.Tran[bo.m] > 0 {
 				begin = max(begin, repos[s.Repo])
 			}
 			tran = s.Tran[bo.m]
-			if s.Repo >= 0 {
+			if s.Repo >= 0 && tran > 0 {
 				repos[s.Repo] = begin + tran
 			}
 		}
@@ -224,7 +224,7 @@ func TestPropertyMappingInvariants(t *testing.T) {
 			if m.Source >= 0 {
 				s := tk.Sources[m.Source]
 				tran = s.Tran[m.Machine]
-				if s.Repo >= 0 {
+				if s.Repo >= 0 && tran > 0 {
 					if m.Start < p.Repos[s.Repo] {
 						t.Fatalf("task %d reads repo %d at %v before its Data-START %v", i, s.Repo, m.Start, p.Repos[s.Repo])
 					}
@@ -301,7 +301,7 @@ func minCompletion(p *Problem, ms []Mapping, i, round int, blind bool) time.Dura
 		}
 		slices.Sort(nodes[m.Machine])
 		if m.Source >= 0 {
-			if s := p.Tasks[k].Sources[m.Source]; s.Repo >= 0 {
+			if s := p.Tasks[k].Sources[m.Source]; s.Repo >= 0 && s.Tran[m.Machine] > 0 {
 				repos[s.Repo] = max(repos[s.Repo], m.Start+s.Tran[m.Machine])
 			}
 		}
@@ -318,7 +318,7 @@ func minCompletion(p *Problem, ms []Mapping, i, round int, blind bool) time.Dura
 			c = -1
 			for _, s := range t.Sources {
 				b := st
-				if s.Repo >= 0 {
+				if s.Repo >= 0 && s.Tran[m] > 0 {
 					b = max(b, repos[s.Repo])
 				}
 				if x := b + s.Tran[m] + t.ETC[m]; c < 0 || x < c {
