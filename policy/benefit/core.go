@@ -104,7 +104,7 @@ type cand struct {
 }
 
 // topK is how many of a task's best machines are kept between scans.
-const topK = 4
+const topK = 8
 
 type tstate struct {
 	best, second cand
@@ -552,6 +552,9 @@ func (mp *mapper) minFirst(withSufferage bool) {
 			}
 			pressed = slices.DeleteFunc(pressed, func(i int) bool {
 				if !mp.fresh(i) {
+					if mp.unpressed(i) {
+						return true
+					}
 					mp.refresh(i)
 					heap.Fix(h, mp.ts[i].pos)
 				}
@@ -637,6 +640,39 @@ func (mp *mapper) reposFresh(i int) bool {
 		}
 	}
 	return rv == mp.tver[i]
+}
+
+// unpressed proves cheaply, without a refresh, that stale task i's benefit
+// sufferage is 0: its true second-best completion is at most the larger of
+// the current completions on its last best and second machines (two
+// distinct machines), and if even that is before the point where its
+// benefit starts to fall, best and second are worth the same.
+func (mp *mapper) unpressed(i int) bool {
+	s := &mp.ts[i]
+	t := &mp.p.Tasks[i]
+	if s.second.m < 0 || !mp.reposFresh(i) {
+		return false
+	}
+	knee := t.Deadline // the default shape: 1 by the deadline, 0 after
+	d := t.Deadline - t.Submit
+	switch t.Worth.Shape {
+	case policy.Linear, policy.Step:
+		knee = t.Submit + time.Duration(t.Worth.B*float64(d))
+	}
+	nm := len(mp.nodes)
+	var u time.Duration
+	for _, m := range [2]int{s.best.m, s.second.m} {
+		k := i*nm + m
+		if mp.cver[k] != mp.mver[m] {
+			c, src := mp.eval(i, m)
+			mp.comp[k], mp.csrc[k], mp.cver[k] = c, int32(src), mp.mver[m]
+		}
+		u = max(u, mp.comp[k])
+	}
+	if t.Worth.Shape == policy.NoWorth {
+		return u <= knee
+	}
+	return u < knee
 }
 
 // needSecond: the task's sufferage reads its second best.
