@@ -1,8 +1,11 @@
 package benefit
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -331,4 +334,130 @@ func minCompletion(p *Problem, ms []Mapping, i, round int, blind bool) time.Dura
 		}
 	}
 	return best
+}
+
+// genSnapshot draws a small live grid: 1–5 sites (some down, some with
+// overdue holds), links or uplinks, and up to 20 jobs with widths (some too
+// wide), origins, data, allowed and preferred sites, deadlines and worth.
+func genSnapshot(t *rapid.T) *policy.Snapshot {
+	n := rapid.IntRange(1, 5).Draw(t, "sites")
+	s := &policy.Snapshot{Now: t0, MultiSite: 1}
+	for i := 0; i < n; i++ {
+		nodes := rapid.IntRange(1, 16).Draw(t, "nodes")
+		free := rapid.IntRange(0, nodes).Draw(t, "free")
+		site := policy.Site{Name: fmt.Sprintf("s%d", i), Nodes: nodes, Free: free, H: rapid.SampledFrom([]float64{0.5, 1, 1.5}).Draw(t, "h")}
+		for left := nodes - free; left > 0; {
+			k := rapid.IntRange(1, left).Draw(t, "hold")
+			site.Busy = append(site.Busy, policy.Hold{Nodes: k, Until: t0.Add(time.Duration(rapid.IntRange(-60, 4*3600).Draw(t, "until")) * time.Second)})
+			left -= k
+		}
+		site.Down = rapid.IntRange(0, 6).Draw(t, "down") == 0
+		s.Sites = append(s.Sites, site)
+		s.Uplinks = append(s.Uplinks, policy.Link{SecPerByte: rapid.Float64Range(0, 1e-6).Draw(t, "up")})
+	}
+	if rapid.Bool().Draw(t, "links") {
+		s.Links = make([][]policy.Link, n)
+		for i := range s.Links {
+			s.Links[i] = make([]policy.Link, n)
+			for k := range s.Links[i] {
+				if k != i {
+					s.Links[i][k] = policy.Link{SecPerByte: 1e-7}
+				}
+			}
+		}
+	}
+	for i := rapid.IntRange(0, 20).Draw(t, "jobs"); i > 0; i-- {
+		j := policy.Job{ID: fmt.Sprintf("j%02d", i), Width: rapid.IntRange(1, 20).Draw(t, "width"),
+			Estimate: time.Duration(rapid.IntRange(60, 7200).Draw(t, "est")) * time.Second,
+			Submit:   t0.Add(-time.Duration(rapid.IntRange(0, 600).Draw(t, "age")) * time.Second), Origin: rapid.IntRange(-1, n-1).Draw(t, "origin"),
+			DataSize: int64(rapid.IntRange(0, 1e9).Draw(t, "data"))}
+		if rapid.Bool().Draw(t, "restrict") {
+			j.Allowed = []int{rapid.IntRange(0, n-1).Draw(t, "allowed")}
+		}
+		if rapid.Bool().Draw(t, "prefer") {
+			j.Preferred = []int{rapid.IntRange(0, n-1).Draw(t, "preferred")}
+		}
+		if rapid.Bool().Draw(t, "deadline") {
+			j.Deadline = j.Submit.Add(time.Duration(rapid.IntRange(60, 6*3600).Draw(t, "dl")) * time.Second)
+			j.BestEffort = rapid.IntRange(0, 3).Draw(t, "be") == 0
+			if rapid.Bool().Draw(t, "worth") {
+				j.Worth = policy.Worth{Shape: policy.Linear, A: 100, B: 0.5, C: 0.1}
+			}
+		}
+		s.Queue = append(s.Queue, j)
+	}
+	return s
+}
+
+// The planner keeps the Planner contract on random grids: at most one
+// decision per job; Start parts never exceed a site's free nodes and use
+// only up, allowed sites that can hold the job; the same snapshot gives the
+// same plan; Quiet changes no Start or Reject; every rejection says why.
+func TestPropertyPlannerContract(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genSnapshot(t)
+		p, _ := ByName(rapid.SampledFrom(Names()).Draw(t, "heuristic"))
+		a, err := p.Plan(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := p.Plan(context.Background(), s)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatal("two plans of one snapshot differ")
+		}
+		used := make([]int, len(s.Sites))
+		seen := map[string]bool{}
+		jobs := map[string]policy.Job{}
+		for _, j := range s.Queue {
+			jobs[j.ID] = j
+		}
+		var acts []string
+		for _, d := range a.Decisions {
+			if seen[d.Job] {
+				t.Fatalf("two decisions for %s", d.Job)
+			}
+			seen[d.Job] = true
+			j := jobs[d.Job]
+			switch d.Action {
+			case policy.Start:
+				pt := d.Chosen.Parts[0]
+				st := s.Sites[pt.Site]
+				if len(d.Chosen.Parts) != 1 || pt.Nodes != j.Width || st.Down || j.Allowed != nil && !slices.Contains(j.Allowed, pt.Site) {
+					t.Fatalf("start %+v of %+v", d.Chosen, j)
+				}
+				used[pt.Site] += pt.Nodes
+				acts = append(acts, d.Job+" start "+st.Name)
+			case policy.Reject:
+				if len(d.Status.Reasons) == 0 {
+					t.Fatalf("rejection of %s without a reason", d.Job)
+				}
+				if j.BestEffort && strings.Contains(d.Status.String(), "deadline") {
+					t.Fatalf("best-effort job %s rejected for its deadline", d.Job)
+				}
+				acts = append(acts, d.Job+" reject")
+			}
+		}
+		for i, u := range used {
+			if u > s.Sites[i].Free {
+				t.Fatalf("site %d: starts of %d nodes, %d free", i, u, s.Sites[i].Free)
+			}
+		}
+		q := *s
+		q.Quiet = true
+		qp, _ := p.Plan(context.Background(), &q)
+		var qacts []string
+		for _, d := range qp.Decisions {
+			switch d.Action {
+			case policy.Start:
+				qacts = append(qacts, d.Job+" start "+s.Sites[d.Chosen.Parts[0].Site].Name)
+			case policy.Reject:
+				qacts = append(qacts, d.Job+" reject")
+			default:
+				t.Fatalf("quiet plan has a %s decision", d.Action)
+			}
+		}
+		if !slices.Equal(acts, qacts) {
+			t.Fatalf("quiet acts differently:\n%v\n%v", acts, qacts)
+		}
+	})
 }
