@@ -499,14 +499,50 @@ func (mp *mapper) minFirst(withSufferage bool) {
 			heap.Fix(h, 0)
 		}
 	}
+	nclaim := make([]int, len(mp.nodes)) // claims on each machine this round
+	wclaim := make([]int, len(mp.nodes)) // and their nodes
+	claimed := make([]bool, len(mp.p.Tasks))
 	var claims, deferred, pressed []int
 	for round := 0; h.Len() > 0; round++ {
 		claims, deferred = claims[:0], deferred[:0]
 		lost := false
+		// unclaim takes back task o's claim (it waits for the next round).
+		unclaim := func(o int) {
+			if !claimed[o] {
+				return
+			}
+			claimed[o] = false
+			c := mp.ts[o].best
+			nclaim[c.m]--
+			wclaim[c.m] -= mp.p.Tasks[o].Width
+			claims = slices.DeleteFunc(claims, func(x int) bool { return x == o })
+			if machineHolder[c.m] == o {
+				machineHolder[c.m] = -1
+				for _, x := range claims {
+					if mp.ts[x].best.m == c.m {
+						machineHolder[c.m] = x
+					}
+				}
+			}
+			if r := mp.repoOf(o, c); r >= 0 && repoHolder[r] == o {
+				repoHolder[r] = -1
+			}
+			deferred = append(deferred, o)
+		}
 		try := func(i int) bool { // claim for task i; false: it lost
 			c := mp.ts[i].best
+			w := mp.p.Tasks[i].Width
 			r := mp.repoOf(i, c)
-			hm := machineHolder[c.m]
+			// A machine may take several claims in a round while each
+			// starts when it would alone (mp.fits): nothing they change
+			// matters to it, as for claims on different machines.
+			hm := -1
+			if nclaim[c.m] > 0 && !mp.fits(c.m, wclaim[c.m], w) {
+				if nclaim[c.m] > 1 {
+					return false // shared by several: no displacement
+				}
+				hm = machineHolder[c.m]
+			}
 			hr := -1
 			if r >= 0 {
 				hr = repoHolder[r]
@@ -517,12 +553,17 @@ func (mp *mapper) minFirst(withSufferage bool) {
 					return false
 				}
 				for _, o := range []int{hm, hr} {
-					if o >= 0 && mp.unclaim(o, machineHolder, repoHolder) {
-						claims = slices.DeleteFunc(claims, func(x int) bool { return x == o })
-						deferred = append(deferred, o)
+					if o >= 0 {
+						unclaim(o)
 					}
 				}
+				if nclaim[c.m] > 0 && !mp.fits(c.m, wclaim[c.m], w) {
+					return false // the repository's holder was not the machine's
+				}
 			}
+			claimed[i] = true
+			nclaim[c.m]++
+			wclaim[c.m] += w
 			machineHolder[c.m] = i
 			if r >= 0 {
 				repoHolder[r] = i
@@ -579,7 +620,7 @@ func (mp *mapper) minFirst(withSufferage bool) {
 		}
 		for _, i := range claims {
 			m, _ := mp.commit(i, round)
-			machineHolder[m] = -1
+			machineHolder[m], nclaim[m], wclaim[m], claimed[i] = -1, 0, 0, false
 		}
 		for k := range repoHolder {
 			repoHolder[k] = -1
@@ -692,6 +733,15 @@ func (mp *mapper) fresh(i int) bool {
 		return false
 	}
 	return mp.reposFresh(i)
+}
+
+// fits reports whether a task of width w claiming machine m after claims
+// of `taken` nodes in the same round starts when it would alone: the
+// machine has at least taken + w nodes free by then (nodes[w-1]); the
+// claims before it only ever take nodes, and make them free later.
+func (mp *mapper) fits(m, taken, w int) bool {
+	n := mp.nodes[m]
+	return taken+w <= len(n) && n[taken+w-1] == n[w-1]
 }
 
 // unclaim takes back task o's claim; it reports whether o held one.
