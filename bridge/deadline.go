@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -38,7 +39,7 @@ func (b *Broker) earliestEnd(req *Request, snap *policy.Snapshot) (time.Time, in
 	}
 	best, at := time.Duration(math.MaxInt64), -1
 	for s := range b.sites {
-		if req.Sites != nil && !containsName(req.Sites, b.sites[s].Name) {
+		if req.Sites != nil && !slices.Contains(req.Sites, b.sites[s].Name) {
 			continue
 		}
 		parts := []policy.Part{{Site: s, Nodes: req.Nodes}}
@@ -60,15 +61,6 @@ func (b *Broker) modelSnapshot(now time.Time) *policy.Snapshot {
 		snap.Sites[s] = policy.Site{Name: b.sites[s].Name, H: b.sites[s].H}
 	}
 	return snap
-}
-
-func containsName(names []string, n string) bool {
-	for _, x := range names {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // linkEstimates is each site's measured uplink (backends.LinkEstimator),

@@ -284,7 +284,8 @@ func (mp *mapper) drop(i, round int) {
 	mp.ts[i].done = true
 }
 
-// usesRepo reports whether task i's best choice reads from repository r.
+// repoOf is the repository candidate c of task i reads from (-1: none, or
+// data-blind).
 func (mp *mapper) repoOf(i int, c cand) int {
 	if c.m < 0 || c.src < 0 || mp.cfg.Blind {
 		return -1
