@@ -41,6 +41,10 @@ func TestParseErrors(t *testing.T) {
 	if _, err := Parse([]byte(small)); err != nil {
 		t.Fatal(err)
 	}
+	huge := strings.NewReplacer("clusters: [2, 3]", "clusters: [1024, 1024]", "count: 60", "count: 100000").Replace(small)
+	if _, err := Parse([]byte(huge)); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "cells per mapping event") {
+		t.Errorf("a grid too big for memory: %v", err)
+	}
 }
 
 // A small experiment runs end to end: deterministic whatever the workers;

@@ -126,6 +126,12 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 // Metrics are what a run measures.
 var Metrics = []string{"makespan", "abandoned", "late", "benefit", "mean_flow", "events", "remaps"}
 
+// Bounds of an experiment file.
+const (
+	maxCells = 50_000_000 // hosts × tasks × (1 + copies) held by one mapping event
+	maxRuns  = 100_000
+)
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // IsKind reports whether the file at path is a paper 003 experiment (its
@@ -302,6 +308,18 @@ func (s *Spec) validate() error {
 		if c.Over == "growth" && len(s.DataMB) < 2 {
 			bad("claims[%d]: growth needs at least two data sizes", i)
 		}
+	}
+	hosts := 0
+	for _, n := range g.Clusters {
+		hosts += max(n, 0)
+	}
+	// A mapping event holds ETC and TRAN per task, host and copy: bound
+	// it, so a file cannot ask for more memory than a laptop has.
+	if hosts > 0 && t.Count > 0 && hosts*t.Count*(1+max(g.Replicas[1], 1)) > maxCells {
+		bad("grid and tasks: %d hosts × %d tasks × %d copies is more than %d cells per mapping event", hosts, t.Count, max(g.Replicas[1], 1), maxCells)
+	}
+	if len(s.DataMB)*len(s.Heuristics)*s.Seeds > maxRuns {
+		bad("%d runs (data_mb × heuristics × seeds); at most %d", len(s.DataMB)*len(s.Heuristics)*s.Seeds, maxRuns)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s", ErrSpec, strings.Join(errs, "; "))
