@@ -253,7 +253,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		}
 		b.learnCapacity(ctx, now)
 	}
-	warn, err := b.checkDeadline(&req, now) // deadline.go
+	warn, err := b.CheckDeadline(&req, now) // deadline.go
 	if err != nil {
 		return nil, err
 	}

@@ -84,14 +84,16 @@ func (b *Broker) linkEstimates() []policy.Link {
 	return out
 }
 
-// checkDeadline checks a request's deadline fields at submission (after
+// CheckDeadline checks a request's deadline fields at submission (after
 // the sites it names are known to exist): the policy and the benefit
 // function must be valid, and some site must be able to finish the job by
 // its deadline if it started now on an idle site. If none can, a strict
 // request is refused (a RequestError with ErrDeadline, naming the
 // predicted end), and a best-effort one is accepted with the warning
-// returned (the caller records it as a deadline-missed event).
-func (b *Broker) checkDeadline(req *Request, now time.Time) (warning string, err error) {
+// returned (the caller records it as a deadline-missed event). Submit
+// calls it; a dry run (gridsub validate) may too: it reads only the
+// configuration and the measured links, never a site.
+func (b *Broker) CheckDeadline(req *Request, now time.Time) (warning string, err error) {
 	var p problems
 	switch req.DeadlinePolicy {
 	case "", DeadlineStrict, DeadlineBestEffort:
