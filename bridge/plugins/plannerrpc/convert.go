@@ -93,9 +93,10 @@ func jobsToProto(js []policy.Job) *pb.PlannerJobs {
 		out.Id[i], out.Width[i], out.EstimateNs[i] = j.ID, int64(j.Width), int64(j.Estimate)
 		out.SubmitSec[i], out.SubmitNanos[i] = timeToWire(j.Submit)
 		out.Origin[i], out.DataSize[i], out.NoSplit[i] = int32(j.Origin), j.DataSize, j.NoSplit
-		if j.Allowed != nil || len(j.Preferred) > 0 || !j.Deadline.IsZero() {
+		if j.Allowed != nil || len(j.Preferred) > 0 || !j.Deadline.IsZero() || j.Worth != (policy.Worth{}) || j.BestEffort {
 			x := &pb.PlannerJobExtra{Index: int32(i), AllowedSet: j.Allowed != nil, Allowed: intsToProto(j.Allowed),
-				Preferred: intsToProto(j.Preferred)}
+				Preferred: intsToProto(j.Preferred), WorthShape: int32(j.Worth.Shape), WorthA: j.Worth.A, WorthB: j.Worth.B,
+				WorthC: j.Worth.C, BestEffort: j.BestEffort}
 			x.DeadlineSec, x.DeadlineNanos = timeToWire(j.Deadline)
 			out.Extras = append(out.Extras, x)
 		}
@@ -135,6 +136,8 @@ func jobsFromProto(c *pb.PlannerJobs) ([]policy.Job, error) {
 		out[i].Allowed = intsFromProto(x.GetAllowed(), x.GetAllowedSet())
 		out[i].Preferred = intsFromProto(x.GetPreferred(), false)
 		out[i].Deadline = timeFromWire(x.GetDeadlineSec(), x.GetDeadlineNanos())
+		out[i].Worth = policy.Worth{Shape: policy.Shape(x.GetWorthShape()), A: x.GetWorthA(), B: x.GetWorthB(), C: x.GetWorthC()}
+		out[i].BestEffort = x.GetBestEffort()
 	}
 	return out, nil
 }

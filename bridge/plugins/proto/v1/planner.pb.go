@@ -1065,6 +1065,14 @@ type PlannerJobExtra struct {
 	Preferred     []int32 `protobuf:"varint,4,rep,packed,name=preferred,proto3" json:"preferred,omitempty"`
 	DeadlineSec   int64   `protobuf:"varint,5,opt,name=deadline_sec,json=deadlineSec,proto3" json:"deadline_sec,omitempty"`
 	DeadlineNanos int32   `protobuf:"varint,6,opt,name=deadline_nanos,json=deadlineNanos,proto3" json:"deadline_nanos,omitempty"`
+	// worth_* is Worth, the benefit function (policy.Shape: 0 none, 1
+	// linear, 2 step); best_effort is BestEffort. Numbered from 10, clear of
+	// the fields other work adds after 6.
+	WorthShape    int32   `protobuf:"varint,10,opt,name=worth_shape,json=worthShape,proto3" json:"worth_shape,omitempty"`
+	WorthA        float64 `protobuf:"fixed64,11,opt,name=worth_a,json=worthA,proto3" json:"worth_a,omitempty"`
+	WorthB        float64 `protobuf:"fixed64,12,opt,name=worth_b,json=worthB,proto3" json:"worth_b,omitempty"`
+	WorthC        float64 `protobuf:"fixed64,13,opt,name=worth_c,json=worthC,proto3" json:"worth_c,omitempty"`
+	BestEffort    bool    `protobuf:"varint,14,opt,name=best_effort,json=bestEffort,proto3" json:"best_effort,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1139,6 +1147,41 @@ func (x *PlannerJobExtra) GetDeadlineNanos() int32 {
 		return x.DeadlineNanos
 	}
 	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthShape() int32 {
+	if x != nil {
+		return x.WorthShape
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthA() float64 {
+	if x != nil {
+		return x.WorthA
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthB() float64 {
+	if x != nil {
+		return x.WorthB
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthC() float64 {
+	if x != nil {
+		return x.WorthC
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetBestEffort() bool {
+	if x != nil {
+		return x.BestEffort
+	}
+	return false
 }
 
 // PlannerPlan is policy.Plan.
@@ -1597,7 +1640,7 @@ const file_planner_proto_rawDesc = "" +
 	"\x06origin\x18\x06 \x03(\x05R\x06origin\x12\x1b\n" +
 	"\tdata_size\x18\a \x03(\x03R\bdataSize\x12\x19\n" +
 	"\bno_split\x18\b \x03(\bR\anoSplit\x12;\n" +
-	"\x06extras\x18\t \x03(\v2#.gridsub.plugins.v1.PlannerJobExtraR\x06extras\"\xca\x01\n" +
+	"\x06extras\x18\t \x03(\v2#.gridsub.plugins.v1.PlannerJobExtraR\x06extras\"\xd7\x02\n" +
 	"\x0fPlannerJobExtra\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x1f\n" +
 	"\vallowed_set\x18\x02 \x01(\bR\n" +
@@ -1605,7 +1648,15 @@ const file_planner_proto_rawDesc = "" +
 	"\aallowed\x18\x03 \x03(\x05R\aallowed\x12\x1c\n" +
 	"\tpreferred\x18\x04 \x03(\x05R\tpreferred\x12!\n" +
 	"\fdeadline_sec\x18\x05 \x01(\x03R\vdeadlineSec\x12%\n" +
-	"\x0edeadline_nanos\x18\x06 \x01(\x05R\rdeadlineNanos\"\x92\x01\n" +
+	"\x0edeadline_nanos\x18\x06 \x01(\x05R\rdeadlineNanos\x12\x1f\n" +
+	"\vworth_shape\x18\n" +
+	" \x01(\x05R\n" +
+	"worthShape\x12\x17\n" +
+	"\aworth_a\x18\v \x01(\x01R\x06worthA\x12\x17\n" +
+	"\aworth_b\x18\f \x01(\x01R\x06worthB\x12\x17\n" +
+	"\aworth_c\x18\r \x01(\x01R\x06worthC\x12\x1f\n" +
+	"\vbest_effort\x18\x0e \x01(\bR\n" +
+	"bestEffort\"\x92\x01\n" +
 	"\vPlannerPlan\x12A\n" +
 	"\tdecisions\x18\x01 \x03(\v2#.gridsub.plugins.v1.PlannerDecisionR\tdecisions\x12@\n" +
 	"\apending\x18\x02 \x01(\v2&.gridsub.plugins.v1.PlannerPendingListR\apending\"v\n" +
