@@ -27,7 +27,7 @@ func TestConvertRoundTrip(t *testing.T) {
 	s.Queue[0].Allowed = []int{}
 	s.Queue[1].Allowed = []int{2, 0}
 	s.Queue[2].Deadline = time.Time{}
-	s.Queue[3].Submit = time.Unix(0, 0).UTC() // the Unix epoch is not the zero time
+	s.Queue[3].Submit = time.Unix(0, 0).UTC()                                      // the Unix epoch is not the zero time
 	s.Queue[4].Worth = policy.Worth{Shape: policy.Linear, A: 100, B: 0.8, C: 0.05} // the benefit planner's inputs
 	s.Queue[5].Worth = policy.Worth{Shape: policy.Step, A: 1, B: 0.5, C: 1}
 	s.Queue[5].BestEffort = true
