@@ -40,6 +40,10 @@ var (
 	// wide, nodes without what it asks per node, a deadline the fastest
 	// placement cannot meet); see Feasible. Nothing is stored.
 	ErrInfeasible = errors.New("no site can run the job")
+	// ErrDeadline: no site can finish the job by its deadline, even idle
+	// (bridge/deadline.go). A RequestError carrying it also wraps
+	// ErrBadRequest.
+	ErrDeadline = errors.New("deadline cannot be met")
 )
 
 // SiteConfig is one site the broker dispatches to.
@@ -283,6 +287,10 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		}
 		b.learnCapacity(ctx, now)
 	}
+	warn, err := b.CheckDeadline(&req, now) // deadline.go
+	if err != nil {
+		return nil, err
+	}
 	seq, err := b.store.NextID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("allocating a job id: %w", err)
@@ -295,6 +303,12 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		j.Events = append(j.Events, *ev)
 	}
 	b.assignTier(j, now) // tiers.go
+	if warn != "" {
+		j.DeadlineMissed = true
+		if !b.opts.NoHistory {
+			j.Events = append(j.Events, Event{Time: now, Kind: EventDeadlineMissed, Msg: warn})
+		}
+	}
 	if req.Window != nil {
 		// Admission answers at once (DRRM): the job is Reserved or
 		// Rejected before anyone sees it.
@@ -457,9 +471,10 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
-	b.releaseHeld(ctx, now)        // deps.go
-	b.advanceGroups(ctx, now)      // group.go
-	b.submitCopies(ctx, now, &rep) // copies.go
+	b.releaseHeld(ctx, now)           // deps.go
+	b.advanceGroups(ctx, now)         // group.go
+	b.expireDeadlines(ctx, now, &rep) // deadline.go
+	b.submitCopies(ctx, now, &rep)    // copies.go
 	b.mu.Lock()
 	queued := len(b.queue)
 	b.mu.Unlock()
@@ -985,7 +1000,10 @@ func (b *Broker) markStale(s int) {
 func (b *Broker) policyJob(j *Job) policy.Job {
 	r := &j.Req
 	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
-		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit}
+		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit, BestEffort: r.DeadlinePolicy == DeadlineBestEffort}
+	if r.Worth != nil {
+		pj.Worth = *r.Worth
+	}
 	if r.Origin != "" {
 		pj.Origin = b.siteIdx[r.Origin]
 	}

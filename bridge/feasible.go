@@ -85,7 +85,7 @@ func Feasible(req *Request, sites []policy.Site, multiSite float64, now time.Tim
 			return infeasible("needs %d nodes; the eligible sites have %d in all (%s)%s", req.Nodes, total, strings.Join(list, ", "), also)
 		}
 	}
-	if req.Deadline.IsZero() || req.Window != nil || unknown {
+	if req.Deadline.IsZero() || req.Window != nil || unknown || req.DeadlinePolicy == DeadlineBestEffort {
 		return nil
 	}
 	run, parts := fastest(req, sites, cand, oneSite, multiSite)

@@ -60,6 +60,12 @@ type Request struct {
 	NoSplit      bool
 	Deadline     time.Time
 	QoS          string
+	// DeadlinePolicy is DeadlineStrict ("" means it too) or
+	// DeadlineBestEffort: what happens when no site can meet Deadline
+	// (bridge/deadline.go).
+	DeadlinePolicy string `json:",omitempty"`
+	// Worth is the benefit function (SPEC.md §4); nil: none. Needs Deadline.
+	Worth *policy.Worth `json:",omitempty"`
 	// Sim describes the job's real behaviour on simulated sites: run time on
 	// the reference machine and exit code. Runtime 0 means "runs its estimate".
 	Sim       backends.SimHints
@@ -231,6 +237,9 @@ type Job struct {
 	// Avoid are sites where an attempt of a retried job failed: the next
 	// placement avoids them while another site can take the job.
 	Avoid []string `json:",omitempty"`
+	// DeadlineMissed: the job was reported as unable to meet its deadline
+	// (bridge/deadline.go), so it is reported once.
+	DeadlineMissed bool `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
 	won     bool     // a copy won; the copy-won event is recorded (copies.go)
@@ -317,5 +326,9 @@ func (r Request) clone() Request {
 	r.After = slices.Clone(r.After)
 	r.AfterOK = slices.Clone(r.AfterOK)
 	r.AfterAny = slices.Clone(r.AfterAny)
+	if r.Worth != nil {
+		w := *r.Worth
+		r.Worth = &w
+	}
 	return r
 }

@@ -51,6 +51,12 @@ type Job struct {
 	// PerNode is what the job asks of each node (zero fields: nothing
 	// asked); a site whose Shape lacks it is never chosen (shape.go).
 	PerNode NodeShape
+	// Worth is the benefit function (SPEC.md §4, policy/benefit); the zero
+	// value is none.
+	Worth Worth
+	// BestEffort: a deadline that cannot be met is a warning, not a
+	// reason to drop the job (scheduling.deadline_policy: best-effort).
+	BestEffort bool
 }
 
 // Link is the network path from one site to another.

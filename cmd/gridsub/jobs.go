@@ -54,6 +54,7 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 		}
 		return clientErr(err)
 	}
+	warnDeadline(g, j)
 	if !f.wait {
 		if g.json() {
 			if err := writeJSON(g.stdout, toJSON(j, false)); err != nil {

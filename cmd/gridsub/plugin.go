@@ -18,7 +18,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/internal/assemble"
 	"github.com/gridsub/gridsub/internal/config"
-	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/policy/registry"
 )
 
 // pluginSite returns the constructor of a site whose backend runs out of
@@ -94,7 +94,7 @@ hand it only says that it is a plugin and exits.`,
 		Short: "Serve the built-in planner NAME",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := coalloc.ByName(args[0])
+			p, err := registry.ByName(args[0])
 			if err != nil {
 				return usageErr(err)
 			}

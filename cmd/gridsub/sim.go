@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gridsub/gridsub/internal/experiment"
+	"github.com/gridsub/gridsub/internal/experiment/paper003"
 )
 
 // simFlags are the flags of "gridsub sim".
@@ -49,6 +50,12 @@ that executable for each run (see docs/plugins.md), and
 "plugin:builtin:NAME" runs a built-in planner out of process. A centre can so
 replay its own policy on its own trace before it goes live.
 
+The kind "paper003" (configs/experiments/paper003-*.yaml) runs paper 003's
+repetitive mapping instead: benefit, Min-min and Sufferage (data-aware or
+blind) on clusters of hosts with their inputs in data repositories, several
+seeds per point, each claim checked with paired seeds; --jobs and
+--via-broker do not apply. docs/results/paper003.md discusses it.
+
 It writes DIR/summary.json (the experiment, every run's parameters and
 metrics, wall times), DIR/results.csv (one row per run) and one PNG and one
 SVG per plot of the file. Progress goes to stderr. Traces are looked up in
@@ -66,7 +73,8 @@ failed or was interrupted.`,
 		Example: `  gridsub sim configs/experiments/fig2-small-h-multi-vs-single.yaml --out out/fig2
   gridsub sim configs/experiments/ctc-easy-reference.yaml --out out/ref --output json
   gridsub sim configs/experiments/fig5-small-h-optimal-greedy-nonadaptive.yaml --jobs 10000 --out out/fig5-10k
-  GRIDSUB_WORKLOADS=/data/pwa gridsub sim my-experiment.yaml --out out/mine --workers 4`,
+  GRIDSUB_WORKLOADS=/data/pwa gridsub sim my-experiment.yaml --out out/mine --workers 4
+  gridsub sim configs/experiments/paper003-qos.yaml --out out/paper003-qos`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr(fmt.Errorf("sim takes one experiment file (got %d arguments); see configs/experiments/", len(args)))
@@ -90,6 +98,9 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	}
 	if f.jobs < 0 {
 		return usageErr(fmt.Errorf("--jobs must be >= 1 (or left out to use the file's workload.jobs), got %d", f.jobs))
+	}
+	if paper003.IsKind(file) {
+		return runPaper003(ctx, g, f, file) // sim003.go
 	}
 	e, err := experiment.Load(file)
 	if err != nil {

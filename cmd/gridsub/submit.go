@@ -119,7 +119,7 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 	if !t.EarliestStart.IsZero() {
 		win = &bridge.Window{Earliest: t.EarliestStart, Latest: t.LatestEnd}
 	}
-	return bridge.Request{
+	req := bridge.Request{
 		Window: win,
 		Name:   j.Name, Command: spec.Command, Script: spec.Script, Env: spec.Env, WorkDir: spec.WorkDir,
 		Nodes: spec.Nodes, CoresPerNode: spec.CoresPerNode, Estimate: spec.Walltime,
@@ -128,7 +128,9 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 		Deadline: t.Deadline, QoS: string(s.QoS), Sim: spec.Sim, OutputDir: outDir,
 		Array: j.Array, Sweep: toSweep(j.Sweep), After: j.After, AfterOK: j.AfterOK, AfterAny: j.AfterAny,
 		MemPerNode: spec.MemPerNode, GPUsPerNode: spec.GPUsPerNode, Setup: spec.Setup, SiteOptions: siteOptions(j),
-	}, nil
+	}
+	req.Worth, req.DeadlinePolicy = s.Benefit.Worth(), s.DeadlinePolicy
+	return req, nil
 }
 
 // embeddedRoots are the roots of the embedded broker: the output root is
@@ -220,6 +222,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	if err != nil {
 		return clientErr(err) // the same exit status as with a daemon
 	}
+	warnDeadline(g, j)
 	p := newProgress(g, f, env, j)
 	p.header(job, path)
 

@@ -17,7 +17,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/policy/registry"
 )
 
 // Kinds of PluginEvent.
@@ -79,7 +79,7 @@ func buildPlanner(ctx context.Context, spec Spec, log *slog.Logger, onPlugin fun
 		return nil, nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
 	}
 	if !isPlugin {
-		p, err := coalloc.ByName(PlannerName(spec.Planner))
+		p, err := registry.ByName(PlannerName(spec.Planner))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
 		}
@@ -89,12 +89,12 @@ func buildPlanner(ctx context.Context, spec Spec, log *slog.Logger, onPlugin fun
 	if fbName == "" {
 		fbName = DefaultFallback
 	}
-	fb, err := coalloc.ByName(PlannerName(fbName))
+	fb, err := registry.ByName(PlannerName(fbName))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: broker.fallback_policy: %w", ErrConfig, err)
 	}
 	if ref.Builtin != "" {
-		if _, err := coalloc.ByName(ref.Builtin); err != nil {
+		if _, err := registry.ByName(ref.Builtin); err != nil {
 			return nil, nil, fmt.Errorf("%w: broker.policy %q: %w", ErrConfig, spec.Planner, err)
 		}
 	} else if spec.PlannerSHA256 == "" {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/policy/registry"
 )
 
 // A policy whose name starts with PluginPrefix is a planner plugin
@@ -49,8 +49,8 @@ func parsePluginPolicy(name string) (pp pluginPolicy, ok bool, err error) {
 		return pp, ok, err
 	}
 	if r.Builtin != "" {
-		if _, err := coalloc.ByName(r.Builtin); err != nil {
-			return pp, true, fmt.Errorf("%q: no built-in planner %q: valid are %s", name, r.Builtin, strings.Join(coalloc.Names(), ", "))
+		if _, err := registry.ByName(r.Builtin); err != nil {
+			return pp, true, fmt.Errorf("%q: no built-in planner %q: valid are %s", name, r.Builtin, strings.Join(registry.Names(), ", "))
 		}
 	}
 	return pluginPolicy{path: r.Path, args: r.Args, builtin: r.Builtin}, true, nil
@@ -68,7 +68,7 @@ func openPlanner(ctx context.Context, name string) (pl policy.Planner, close fun
 		return nil, nil, err
 	}
 	if !isPlugin {
-		pl, err := coalloc.ByName(name)
+		pl, err := registry.ByName(name)
 		return pl, func() {}, err
 	}
 	cfg, err := pp.config()

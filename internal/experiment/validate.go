@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/policy/registry"
 )
 
 // Bounds of the numeric fields: beyond them a value is a typo, and the
@@ -195,7 +195,7 @@ func (p *parser) checkHSet(e *Experiment, field, name string) {
 
 func (p *parser) validatePolicies(e *Experiment) {
 	if len(e.Policies) == 0 {
-		p.at("policies", ErrValue, "empty: list the policies to compare, e.g. [greedy-easy, single-site-easy]; valid are %s", strings.Join(coalloc.Names(), ", "))
+		p.at("policies", ErrValue, "empty: list the policies to compare, e.g. [greedy-easy, single-site-easy]; valid are %s", strings.Join(registry.Names(), ", "))
 	}
 	for i, name := range e.Policies {
 		f := fmt.Sprintf("policies[%d]", i)
@@ -205,8 +205,8 @@ func (p *parser) validatePolicies(e *Experiment) {
 			} else if slices.Index(e.Policies, name) != i {
 				p.at(f, ErrValue, "%q listed twice", name)
 			}
-		} else if _, err := coalloc.ByName(name); err != nil {
-			p.at(f, ErrValue, "unknown policy %q: valid are %s, or %s/path/to/planner", name, strings.Join(coalloc.Names(), ", "), PluginPrefix)
+		} else if _, err := registry.ByName(name); err != nil {
+			p.at(f, ErrValue, "unknown policy %q: valid are %s, or %s/path/to/planner", name, strings.Join(registry.Names(), ", "), PluginPrefix)
 		} else if slices.Index(e.Policies, name) != i {
 			p.at(f, ErrValue, "%q listed twice", name)
 		}

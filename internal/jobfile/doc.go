@@ -50,7 +50,8 @@
 //	  deadline     RFC 3339 time (1970 or later) or "+<duration>" after submission;
 //	               at most 10 years after the submission
 //	  qos          auto (default) | high | low | none (SPEC.md §5)
-//	  benefit      {a > 0, b > 0, c >= 0, each <= 1e15}, the SPEC.md §4 benefit function; needs deadline
+//	  benefit      {shape: linear|step, a > 0, b > 0, c >= 0, each <= 1e15}, the SPEC.md §4 benefit function; needs deadline
+//	  deadline_policy strict (default) or best-effort; needs deadline
 //	  reservation  {earliest_start, latest_end | flexibility in [0,1)} (SPEC.md §2)
 //	simulate:      simulated sites only
 //	  runtime      actual run time on the reference machine, <= 365d (default: walltime)

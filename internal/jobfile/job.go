@@ -97,14 +97,26 @@ type Scheduling struct {
 	QoS         QoS          // never "" after Parse (default QoSAuto)
 	Benefit     *Benefit     // benefit function (SPEC.md §4); needs Deadline
 	Reservation *Reservation // advance reservation window (SPEC.md §2)
+	// DeadlinePolicy is "strict" (the default, "") or "best-effort": what
+	// happens to a job no site can finish by its deadline. Needs Deadline.
+	DeadlinePolicy string
 }
 
 // Benefit is the linear benefit function of SPEC.md §4: the job is worth A
 // when it completes before B·D (D = the deadline, measured from submission),
 // and loses C per second after that.
 type Benefit struct {
+	// Shape is BenefitLinear (the default) or BenefitStep ("urgent":
+	// worth A before B·D, A − C after; C defaults to A).
+	Shape   string
 	A, B, C float64
 }
+
+// Benefit function shapes.
+const (
+	BenefitLinear = "linear"
+	BenefitStep   = "step"
+)
 
 // Value is the benefit of completing elapsed after submission when the
 // deadline is deadline after submission: A if elapsed < B·deadline, else
@@ -114,6 +126,9 @@ func (b *Benefit) Value(elapsed, deadline time.Duration) float64 {
 	t := elapsed.Seconds()
 	if t < limit {
 		return b.A
+	}
+	if b.Shape == BenefitStep {
+		return b.A - b.C
 	}
 	return b.A - b.C*(t-limit)
 }

@@ -388,7 +388,10 @@ func roundTrip(t *testing.T, j *Job) *Job {
 		sch["deadline"] = timeText(s.Deadline)
 	}
 	if b := s.Benefit; b != nil {
-		sch["benefit"] = map[string]float64{"a": b.A, "b": b.B, "c": b.C}
+		sch["benefit"] = map[string]any{"shape": b.Shape, "a": b.A, "b": b.B, "c": b.C}
+	}
+	if s.DeadlinePolicy != "" {
+		sch["deadline_policy"] = s.DeadlinePolicy
 	}
 	if rv := s.Reservation; rv != nil {
 		sch["reservation"] = map[string]string{"earliest_start": timeText(rv.EarliestStart), "latest_end": timeText(rv.LatestEnd)}

@@ -30,8 +30,8 @@ var (
 	topFields         = []string{"name", "command", "script", "args", "env", "setup", "workdir", "inputs", "outputs", "resources", "site_options", "scheduling", "simulate", "array", "sweep", "after", "afterok", "afterany"}
 	inputFields       = []string{"local", "remote", "mode"}
 	resourceFields    = []string{"nodes", "cores_per_node", "memory_per_node", "gpus_per_node", "walltime"}
-	schedulingFields  = []string{"origin", "data_size", "sites", "prefer", "no_split", "deadline", "qos", "benefit", "reservation"}
-	benefitFields     = []string{"a", "b", "c"}
+	schedulingFields  = []string{"origin", "data_size", "sites", "prefer", "no_split", "deadline", "qos", "benefit", "reservation", "deadline_policy"}
+	benefitFields     = []string{"shape", "a", "b", "c"}
 	reservationFields = []string{"earliest_start", "latest_end", "flexibility"}
 	simulateFields    = []string{"runtime", "exit_code"}
 )

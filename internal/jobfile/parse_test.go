@@ -51,7 +51,7 @@ func TestLoadFull(t *testing.T) {
 		t.Errorf("Deadline = %v", s.Deadline)
 	}
 	check("QoS", s.QoS, QoSHigh)
-	check("Benefit", *s.Benefit, Benefit{A: 100, B: 0.5, C: 2})
+	check("Benefit", *s.Benefit, Benefit{Shape: BenefitLinear, A: 100, B: 0.5, C: 2})
 	es := time.Date(2026, 12, 1, 8, 0, 0, 0, cst)
 	if r := s.Reservation; !r.EarliestStart.Abs.Equal(es) || !r.LatestEnd.Abs.Equal(es.Add(2*j.Resources.Walltime)) {
 		t.Errorf("Reservation = %+v, want [%v, %v]", r, es, es.Add(2*j.Resources.Walltime))
@@ -172,6 +172,15 @@ func TestParseTable(t *testing.T) {
 		{"deadline negative", minimal + "scheduling: {deadline: +-1h}\n", ErrValue, "cannot read", 4, nil},
 		{"benefit c negative", minimal + "scheduling: {deadline: +1h, benefit: {a: 1, b: 1, c: -1}}\n", ErrValue, "benefit.c: must be a number >= 0", 4, nil},
 		{"benefit type", minimal + "scheduling: {deadline: +1h, benefit: {a: x, b: 1, c: 1}}\n", ErrType, "benefit.a", 4, nil},
+		{"benefit step default c", minimal + "scheduling: {deadline: +1h, benefit: {shape: step, a: 5, b: 0.5}}\n", nil, "", 0, func(j *Job) bool {
+			b := j.Scheduling.Benefit
+			return *b == Benefit{Shape: BenefitStep, A: 5, B: 0.5, C: 5} && b.Value(31*time.Minute, time.Hour) == 0 && b.Value(29*time.Minute, time.Hour) == 5
+		}},
+		{"benefit linear needs c", minimal + "scheduling: {deadline: +1h, benefit: {shape: linear, a: 5, b: 0.5}}\n", ErrRequired, "benefit.c: missing", 4, nil},
+		{"benefit bad shape", minimal + "scheduling: {deadline: +1h, benefit: {shape: steep, a: 5, b: 0.5, c: 1}}\n", ErrValue, "must be linear", 4, nil},
+		{"deadline_policy", minimal + "scheduling: {deadline: +1h, deadline_policy: best-effort}\n", nil, "", 0, func(j *Job) bool { return j.Scheduling.DeadlinePolicy == "best-effort" }},
+		{"deadline_policy typo", minimal + "scheduling: {deadline: +1h, deadline_policy: best-efort}\n", ErrValue, `did you mean "best-effort"`, 4, nil},
+		{"deadline_policy without deadline", minimal + "scheduling: {deadline_policy: strict}\n", ErrConflict, "needs scheduling.deadline", 4, nil},
 		{"reservation both", minimal + "scheduling:\n  reservation: {earliest_start: +1h, latest_end: +3h, flexibility: 0.5}\n", ErrConflict, "not both", 5, nil},
 		{"reservation default window", minimal + "scheduling:\n  reservation: {earliest_start: +1h}\n", nil, "", 0, func(j *Job) bool {
 			return j.Scheduling.Reservation.LatestEnd == TimeSpec{Rel: 2 * time.Hour, Relative: true}

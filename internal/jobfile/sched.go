@@ -113,6 +113,23 @@ func (p *parser) scheduling(e entry, j *Job) {
 	if kv, ok := f["reservation"]; ok {
 		p.reservation(kv, j)
 	}
+	if kv, ok := f["deadline_policy"]; ok {
+		valid := []string{"strict", "best-effort"}
+		if v, ok := p.text(kv.val, "scheduling.deadline_policy", "strict or best-effort"); ok {
+			if contains(valid, v) {
+				s.DeadlinePolicy = v
+			} else {
+				msg := fmt.Sprintf("must be strict (refuse a job no site can finish by its deadline) or best-effort (accept it with a warning), got %q", v)
+				if sg := Suggest(v, valid); sg != "" {
+					msg += fmt.Sprintf("; did you mean %q?", sg)
+				}
+				p.fail(kv.val, "scheduling.deadline_policy", ErrValue, "%s", msg)
+			}
+		}
+		if _, has := f["deadline"]; !has {
+			p.fail(kv.key, "scheduling.deadline_policy", ErrConflict, "needs scheduling.deadline")
+		}
+	}
 }
 
 func (p *parser) benefit(e entry, j *Job, sched map[string]entry) {
@@ -120,12 +137,29 @@ func (p *parser) benefit(e entry, j *Job, sched map[string]entry) {
 		return
 	}
 	f := p.fields(e.val, "scheduling.benefit", benefitFields)
-	b := &Benefit{}
+	b := &Benefit{Shape: BenefitLinear}
 	ok := true
-	for _, k := range benefitFields {
+	if kv, has := f["shape"]; has {
+		if v, good := p.text(kv.val, "scheduling.benefit.shape", "linear or step"); good && (v == BenefitLinear || v == BenefitStep) {
+			b.Shape = v
+		} else if good {
+			p.fail(kv.val, "scheduling.benefit.shape", ErrValue, "must be linear (a, then losing c per second after b·deadline) or step (a until b·deadline, then a - c), got %q", v)
+			ok = false
+		} else {
+			ok = false
+		}
+	}
+	for _, k := range benefitFields[1:] {
 		field := "scheduling.benefit." + k
 		want := map[string]string{"a": "a number > 0 (the full benefit)", "b": "a number > 0 (the fraction of the deadline that earns the full benefit)", "c": "a number >= 0 (the loss per second after b·deadline)"}[k]
+		if b.Shape == BenefitStep && k == "c" {
+			want = "a number >= 0 (the loss at b·deadline; default: a)"
+		}
 		kv, has := f[k]
+		if !has && k == "c" && b.Shape == BenefitStep {
+			b.C = b.A
+			continue
+		}
 		if !has {
 			p.fail(e.key, field, ErrRequired, "missing; must be %s", want)
 			ok = false

@@ -93,10 +93,11 @@ func jobsToProto(js []policy.Job) *pb.PlannerJobs {
 		out.Id[i], out.Width[i], out.EstimateNs[i] = j.ID, int64(j.Width), int64(j.Estimate)
 		out.SubmitSec[i], out.SubmitNanos[i] = timeToWire(j.Submit)
 		out.Origin[i], out.DataSize[i], out.NoSplit[i] = int32(j.Origin), j.DataSize, j.NoSplit
-		if j.Allowed != nil || len(j.Preferred) > 0 || !j.Deadline.IsZero() || !j.PerNode.Zero() {
+		if j.Allowed != nil || len(j.Preferred) > 0 || !j.Deadline.IsZero() || !j.PerNode.Zero() || j.Worth != (policy.Worth{}) || j.BestEffort {
 			x := &pb.PlannerJobExtra{Index: int32(i), AllowedSet: j.Allowed != nil, Allowed: intsToProto(j.Allowed),
 				Preferred: intsToProto(j.Preferred), PerNodeCores: int64(j.PerNode.Cores), PerNodeMemBytes: j.PerNode.MemBytes,
-				PerNodeGpus: int64(j.PerNode.GPUs)}
+				PerNodeGpus: int64(j.PerNode.GPUs), WorthShape: int32(j.Worth.Shape), WorthA: j.Worth.A, WorthB: j.Worth.B,
+				WorthC: j.Worth.C, BestEffort: j.BestEffort}
 			x.DeadlineSec, x.DeadlineNanos = timeToWire(j.Deadline)
 			out.Extras = append(out.Extras, x)
 		}
@@ -137,6 +138,8 @@ func jobsFromProto(c *pb.PlannerJobs) ([]policy.Job, error) {
 		out[i].Preferred = intsFromProto(x.GetPreferred(), false)
 		out[i].Deadline = timeFromWire(x.GetDeadlineSec(), x.GetDeadlineNanos())
 		out[i].PerNode = policy.NodeShape{Cores: int(x.GetPerNodeCores()), MemBytes: x.GetPerNodeMemBytes(), GPUs: int(x.GetPerNodeGpus())}
+		out[i].Worth = policy.Worth{Shape: policy.Shape(x.GetWorthShape()), A: x.GetWorthA(), B: x.GetWorthB(), C: x.GetWorthC()}
+		out[i].BestEffort = x.GetBestEffort()
 	}
 	return out, nil
 }

@@ -31,6 +31,10 @@ func TestConvertRoundTrip(t *testing.T) {
 	// What a job asks per node crosses, and what a site's nodes have.
 	s.Queue[4].PerNode = policy.NodeShape{Cores: 4, MemBytes: 8 << 30, GPUs: 2}
 	s.Sites[2].Shape = policy.NodeShape{Cores: 16, MemBytes: 64 << 30, GPUs: 4}
+	s.Queue[4].Worth = policy.Worth{Shape: policy.Linear, A: 100, B: 0.8, C: 0.05} // the benefit planner's inputs
+	s.Queue[5].Worth = policy.Worth{Shape: policy.Step, A: 1, B: 0.5, C: 1}
+	s.Queue[5].BestEffort = true
+	s.Queue[6] = policy.Job{ID: s.Queue[6].ID, Width: 1, Origin: -1, BestEffort: true} // the only rare field set
 	b, err := proto.Marshal(snapshotToProto(s))
 	if err != nil {
 		t.Fatal(err)

@@ -1094,8 +1094,16 @@ type PlannerJobExtra struct {
 	PerNodeCores    int64 `protobuf:"varint,7,opt,name=per_node_cores,json=perNodeCores,proto3" json:"per_node_cores,omitempty"`
 	PerNodeMemBytes int64 `protobuf:"varint,8,opt,name=per_node_mem_bytes,json=perNodeMemBytes,proto3" json:"per_node_mem_bytes,omitempty"`
 	PerNodeGpus     int64 `protobuf:"varint,9,opt,name=per_node_gpus,json=perNodeGpus,proto3" json:"per_node_gpus,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// worth_* is Worth, the benefit function (policy.Shape: 0 none, 1
+	// linear, 2 step); best_effort is BestEffort. Numbered from 10, clear of
+	// the fields other work adds after 6.
+	WorthShape    int32   `protobuf:"varint,10,opt,name=worth_shape,json=worthShape,proto3" json:"worth_shape,omitempty"`
+	WorthA        float64 `protobuf:"fixed64,11,opt,name=worth_a,json=worthA,proto3" json:"worth_a,omitempty"`
+	WorthB        float64 `protobuf:"fixed64,12,opt,name=worth_b,json=worthB,proto3" json:"worth_b,omitempty"`
+	WorthC        float64 `protobuf:"fixed64,13,opt,name=worth_c,json=worthC,proto3" json:"worth_c,omitempty"`
+	BestEffort    bool    `protobuf:"varint,14,opt,name=best_effort,json=bestEffort,proto3" json:"best_effort,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlannerJobExtra) Reset() {
@@ -1189,6 +1197,41 @@ func (x *PlannerJobExtra) GetPerNodeGpus() int64 {
 		return x.PerNodeGpus
 	}
 	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthShape() int32 {
+	if x != nil {
+		return x.WorthShape
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthA() float64 {
+	if x != nil {
+		return x.WorthA
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthB() float64 {
+	if x != nil {
+		return x.WorthB
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetWorthC() float64 {
+	if x != nil {
+		return x.WorthC
+	}
+	return 0
+}
+
+func (x *PlannerJobExtra) GetBestEffort() bool {
+	if x != nil {
+		return x.BestEffort
+	}
+	return false
 }
 
 // PlannerPlan is policy.Plan.
@@ -1652,7 +1695,7 @@ const file_planner_proto_rawDesc = "" +
 	"\x06origin\x18\x06 \x03(\x05R\x06origin\x12\x1b\n" +
 	"\tdata_size\x18\a \x03(\x03R\bdataSize\x12\x19\n" +
 	"\bno_split\x18\b \x03(\bR\anoSplit\x12;\n" +
-	"\x06extras\x18\t \x03(\v2#.gridsub.plugins.v1.PlannerJobExtraR\x06extras\"\xc1\x02\n" +
+	"\x06extras\x18\t \x03(\v2#.gridsub.plugins.v1.PlannerJobExtraR\x06extras\"\xce\x03\n" +
 	"\x0fPlannerJobExtra\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x1f\n" +
 	"\vallowed_set\x18\x02 \x01(\bR\n" +
@@ -1663,7 +1706,15 @@ const file_planner_proto_rawDesc = "" +
 	"\x0edeadline_nanos\x18\x06 \x01(\x05R\rdeadlineNanos\x12$\n" +
 	"\x0eper_node_cores\x18\a \x01(\x03R\fperNodeCores\x12+\n" +
 	"\x12per_node_mem_bytes\x18\b \x01(\x03R\x0fperNodeMemBytes\x12\"\n" +
-	"\rper_node_gpus\x18\t \x01(\x03R\vperNodeGpus\"\x92\x01\n" +
+	"\rper_node_gpus\x18\t \x01(\x03R\vperNodeGpus\x12\x1f\n" +
+	"\vworth_shape\x18\n" +
+	" \x01(\x05R\n" +
+	"worthShape\x12\x17\n" +
+	"\aworth_a\x18\v \x01(\x01R\x06worthA\x12\x17\n" +
+	"\aworth_b\x18\f \x01(\x01R\x06worthB\x12\x17\n" +
+	"\aworth_c\x18\r \x01(\x01R\x06worthC\x12\x1f\n" +
+	"\vbest_effort\x18\x0e \x01(\bR\n" +
+	"bestEffort\"\x92\x01\n" +
 	"\vPlannerPlan\x12A\n" +
 	"\tdecisions\x18\x01 \x03(\v2#.gridsub.plugins.v1.PlannerDecisionR\tdecisions\x12@\n" +
 	"\apending\x18\x02 \x01(\v2&.gridsub.plugins.v1.PlannerPendingListR\apending\"v\n" +

@@ -1,0 +1,152 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/policy"
+)
+
+func deadlineBroker(t *testing.T, dec func(*policy.Snapshot, policy.Job) *policy.Decision) (*Broker, *fakeSite, *fakeSite) {
+	t.Helper()
+	a, bs := newFake("A", 1), newFake("B", 1)
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a, H: 2}, {Name: "B", Backend: bs, H: 0.5}}, Planner: scriptPlanner{dec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a, bs
+}
+
+func events(j *Job, kind string) []Event {
+	var out []Event
+	for _, e := range j.Events {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// A deadline no site can meet even idle is refused at once (strict) with
+// the fastest site and the predicted end; nothing is stored. Best-effort
+// accepts it with a deadline-missed event.
+func TestSubmitRefusesAnImpossibleDeadline(t *testing.T) {
+	b, _, _ := deadlineBroker(t, firstFit)
+	r := req(1)
+	r.Estimate = 2 * time.Hour // 1 h on B (h 0.5), 4 h on A
+	r.Deadline = t0.Add(50 * time.Minute)
+	_, err := b.Submit(context.Background(), r, t0)
+	if !errors.Is(err, ErrDeadline) || !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("Submit: %v, want ErrDeadline and ErrBadRequest", err)
+	}
+	for _, want := range []string{"Deadline", "(B, h 0.5)", "10m0s late", "best-effort"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if n := len(b.Jobs()); n != 0 {
+		t.Fatalf("%d jobs stored after a refusal", n)
+	}
+	// Restricted to the slow site, a deadline the fast site could meet is refused too.
+	r.Deadline = t0.Add(90 * time.Minute)
+	if _, err := b.Submit(context.Background(), r, t0); err != nil {
+		t.Fatalf("feasible on B: %v", err)
+	}
+	r.Sites = []string{"A"}
+	if _, err := b.Submit(context.Background(), r, t0); !errors.Is(err, ErrDeadline) || !strings.Contains(err.Error(), "(A, h 2)") {
+		t.Fatalf("only A allowed: %v", err)
+	}
+	r.DeadlinePolicy = DeadlineBestEffort
+	j, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatalf("best-effort: %v", err)
+	}
+	if ev := events(j, EventDeadlineMissed); len(ev) != 1 || !strings.Contains(ev[0].Msg, "best-effort") || !j.DeadlineMissed {
+		t.Fatalf("best-effort job events %+v", j.Events)
+	}
+}
+
+// The deadline fields are checked: a policy name, a benefit function with
+// a deadline and sane numbers.
+func TestSubmitChecksDeadlineFields(t *testing.T) {
+	b, _, _ := deadlineBroker(t, firstFit)
+	r := req(1)
+	r.DeadlinePolicy = "lenient"
+	r.Worth = &policy.Worth{Shape: policy.Linear, A: -1, B: 1, C: 1}
+	_, err := b.Submit(context.Background(), r, t0)
+	var re RequestError
+	if !errors.As(err, &re) || len(re) != 3 {
+		t.Fatalf("Submit: %v, want 3 field errors", err)
+	}
+	for _, want := range []string{"DeadlinePolicy", `"lenient"`, "Worth: needs a deadline", "Worth.A"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// A queued job that can no longer meet its deadline is rejected (strict)
+// before the planner sees it, or reported once and kept (best-effort); a
+// dispatched job still pending at its site is reported once.
+func TestDeadlineMissedWhileWaiting(t *testing.T) {
+	hold := true
+	b, _, _ := deadlineBroker(t, func(s *policy.Snapshot, j policy.Job) *policy.Decision {
+		if hold {
+			return nil // every site busy: nothing starts
+		}
+		return firstFit(s, j)
+	})
+	strict, best := req(1), req(1)
+	strict.Estimate, strict.Deadline = time.Hour, t0.Add(time.Hour) // 30 min on B: 30 min of slack
+	best.Estimate, best.Deadline, best.DeadlinePolicy = time.Hour, t0.Add(time.Hour), DeadlineBestEffort
+	js, _ := b.Submit(context.Background(), strict, t0)
+	jb, _ := b.Submit(context.Background(), best, t0)
+	mustCycle(t, b, t0.Add(20*time.Minute))
+	for _, id := range []string{js.ID, jb.ID} {
+		if j, _ := b.Job(id); j.State != Queued || len(events(j, EventDeadlineMissed)) != 0 {
+			t.Fatalf("%s at +20m: %s %+v", id, j.State, j.Events)
+		}
+	}
+	rep := mustCycle(t, b, t0.Add(31*time.Minute))
+	j, _ := b.Job(js.ID)
+	if j.State != Rejected || !strings.Contains(j.Reason, "deadline missed while queued") || !strings.Contains(j.Reason, "1m0s late") || rep.Rejected != 1 {
+		t.Fatalf("strict job at +31m: %s %q (rejected %d)", j.State, j.Reason, rep.Rejected)
+	}
+	j, _ = b.Job(jb.ID)
+	if j.State != Queued || len(events(j, EventDeadlineMissed)) != 1 {
+		t.Fatalf("best-effort job at +31m: %s %+v", j.State, j.Events)
+	}
+	hold = false
+	mustCycle(t, b, t0.Add(32*time.Minute))
+	j, _ = b.Job(jb.ID)
+	if j.State != Dispatched || len(events(j, EventDeadlineMissed)) != 1 {
+		t.Fatalf("best-effort job dispatched late: %s, %d deadline events", j.State, len(events(j, EventDeadlineMissed)))
+	}
+}
+
+// A job dispatched to a site but still pending there when it can no
+// longer meet its deadline is reported once (not withdrawn).
+func TestDeadlineMissedWhilePendingAtASite(t *testing.T) {
+	b, _, _ := deadlineBroker(t, firstFit)
+	r := req(1)
+	r.Estimate, r.Deadline, r.Sites = time.Hour, t0.Add(time.Hour), []string{"B"} // 30 min on B
+	j, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0)
+	mustCycle(t, b, t0.Add(29*time.Minute))
+	if j, _ = b.Job(j.ID); j.State != Dispatched || len(events(j, EventDeadlineMissed)) != 0 {
+		t.Fatalf("at +29m: %s %+v", j.State, j.Events)
+	}
+	mustCycle(t, b, t0.Add(31*time.Minute))
+	mustCycle(t, b, t0.Add(40*time.Minute))
+	j, _ = b.Job(j.ID)
+	ev := events(j, EventDeadlineMissed)
+	if j.State != Dispatched || len(ev) != 1 || !strings.Contains(ev[0].Msg, "site's queue") {
+		t.Fatalf("pending at B past its deadline: %s %+v", j.State, j.Events)
+	}
+}
