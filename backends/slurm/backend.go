@@ -125,6 +125,8 @@ func cmdName(argv []string) string {
 		switch a {
 		case "squeue", "sbatch", "scontrol", "sinfo", "scancel", "sacct", "grep":
 			return a
+		case "gridsub-batch":
+			return "sbatch (batch)"
 		case "bash":
 			if i+3 < len(argv) && argv[i+3] == "gridsub-submit" {
 				return "sbatch"
@@ -238,6 +240,21 @@ func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
 // Submit creates the job directory, stages the inputs, writes the wrapper
 // and runs sbatch there: one SFTP write per input plus one remote command.
 func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.JobID, error) {
+	dir, err := b.prepare(ctx, spec)
+	if err != nil {
+		return "", err
+	}
+	argv := SubmitArgv(path.Join(b.remoteDir(), dir), SbatchArgs(spec, b.cfg.Partition))
+	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
+	if err != nil {
+		return "", sentErr(err)
+	}
+	return b.accepted(spec, dir, argv, r)
+}
+
+// prepare checks spec and stages its inputs; it returns the job directory
+// (relative to RemoteDir).
+func (b *Backend) prepare(ctx context.Context, spec *backends.JobSpec) (string, error) {
 	if err := checkSpec(spec); err != nil {
 		return "", err
 	}
@@ -255,15 +272,28 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 			budget -= n
 		}
 	}
-	argv := SubmitArgv(path.Join(b.remoteDir(), dir), SbatchArgs(spec, b.cfg.Partition))
-	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
-	if err != nil {
-		// The request may have reached sbatch: the caller must look the tag up.
-		if !errors.Is(err, backends.ErrUnavailable) && !errors.Is(err, context.Canceled) {
+	return dir, nil
+}
+
+// sentErr is the error of a submission whose command failed to run: unless
+// it was certainly never sent, the request may have reached sbatch, and the
+// caller must look the tag up (ErrOutcomeUnknown).
+func sentErr(err error) error {
+	if errors.Is(err, transport.ErrNotSent) {
+		if !errors.Is(err, backends.ErrUnavailable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
 		}
-		return "", err
+		return err
 	}
+	if !errors.Is(err, backends.ErrUnavailable) {
+		err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: %w", backends.ErrOutcomeUnknown, err)
+}
+
+// accepted reads sbatch's result for spec (run by argv in dir) and records
+// the job's directory.
+func (b *Backend) accepted(spec *backends.JobSpec, dir string, argv []string, r backends.Result) (backends.JobID, error) {
 	if r.ExitCode != 0 {
 		return "", b.commandErr(argv, r)
 	}
