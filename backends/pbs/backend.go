@@ -2,7 +2,6 @@ package pbs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
@@ -121,6 +121,9 @@ func (b *Backend) exec(ctx context.Context, argv []string, stdin io.Reader) (bac
 func cmdName(argv []string) string {
 	if len(argv) == 0 {
 		return "?"
+	}
+	if len(argv) == 4 && argv[3] == sshbatch.Program {
+		return "qsub (batch)"
 	}
 	if argv[0] == "bash" && len(argv) > 3 {
 		switch argv[3] {
@@ -317,47 +320,59 @@ func ParseDuration(s string) time.Duration {
 // one SFTP write per input plus one remote command (and one pbsnodes the
 // first time, to learn the site's size).
 func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.JobID, error) {
-	if err := checkSpec(spec); err != nil {
+	full, cpn, err := b.prepare(ctx, spec)
+	if err != nil {
 		return "", err
+	}
+	argv := b.cmds.SubmitArgv(full, QsubArgs(spec, b.cfg.Queue, cpn))
+	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
+	if err != nil {
+		return "", sshbatch.SentErr(err)
+	}
+	return b.accepted(spec, full, argv, r)
+}
+
+// prepare checks spec against the site and stages its inputs; it returns
+// the job directory as the login shell sees it, and the site's CPUs per
+// node.
+func (b *Backend) prepare(ctx context.Context, spec *backends.JobSpec) (string, int, error) {
+	if err := checkSpec(spec); err != nil {
+		return "", 0, err
 	}
 	if strings.ContainsAny(b.cfg.RemoteDir, ":,| \t\n\\\"'") {
 		// -o/-e take [host:]path, Variable_List (PBS_O_WORKDIR) is comma
 		// separated and DSV is '|' separated.
-		return "", fmt.Errorf("%w: %s: remote directory %q must not contain ':', ',', '|', quotes, backslashes or white space (PBS reads them in its own formats)",
+		return "", 0, fmt.Errorf("%w: %s: remote directory %q must not contain ':', ',', '|', quotes, backslashes or white space (PBS reads them in its own formats)",
 			backends.ErrInvalidSpec, b.cfg.Name, b.cfg.RemoteDir)
 	}
 	nodes, cpn, err := b.shape(ctx)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if spec.Nodes > nodes {
 		// qsub accepts it and the job waits forever ("Can Never Run").
-		return "", fmt.Errorf("%w: %d nodes asked, %s has %d usable", backends.ErrRejected, spec.Nodes, b.cfg.Name, nodes)
+		return "", 0, fmt.Errorf("%w: %d nodes asked, %s has %d usable", backends.ErrRejected, spec.Nodes, b.cfg.Name, nodes)
 	}
 	if spec.CoresPerNode > cpn && cpn > 0 {
-		return "", fmt.Errorf("%w: %d cores per node asked, %s's nodes have %d", backends.ErrRejected, spec.CoresPerNode, b.cfg.Name, cpn)
+		return "", 0, fmt.Errorf("%w: %d cores per node asked, %s's nodes have %d", backends.ErrRejected, spec.CoresPerNode, b.cfg.Name, cpn)
 	}
 	dir := JobDir(spec)
 	if len(spec.Inputs) > 0 {
 		if b.stage == nil {
-			return "", fmt.Errorf("%w: %s has no stager, cannot stage %d input(s)", backends.ErrUnsupported, b.cfg.Name, len(spec.Inputs))
+			return "", 0, fmt.Errorf("%w: %s has no stager, cannot stage %d input(s)", backends.ErrUnsupported, b.cfg.Name, len(spec.Inputs))
 		}
 		for _, in := range spec.Inputs {
 			if err := b.put(ctx, dir, in); err != nil {
-				return "", err
+				return "", 0, err
 			}
 		}
 	}
-	full := path.Join(b.remoteDir(), dir)
-	argv := b.cmds.SubmitArgv(full, QsubArgs(spec, b.cfg.Queue, cpn))
-	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
-	if err != nil {
-		// The request may have reached qsub: the caller must look the tag up.
-		if !errors.Is(err, backends.ErrUnavailable) && !errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
-		}
-		return "", err
-	}
+	return path.Join(b.remoteDir(), dir), cpn, nil
+}
+
+// accepted reads qsub's result for spec (run by argv in the directory
+// full) and records the job's directory.
+func (b *Backend) accepted(spec *backends.JobSpec, full string, argv []string, r backends.Result) (backends.JobID, error) {
 	if r.ExitCode != 0 {
 		return "", b.commandErr(argv, r)
 	}
@@ -368,7 +383,7 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 	b.mu.Lock()
 	b.dirs[id] = full
 	b.mu.Unlock()
-	b.log.Debug("submitted", "grid_id", spec.GridID, "job", id, "dir", dir)
+	b.log.Debug("submitted", "grid_id", spec.GridID, "job", id, "dir", full)
 	return id, nil
 }
 

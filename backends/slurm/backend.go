@@ -2,7 +2,6 @@ package slurm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
@@ -125,7 +125,7 @@ func cmdName(argv []string) string {
 		switch a {
 		case "squeue", "sbatch", "scontrol", "sinfo", "scancel", "sacct", "grep":
 			return a
-		case "gridsub-batch":
+		case sshbatch.Program:
 			return "sbatch (batch)"
 		case "bash":
 			if i+3 < len(argv) && argv[i+3] == "gridsub-submit" {
@@ -247,7 +247,7 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 	argv := SubmitArgv(path.Join(b.remoteDir(), dir), SbatchArgs(spec, b.cfg.Partition))
 	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
 	if err != nil {
-		return "", sentErr(err)
+		return "", sshbatch.SentErr(err)
 	}
 	return b.accepted(spec, dir, argv, r)
 }
@@ -273,22 +273,6 @@ func (b *Backend) prepare(ctx context.Context, spec *backends.JobSpec) (string, 
 		}
 	}
 	return dir, nil
-}
-
-// sentErr is the error of a submission whose command failed to run: unless
-// it was certainly never sent, the request may have reached sbatch, and the
-// caller must look the tag up (ErrOutcomeUnknown).
-func sentErr(err error) error {
-	if errors.Is(err, transport.ErrNotSent) {
-		if !errors.Is(err, backends.ErrUnavailable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
-		}
-		return err
-	}
-	if !errors.Is(err, backends.ErrUnavailable) {
-		err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%w: %w", backends.ErrOutcomeUnknown, err)
 }
 
 // accepted reads sbatch's result for spec (run by argv in dir) and records

@@ -93,7 +93,7 @@ func Decode(script string) (nonce string, cmds []Command, err error) {
 // Unquote splits a command line written by transport.Quote back into its
 // words: words separated by one space, each a run of bare characters
 // (letters, digits, _-+.,/:@%) and single-quoted parts, where a single
-// quote inside a word is written '\”. Anything else (a $, a backslash
+// quote inside a word is written as quote, backslash, quote, quote. Anything else (a $, a backslash
 // outside that form, an unterminated quote) is an error.
 func Unquote(line string) ([]string, error) {
 	var words []string
