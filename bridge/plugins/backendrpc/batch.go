@@ -2,6 +2,7 @@ package backendrpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gridsub/gridsub/backends"
@@ -35,6 +36,9 @@ func (c *Client) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []b
 		return c.rpc.SubmitBatch(ctx, req)
 	})
 	if err != nil {
+		if errors.Is(err, backends.ErrUnsupported) {
+			return all(err) // the plugin has no such call: nothing was sent
+		}
 		return all(fmt.Errorf("%w: %w", backends.ErrOutcomeUnknown, err))
 	}
 	if err := c.domain("SubmitBatch", r.Error); err != nil {
