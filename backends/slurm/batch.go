@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path"
 
 	"github.com/gridsub/gridsub/backends"
@@ -12,10 +14,11 @@ var _ backends.BatchSubmitter = (*Backend)(nil)
 
 // SubmitBatch submits specs in as few remote commands as fit (one for a
 // cycle's jobs in practice; see backends/sshbatch): each job's inputs are
-// staged first, then one `/bin/sh -c <script> gridsub-batch` runs, per
-// job, the very command Submit runs (mkdir, the wrapper from a
-// here-document, sbatch), and every job's id is read back from its own
-// section of the output. A job sbatch refused has its own error
+// staged first, one `mkdir -p` makes every job directory, then one
+// `/bin/sh -c <script> gridsub-batch` runs, per job, `sbatch --chdir=<job
+// directory> <the options of Submit>` with the wrapper on stdin (a
+// here-document: no file, no shell per job, so a job costs one sbatch),
+// and every job's id is read back from its own section of the output. A job sbatch refused has its own error
 // (ErrRejected with SLURM's words); the jobs of a cut batch are looked up
 // by their tags in one squeue of the login user's jobs, and a job not
 // found is ErrOutcomeUnknown.
@@ -31,9 +34,15 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 			continue
 		}
 		subs = append(subs, sshbatch.Submission{Tag: GridTag(spec.GridID), Cmd: sshbatch.Command{
-			Argv: SubmitArgv(path.Join(b.remoteDir(), dir), SbatchArgs(spec, b.cfg.Partition)), Stdin: Wrapper(spec)}})
+			Argv: BatchSbatchArgv(path.Join(b.remoteDir(), dir), SbatchArgs(spec, b.cfg.Partition)), Stdin: Wrapper(spec)}})
 		at = append(at, i)
 		dirs = append(dirs, dir)
+	}
+	if err := b.mkdirs(ctx, subs, dirs); err != nil {
+		for k := range subs {
+			res[at[k]].Err = err
+		}
+		return res
 	}
 	site := sshbatch.Site{Name: b.cfg.Name, Run: b.run,
 		Accept: func(k int, r backends.Result) (backends.JobID, error) {
@@ -80,4 +89,28 @@ func (b *Backend) lookupTags(ctx context.Context, ks []int, subs []sshbatch.Subm
 		}
 	}
 	return out, nil
+}
+
+// mkdirs makes the job directories of subs in one command (per
+// MaxIDsPerCommand of them). A failure fails every job of the batch: none
+// was submitted.
+func (b *Backend) mkdirs(ctx context.Context, subs []sshbatch.Submission, dirs []string) error {
+	var all []string
+	for _, d := range dirs {
+		all = append(all, path.Join(b.remoteDir(), d))
+	}
+	for lo := 0; lo < len(all); lo += MaxIDsPerCommand {
+		argv := MkdirArgv(all[lo:min(lo+MaxIDsPerCommand, len(all))])
+		r, err := b.exec(ctx, argv, nil)
+		if err != nil {
+			if !errors.Is(err, backends.ErrUnavailable) && ctx.Err() == nil {
+				err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
+			}
+			return fmt.Errorf("making the job directories, nothing submitted: %w", err)
+		}
+		if r.ExitCode != 0 {
+			return fmt.Errorf("%w: %s: cannot make the job directories, nothing submitted: %s", backends.ErrRejected, b.cfg.Name, Message(r))
+		}
+	}
+	return nil
 }

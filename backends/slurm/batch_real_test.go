@@ -94,8 +94,8 @@ func TestSubmitBatchPartialFailure(t *testing.T) {
 	specs[5].Env = map[string]string{"NOT AN IDENTIFIER": "x"}
 	cnt.reset()
 	res := be.SubmitBatch(context.Background(), specs)
-	if calls := cnt.reset(); calls["?"] != 1 || len(calls) != 1 {
-		t.Errorf("remote commands: %v, want exactly one batch", calls)
+	if calls := cnt.reset(); calls["batch"] != 1 || calls["mkdir"] != 1 || len(calls) != 2 {
+		t.Errorf("remote commands: %v, want one mkdir and one batch", calls)
 	}
 	if len(res) != n {
 		t.Fatalf("%d results for %d specs", len(res), n)
