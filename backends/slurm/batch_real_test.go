@@ -249,3 +249,59 @@ func TestSubmitBatchCut(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitBatchJobsRun: batched jobs really run as Submit's do: in their
+// job directory (WorkDir), the wrapper read from the batch's here-document,
+// each writing its output and exit-code file; exit codes come back per job.
+func TestSubmitBatchJobsRun(t *testing.T) {
+	s := testSite(t, "siteA")
+	c := dial(t, s)
+	be := newBackend(t, s, c, c)
+	ctx := context.Background()
+	specs := make([]*backends.JobSpec, 3)
+	for i := range specs {
+		specs[i] = &backends.JobSpec{GridID: gridID("br"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
+			Command: []string{"sh", "-c", fmt.Sprintf("echo out-%d; exit %d", i, i)}}
+	}
+	var ids []backends.JobID
+	for i, r := range be.SubmitBatch(ctx, specs) {
+		if r.Err != nil {
+			t.Fatalf("job %d: %v", i, r.Err)
+		}
+		ids = append(ids, r.ID)
+	}
+	t.Cleanup(func() { _, _ = c.Run(context.Background(), slurm.ScancelArgv(ids...), nil) })
+	r, err := c.Run(ctx, slurm.ScontrolJobArgv(ids[0]), nil)
+	if want := "WorkDir=" + s.scratch + "/" + slurm.JobDir(specs[0]) + " "; err != nil || !strings.Contains(string(r.Stdout), want) {
+		t.Errorf("job 0: %v, scontrol does not show %q:\n%s", err, want, r.Stdout)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st, err := be.Status(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, x := range st {
+			if x.State.Final() {
+				done++
+			}
+		}
+		if done == len(ids) {
+			for i, x := range st {
+				if x.ExitCode != i {
+					t.Errorf("job %d: %+v, want exit code %d", i, x, i)
+				}
+				out, err := c.Run(ctx, []string{"cat", s.scratch + "/" + slurm.JobDir(specs[i]) + "/" + slurm.StdoutFile}, nil)
+				if err != nil || strings.TrimSpace(string(out.Stdout)) != fmt.Sprintf("out-%d", i) {
+					t.Errorf("job %d: stdout %q %v", i, out.Stdout, err)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90 s: %+v", st)
+		}
+		time.Sleep(time.Second)
+	}
+}
