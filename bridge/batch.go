@@ -58,8 +58,17 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 		for i, r := range refs {
 			specs[i] = pend[r.p].specs[r.k]
 		}
+		t0 := time.Now()
 		res := bs.SubmitBatch(ctx, specs)
 		b.markStale(si)
+		failed := 0
+		for _, r := range res {
+			if r.Err != nil {
+				failed++
+			}
+		}
+		b.log.Info("batched submission", "site", b.names[si], "jobs", len(specs), "failed", failed,
+			"took", time.Since(t0).Round(time.Millisecond))
 		for i, r := range refs {
 			if len(res) != len(refs) {
 				// A broken contract: nothing can be trusted, and any of
