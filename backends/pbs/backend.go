@@ -43,7 +43,14 @@ type Config struct {
 	// Now is the clock for reservation start times; nil = time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// BatchSessions is how many batches of one SubmitBatch run at once,
+	// each in its own SSH session (0 means DefaultBatchSessions).
+	BatchSessions int
 }
+
+// DefaultBatchSessions is as for SLURM (slurm.DefaultBatchSessions): half
+// the transport's default session slots.
+const DefaultBatchSessions = 4
 
 // Backend drives one PBS server through a Runner and a Stager.
 type Backend struct {

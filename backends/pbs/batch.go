@@ -37,7 +37,11 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 		at = append(at, i)
 		dirs = append(dirs, full)
 	}
-	site := sshbatch.Site{Name: b.cfg.Name, Run: b.run,
+	par := b.cfg.BatchSessions
+	if par <= 0 {
+		par = DefaultBatchSessions
+	}
+	site := sshbatch.Site{Name: b.cfg.Name, Run: b.run, Parallel: par,
 		Accept: func(k int, r backends.Result) (backends.JobID, error) {
 			return b.accepted(specs[at[k]], dirs[k], subs[k].Cmd.Argv, r)
 		},

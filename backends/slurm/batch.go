@@ -44,7 +44,11 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 		}
 		return res
 	}
-	site := sshbatch.Site{Name: b.cfg.Name, Run: b.run,
+	par := b.cfg.BatchSessions
+	if par <= 0 {
+		par = DefaultBatchSessions
+	}
+	site := sshbatch.Site{Name: b.cfg.Name, Run: b.run, Parallel: par,
 		Accept: func(k int, r backends.Result) (backends.JobID, error) {
 			return b.accepted(specs[at[k]], dirs[k], subs[k].Cmd.Argv, r)
 		},

@@ -20,7 +20,8 @@ import (
 //
 //	go test -run '^$' -bench SubmitBatch -benchtime 1x ./backends/slurm/
 //
-// GRIDSUB_BENCH_JOBS overrides 500.
+// GRIDSUB_BENCH_JOBS overrides 500, GRIDSUB_BENCH_SESSIONS the batches
+// run at once (slurm.DefaultBatchSessions).
 func BenchmarkSubmitBatch(b *testing.B) {
 	s := testSite(b, "siteB")
 	if os.Getenv("GRIDSUB_SSH_KEY") == "" {
@@ -29,7 +30,8 @@ func BenchmarkSubmitBatch(b *testing.B) {
 	jobs := envInt("GRIDSUB_BENCH_JOBS", 500)
 	c := dial(b, s)
 	cnt := &counter{Runner: c}
-	be := newBackend(b, s, c, cnt)
+	be := slurm.New(slurm.Config{Name: s.name, RemoteDir: s.scratch, User: s.ssh.User,
+		BatchSessions: envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions)}, cnt, nil)
 	ctx := context.Background()
 	resv, err := be.CreateReservation(ctx, &backends.ReservationSpec{Name: "r-" + gridID("bbench"),
 		Start: time.Now().Add(time.Hour), Duration: 10 * time.Minute, Nodes: 1})
@@ -89,7 +91,8 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		b.ReportMetric(rs, "jobs/s-single")
 		b.ReportMetric(rb, "jobs/s-batched")
 		b.ReportMetric(rb/rs, "ratio")
-		b.Logf("%d submissions to siteB over one SSH connection: one command per job %s (%.1f jobs/s, %d remote commands), batched %s (%.1f jobs/s, %d remote commands), ratio %.2fx",
-			jobs, ts.Round(time.Millisecond), rs, single["sbatch"], tb.Round(time.Millisecond), rb, batched["batch"]+batched["mkdir"], rb/rs)
+		b.Logf("%d submissions to siteB over one SSH connection: one command per job %s (%.1f jobs/s, %d remote commands), batched %s (%.1f jobs/s, %d remote commands, %d sessions at once), ratio %.2fx",
+			jobs, ts.Round(time.Millisecond), rs, single["sbatch"], tb.Round(time.Millisecond), rb, batched["batch"]+batched["mkdir"],
+			envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions), rb/rs)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/transport"
@@ -32,10 +34,15 @@ type Site struct {
 	Lookup func(ctx context.Context, ks []int) (map[int]backends.JobID, error)
 	// MaxBytes and MaxCommands bound one batch (0: the defaults).
 	MaxBytes, MaxCommands int
+	// Parallel is how many batches run at once, each in its own session
+	// (0 or 1: one after the other). It never splits jobs that fit in one
+	// batch: a cycle's jobs stay one remote command until they exceed
+	// MaxBytes or MaxCommands.
+	Parallel int
 }
 
-// Submit runs subs in as few batches as fit, one after the other, and
-// returns one result per submission, in order:
+// Submit runs subs in as few batches as fit, Site.Parallel of them at
+// once, and returns one result per submission, in order:
 //
 //   - a command that ran: Accept's reading of it;
 //   - a command that certainly never ran (the batch was not sent, or the
@@ -72,7 +79,12 @@ func Submit(ctx context.Context, s Site, subs []Submission) []backends.SubmitRes
 	for _, j := range big {
 		alone = append(alone, at[j])
 	}
-	var unknown []int
+	var (
+		mu      sync.Mutex
+		unknown []int
+		wg      sync.WaitGroup
+	)
+	sem := make(chan struct{}, max(s.Parallel, 1))
 	for bi := range batches {
 		bt := &batches[bi]
 		if err := ctx.Err(); err != nil {
@@ -81,34 +93,19 @@ func Submit(ctx context.Context, s Site, subs []Submission) []backends.SubmitRes
 			}
 			continue
 		}
-		outs, _, runErr := Run(ctx, s.Run, bt)
-		for n, j := range bt.Index {
-			k := at[j]
-			o := &outs[n]
-			switch o.Fate(runErr) {
-			case Ran:
-				res[k].ID, res[k].Err = s.Accept(k, backends.Result{Stdout: o.Stdout, Stderr: o.Stderr, ExitCode: o.ExitCode})
-				if res[k].Err != nil && o.ExitCode == 0 {
-					unknown = append(unknown, k) // accepted, but which id?
-				}
-			case NotRun:
-				switch {
-				case ctx.Err() != nil:
-					res[k].Err = fmt.Errorf("%s: job %s not submitted: %w", s.Name, subs[k].Tag, ctx.Err())
-				case runErr != nil:
-					res[k].Err = fmt.Errorf("%w: %s: job %s not submitted: %w", backends.ErrUnavailable, s.Name, subs[k].Tag, runErr)
-				default:
-					res[k].Err = fmt.Errorf("%w: %s: job %s not submitted: the batch ended before it", backends.ErrUnavailable, s.Name, subs[k].Tag)
-				}
-			default:
-				if runErr == nil {
-					runErr = errors.New("its section of the output is incomplete")
-				}
-				res[k].Err = fmt.Errorf("%w: %s: running its batch: %w", backends.ErrUnavailable, s.Name, runErr)
-				unknown = append(unknown, k)
-			}
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			u := runBatch(ctx, s, subs, at, bt, res)
+			mu.Lock()
+			unknown = append(unknown, u...)
+			mu.Unlock()
+		}()
 	}
+	wg.Wait()
+	sort.Ints(unknown)
 	for _, k := range alone {
 		r, err := s.Run.Run(ctx, subs[k].Cmd.Argv, strings.NewReader(subs[k].Cmd.Stdin))
 		if err != nil {
@@ -121,6 +118,41 @@ func Submit(ctx context.Context, s Site, subs []Submission) []backends.SubmitRes
 		resolve(ctx, s, subs, unknown, res)
 	}
 	return res
+}
+
+// runBatch runs one batch and settles its jobs' results (each job's own
+// slot of res); it returns the jobs whose outcome is unknown.
+func runBatch(ctx context.Context, s Site, subs []Submission, at []int, bt *Batch, res []backends.SubmitResult) []int {
+	var unknown []int
+	outs, _, runErr := Run(ctx, s.Run, bt)
+	for n, j := range bt.Index {
+		k := at[j]
+		o := &outs[n]
+		switch o.Fate(runErr) {
+		case Ran:
+			res[k].ID, res[k].Err = s.Accept(k, backends.Result{Stdout: o.Stdout, Stderr: o.Stderr, ExitCode: o.ExitCode})
+			if res[k].Err != nil && o.ExitCode == 0 {
+				unknown = append(unknown, k) // accepted, but which id?
+			}
+		case NotRun:
+			switch {
+			case ctx.Err() != nil:
+				res[k].Err = fmt.Errorf("%s: job %s not submitted: %w", s.Name, subs[k].Tag, ctx.Err())
+			case runErr != nil:
+				res[k].Err = fmt.Errorf("%w: %s: job %s not submitted: %w", backends.ErrUnavailable, s.Name, subs[k].Tag, runErr)
+			default:
+				res[k].Err = fmt.Errorf("%w: %s: job %s not submitted: the batch ended before it", backends.ErrUnavailable, s.Name, subs[k].Tag)
+			}
+		default:
+			err := runErr
+			if err == nil {
+				err = errors.New("its section of the output is incomplete")
+			}
+			res[k].Err = fmt.Errorf("%w: %s: running its batch: %w", backends.ErrUnavailable, s.Name, err)
+			unknown = append(unknown, k)
+		}
+	}
+	return unknown
 }
 
 // resolve looks the jobs of unknown up by tag and settles their results.

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/sshbatch"
@@ -174,4 +176,39 @@ type runFunc func(context.Context, []string, io.Reader) (backends.Result, error)
 
 func (f runFunc) Run(ctx context.Context, argv []string, in io.Reader) (backends.Result, error) {
 	return f(ctx, argv, in)
+}
+
+// TestSubmitParallel: with Parallel 3 and at most 4 commands a batch, ten
+// jobs go in three batches run at once, and every result is still in its
+// job's place.
+func TestSubmitParallel(t *testing.T) {
+	var mu sync.Mutex
+	batches, running, most := 0, 0, 0
+	run := runFunc(func(ctx context.Context, argv []string, in io.Reader) (backends.Result, error) {
+		mu.Lock()
+		batches++
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		return local{}.Run(ctx, argv, in)
+	})
+	f := &fakeSite{run: run}
+	var ins []string
+	for i := 0; i < 10; i++ {
+		ins = append(ins, fmt.Sprintf("%d\n", i))
+	}
+	s := f.site()
+	s.Parallel, s.MaxCommands = 3, 4
+	s.Lookup = func(context.Context, []int) (map[int]backends.JobID, error) { return nil, nil }
+	res := sshbatch.Submit(context.Background(), s, subs(ins...))
+	for i, r := range res {
+		if r.Err != nil || r.ID != backends.JobID(fmt.Sprint(i)) {
+			t.Errorf("job %d: %+v", i, r)
+		}
+	}
+	if batches < 3 || most < 2 {
+		t.Errorf("%d batches, at most %d at once; want >= 3 batches run concurrently", batches, most)
+	}
 }
