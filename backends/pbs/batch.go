@@ -18,9 +18,8 @@ var _ backends.BatchSubmitter = (*Backend)(nil)
 // (mkdir, the wrapper from a here-document, qsub, the id file), and every
 // job's id is read back from its own section of the output. A job qsub
 // refused has its own error (ErrRejected with PBS's words); the jobs of a
-// cut batch are looked up by their tags in one listing of the login
-// user's jobs (qselect + qstat, as FindByGridID), and a job not found is
-// ErrOutcomeUnknown.
+// cut batch are looked up by their tags in one listing of the server's
+// live jobs, and a job not found is ErrOutcomeUnknown.
 func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []backends.SubmitResult {
 	res := make([]backends.SubmitResult, len(specs))
 	var subs []sshbatch.Submission
@@ -54,18 +53,22 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 	return res
 }
 
-// lookupTags finds the jobs of subs[ks] by their tags among the login
-// user's jobs, finished ones included, in one command.
+// lookupTags finds the jobs of subs[ks] by their tags among the live jobs
+// of the server (one qstat without ids: a job submitted a moment ago is
+// still queued, and the full history that FindByGridID reads takes minutes
+// on a server with a long one). A job that already ended is not found and
+// stays outcome-unknown: the broker's reconciliation (FindByGridID) finds
+// it later.
 func (b *Backend) lookupTags(ctx context.Context, ks []int, subs []sshbatch.Submission, dirs []string) (map[int]backends.JobID, error) {
 	if b.cfg.User == "" {
 		return nil, fmt.Errorf("%w: %s: looking jobs up by tag needs the login user (Config.User)", backends.ErrInvalidSpec, b.cfg.Name)
 	}
-	argv := b.cmds.FindArgv(b.cfg.User)
+	argv := b.cmds.LiveDSVArgv()
 	r, err := b.exec(ctx, argv, nil)
 	if err != nil {
 		return nil, err
 	}
-	if r.ExitCode != 0 && !(r.ExitCode == 153 && len(UnknownJobIDs(r.Stderr)) > 0) {
+	if r.ExitCode != 0 {
 		return nil, b.commandErr(argv, r)
 	}
 	recs, err := ParseDSV(r.Stdout)

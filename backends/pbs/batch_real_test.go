@@ -33,11 +33,11 @@ func pendingResv(t *testing.T, b *pbs.Backend) backends.ResvID {
 	return resv
 }
 
-// tagCount lists the login user's jobs (finished ones included) and counts
-// them per tag, with each job's id.
+// tagCount lists the server's live jobs (the tests' jobs wait in a
+// reservation queue) and counts them per tag, with each job's id.
 func tagCount(t *testing.T, s site, c *transport.Client) (map[string]int, map[backends.JobID]string) {
 	t.Helper()
-	r, err := c.Run(context.Background(), pbs.Cmds{Bin: s.bin}.FindArgv(s.ssh.User), nil)
+	r, err := c.Run(context.Background(), pbs.Cmds{Bin: s.bin}.LiveDSVArgv(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +107,14 @@ func TestSubmitBatchPartialFailure(t *testing.T) {
 	}
 }
 
-// cutRunner runs batches with a "sleep 30" put after the end of command
-// `after` and cuts each batch `cut` after it started (ctx ended: SIGTERM,
-// session closed), as a dropped connection would.
+// cutRunner runs batches with "create mark; sleep 30" put after the end of
+// command `after`, and cuts the batch once mark exists (ctx ended:
+// SIGTERM, session closed), as a dropped connection would, at the same
+// point however slow the site.
 type cutRunner struct {
 	backends.Runner
 	after int
-	cut   time.Duration
+	mark  string // remote file the shell creates when it reaches the sleep
 }
 
 func (r *cutRunner) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
@@ -126,14 +127,25 @@ func (r *cutRunner) Run(ctx context.Context, argv []string, stdin io.Reader) (ba
 		sb.WriteString(l)
 		if strings.HasPrefix(l, "r=$?; printf '\\n#gridsub-rc ") {
 			if seen++; seen == r.after {
-				sb.WriteString("sleep 30\n")
+				sb.WriteString(": > " + transport.Quote([]string{r.mark}) + "; sleep 30\n")
 			}
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.cut)
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() {
+		// Cut once the shell is in the sleep, however slow the site.
+		for cctx.Err() == nil {
+			if t, err := r.Runner.Run(cctx, []string{"test", "-e", r.mark}, nil); err == nil && t.ExitCode == 0 {
+				cancel()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	res, err := r.Runner.Run(cctx, []string{argv[0], argv[1], sb.String(), argv[3]}, nil)
 	if err != nil {
+		// As a dropped connection: retryable, and the caller's ctx is fine.
 		err = fmt.Errorf("%w: cut: %v", backends.ErrUnavailable, err)
 	}
 	return res, err
@@ -148,7 +160,9 @@ func TestSubmitBatchCut(t *testing.T) {
 	c := dial(t, s)
 	b := newBackend(s, c, c)
 	resv := pendingResv(t, b)
-	cutB := newBackend(s, c, &cutRunner{Runner: c, after: 2, cut: 3 * time.Second})
+	mark := s.home + "/cut-" + gridID("m")
+	t.Cleanup(func() { _, _ = c.Run(context.Background(), []string{"rm", "-f", mark}, nil) })
+	cutB := newBackend(s, c, &cutRunner{Runner: c, after: 2, mark: mark})
 	const n = 6
 	specs := make([]*backends.JobSpec, n)
 	for i := range specs {
@@ -179,14 +193,12 @@ func TestSubmitBatchCut(t *testing.T) {
 			t.Errorf("job %d: id %s carries %q, want %q", i, res[i].ID, tags[res[i].ID], pbs.GridTag(specs[i].GridID))
 		}
 	}
+	// Reconcile by tag, as the broker does before resubmitting.
 	time.Sleep(time.Second)
+	count, _ := tagCount(t, s, c)
 	for _, sp := range again {
-		found, err := b.FindByGridID(ctx, sp.GridID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(found) != 0 {
-			t.Errorf("%s: found %v after the cut: the cut shell went on submitting", sp.GridID, found)
+		if n := count[pbs.GridTag(sp.GridID)]; n != 0 {
+			t.Errorf("%s: %d jobs carry its tag after the cut: the cut shell went on submitting", sp.GridID, n)
 		}
 	}
 	for i, r := range b.SubmitBatch(ctx, again) {
@@ -194,7 +206,7 @@ func TestSubmitBatchCut(t *testing.T) {
 			t.Errorf("resubmitting %s: %v", again[i].GridID, r.Err)
 		}
 	}
-	count, _ := tagCount(t, s, c)
+	count, _ = tagCount(t, s, c)
 	for i, sp := range specs {
 		if got := count[pbs.GridTag(sp.GridID)]; got != 1 {
 			t.Errorf("job %d: %d remote jobs carry its tag, want exactly 1", i, got)

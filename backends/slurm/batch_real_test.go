@@ -136,14 +136,15 @@ func TestSubmitBatchPartialFailure(t *testing.T) {
 	}
 }
 
-// cutRunner runs batches with a "sleep 30" put after the end of command
-// `after` and cuts each batch `cut` after it started: the session is
-// closed (ctx ended, SIGTERM) mid-batch, as a dropped connection would.
+// cutRunner runs batches with "create mark; sleep 30" put after the end of
+// command `after`, and cuts the batch once mark exists: the session is
+// closed (ctx ended, SIGTERM) mid-batch, as a dropped connection would,
+// at the same point however slow the site.
 // Every other command goes to the Runner unchanged.
 type cutRunner struct {
 	backends.Runner
 	after int
-	cut   time.Duration
+	mark  string // remote file the shell creates when it reaches the sleep
 }
 
 func (r *cutRunner) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
@@ -161,12 +162,22 @@ func (r *cutRunner) Run(ctx context.Context, argv []string, stdin io.Reader) (ba
 		if strings.HasPrefix(l, "r=$?; "+mark) {
 			seen++
 			if seen == r.after {
-				sb.WriteString("sleep 30\n")
+				sb.WriteString(": > " + transport.Quote([]string{r.mark}) + "; sleep 30\n")
 			}
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.cut)
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() {
+		// Cut once the shell is in the sleep, however slow the site.
+		for cctx.Err() == nil {
+			if t, err := r.Runner.Run(cctx, []string{"test", "-e", r.mark}, nil); err == nil && t.ExitCode == 0 {
+				cancel()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	res, err := r.Runner.Run(cctx, []string{argv[0], argv[1], sb.String(), argv[3]}, nil)
 	if err != nil {
 		// As a dropped connection: retryable, and the caller's ctx is fine.
@@ -186,7 +197,9 @@ func TestSubmitBatchCut(t *testing.T) {
 	be := newBackend(t, s, c, c)
 	var all []backends.JobID
 	resv := pendingResv(t, be, c, func() []backends.JobID { return all })
-	cutBe := newBackend(t, s, c, &cutRunner{Runner: c, after: 3, cut: 3 * time.Second})
+	mark := s.scratch + "/cut-" + gridID("m")
+	t.Cleanup(func() { _, _ = c.Run(context.Background(), []string{"rm", "-f", mark}, nil) })
+	cutBe := newBackend(t, s, c, &cutRunner{Runner: c, after: 3, mark: mark})
 	const n = 10
 	specs := make([]*backends.JobSpec, n)
 	for i := range specs {
