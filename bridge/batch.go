@@ -17,11 +17,11 @@ type pendingSubmit struct {
 	specs []*backends.JobSpec
 }
 
-// submitPending submits a cycle's dispatched jobs, site by site in the
-// order the sites were first chosen: a site with the batch capability
-// (backends.BatchSubmitter) gets all of its components of the cycle in one
-// SubmitBatch — one remote command instead of one per job — the others
-// one Submit each, in plan order. Each job is then settled as submitParts
+// submitPending submits a cycle's dispatched jobs: a site with the batch
+// capability (backends.BatchSubmitter) and two or more of the cycle's
+// components gets them all in one SubmitBatch — one remote command instead
+// of one per job — after the other sites' components, which get one Submit
+// each, in plan order. Each job is then settled as submitParts
 // does, from its own components' outcomes only: one job's refusal does not
 // touch another's.
 func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendingSubmit, rep *CycleReport) {
@@ -43,17 +43,27 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 			bySite[part.Site] = append(bySite[part.Site], ref{pi, k})
 		}
 	}
-	for _, si := range order {
-		refs := bySite[si]
-		be := b.sites[si].Backend
-		bs, batch := backends.AsBatchSubmitter(be)
-		if !batch || len(refs) < 2 {
-			for _, r := range refs {
-				rids[r.p][r.k], errs[r.p][r.k] = be.Submit(ctx, pend[r.p].specs[r.k])
+	batched := map[int]bool{}
+	for si, refs := range bySite {
+		_, ok := backends.AsBatchSubmitter(b.sites[si].Backend)
+		batched[si] = ok && len(refs) > 1
+	}
+	// Sites without batching: one Submit per component, in plan order, as
+	// before batching existed.
+	for pi, ps := range pend {
+		for k, part := range ps.d.Chosen.Parts {
+			if !batched[part.Site] {
+				rids[pi][k], errs[pi][k] = b.sites[part.Site].Backend.Submit(ctx, ps.specs[k])
+				b.markStale(part.Site)
 			}
-			b.markStale(si)
+		}
+	}
+	for _, si := range order {
+		if !batched[si] {
 			continue
 		}
+		refs := bySite[si]
+		bs, _ := backends.AsBatchSubmitter(b.sites[si].Backend)
 		specs := make([]*backends.JobSpec, len(refs))
 		for i, r := range refs {
 			specs[i] = pend[r.p].specs[r.k]

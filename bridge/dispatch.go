@@ -14,7 +14,8 @@ import (
 
 // dispatch acts on a plan: every decision is recorded on the job before the
 // remote call, and the job's queue position is given up only once the
-// outcome is known.
+// outcome is known. The submissions go out after the plan's last decision
+// is recorded, batched per site where a site can (submitPending).
 func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
 	names := b.names
 	var pend []pendingSubmit
