@@ -31,9 +31,11 @@
 // "#gridsub-rc <nonce> <k> <exit status>". Parse splits them back
 // (Output.Started, Done, ExitCode, Stdout, Stderr): a command whose end
 // marker never arrived (the session was cut) is not Done, and its outcome
-// is unknown. Decode turns a script back into its commands (what an
-// SSH-served simulated site runs); Build → Decode is the identity, tested
-// by a fuzz target.
+// is unknown. Decode turns a script back into its commands and
+// WriteSection writes one command's section as the shell would: what an
+// SSH-served simulated site needs to answer a batch without a shell
+// (Example_simulatedSite). Build → Decode is the identity, tested by a
+// fuzz target.
 //
 // A script is bounded in size (Build's maxBytes, by default
 // DefaultMaxBytes): sshd hands the whole command line to the login shell

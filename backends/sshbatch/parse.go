@@ -2,6 +2,7 @@ package sshbatch
 
 import (
 	"bytes"
+	"io"
 	"strconv"
 )
 
@@ -90,4 +91,21 @@ func Parse(nonce string, n int, stdout, stderr []byte) []Output {
 		pos = next
 	}
 	return out
+}
+
+// WriteSection writes command k's section of one output stream as the
+// batch's shell does: its start marker line, out verbatim, then a newline
+// and its end marker with the exit status. A simulated site that runs a
+// batch without a shell (Decode, then each command) writes each command's
+// stdout and stderr with it, in order, and Parse reads them back.
+func WriteSection(w io.Writer, nonce string, k, code int, out []byte) error {
+	ks := strconv.Itoa(k)
+	if _, err := io.WriteString(w, "#gridsub-job "+nonce+" "+ks+"\n"); err != nil {
+		return err
+	}
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n#gridsub-rc "+nonce+" "+ks+" "+strconv.Itoa(code)+"\n")
+	return err
 }
