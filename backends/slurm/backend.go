@@ -556,7 +556,7 @@ func (b *Backend) Cancel(ctx context.Context, id backends.JobID) error {
 // squeue still knows (tag in --comment), plus finished ones in the jobcomp
 // log whose working directory is one of the grid job's directories.
 func (b *Backend) FindByGridID(ctx context.Context, gridID string) ([]backends.JobStatus, error) {
-	if !gridIDRe.MatchString(gridID) {
+	if !sshbatch.ValidGridID(gridID) {
 		return nil, fmt.Errorf("%w: grid id %q", backends.ErrInvalidSpec, gridID)
 	}
 	argv := SqueueMineArgv()
