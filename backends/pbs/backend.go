@@ -16,7 +16,6 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/sshbatch"
-	"github.com/gridsub/gridsub/backends/transport"
 )
 
 // Config describes one PBS site as the backend sees it.
@@ -59,10 +58,9 @@ type Backend struct {
 	run   backends.Runner
 	stage backends.Stager // rooted at cfg.RemoteDir; nil = no staging
 	log   *slog.Logger
-	// closer closes the connection made by Connect; connErr is its Err.
-	closer  func() error
-	connErr func() error
-	est     *transport.Estimator
+	// link is the connection made by Connect (the zero Link for a
+	// Backend built with New).
+	link sshbatch.Link
 
 	mu    sync.Mutex
 	dirs  map[backends.JobID]string // job id -> job directory (as the login shell sees it)

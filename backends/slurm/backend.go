@@ -14,7 +14,6 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/sshbatch"
-	"github.com/gridsub/gridsub/backends/transport"
 )
 
 // Config describes one SLURM site as the backend sees it.
@@ -63,13 +62,9 @@ type Backend struct {
 	run   backends.Runner
 	stage backends.Stager // rooted at cfg.RemoteDir; nil = no staging
 	log   *slog.Logger
-	// closer closes the connection made by Connect.
-	closer func() error
-	// connErr is the connection's Err (transport.Client.Err), nil for a
-	// Backend built with New.
-	connErr func() error
-	// est measures the transfers of the connection made by Connect.
-	est *transport.Estimator
+	// link is the connection made by Connect (the zero Link for a
+	// Backend built with New).
+	link sshbatch.Link
 
 	mu       sync.Mutex
 	dirs     map[backends.JobID]string // job id -> job directory relative to RemoteDir
