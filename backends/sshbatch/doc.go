@@ -1,7 +1,10 @@
 // Package sshbatch runs many remote commands in one SSH session: the
 // shared core of the SLURM and PBS backends' batched submission (one
 // `sbatch`/`qsub` per job, all in one remote command, each job's outcome
-// read back separately).
+// read back separately, Submit). It also holds what else the two
+// SSH-driven backends share: the spec checks of their common job wrapper
+// (CheckSpec, RelPath, ValidGridID) and the state of the connection their
+// Connect makes (Link).
 //
 // A batch is the argv
 //
