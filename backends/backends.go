@@ -31,6 +31,11 @@ var (
 	ErrBadOutput = errors.New("unparsable batch system output")
 	// ErrUnsupported: the backend lacks the capability (e.g. reservations).
 	ErrUnsupported = errors.New("not supported by this backend")
+	// ErrOutcomeUnknown: a submission may or may not have reached the batch
+	// system (the session was cut after the request was sent). Always
+	// wrapped together with ErrUnavailable. The caller must look the job's
+	// tag up (Finder) before submitting it again, never resubmit blindly.
+	ErrOutcomeUnknown = errors.New("submission outcome unknown")
 )
 
 // batchWordRe is a partition, queue or account name: empty, or a word no

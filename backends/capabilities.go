@@ -25,6 +25,7 @@ type Capabilities struct {
 	Push    bool // Watcher: pushed status changes
 	Link    bool // LinkEstimator: measured transfer cost
 	Conn    bool // Connectivity: why the site's connection is down
+	Batch   bool // BatchSubmitter: many submissions in one remote command
 }
 
 // Declarer is implemented by a backend that declares its capabilities
@@ -49,8 +50,9 @@ func CapabilitiesOf(b Backend) Capabilities {
 		_, w := b.(Watcher)
 		_, l := b.(LinkEstimator)
 		_, cn := b.(Connectivity)
+		_, bs := b.(BatchSubmitter)
 		return Capabilities{Find: c.Find && f, Fetch: c.Fetch && fe, Reserve: c.Reserve && r,
-			Push: c.Push && w, Link: c.Link && l, Conn: c.Conn && cn}
+			Push: c.Push && w, Link: c.Link && l, Conn: c.Conn && cn, Batch: c.Batch && bs}
 	}
 	_, f := b.(Finder)
 	_, fe := b.(Fetcher)
@@ -58,7 +60,8 @@ func CapabilitiesOf(b Backend) Capabilities {
 	_, w := b.(Watcher)
 	_, l := b.(LinkEstimator)
 	_, cn := b.(Connectivity)
-	return Capabilities{Find: f, Fetch: fe, Reserve: r, Push: w, Link: l, Conn: cn}
+	_, bs := b.(BatchSubmitter)
+	return Capabilities{Find: f, Fetch: fe, Reserve: r, Push: w, Link: l, Conn: cn, Batch: bs}
 }
 
 // AsFinder returns b as a Finder when it has that capability.

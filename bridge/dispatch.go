@@ -14,9 +14,12 @@ import (
 
 // dispatch acts on a plan: every decision is recorded on the job before the
 // remote call, and the job's queue position is given up only once the
-// outcome is known.
+// outcome is known. The submissions go out after the plan's last decision
+// is recorded, batched per site where a site can (submitPending).
 func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
 	names := b.names
+	var pend []pendingSubmit
+	defer func() { b.submitPending(ctx, now, pend, rep) }()
 	for _, d := range plan.Decisions {
 		b.mu.Lock()
 		j, ok := b.jobs[d.Job]
@@ -92,7 +95,7 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 				}
 			}
 			b.mu.Unlock()
-			b.submitParts(ctx, now, j.ID, d, specs, rep)
+			pend = append(pend, pendingSubmit{id: j.ID, d: d, specs: specs})
 		}
 	}
 }
@@ -113,19 +116,31 @@ func (b *Broker) alone(j *Job, p policy.Part, o policy.Option) policy.Option {
 // the error cannot be cured by waiting or the attempts are used up). A
 // replicated job only needs one copy to be accepted.
 func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
-	names := b.names
-	comps := make([]Component, len(specs))
+	rids := make([]backends.JobID, len(specs))
 	errs := make([]error, len(specs))
 	for k, p := range d.Chosen.Parts {
-		site := names[p.Site]
-		rid, err := b.sites[p.Site].Backend.Submit(ctx, specs[k])
+		rids[k], errs[k] = b.sites[p.Site].Backend.Submit(ctx, specs[k])
 		b.markStale(p.Site)
-		comps[k] = Component{Site: site, Nodes: p.Nodes, RemoteID: rid, State: backends.StatePending, ExitCode: -1,
+	}
+	b.finishParts(ctx, now, id, d, rids, errs, rep)
+}
+
+// finishParts settles a job once every component's submission has an
+// outcome (rids[k] or errs[k]), as submitParts says; a component whose
+// outcome is unknown holds the job for reconciliation by tag (unknownParts).
+func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d policy.Decision, rids []backends.JobID, errs []error, rep *CycleReport) {
+	names := b.names
+	comps := make([]Component, len(rids))
+	for k, p := range d.Chosen.Parts {
+		comps[k] = Component{Site: names[p.Site], Nodes: p.Nodes, RemoteID: rids[k], State: backends.StatePending, ExitCode: -1,
 			Replica: d.Action == policy.Replicate}
-		errs[k] = err
 	}
 	b.mu.Lock()
 	j := b.jobs[id]
+	if b.unknownParts(ctx, now, j, comps, errs, rep) {
+		b.mu.Unlock()
+		return
+	}
 	var ok []Component
 	var firstErr error
 	for k, c := range comps {

@@ -36,10 +36,10 @@ func TestParseState(t *testing.T) {
 			t.Errorf("%s: %q %v", s, got, err)
 		}
 	}
-	if _, err := ParseState("done"); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "valid: queued, reserved,") {
+	if _, err := ParseState("done"); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "valid: held, queued, reserved,") {
 		t.Errorf("unknown: %v", err)
 	}
-	if len(States) != 9 {
+	if len(States) != 10 {
 		t.Errorf("States has %d entries; a new state must be added there", len(States))
 	}
 }

@@ -105,6 +105,7 @@ func Run(t *testing.T, h Harness) {
 			{"literal_name", s.literal, true},
 			{"staging", s.staging, h.Staging},
 			{"find_by_grid_id", s.find, true},
+			{"batch", s.batch, backends.CapabilitiesOf(h.Backend).Batch},
 		} {
 			if !c.on {
 				continue

@@ -182,6 +182,11 @@ func (c Cmds) FindArgv(user string) []string {
 	return []string{"bash", "-c", findScript, "gridsub-find", c.cmd("qselect"), c.cmd("qstat"), user}
 }
 
+// LiveDSVArgv lists every live job of the server in DSV (no ids: one
+// server request, 0.2–0.3 s for hundreds of jobs on the testbed), for
+// finding the jobs of a cut batch by their tags.
+func (c Cmds) LiveDSVArgv() []string { return []string{c.cmd("qstat"), "-f", "-F", "dsv"} }
+
 // ActiveJSONArgv lists every live job (no ids: the JSON form then prints
 // them all), for Info.
 func (c Cmds) ActiveJSONArgv() []string { return []string{c.cmd("qstat"), "-f", "-F", "json"} }

@@ -2,7 +2,6 @@ package pbs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
-	"github.com/gridsub/gridsub/backends/transport"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // Config describes one PBS site as the backend sees it.
@@ -45,7 +44,14 @@ type Config struct {
 	// Now is the clock for reservation start times; nil = time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// BatchSessions is how many batches of one SubmitBatch run at once,
+	// each in its own SSH session (0 means DefaultBatchSessions).
+	BatchSessions int
 }
+
+// DefaultBatchSessions is as for SLURM (slurm.DefaultBatchSessions): half
+// the transport's default session slots.
+const DefaultBatchSessions = 4
 
 // Backend drives one PBS server through a Runner and a Stager.
 type Backend struct {
@@ -54,10 +60,9 @@ type Backend struct {
 	run   backends.Runner
 	stage backends.Stager // rooted at cfg.RemoteDir; nil = no staging
 	log   *slog.Logger
-	// closer closes the connection made by Connect; connErr is its Err.
-	closer  func() error
-	connErr func() error
-	est     *transport.Estimator
+	// link is the connection made by Connect (the zero Link for a
+	// Backend built with New).
+	link sshbatch.Link
 
 	mu    sync.Mutex
 	dirs  map[backends.JobID]string // job id -> job directory (as the login shell sees it)
@@ -125,6 +130,9 @@ func (b *Backend) exec(ctx context.Context, argv []string, stdin io.Reader) (bac
 func cmdName(argv []string) string {
 	if len(argv) == 0 {
 		return "?"
+	}
+	if len(argv) == 4 && argv[3] == sshbatch.Program {
+		return "qsub (batch)"
 	}
 	if argv[0] == "bash" && len(argv) > 3 {
 		switch argv[3] {
@@ -323,61 +331,69 @@ func ParseDuration(s string) time.Duration {
 // one SFTP write per input plus one remote command (and one pbsnodes the
 // first time, to learn the site's size).
 func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.JobID, error) {
-	if err := checkSpec(spec); err != nil {
+	full, cpn, err := b.prepare(ctx, spec)
+	if err != nil {
 		return "", err
+	}
+	argv := b.cmds.SubmitArgv(full, b.qsubArgs(spec, cpn))
+	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
+	if err != nil {
+		return "", sshbatch.SentErr(err)
+	}
+	return b.accepted(spec, full, argv, r)
+}
+
+// prepare checks spec against the site and stages its inputs; it returns
+// the job directory as the login shell sees it, and the site's CPUs per
+// node.
+func (b *Backend) prepare(ctx context.Context, spec *backends.JobSpec) (string, int, error) {
+	if err := checkSpec(spec); err != nil {
+		return "", 0, err
 	}
 	if strings.ContainsAny(b.cfg.RemoteDir, ":,| \t\n\\\"'") {
 		// -o/-e take [host:]path, Variable_List (PBS_O_WORKDIR) is comma
 		// separated and DSV is '|' separated.
-		return "", fmt.Errorf("%w: %s: remote directory %q must not contain ':', ',', '|', quotes, backslashes or white space (PBS reads them in its own formats)",
+		return "", 0, fmt.Errorf("%w: %s: remote directory %q must not contain ':', ',', '|', quotes, backslashes or white space (PBS reads them in its own formats)",
 			backends.ErrInvalidSpec, b.cfg.Name, b.cfg.RemoteDir)
 	}
 	nodes, cpn, err := b.shape(ctx)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if spec.Nodes > nodes {
 		// qsub accepts it and the job waits forever ("Can Never Run").
-		return "", fmt.Errorf("%w: %d nodes asked, %s has %d usable", backends.ErrRejected, spec.Nodes, b.cfg.Name, nodes)
+		return "", 0, fmt.Errorf("%w: %d nodes asked, %s has %d usable", backends.ErrRejected, spec.Nodes, b.cfg.Name, nodes)
 	}
 	if spec.CoresPerNode > cpn && cpn > 0 {
-		return "", fmt.Errorf("%w: %d cores per node asked, %s's nodes have %d", backends.ErrRejected, spec.CoresPerNode, b.cfg.Name, cpn)
+		return "", 0, fmt.Errorf("%w: %d cores per node asked, %s's nodes have %d", backends.ErrRejected, spec.CoresPerNode, b.cfg.Name, cpn)
 	}
 	b.mu.Lock()
 	mem, gpus := b.mem, b.gpus
 	b.mu.Unlock()
 	// Like a too wide job, these would wait for ever ("Can Never Run").
 	if spec.MemPerNode > mem && mem > 0 {
-		return "", fmt.Errorf("%w: %d bytes of memory per node asked, %s's nodes have %d", backends.ErrRejected, spec.MemPerNode, b.cfg.Name, mem)
+		return "", 0, fmt.Errorf("%w: %d bytes of memory per node asked, %s's nodes have %d", backends.ErrRejected, spec.MemPerNode, b.cfg.Name, mem)
 	}
 	if spec.GPUsPerNode > gpus {
-		return "", fmt.Errorf("%w: %d GPUs per node asked, %s's nodes have %d", backends.ErrRejected, spec.GPUsPerNode, b.cfg.Name, gpus)
+		return "", 0, fmt.Errorf("%w: %d GPUs per node asked, %s's nodes have %d", backends.ErrRejected, spec.GPUsPerNode, b.cfg.Name, gpus)
 	}
 	dir := JobDir(spec)
 	if len(spec.Inputs) > 0 {
 		if b.stage == nil {
-			return "", fmt.Errorf("%w: %s has no stager, cannot stage %d input(s)", backends.ErrUnsupported, b.cfg.Name, len(spec.Inputs))
+			return "", 0, fmt.Errorf("%w: %s has no stager, cannot stage %d input(s)", backends.ErrUnsupported, b.cfg.Name, len(spec.Inputs))
 		}
 		for _, in := range spec.Inputs {
 			if err := b.put(ctx, dir, in); err != nil {
-				return "", err
+				return "", 0, err
 			}
 		}
 	}
-	full := path.Join(b.remoteDir(), dir)
-	sp := *spec
-	if sp.Account == "" {
-		sp.Account = b.cfg.Account
-	}
-	argv := b.cmds.SubmitArgv(full, QsubArgs(&sp, b.cfg.Queue, cpn))
-	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
-	if err != nil {
-		// The request may have reached qsub: the caller must look the tag up.
-		if !errors.Is(err, backends.ErrUnavailable) && !errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
-		}
-		return "", err
-	}
+	return path.Join(b.remoteDir(), dir), cpn, nil
+}
+
+// accepted reads qsub's result for spec (run by argv in the directory
+// full) and records the job's directory.
+func (b *Backend) accepted(spec *backends.JobSpec, full string, argv []string, r backends.Result) (backends.JobID, error) {
 	if r.ExitCode != 0 {
 		return "", b.commandErr(argv, r)
 	}
@@ -388,7 +404,7 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 	b.mu.Lock()
 	b.dirs[id] = full
 	b.mu.Unlock()
-	b.log.Debug("submitted", "grid_id", spec.GridID, "job", id, "dir", dir)
+	b.log.Debug("submitted", "grid_id", spec.GridID, "job", id, "dir", full)
 	return id, nil
 }
 
@@ -546,4 +562,14 @@ func (b *Backend) Cancel(ctx context.Context, id backends.JobID) error {
 		return b.commandErr(argv, r)
 	}
 	return nil
+}
+
+// qsubArgs are spec's qsub options at this site: the site's queue, and its
+// account when the job names none.
+func (b *Backend) qsubArgs(spec *backends.JobSpec, cpn int) []string {
+	sp := *spec
+	if sp.Account == "" {
+		sp.Account = b.cfg.Account
+	}
+	return QsubArgs(&sp, b.cfg.Queue, cpn)
 }

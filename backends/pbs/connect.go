@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
@@ -26,9 +27,7 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 		return nil, fmt.Errorf("pbs site %s: %w", cfg.Name, err)
 	}
 	b := New(cfg, c, func(root string) backends.Stager { return c.Stager(root) })
-	b.closer = c.Close
-	b.connErr = c.Err
-	b.est = c.Estimator()
+	b.link = sshbatch.NewLink(c)
 	return b, nil
 }
 
@@ -40,28 +39,13 @@ var (
 // ConnErr implements backends.Connectivity: why the connection Connect made
 // is down (with transport.Config.Lazy, Connect succeeds while the site is
 // unreachable), nil while it is up or for a Backend built with New.
-func (b *Backend) ConnErr() error {
-	if b.connErr == nil {
-		return nil
-	}
-	return b.connErr()
-}
+func (b *Backend) ConnErr() error { return b.link.ConnErr() }
 
 // LinkEstimate implements backends.LinkEstimator from the connection's
 // transfer measurements (transport.Estimator); ok is false for a Backend
 // built with New or before the first transfer.
-func (b *Backend) LinkEstimate() (float64, time.Duration, bool) {
-	if b.est == nil || b.est.Count() == 0 {
-		return 0, 0, false
-	}
-	return b.est.SecPerByte(), b.est.Latency(), true
-}
+func (b *Backend) LinkEstimate() (float64, time.Duration, bool) { return b.link.LinkEstimate() }
 
 // Close releases the connection Connect made (a no-op for a Backend built
 // with New, whose Runner belongs to the caller).
-func (b *Backend) Close() error {
-	if b.closer == nil {
-		return nil
-	}
-	return b.closer()
-}
+func (b *Backend) Close() error { return b.link.Close() }

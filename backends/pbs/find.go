@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // idFilesScript prints "<dir>:<id>" for each of a grid job's directories
 // holding an id file: `bash -c idFilesScript gridsub-ids <remote dir> <grid id>`.
-// The grid id is checked by gridIDRe before, and is quoted here.
+// The grid id is checked by sshbatch.ValidGridID before, and is quoted here.
 const idFilesScript = `cd -- "$1" 2>/dev/null || exit 0; for f in gridsub/"$2"/` + IDFile + ` gridsub/"$2"-*/` + IDFile +
 	`; do [ -f "$f" ] && [ ! -L "$f" ] && printf '%s:%s\n' "${f%/*}" "$(head -c 256 -- "$f")"; done; exit 0`
 
@@ -25,7 +26,7 @@ const idFilesScript = `cd -- "$1" 2>/dev/null || exit 0; for f in gridsub/"$2"/`
 // has but whose job directory recorded it, with the state of their
 // exit-code file.
 func (b *Backend) FindByGridID(ctx context.Context, gridID string) ([]backends.JobStatus, error) {
-	if !gridIDRe.MatchString(gridID) {
+	if !sshbatch.ValidGridID(gridID) {
 		return nil, fmt.Errorf("%w: grid id %q", backends.ErrInvalidSpec, gridID)
 	}
 	if b.cfg.User == "" {

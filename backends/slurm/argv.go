@@ -100,6 +100,20 @@ func joinIDs(ids []backends.JobID) string {
 	return strings.Join(s, ",")
 }
 
+// BatchSbatchArgv is one job's command in a batched submission: sbatch
+// reads the wrapper from stdin (the batch's here-document), so no file is
+// written and no shell started per job; --chdir (relative paths are
+// relative to the login directory; sbatch makes it absolute) is the job
+// directory, which MkdirArgv made before.
+func BatchSbatchArgv(jobDir string, sbatchArgs []string) []string {
+	return append([]string{"sbatch", "--chdir=" + jobDir}, sbatchArgs...)
+}
+
+// MkdirArgv makes the job directories of a batch in one command.
+func MkdirArgv(dirs []string) []string {
+	return append([]string{"mkdir", "-p", "--"}, dirs...)
+}
+
 // SqueueArgv asks for the given jobs in every state, in SqueueFormat.
 func SqueueArgv(ids []backends.JobID) []string {
 	return quietEnv("squeue", "-h", "-t", "all", "-j", joinIDs(ids), "-O", SqueueFormat())

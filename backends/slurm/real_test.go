@@ -61,7 +61,17 @@ type counter struct {
 
 func (c *counter) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
 	name := "?"
+	if len(argv) == 4 && argv[3] == "gridsub-batch" {
+		name = "batch"
+	}
 	for i, a := range argv {
+		if name != "?" {
+			break
+		}
+		if a == "mkdir" && i == 0 {
+			name = a
+			break
+		}
 		if a == "squeue" || a == "sbatch" || a == "scontrol" || a == "sinfo" || a == "scancel" || a == "sacct" || a == "grep" {
 			name = a
 			break

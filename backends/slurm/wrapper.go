@@ -2,12 +2,11 @@ package slurm
 
 import (
 	"fmt"
-	"path"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // Files the wrapper writes in the job directory.
@@ -27,11 +26,6 @@ const (
 // setup that fails ends the job with 125 before the command runs.
 const setupRun = `. "$1" || { s=$?; echo "gridsub: setup failed (exit $s)" >&2; exit 125; }; shift; exec "$@"`
 
-var (
-	gridIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
 // JobDir is the job's directory relative to the backend's remote directory:
 // gridsub/<grid id> for a single-site job, gridsub/<grid id>-<k> for
 // component k of a co-allocated one.
@@ -43,44 +37,13 @@ func JobDir(spec *backends.JobSpec) string {
 }
 
 // relPath checks a path that must stay inside the job directory.
-func relPath(what, p string) (string, error) {
-	c := path.Clean(p)
-	if p == "" || path.IsAbs(p) || c == ".." || strings.HasPrefix(c, "../") || strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("%w: %s %q must be a relative path inside the job directory", backends.ErrInvalidSpec, what, p)
-	}
-	return c, nil
-}
+var relPath = sshbatch.RelPath
 
-// checkSpec adds this backend's requirements to JobSpec.Validate.
+// checkSpec adds this backend's requirements to JobSpec.Validate: those
+// shared with PBS (sshbatch.CheckSpec) and a reservation name SLURM takes.
 func checkSpec(spec *backends.JobSpec) error {
-	if err := spec.Validate(); err != nil {
+	if err := sshbatch.CheckSpec(spec); err != nil {
 		return err
-	}
-	if !gridIDRe.MatchString(spec.GridID) {
-		return fmt.Errorf("%w: grid id %q must be 1-128 letters, digits, '.', '_' or '-' (it names the job directory)", backends.ErrInvalidSpec, spec.GridID)
-	}
-	if spec.CoresPerNode < 0 {
-		return fmt.Errorf("%w: cores per node must be >= 0, got %d", backends.ErrInvalidSpec, spec.CoresPerNode)
-	}
-	for k := range spec.Env {
-		if !envKeyRe.MatchString(k) {
-			return fmt.Errorf("%w: environment name %q is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)", backends.ErrInvalidSpec, k)
-		}
-	}
-	if spec.WorkDir != "" {
-		if _, err := relPath("work dir", spec.WorkDir); err != nil {
-			return err
-		}
-	}
-	for _, in := range spec.Inputs {
-		if _, err := relPath("input", in.Remote); err != nil {
-			return err
-		}
-	}
-	for _, o := range spec.Outputs {
-		if _, err := relPath("output", o); err != nil {
-			return err
-		}
 	}
 	if spec.Reservation != "" && !resvNameRe.MatchString(spec.Reservation) {
 		return fmt.Errorf("%w: reservation name %q must be letters, digits, '.', '_' or '-'", backends.ErrInvalidSpec, spec.Reservation)

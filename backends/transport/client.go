@@ -464,7 +464,9 @@ func newSessionCtx(ctx context.Context, sc *ssh.Client) (*ssh.Session, error) {
 // so each reaches the remote program literally. stdin may be nil. A non-zero
 // exit is returned in Result.ExitCode with a nil error. A lost connection or
 // a missing exit status is an error wrapping backends.ErrUnavailable; the
-// command is then NOT retried (it may have run, e.g. sbatch). When ctx ends
+// command is then NOT retried (it may have run, e.g. sbatch). An error from
+// before the command was sent (no slot, connection or session) also wraps
+// ErrNotSent. When ctx ends
 // while the command runs, the remote process is sent SIGTERM, the session is
 // closed and Run returns at once with ctx.Err() wrapped. (OpenSSH delivers
 // the signal from 7.9 on, and not to root logins; a process that does not
@@ -482,12 +484,12 @@ func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (backe
 	start := time.Now()
 	release, err := c.acquire(ctx)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	defer release()
 	s, _, err := c.session(ctx)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	defer s.Close()
 	stdout, stderr := &capBuffer{max: c.cfg.MaxOutput}, &capBuffer{max: c.cfg.MaxOutput}

@@ -58,6 +58,11 @@ var (
 	ErrOutputLimit error = &kindErr{"command output over the limit", backends.ErrBadOutput}
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("ssh client closed")
+	// ErrNotSent: Run failed before the command was sent (no session slot,
+	// no connection, no session): the remote side never saw it, so a
+	// submission that failed so is certainly not at the site. Wraps
+	// nothing itself; the wrapping error carries the cause's classes too.
+	ErrNotSent = errors.New("command not sent")
 )
 
 // unavailable wraps err so that it matches backends.ErrUnavailable.

@@ -168,12 +168,13 @@ func resvFromProto(r *pb.BackendReservation) *backends.Reservation {
 
 func capsToProto(c backends.Capabilities, clock bool) *pb.BackendCapabilities {
 	return &pb.BackendCapabilities{Find: c.Find, Fetch: c.Fetch, Reserve: c.Reserve, Push: c.Push,
-		Link: c.Link, Conn: c.Conn, SimClock: clock}
+		Link: c.Link, Conn: c.Conn, SimClock: clock, Batch: c.Batch}
 }
 
 func capsFromProto(c *pb.BackendCapabilities) backends.Capabilities {
 	if c == nil {
 		return backends.Capabilities{}
 	}
-	return backends.Capabilities{Find: c.Find, Fetch: c.Fetch, Reserve: c.Reserve, Push: c.Push, Link: c.Link, Conn: c.Conn}
+	return backends.Capabilities{Find: c.Find, Fetch: c.Fetch, Reserve: c.Reserve, Push: c.Push, Link: c.Link, Conn: c.Conn,
+		Batch: c.Batch}
 }

@@ -40,6 +40,9 @@ func methods(c *backendrpc.Client) map[string]func(context.Context) error {
 		"ShowReservation":   func(ctx context.Context) error { _, err := c.ShowReservation(ctx, "r1"); return err },
 		"DeleteReservation": func(ctx context.Context) error { return c.DeleteReservation(ctx, "r1") },
 		"Watch":             func(ctx context.Context) error { return c.Watch(ctx, func(backends.JobStatus) {}) },
+		// Without the batch capability the plugin submits each spec alone:
+		// the job's error is the backend's Submit error.
+		"SubmitBatch": func(ctx context.Context) error { return c.SubmitBatch(ctx, []*backends.JobSpec{spec})[0].Err },
 	}
 }
 
@@ -193,7 +196,7 @@ func TestCapabilitiesDeclared(t *testing.T) {
 	}
 	for name, call := range methods(c) {
 		switch name {
-		case "Info", "Submit", "Status", "Cancel":
+		case "Info", "Submit", "Status", "Cancel", "SubmitBatch": // SubmitBatch: one Submit per spec without the capability
 			continue
 		}
 		if err := call(context.Background()); !errors.Is(err, backends.ErrUnsupported) {

@@ -36,6 +36,8 @@ const (
 	KindTooLarge        Kind = 18
 	KindTransferTimeout Kind = 19
 	KindOutputLimit     Kind = 20
+	KindOutcomeUnknown  Kind = 21
+	KindNotSent         Kind = 22
 )
 
 // Row is one line of the table: a kind, its name on the wire (the enum
@@ -71,6 +73,8 @@ var Table = []Row{
 	{KindTooLarge, "TOO_LARGE", transport.ErrTooLarge, "transport.ErrTooLarge"},
 	{KindTransferTimeout, "TRANSFER_TIMEOUT", transport.ErrTransferTimeout, "transport.ErrTransferTimeout"},
 	{KindOutputLimit, "OUTPUT_LIMIT", transport.ErrOutputLimit, "transport.ErrOutputLimit"},
+	{KindOutcomeUnknown, "OUTCOME_UNKNOWN", backends.ErrOutcomeUnknown, "backends.ErrOutcomeUnknown"},
+	{KindNotSent, "NOT_SENT", transport.ErrNotSent, "transport.ErrNotSent"},
 }
 
 func row(k Kind) (Row, bool) {

@@ -54,6 +54,8 @@ const (
 	BackendErrorKind_BACKEND_ERROR_KIND_TOO_LARGE        BackendErrorKind = 18
 	BackendErrorKind_BACKEND_ERROR_KIND_TRANSFER_TIMEOUT BackendErrorKind = 19
 	BackendErrorKind_BACKEND_ERROR_KIND_OUTPUT_LIMIT     BackendErrorKind = 20
+	BackendErrorKind_BACKEND_ERROR_KIND_OUTCOME_UNKNOWN  BackendErrorKind = 21
+	BackendErrorKind_BACKEND_ERROR_KIND_NOT_SENT         BackendErrorKind = 22
 )
 
 // Enum value maps for BackendErrorKind.
@@ -80,6 +82,8 @@ var (
 		18: "BACKEND_ERROR_KIND_TOO_LARGE",
 		19: "BACKEND_ERROR_KIND_TRANSFER_TIMEOUT",
 		20: "BACKEND_ERROR_KIND_OUTPUT_LIMIT",
+		21: "BACKEND_ERROR_KIND_OUTCOME_UNKNOWN",
+		22: "BACKEND_ERROR_KIND_NOT_SENT",
 	}
 	BackendErrorKind_value = map[string]int32{
 		"BACKEND_ERROR_KIND_UNSPECIFIED":      0,
@@ -103,6 +107,8 @@ var (
 		"BACKEND_ERROR_KIND_TOO_LARGE":        18,
 		"BACKEND_ERROR_KIND_TRANSFER_TIMEOUT": 19,
 		"BACKEND_ERROR_KIND_OUTPUT_LIMIT":     20,
+		"BACKEND_ERROR_KIND_OUTCOME_UNKNOWN":  21,
+		"BACKEND_ERROR_KIND_NOT_SENT":         22,
 	}
 )
 
@@ -304,6 +310,7 @@ type BackendCapabilities struct {
 	Link          bool                   `protobuf:"varint,5,opt,name=link,proto3" json:"link,omitempty"`
 	Conn          bool                   `protobuf:"varint,6,opt,name=conn,proto3" json:"conn,omitempty"`
 	SimClock      bool                   `protobuf:"varint,7,opt,name=sim_clock,json=simClock,proto3" json:"sim_clock,omitempty"`
+	Batch         bool                   `protobuf:"varint,8,opt,name=batch,proto3" json:"batch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -383,6 +390,13 @@ func (x *BackendCapabilities) GetConn() bool {
 func (x *BackendCapabilities) GetSimClock() bool {
 	if x != nil {
 		return x.SimClock
+	}
+	return false
+}
+
+func (x *BackendCapabilities) GetBatch() bool {
+	if x != nil {
+		return x.Batch
 	}
 	return false
 }
@@ -1203,6 +1217,157 @@ func (x *BackendSubmitReply) GetId() string {
 	return ""
 }
 
+// SubmitBatch (capability batch): one result per spec, in order; a
+// result's error concerns its job only. error is set only when the call
+// as a whole failed (then results is empty).
+type BackendSubmitBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Specs         []*BackendJobSpec      `protobuf:"bytes,1,rep,name=specs,proto3" json:"specs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendSubmitBatchRequest) Reset() {
+	*x = BackendSubmitBatchRequest{}
+	mi := &file_backend_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendSubmitBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendSubmitBatchRequest) ProtoMessage() {}
+
+func (x *BackendSubmitBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendSubmitBatchRequest.ProtoReflect.Descriptor instead.
+func (*BackendSubmitBatchRequest) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *BackendSubmitBatchRequest) GetSpecs() []*BackendJobSpec {
+	if x != nil {
+		return x.Specs
+	}
+	return nil
+}
+
+type BackendSubmitResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *BackendError          `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendSubmitResult) Reset() {
+	*x = BackendSubmitResult{}
+	mi := &file_backend_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendSubmitResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendSubmitResult) ProtoMessage() {}
+
+func (x *BackendSubmitResult) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendSubmitResult.ProtoReflect.Descriptor instead.
+func (*BackendSubmitResult) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *BackendSubmitResult) GetError() *BackendError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *BackendSubmitResult) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type BackendSubmitBatchReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *BackendError          `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Results       []*BackendSubmitResult `protobuf:"bytes,2,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendSubmitBatchReply) Reset() {
+	*x = BackendSubmitBatchReply{}
+	mi := &file_backend_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendSubmitBatchReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendSubmitBatchReply) ProtoMessage() {}
+
+func (x *BackendSubmitBatchReply) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendSubmitBatchReply.ProtoReflect.Descriptor instead.
+func (*BackendSubmitBatchReply) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *BackendSubmitBatchReply) GetError() *BackendError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *BackendSubmitBatchReply) GetResults() []*BackendSubmitResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type BackendStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ids           []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
@@ -1212,7 +1377,7 @@ type BackendStatusRequest struct {
 
 func (x *BackendStatusRequest) Reset() {
 	*x = BackendStatusRequest{}
-	mi := &file_backend_proto_msgTypes[13]
+	mi := &file_backend_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1389,7 @@ func (x *BackendStatusRequest) String() string {
 func (*BackendStatusRequest) ProtoMessage() {}
 
 func (x *BackendStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[13]
+	mi := &file_backend_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1402,7 @@ func (x *BackendStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendStatusRequest.ProtoReflect.Descriptor instead.
 func (*BackendStatusRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{13}
+	return file_backend_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackendStatusRequest) GetIds() []string {
@@ -1257,7 +1422,7 @@ type BackendStatusReply struct {
 
 func (x *BackendStatusReply) Reset() {
 	*x = BackendStatusReply{}
-	mi := &file_backend_proto_msgTypes[14]
+	mi := &file_backend_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1434,7 @@ func (x *BackendStatusReply) String() string {
 func (*BackendStatusReply) ProtoMessage() {}
 
 func (x *BackendStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[14]
+	mi := &file_backend_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1447,7 @@ func (x *BackendStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendStatusReply.ProtoReflect.Descriptor instead.
 func (*BackendStatusReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{14}
+	return file_backend_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BackendStatusReply) GetError() *BackendError {
@@ -1308,7 +1473,7 @@ type BackendCancelRequest struct {
 
 func (x *BackendCancelRequest) Reset() {
 	*x = BackendCancelRequest{}
-	mi := &file_backend_proto_msgTypes[15]
+	mi := &file_backend_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1485,7 @@ func (x *BackendCancelRequest) String() string {
 func (*BackendCancelRequest) ProtoMessage() {}
 
 func (x *BackendCancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[15]
+	mi := &file_backend_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1498,7 @@ func (x *BackendCancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendCancelRequest.ProtoReflect.Descriptor instead.
 func (*BackendCancelRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{15}
+	return file_backend_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackendCancelRequest) GetId() string {
@@ -1352,7 +1517,7 @@ type BackendCancelReply struct {
 
 func (x *BackendCancelReply) Reset() {
 	*x = BackendCancelReply{}
-	mi := &file_backend_proto_msgTypes[16]
+	mi := &file_backend_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1529,7 @@ func (x *BackendCancelReply) String() string {
 func (*BackendCancelReply) ProtoMessage() {}
 
 func (x *BackendCancelReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[16]
+	mi := &file_backend_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1542,7 @@ func (x *BackendCancelReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendCancelReply.ProtoReflect.Descriptor instead.
 func (*BackendCancelReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{16}
+	return file_backend_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BackendCancelReply) GetError() *BackendError {
@@ -1396,7 +1561,7 @@ type BackendFindRequest struct {
 
 func (x *BackendFindRequest) Reset() {
 	*x = BackendFindRequest{}
-	mi := &file_backend_proto_msgTypes[17]
+	mi := &file_backend_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1573,7 @@ func (x *BackendFindRequest) String() string {
 func (*BackendFindRequest) ProtoMessage() {}
 
 func (x *BackendFindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[17]
+	mi := &file_backend_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1586,7 @@ func (x *BackendFindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendFindRequest.ProtoReflect.Descriptor instead.
 func (*BackendFindRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{17}
+	return file_backend_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BackendFindRequest) GetGridId() string {
@@ -1441,7 +1606,7 @@ type BackendFindReply struct {
 
 func (x *BackendFindReply) Reset() {
 	*x = BackendFindReply{}
-	mi := &file_backend_proto_msgTypes[18]
+	mi := &file_backend_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1618,7 @@ func (x *BackendFindReply) String() string {
 func (*BackendFindReply) ProtoMessage() {}
 
 func (x *BackendFindReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[18]
+	mi := &file_backend_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1631,7 @@ func (x *BackendFindReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendFindReply.ProtoReflect.Descriptor instead.
 func (*BackendFindReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{18}
+	return file_backend_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BackendFindReply) GetError() *BackendError {
@@ -1493,7 +1658,7 @@ type BackendFetchRequest struct {
 
 func (x *BackendFetchRequest) Reset() {
 	*x = BackendFetchRequest{}
-	mi := &file_backend_proto_msgTypes[19]
+	mi := &file_backend_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1670,7 @@ func (x *BackendFetchRequest) String() string {
 func (*BackendFetchRequest) ProtoMessage() {}
 
 func (x *BackendFetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[19]
+	mi := &file_backend_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1683,7 @@ func (x *BackendFetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendFetchRequest.ProtoReflect.Descriptor instead.
 func (*BackendFetchRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{19}
+	return file_backend_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BackendFetchRequest) GetId() string {
@@ -1552,7 +1717,7 @@ type BackendFetchChunk struct {
 
 func (x *BackendFetchChunk) Reset() {
 	*x = BackendFetchChunk{}
-	mi := &file_backend_proto_msgTypes[20]
+	mi := &file_backend_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1729,7 @@ func (x *BackendFetchChunk) String() string {
 func (*BackendFetchChunk) ProtoMessage() {}
 
 func (x *BackendFetchChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[20]
+	mi := &file_backend_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1742,7 @@ func (x *BackendFetchChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendFetchChunk.ProtoReflect.Descriptor instead.
 func (*BackendFetchChunk) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{20}
+	return file_backend_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BackendFetchChunk) GetError() *BackendError {
@@ -1628,7 +1793,7 @@ type BackendReservationSpec struct {
 
 func (x *BackendReservationSpec) Reset() {
 	*x = BackendReservationSpec{}
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1805,7 @@ func (x *BackendReservationSpec) String() string {
 func (*BackendReservationSpec) ProtoMessage() {}
 
 func (x *BackendReservationSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1818,7 @@ func (x *BackendReservationSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendReservationSpec.ProtoReflect.Descriptor instead.
 func (*BackendReservationSpec) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{21}
+	return file_backend_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BackendReservationSpec) GetName() string {
@@ -1705,7 +1870,7 @@ type BackendReservation struct {
 
 func (x *BackendReservation) Reset() {
 	*x = BackendReservation{}
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1882,7 @@ func (x *BackendReservation) String() string {
 func (*BackendReservation) ProtoMessage() {}
 
 func (x *BackendReservation) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1895,7 @@ func (x *BackendReservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendReservation.ProtoReflect.Descriptor instead.
 func (*BackendReservation) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{22}
+	return file_backend_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BackendReservation) GetId() string {
@@ -1784,7 +1949,7 @@ type BackendCreateReservationRequest struct {
 
 func (x *BackendCreateReservationRequest) Reset() {
 	*x = BackendCreateReservationRequest{}
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1961,7 @@ func (x *BackendCreateReservationRequest) String() string {
 func (*BackendCreateReservationRequest) ProtoMessage() {}
 
 func (x *BackendCreateReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1974,7 @@ func (x *BackendCreateReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendCreateReservationRequest.ProtoReflect.Descriptor instead.
 func (*BackendCreateReservationRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{23}
+	return file_backend_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BackendCreateReservationRequest) GetSpec() *BackendReservationSpec {
@@ -1829,7 +1994,7 @@ type BackendCreateReservationReply struct {
 
 func (x *BackendCreateReservationReply) Reset() {
 	*x = BackendCreateReservationReply{}
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +2006,7 @@ func (x *BackendCreateReservationReply) String() string {
 func (*BackendCreateReservationReply) ProtoMessage() {}
 
 func (x *BackendCreateReservationReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +2019,7 @@ func (x *BackendCreateReservationReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendCreateReservationReply.ProtoReflect.Descriptor instead.
 func (*BackendCreateReservationReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{24}
+	return file_backend_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BackendCreateReservationReply) GetError() *BackendError {
@@ -1880,7 +2045,7 @@ type BackendShowReservationRequest struct {
 
 func (x *BackendShowReservationRequest) Reset() {
 	*x = BackendShowReservationRequest{}
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2057,7 @@ func (x *BackendShowReservationRequest) String() string {
 func (*BackendShowReservationRequest) ProtoMessage() {}
 
 func (x *BackendShowReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2070,7 @@ func (x *BackendShowReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendShowReservationRequest.ProtoReflect.Descriptor instead.
 func (*BackendShowReservationRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{25}
+	return file_backend_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BackendShowReservationRequest) GetId() string {
@@ -1925,7 +2090,7 @@ type BackendShowReservationReply struct {
 
 func (x *BackendShowReservationReply) Reset() {
 	*x = BackendShowReservationReply{}
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2102,7 @@ func (x *BackendShowReservationReply) String() string {
 func (*BackendShowReservationReply) ProtoMessage() {}
 
 func (x *BackendShowReservationReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2115,7 @@ func (x *BackendShowReservationReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendShowReservationReply.ProtoReflect.Descriptor instead.
 func (*BackendShowReservationReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{26}
+	return file_backend_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BackendShowReservationReply) GetError() *BackendError {
@@ -1976,7 +2141,7 @@ type BackendDeleteReservationRequest struct {
 
 func (x *BackendDeleteReservationRequest) Reset() {
 	*x = BackendDeleteReservationRequest{}
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2153,7 @@ func (x *BackendDeleteReservationRequest) String() string {
 func (*BackendDeleteReservationRequest) ProtoMessage() {}
 
 func (x *BackendDeleteReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2166,7 @@ func (x *BackendDeleteReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendDeleteReservationRequest.ProtoReflect.Descriptor instead.
 func (*BackendDeleteReservationRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{27}
+	return file_backend_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BackendDeleteReservationRequest) GetId() string {
@@ -2020,7 +2185,7 @@ type BackendDeleteReservationReply struct {
 
 func (x *BackendDeleteReservationReply) Reset() {
 	*x = BackendDeleteReservationReply{}
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2197,7 @@ func (x *BackendDeleteReservationReply) String() string {
 func (*BackendDeleteReservationReply) ProtoMessage() {}
 
 func (x *BackendDeleteReservationReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2210,7 @@ func (x *BackendDeleteReservationReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendDeleteReservationReply.ProtoReflect.Descriptor instead.
 func (*BackendDeleteReservationReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{28}
+	return file_backend_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BackendDeleteReservationReply) GetError() *BackendError {
@@ -2063,7 +2228,7 @@ type BackendWatchRequest struct {
 
 func (x *BackendWatchRequest) Reset() {
 	*x = BackendWatchRequest{}
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2240,7 @@ func (x *BackendWatchRequest) String() string {
 func (*BackendWatchRequest) ProtoMessage() {}
 
 func (x *BackendWatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2253,7 @@ func (x *BackendWatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendWatchRequest.ProtoReflect.Descriptor instead.
 func (*BackendWatchRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{29}
+	return file_backend_proto_rawDescGZIP(), []int{32}
 }
 
 // BackendWatchEvent is one job's new state. A message with only an error
@@ -2103,7 +2268,7 @@ type BackendWatchEvent struct {
 
 func (x *BackendWatchEvent) Reset() {
 	*x = BackendWatchEvent{}
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2280,7 @@ func (x *BackendWatchEvent) String() string {
 func (*BackendWatchEvent) ProtoMessage() {}
 
 func (x *BackendWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2293,7 @@ func (x *BackendWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendWatchEvent.ProtoReflect.Descriptor instead.
 func (*BackendWatchEvent) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{30}
+	return file_backend_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BackendWatchEvent) GetError() *BackendError {
@@ -2153,7 +2318,7 @@ type BackendPingRequest struct {
 
 func (x *BackendPingRequest) Reset() {
 	*x = BackendPingRequest{}
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2330,7 @@ func (x *BackendPingRequest) String() string {
 func (*BackendPingRequest) ProtoMessage() {}
 
 func (x *BackendPingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2343,7 @@ func (x *BackendPingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendPingRequest.ProtoReflect.Descriptor instead.
 func (*BackendPingRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{31}
+	return file_backend_proto_rawDescGZIP(), []int{34}
 }
 
 type BackendPingReply struct {
@@ -2194,7 +2359,7 @@ type BackendPingReply struct {
 
 func (x *BackendPingReply) Reset() {
 	*x = BackendPingReply{}
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2206,7 +2371,7 @@ func (x *BackendPingReply) String() string {
 func (*BackendPingReply) ProtoMessage() {}
 
 func (x *BackendPingReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2219,7 +2384,7 @@ func (x *BackendPingReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendPingReply.ProtoReflect.Descriptor instead.
 func (*BackendPingReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{32}
+	return file_backend_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BackendPingReply) GetConnError() *BackendError {
@@ -2261,7 +2426,7 @@ type BackendClockRequest struct {
 
 func (x *BackendClockRequest) Reset() {
 	*x = BackendClockRequest{}
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2438,7 @@ func (x *BackendClockRequest) String() string {
 func (*BackendClockRequest) ProtoMessage() {}
 
 func (x *BackendClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2451,7 @@ func (x *BackendClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendClockRequest.ProtoReflect.Descriptor instead.
 func (*BackendClockRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{33}
+	return file_backend_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BackendClockRequest) GetUntilUnixNano() int64 {
@@ -2306,7 +2471,7 @@ type BackendClockReply struct {
 
 func (x *BackendClockReply) Reset() {
 	*x = BackendClockReply{}
-	mi := &file_backend_proto_msgTypes[34]
+	mi := &file_backend_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2483,7 @@ func (x *BackendClockReply) String() string {
 func (*BackendClockReply) ProtoMessage() {}
 
 func (x *BackendClockReply) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[34]
+	mi := &file_backend_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2496,7 @@ func (x *BackendClockReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendClockReply.ProtoReflect.Descriptor instead.
 func (*BackendClockReply) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{34}
+	return file_backend_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BackendClockReply) GetError() *BackendError {
@@ -2358,7 +2523,7 @@ const file_backend_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\":\n" +
 	"\x17BackendConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
-	"configJson\"\xb2\x01\n" +
+	"configJson\"\xc8\x01\n" +
 	"\x13BackendCapabilities\x12\x12\n" +
 	"\x04find\x18\x01 \x01(\bR\x04find\x12\x14\n" +
 	"\x05fetch\x18\x02 \x01(\bR\x05fetch\x12\x18\n" +
@@ -2366,7 +2531,8 @@ const file_backend_proto_rawDesc = "" +
 	"\x04push\x18\x04 \x01(\bR\x04push\x12\x12\n" +
 	"\x04link\x18\x05 \x01(\bR\x04link\x12\x12\n" +
 	"\x04conn\x18\x06 \x01(\bR\x04conn\x12\x1b\n" +
-	"\tsim_clock\x18\a \x01(\bR\bsimClock\"\xd5\x01\n" +
+	"\tsim_clock\x18\a \x01(\bR\bsimClock\x12\x14\n" +
+	"\x05batch\x18\b \x01(\bR\x05batch\"\xd5\x01\n" +
 	"\fBackendHello\x126\n" +
 	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -2446,7 +2612,15 @@ const file_backend_proto_rawDesc = "" +
 	"\x04spec\x18\x01 \x01(\v2\".gridsub.plugins.v1.BackendJobSpecR\x04spec\"\\\n" +
 	"\x12BackendSubmitReply\x126\n" +
 	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"(\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"U\n" +
+	"\x19BackendSubmitBatchRequest\x128\n" +
+	"\x05specs\x18\x01 \x03(\v2\".gridsub.plugins.v1.BackendJobSpecR\x05specs\"]\n" +
+	"\x13BackendSubmitResult\x126\n" +
+	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x94\x01\n" +
+	"\x17BackendSubmitBatchReply\x126\n" +
+	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x12A\n" +
+	"\aresults\x18\x02 \x03(\v2'.gridsub.plugins.v1.BackendSubmitResultR\aresults\"(\n" +
 	"\x14BackendStatusRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\"\x8e\x01\n" +
 	"\x12BackendStatusReply\x126\n" +
@@ -2512,7 +2686,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x0funtil_unix_nano\x18\x01 \x01(\x03R\runtilUnixNano\"o\n" +
 	"\x11BackendClockReply\x126\n" +
 	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x12\"\n" +
-	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano*\x84\x06\n" +
+	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano*\xcd\x06\n" +
 	"\x10BackendErrorKind\x12\"\n" +
 	"\x1eBACKEND_ERROR_KIND_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eBACKEND_ERROR_KIND_UNKNOWN_JOB\x10\x01\x12#\n" +
@@ -2535,7 +2709,9 @@ const file_backend_proto_rawDesc = "" +
 	"\x1fBACKEND_ERROR_KIND_SPECIAL_FILE\x10\x11\x12 \n" +
 	"\x1cBACKEND_ERROR_KIND_TOO_LARGE\x10\x12\x12'\n" +
 	"#BACKEND_ERROR_KIND_TRANSFER_TIMEOUT\x10\x13\x12#\n" +
-	"\x1fBACKEND_ERROR_KIND_OUTPUT_LIMIT\x10\x14*\x8d\x02\n" +
+	"\x1fBACKEND_ERROR_KIND_OUTPUT_LIMIT\x10\x14\x12&\n" +
+	"\"BACKEND_ERROR_KIND_OUTCOME_UNKNOWN\x10\x15\x12\x1f\n" +
+	"\x1bBACKEND_ERROR_KIND_NOT_SENT\x10\x16*\x8d\x02\n" +
 	"\x0fBackendJobState\x12!\n" +
 	"\x1dBACKEND_JOB_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19BACKEND_JOB_STATE_PENDING\x10\x01\x12\x1d\n" +
@@ -2544,7 +2720,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x18BACKEND_JOB_STATE_FAILED\x10\x04\x12\x1f\n" +
 	"\x1bBACKEND_JOB_STATE_CANCELLED\x10\x05\x12\x1d\n" +
 	"\x19BACKEND_JOB_STATE_TIMEOUT\x10\x06\x12\x1a\n" +
-	"\x16BACKEND_JOB_STATE_LOST\x10\a2\x8a\n" +
+	"\x16BACKEND_JOB_STATE_LOST\x10\a2\xf5\n" +
 	"\n" +
 	"\aBackend\x12Z\n" +
 	"\tConfigure\x12+.gridsub.plugins.v1.BackendConfigureRequest\x1a .gridsub.plugins.v1.BackendHello\x12T\n" +
@@ -2559,7 +2735,8 @@ const file_backend_proto_rawDesc = "" +
 	"\x11DeleteReservation\x123.gridsub.plugins.v1.BackendDeleteReservationRequest\x1a1.gridsub.plugins.v1.BackendDeleteReservationReply\x12Y\n" +
 	"\x05Watch\x12'.gridsub.plugins.v1.BackendWatchRequest\x1a%.gridsub.plugins.v1.BackendWatchEvent0\x01\x12T\n" +
 	"\x04Ping\x12&.gridsub.plugins.v1.BackendPingRequest\x1a$.gridsub.plugins.v1.BackendPingReply\x12W\n" +
-	"\x05Clock\x12'.gridsub.plugins.v1.BackendClockRequest\x1a%.gridsub.plugins.v1.BackendClockReplyB4Z2github.com/gridsub/gridsub/bridge/plugins/proto/v1b\x06proto3"
+	"\x05Clock\x12'.gridsub.plugins.v1.BackendClockRequest\x1a%.gridsub.plugins.v1.BackendClockReply\x12i\n" +
+	"\vSubmitBatch\x12-.gridsub.plugins.v1.BackendSubmitBatchRequest\x1a+.gridsub.plugins.v1.BackendSubmitBatchReplyB4Z2github.com/gridsub/gridsub/bridge/plugins/proto/v1b\x06proto3"
 
 var (
 	file_backend_proto_rawDescOnce sync.Once
@@ -2574,7 +2751,7 @@ func file_backend_proto_rawDescGZIP() []byte {
 }
 
 var file_backend_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_backend_proto_goTypes = []any{
 	(BackendErrorKind)(0),                   // 0: gridsub.plugins.v1.BackendErrorKind
 	(BackendJobState)(0),                    // 1: gridsub.plugins.v1.BackendJobState
@@ -2591,29 +2768,32 @@ var file_backend_proto_goTypes = []any{
 	(*BackendJobStatus)(nil),                // 12: gridsub.plugins.v1.BackendJobStatus
 	(*BackendSubmitRequest)(nil),            // 13: gridsub.plugins.v1.BackendSubmitRequest
 	(*BackendSubmitReply)(nil),              // 14: gridsub.plugins.v1.BackendSubmitReply
-	(*BackendStatusRequest)(nil),            // 15: gridsub.plugins.v1.BackendStatusRequest
-	(*BackendStatusReply)(nil),              // 16: gridsub.plugins.v1.BackendStatusReply
-	(*BackendCancelRequest)(nil),            // 17: gridsub.plugins.v1.BackendCancelRequest
-	(*BackendCancelReply)(nil),              // 18: gridsub.plugins.v1.BackendCancelReply
-	(*BackendFindRequest)(nil),              // 19: gridsub.plugins.v1.BackendFindRequest
-	(*BackendFindReply)(nil),                // 20: gridsub.plugins.v1.BackendFindReply
-	(*BackendFetchRequest)(nil),             // 21: gridsub.plugins.v1.BackendFetchRequest
-	(*BackendFetchChunk)(nil),               // 22: gridsub.plugins.v1.BackendFetchChunk
-	(*BackendReservationSpec)(nil),          // 23: gridsub.plugins.v1.BackendReservationSpec
-	(*BackendReservation)(nil),              // 24: gridsub.plugins.v1.BackendReservation
-	(*BackendCreateReservationRequest)(nil), // 25: gridsub.plugins.v1.BackendCreateReservationRequest
-	(*BackendCreateReservationReply)(nil),   // 26: gridsub.plugins.v1.BackendCreateReservationReply
-	(*BackendShowReservationRequest)(nil),   // 27: gridsub.plugins.v1.BackendShowReservationRequest
-	(*BackendShowReservationReply)(nil),     // 28: gridsub.plugins.v1.BackendShowReservationReply
-	(*BackendDeleteReservationRequest)(nil), // 29: gridsub.plugins.v1.BackendDeleteReservationRequest
-	(*BackendDeleteReservationReply)(nil),   // 30: gridsub.plugins.v1.BackendDeleteReservationReply
-	(*BackendWatchRequest)(nil),             // 31: gridsub.plugins.v1.BackendWatchRequest
-	(*BackendWatchEvent)(nil),               // 32: gridsub.plugins.v1.BackendWatchEvent
-	(*BackendPingRequest)(nil),              // 33: gridsub.plugins.v1.BackendPingRequest
-	(*BackendPingReply)(nil),                // 34: gridsub.plugins.v1.BackendPingReply
-	(*BackendClockRequest)(nil),             // 35: gridsub.plugins.v1.BackendClockRequest
-	(*BackendClockReply)(nil),               // 36: gridsub.plugins.v1.BackendClockReply
-	nil,                                     // 37: gridsub.plugins.v1.BackendJobSpec.EnvEntry
+	(*BackendSubmitBatchRequest)(nil),       // 15: gridsub.plugins.v1.BackendSubmitBatchRequest
+	(*BackendSubmitResult)(nil),             // 16: gridsub.plugins.v1.BackendSubmitResult
+	(*BackendSubmitBatchReply)(nil),         // 17: gridsub.plugins.v1.BackendSubmitBatchReply
+	(*BackendStatusRequest)(nil),            // 18: gridsub.plugins.v1.BackendStatusRequest
+	(*BackendStatusReply)(nil),              // 19: gridsub.plugins.v1.BackendStatusReply
+	(*BackendCancelRequest)(nil),            // 20: gridsub.plugins.v1.BackendCancelRequest
+	(*BackendCancelReply)(nil),              // 21: gridsub.plugins.v1.BackendCancelReply
+	(*BackendFindRequest)(nil),              // 22: gridsub.plugins.v1.BackendFindRequest
+	(*BackendFindReply)(nil),                // 23: gridsub.plugins.v1.BackendFindReply
+	(*BackendFetchRequest)(nil),             // 24: gridsub.plugins.v1.BackendFetchRequest
+	(*BackendFetchChunk)(nil),               // 25: gridsub.plugins.v1.BackendFetchChunk
+	(*BackendReservationSpec)(nil),          // 26: gridsub.plugins.v1.BackendReservationSpec
+	(*BackendReservation)(nil),              // 27: gridsub.plugins.v1.BackendReservation
+	(*BackendCreateReservationRequest)(nil), // 28: gridsub.plugins.v1.BackendCreateReservationRequest
+	(*BackendCreateReservationReply)(nil),   // 29: gridsub.plugins.v1.BackendCreateReservationReply
+	(*BackendShowReservationRequest)(nil),   // 30: gridsub.plugins.v1.BackendShowReservationRequest
+	(*BackendShowReservationReply)(nil),     // 31: gridsub.plugins.v1.BackendShowReservationReply
+	(*BackendDeleteReservationRequest)(nil), // 32: gridsub.plugins.v1.BackendDeleteReservationRequest
+	(*BackendDeleteReservationReply)(nil),   // 33: gridsub.plugins.v1.BackendDeleteReservationReply
+	(*BackendWatchRequest)(nil),             // 34: gridsub.plugins.v1.BackendWatchRequest
+	(*BackendWatchEvent)(nil),               // 35: gridsub.plugins.v1.BackendWatchEvent
+	(*BackendPingRequest)(nil),              // 36: gridsub.plugins.v1.BackendPingRequest
+	(*BackendPingReply)(nil),                // 37: gridsub.plugins.v1.BackendPingReply
+	(*BackendClockRequest)(nil),             // 38: gridsub.plugins.v1.BackendClockRequest
+	(*BackendClockReply)(nil),               // 39: gridsub.plugins.v1.BackendClockReply
+	nil,                                     // 40: gridsub.plugins.v1.BackendJobSpec.EnvEntry
 }
 var file_backend_proto_depIdxs = []int32{
 	0,  // 0: gridsub.plugins.v1.BackendError.kinds:type_name -> gridsub.plugins.v1.BackendErrorKind
@@ -2622,58 +2802,64 @@ var file_backend_proto_depIdxs = []int32{
 	7,  // 3: gridsub.plugins.v1.BackendSiteInfo.busy:type_name -> gridsub.plugins.v1.BackendAllocation
 	2,  // 4: gridsub.plugins.v1.BackendInfoReply.error:type_name -> gridsub.plugins.v1.BackendError
 	8,  // 5: gridsub.plugins.v1.BackendInfoReply.info:type_name -> gridsub.plugins.v1.BackendSiteInfo
-	37, // 6: gridsub.plugins.v1.BackendJobSpec.env:type_name -> gridsub.plugins.v1.BackendJobSpec.EnvEntry
+	40, // 6: gridsub.plugins.v1.BackendJobSpec.env:type_name -> gridsub.plugins.v1.BackendJobSpec.EnvEntry
 	10, // 7: gridsub.plugins.v1.BackendJobSpec.inputs:type_name -> gridsub.plugins.v1.BackendStageFile
 	1,  // 8: gridsub.plugins.v1.BackendJobStatus.state:type_name -> gridsub.plugins.v1.BackendJobState
 	11, // 9: gridsub.plugins.v1.BackendSubmitRequest.spec:type_name -> gridsub.plugins.v1.BackendJobSpec
 	2,  // 10: gridsub.plugins.v1.BackendSubmitReply.error:type_name -> gridsub.plugins.v1.BackendError
-	2,  // 11: gridsub.plugins.v1.BackendStatusReply.error:type_name -> gridsub.plugins.v1.BackendError
-	12, // 12: gridsub.plugins.v1.BackendStatusReply.statuses:type_name -> gridsub.plugins.v1.BackendJobStatus
-	2,  // 13: gridsub.plugins.v1.BackendCancelReply.error:type_name -> gridsub.plugins.v1.BackendError
-	2,  // 14: gridsub.plugins.v1.BackendFindReply.error:type_name -> gridsub.plugins.v1.BackendError
-	12, // 15: gridsub.plugins.v1.BackendFindReply.statuses:type_name -> gridsub.plugins.v1.BackendJobStatus
-	11, // 16: gridsub.plugins.v1.BackendFetchRequest.spec:type_name -> gridsub.plugins.v1.BackendJobSpec
-	2,  // 17: gridsub.plugins.v1.BackendFetchChunk.error:type_name -> gridsub.plugins.v1.BackendError
-	23, // 18: gridsub.plugins.v1.BackendCreateReservationRequest.spec:type_name -> gridsub.plugins.v1.BackendReservationSpec
-	2,  // 19: gridsub.plugins.v1.BackendCreateReservationReply.error:type_name -> gridsub.plugins.v1.BackendError
-	2,  // 20: gridsub.plugins.v1.BackendShowReservationReply.error:type_name -> gridsub.plugins.v1.BackendError
-	24, // 21: gridsub.plugins.v1.BackendShowReservationReply.reservation:type_name -> gridsub.plugins.v1.BackendReservation
-	2,  // 22: gridsub.plugins.v1.BackendDeleteReservationReply.error:type_name -> gridsub.plugins.v1.BackendError
-	2,  // 23: gridsub.plugins.v1.BackendWatchEvent.error:type_name -> gridsub.plugins.v1.BackendError
-	12, // 24: gridsub.plugins.v1.BackendWatchEvent.status:type_name -> gridsub.plugins.v1.BackendJobStatus
-	2,  // 25: gridsub.plugins.v1.BackendPingReply.conn_error:type_name -> gridsub.plugins.v1.BackendError
-	2,  // 26: gridsub.plugins.v1.BackendClockReply.error:type_name -> gridsub.plugins.v1.BackendError
-	3,  // 27: gridsub.plugins.v1.Backend.Configure:input_type -> gridsub.plugins.v1.BackendConfigureRequest
-	6,  // 28: gridsub.plugins.v1.Backend.Info:input_type -> gridsub.plugins.v1.BackendInfoRequest
-	13, // 29: gridsub.plugins.v1.Backend.Submit:input_type -> gridsub.plugins.v1.BackendSubmitRequest
-	15, // 30: gridsub.plugins.v1.Backend.Status:input_type -> gridsub.plugins.v1.BackendStatusRequest
-	17, // 31: gridsub.plugins.v1.Backend.Cancel:input_type -> gridsub.plugins.v1.BackendCancelRequest
-	19, // 32: gridsub.plugins.v1.Backend.FindByGridID:input_type -> gridsub.plugins.v1.BackendFindRequest
-	21, // 33: gridsub.plugins.v1.Backend.FetchOutputs:input_type -> gridsub.plugins.v1.BackendFetchRequest
-	25, // 34: gridsub.plugins.v1.Backend.CreateReservation:input_type -> gridsub.plugins.v1.BackendCreateReservationRequest
-	27, // 35: gridsub.plugins.v1.Backend.ShowReservation:input_type -> gridsub.plugins.v1.BackendShowReservationRequest
-	29, // 36: gridsub.plugins.v1.Backend.DeleteReservation:input_type -> gridsub.plugins.v1.BackendDeleteReservationRequest
-	31, // 37: gridsub.plugins.v1.Backend.Watch:input_type -> gridsub.plugins.v1.BackendWatchRequest
-	33, // 38: gridsub.plugins.v1.Backend.Ping:input_type -> gridsub.plugins.v1.BackendPingRequest
-	35, // 39: gridsub.plugins.v1.Backend.Clock:input_type -> gridsub.plugins.v1.BackendClockRequest
-	5,  // 40: gridsub.plugins.v1.Backend.Configure:output_type -> gridsub.plugins.v1.BackendHello
-	9,  // 41: gridsub.plugins.v1.Backend.Info:output_type -> gridsub.plugins.v1.BackendInfoReply
-	14, // 42: gridsub.plugins.v1.Backend.Submit:output_type -> gridsub.plugins.v1.BackendSubmitReply
-	16, // 43: gridsub.plugins.v1.Backend.Status:output_type -> gridsub.plugins.v1.BackendStatusReply
-	18, // 44: gridsub.plugins.v1.Backend.Cancel:output_type -> gridsub.plugins.v1.BackendCancelReply
-	20, // 45: gridsub.plugins.v1.Backend.FindByGridID:output_type -> gridsub.plugins.v1.BackendFindReply
-	22, // 46: gridsub.plugins.v1.Backend.FetchOutputs:output_type -> gridsub.plugins.v1.BackendFetchChunk
-	26, // 47: gridsub.plugins.v1.Backend.CreateReservation:output_type -> gridsub.plugins.v1.BackendCreateReservationReply
-	28, // 48: gridsub.plugins.v1.Backend.ShowReservation:output_type -> gridsub.plugins.v1.BackendShowReservationReply
-	30, // 49: gridsub.plugins.v1.Backend.DeleteReservation:output_type -> gridsub.plugins.v1.BackendDeleteReservationReply
-	32, // 50: gridsub.plugins.v1.Backend.Watch:output_type -> gridsub.plugins.v1.BackendWatchEvent
-	34, // 51: gridsub.plugins.v1.Backend.Ping:output_type -> gridsub.plugins.v1.BackendPingReply
-	36, // 52: gridsub.plugins.v1.Backend.Clock:output_type -> gridsub.plugins.v1.BackendClockReply
-	40, // [40:53] is the sub-list for method output_type
-	27, // [27:40] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	11, // 11: gridsub.plugins.v1.BackendSubmitBatchRequest.specs:type_name -> gridsub.plugins.v1.BackendJobSpec
+	2,  // 12: gridsub.plugins.v1.BackendSubmitResult.error:type_name -> gridsub.plugins.v1.BackendError
+	2,  // 13: gridsub.plugins.v1.BackendSubmitBatchReply.error:type_name -> gridsub.plugins.v1.BackendError
+	16, // 14: gridsub.plugins.v1.BackendSubmitBatchReply.results:type_name -> gridsub.plugins.v1.BackendSubmitResult
+	2,  // 15: gridsub.plugins.v1.BackendStatusReply.error:type_name -> gridsub.plugins.v1.BackendError
+	12, // 16: gridsub.plugins.v1.BackendStatusReply.statuses:type_name -> gridsub.plugins.v1.BackendJobStatus
+	2,  // 17: gridsub.plugins.v1.BackendCancelReply.error:type_name -> gridsub.plugins.v1.BackendError
+	2,  // 18: gridsub.plugins.v1.BackendFindReply.error:type_name -> gridsub.plugins.v1.BackendError
+	12, // 19: gridsub.plugins.v1.BackendFindReply.statuses:type_name -> gridsub.plugins.v1.BackendJobStatus
+	11, // 20: gridsub.plugins.v1.BackendFetchRequest.spec:type_name -> gridsub.plugins.v1.BackendJobSpec
+	2,  // 21: gridsub.plugins.v1.BackendFetchChunk.error:type_name -> gridsub.plugins.v1.BackendError
+	26, // 22: gridsub.plugins.v1.BackendCreateReservationRequest.spec:type_name -> gridsub.plugins.v1.BackendReservationSpec
+	2,  // 23: gridsub.plugins.v1.BackendCreateReservationReply.error:type_name -> gridsub.plugins.v1.BackendError
+	2,  // 24: gridsub.plugins.v1.BackendShowReservationReply.error:type_name -> gridsub.plugins.v1.BackendError
+	27, // 25: gridsub.plugins.v1.BackendShowReservationReply.reservation:type_name -> gridsub.plugins.v1.BackendReservation
+	2,  // 26: gridsub.plugins.v1.BackendDeleteReservationReply.error:type_name -> gridsub.plugins.v1.BackendError
+	2,  // 27: gridsub.plugins.v1.BackendWatchEvent.error:type_name -> gridsub.plugins.v1.BackendError
+	12, // 28: gridsub.plugins.v1.BackendWatchEvent.status:type_name -> gridsub.plugins.v1.BackendJobStatus
+	2,  // 29: gridsub.plugins.v1.BackendPingReply.conn_error:type_name -> gridsub.plugins.v1.BackendError
+	2,  // 30: gridsub.plugins.v1.BackendClockReply.error:type_name -> gridsub.plugins.v1.BackendError
+	3,  // 31: gridsub.plugins.v1.Backend.Configure:input_type -> gridsub.plugins.v1.BackendConfigureRequest
+	6,  // 32: gridsub.plugins.v1.Backend.Info:input_type -> gridsub.plugins.v1.BackendInfoRequest
+	13, // 33: gridsub.plugins.v1.Backend.Submit:input_type -> gridsub.plugins.v1.BackendSubmitRequest
+	18, // 34: gridsub.plugins.v1.Backend.Status:input_type -> gridsub.plugins.v1.BackendStatusRequest
+	20, // 35: gridsub.plugins.v1.Backend.Cancel:input_type -> gridsub.plugins.v1.BackendCancelRequest
+	22, // 36: gridsub.plugins.v1.Backend.FindByGridID:input_type -> gridsub.plugins.v1.BackendFindRequest
+	24, // 37: gridsub.plugins.v1.Backend.FetchOutputs:input_type -> gridsub.plugins.v1.BackendFetchRequest
+	28, // 38: gridsub.plugins.v1.Backend.CreateReservation:input_type -> gridsub.plugins.v1.BackendCreateReservationRequest
+	30, // 39: gridsub.plugins.v1.Backend.ShowReservation:input_type -> gridsub.plugins.v1.BackendShowReservationRequest
+	32, // 40: gridsub.plugins.v1.Backend.DeleteReservation:input_type -> gridsub.plugins.v1.BackendDeleteReservationRequest
+	34, // 41: gridsub.plugins.v1.Backend.Watch:input_type -> gridsub.plugins.v1.BackendWatchRequest
+	36, // 42: gridsub.plugins.v1.Backend.Ping:input_type -> gridsub.plugins.v1.BackendPingRequest
+	38, // 43: gridsub.plugins.v1.Backend.Clock:input_type -> gridsub.plugins.v1.BackendClockRequest
+	15, // 44: gridsub.plugins.v1.Backend.SubmitBatch:input_type -> gridsub.plugins.v1.BackendSubmitBatchRequest
+	5,  // 45: gridsub.plugins.v1.Backend.Configure:output_type -> gridsub.plugins.v1.BackendHello
+	9,  // 46: gridsub.plugins.v1.Backend.Info:output_type -> gridsub.plugins.v1.BackendInfoReply
+	14, // 47: gridsub.plugins.v1.Backend.Submit:output_type -> gridsub.plugins.v1.BackendSubmitReply
+	19, // 48: gridsub.plugins.v1.Backend.Status:output_type -> gridsub.plugins.v1.BackendStatusReply
+	21, // 49: gridsub.plugins.v1.Backend.Cancel:output_type -> gridsub.plugins.v1.BackendCancelReply
+	23, // 50: gridsub.plugins.v1.Backend.FindByGridID:output_type -> gridsub.plugins.v1.BackendFindReply
+	25, // 51: gridsub.plugins.v1.Backend.FetchOutputs:output_type -> gridsub.plugins.v1.BackendFetchChunk
+	29, // 52: gridsub.plugins.v1.Backend.CreateReservation:output_type -> gridsub.plugins.v1.BackendCreateReservationReply
+	31, // 53: gridsub.plugins.v1.Backend.ShowReservation:output_type -> gridsub.plugins.v1.BackendShowReservationReply
+	33, // 54: gridsub.plugins.v1.Backend.DeleteReservation:output_type -> gridsub.plugins.v1.BackendDeleteReservationReply
+	35, // 55: gridsub.plugins.v1.Backend.Watch:output_type -> gridsub.plugins.v1.BackendWatchEvent
+	37, // 56: gridsub.plugins.v1.Backend.Ping:output_type -> gridsub.plugins.v1.BackendPingReply
+	39, // 57: gridsub.plugins.v1.Backend.Clock:output_type -> gridsub.plugins.v1.BackendClockReply
+	17, // 58: gridsub.plugins.v1.Backend.SubmitBatch:output_type -> gridsub.plugins.v1.BackendSubmitBatchReply
+	45, // [45:59] is the sub-list for method output_type
+	31, // [31:45] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_backend_proto_init() }
@@ -2687,7 +2873,7 @@ func file_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_backend_proto_rawDesc), len(file_backend_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   36,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

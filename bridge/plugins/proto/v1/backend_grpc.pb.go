@@ -41,6 +41,7 @@ const (
 	Backend_Watch_FullMethodName             = "/gridsub.plugins.v1.Backend/Watch"
 	Backend_Ping_FullMethodName              = "/gridsub.plugins.v1.Backend/Ping"
 	Backend_Clock_FullMethodName             = "/gridsub.plugins.v1.Backend/Clock"
+	Backend_SubmitBatch_FullMethodName       = "/gridsub.plugins.v1.Backend/SubmitBatch"
 )
 
 // BackendClient is the client API for Backend service.
@@ -72,6 +73,9 @@ type BackendClient interface {
 	Ping(ctx context.Context, in *BackendPingRequest, opts ...grpc.CallOption) (*BackendPingReply, error)
 	// Clock drives a simulated site's virtual clock (capability sim_clock).
 	Clock(ctx context.Context, in *BackendClockRequest, opts ...grpc.CallOption) (*BackendClockReply, error)
+	// BatchSubmitter (capability batch): many submissions in one remote
+	// command. A plugin of an older build answers UNIMPLEMENTED.
+	SubmitBatch(ctx context.Context, in *BackendSubmitBatchRequest, opts ...grpc.CallOption) (*BackendSubmitBatchReply, error)
 }
 
 type backendClient struct {
@@ -245,6 +249,15 @@ func (c *backendClient) Clock(ctx context.Context, in *BackendClockRequest, opts
 	return out, nil
 }
 
+func (c *backendClient) SubmitBatch(ctx context.Context, in *BackendSubmitBatchRequest, opts ...grpc.CallOption) (*BackendSubmitBatchReply, error) {
+	out := new(BackendSubmitBatchReply)
+	err := c.cc.Invoke(ctx, Backend_SubmitBatch_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BackendServer is the server API for Backend service.
 // All implementations must embed UnimplementedBackendServer
 // for forward compatibility
@@ -274,6 +287,9 @@ type BackendServer interface {
 	Ping(context.Context, *BackendPingRequest) (*BackendPingReply, error)
 	// Clock drives a simulated site's virtual clock (capability sim_clock).
 	Clock(context.Context, *BackendClockRequest) (*BackendClockReply, error)
+	// BatchSubmitter (capability batch): many submissions in one remote
+	// command. A plugin of an older build answers UNIMPLEMENTED.
+	SubmitBatch(context.Context, *BackendSubmitBatchRequest) (*BackendSubmitBatchReply, error)
 	mustEmbedUnimplementedBackendServer()
 }
 
@@ -319,6 +335,9 @@ func (UnimplementedBackendServer) Ping(context.Context, *BackendPingRequest) (*B
 }
 func (UnimplementedBackendServer) Clock(context.Context, *BackendClockRequest) (*BackendClockReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Clock not implemented")
+}
+func (UnimplementedBackendServer) SubmitBatch(context.Context, *BackendSubmitBatchRequest) (*BackendSubmitBatchReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SubmitBatch not implemented")
 }
 func (UnimplementedBackendServer) mustEmbedUnimplementedBackendServer() {}
 
@@ -573,6 +592,24 @@ func _Backend_Clock_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Backend_SubmitBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BackendSubmitBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).SubmitBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_SubmitBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).SubmitBatch(ctx, req.(*BackendSubmitBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Backend_ServiceDesc is the grpc.ServiceDesc for Backend service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -623,6 +660,10 @@ var Backend_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Clock",
 			Handler:    _Backend_Clock_Handler,
+		},
+		{
+			MethodName: "SubmitBatch",
+			Handler:    _Backend_SubmitBatch_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

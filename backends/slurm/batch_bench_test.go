@@ -1,0 +1,98 @@
+package slurm_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/slurm"
+)
+
+// BenchmarkSubmitBatch submits the same number of jobs to siteB over one
+// SSH connection twice, side by side in one run: one Submit (one remote
+// command) per job, then one SubmitBatch for all of them (one remote
+// command per sshbatch batch: jobs/batch ≈ 120 KiB / size of one job's
+// script), and reports both throughputs and their ratio. The jobs go into
+// a reservation that starts in an hour, so they stay pending and cost the
+// cluster nothing; they are cancelled at the end.
+//
+//	go test -run '^$' -bench SubmitBatch -benchtime 1x ./backends/slurm/
+//
+// GRIDSUB_BENCH_JOBS overrides 500, GRIDSUB_BENCH_SESSIONS the batches
+// run at once (slurm.DefaultBatchSessions).
+func BenchmarkSubmitBatch(b *testing.B) {
+	s := testSite(b, "siteB")
+	if os.Getenv("GRIDSUB_SSH_KEY") == "" {
+		b.Skip("no testbed")
+	}
+	jobs := envInt("GRIDSUB_BENCH_JOBS", 500)
+	c := dial(b, s)
+	cnt := &counter{Runner: c}
+	be := slurm.New(slurm.Config{Name: s.name, RemoteDir: s.scratch, User: s.ssh.User,
+		BatchSessions: envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions)}, cnt, nil)
+	ctx := context.Background()
+	resv, err := be.CreateReservation(ctx, &backends.ReservationSpec{Name: "r-" + gridID("bbench"),
+		Start: time.Now().Add(time.Hour), Duration: 10 * time.Minute, Nodes: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var submitted []backends.JobID
+	cancelAll := func() {
+		for lo := 0; lo < len(submitted); lo += 1000 {
+			_, _ = c.Run(context.Background(), slurm.ScancelArgv(submitted[lo:min(lo+1000, len(submitted))]...), nil)
+		}
+		submitted = nil
+		time.Sleep(2 * time.Second)
+	}
+	b.Cleanup(func() {
+		cancelAll()
+		_ = be.DeleteReservation(context.Background(), resv)
+	})
+	specs := func() []*backends.JobSpec {
+		out := make([]*backends.JobSpec, jobs)
+		for i := range out {
+			out[i] = &backends.JobSpec{GridID: gridID("bench"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
+				Command: []string{"true"}, Reservation: string(resv)}
+		}
+		return out
+	}
+	b.ResetTimer()
+	for range b.N {
+		one := specs()
+		cnt.reset()
+		t0 := time.Now()
+		for _, sp := range one {
+			id, err := be.Submit(ctx, sp)
+			if err != nil {
+				b.Fatalf("Submit: %v", err)
+			}
+			submitted = append(submitted, id)
+		}
+		ts := time.Since(t0)
+		single := cnt.reset()
+		// The batched side starts from the same (empty) queue: slurmctld
+		// works harder per submission with more jobs pending.
+		cancelAll()
+		cnt.reset()
+		many := specs()
+		t0 = time.Now()
+		res := be.SubmitBatch(ctx, many)
+		tb := time.Since(t0)
+		batched := cnt.reset()
+		for _, r := range res {
+			if r.Err != nil {
+				b.Fatalf("SubmitBatch: %v", r.Err)
+			}
+			submitted = append(submitted, r.ID)
+		}
+		rs, rb := float64(jobs)/ts.Seconds(), float64(jobs)/tb.Seconds()
+		b.ReportMetric(rs, "jobs/s-single")
+		b.ReportMetric(rb, "jobs/s-batched")
+		b.ReportMetric(rb/rs, "ratio")
+		b.Logf("%d submissions to siteB over one SSH connection: one command per job %s (%.1f jobs/s, %d remote commands), batched %s (%.1f jobs/s, %d remote commands, %d sessions at once), ratio %.2fx",
+			jobs, ts.Round(time.Millisecond), rs, single["sbatch"], tb.Round(time.Millisecond), rb, batched["batch"]+batched["mkdir"],
+			envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions), rb/rs)
+	}
+}
