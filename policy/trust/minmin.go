@@ -162,8 +162,9 @@ func (s *sched) minmin(ts, cs []int, starts []float64) []Assignment {
 //     trust(task.Submit, cluster); the chosen task goes to its cluster's area,
 //     and that cluster's START is advanced in a scratch copy (the LA-MCT
 //     update). The paper divides the LA's MCT by a trust between areas;
-//     gridsub keeps trust per site, so an area's trust-weighted MCT is the
-//     best trust-weighted MCT among its clusters.
+//     MinMin keeps trust per site, so an area's trust-weighted MCT is the
+//     best trust-weighted MCT among its clusters (MinMinLevels takes a
+//     trust between areas instead).
 //   - Cluster level: inside each area (in the order areas first appear in
 //     g.Clusters), the tasks sent to it are mapped by the same loop over its
 //     clusters against the real START, which carries over to the next class.
@@ -174,6 +175,25 @@ func (s *sched) minmin(ts, cs []int, starts []float64) []Assignment {
 // Data/Bandwidth(Source, c) + Work/Power. Ties go to the earlier task, then
 // the earlier cluster. Pure and deterministic.
 func MinMin(tasks []Task, g Grid, trust func(from, to string) float64) ([]Assignment, error) {
+	return MinMinLevels(tasks, g, Levels{Cluster: trust})
+}
+
+// Levels are Trust-Min-min's trust functions, one per level of the paper's
+// hierarchy. Cluster is trust(from cluster, to cluster), used inside each
+// local area; Area is trust(from area, to area) between local areas, used at
+// the LA level with the areas of the task's Submit cluster and of the target
+// (a Submit that names no cluster has area ""). With Area nil the LA level
+// uses Cluster too (MinMin's reading); with Cluster nil the result is plain
+// Min-min whatever Area is.
+type Levels struct {
+	Area, Cluster func(from, to string) float64
+}
+
+// MinMinLevels is MinMin with a separate trust at the local-area level (the
+// paper divides MCT(t, LA) by Trust(LA_k, LA_j)). The contract is MinMin's;
+// an Area value outside (0, +Inf) is an ErrTrust error as well.
+func MinMinLevels(tasks []Task, g Grid, lv Levels) ([]Assignment, error) {
+	trust := lv.Cluster
 	if len(g.Clusters) == 0 {
 		return nil, fmt.Errorf("%w: no clusters", ErrGrid)
 	}
@@ -244,6 +264,14 @@ func MinMin(tasks []Task, g Grid, trust func(from, to string) float64) ([]Assign
 		areas[a] = append(areas[a], c)
 		areaOf[c] = a
 	}
+	laTrust := trust
+	if lv.Area != nil {
+		areaName := make(map[string]string, len(g.Clusters))
+		for _, cl := range g.Clusters {
+			areaName[cl.Name] = cl.Area
+		}
+		laTrust = func(from, to string) float64 { return lv.Area(areaName[from], areaName[to]) }
+	}
 	var res []Assignment
 	for class := HH; class <= LL; class++ {
 		var ts []int
@@ -257,7 +285,10 @@ func MinMin(tasks []Task, g Grid, trust func(from, to string) float64) ([]Assign
 		}
 		scratch := append([]float64(nil), starts...)
 		perArea := make([][]int, len(areas))
-		for _, a := range s.minmin(ts, all, scratch) {
+		s.trust = laTrust
+		las := s.minmin(ts, all, scratch)
+		s.trust = trust
+		for _, a := range las {
 			perArea[areaOf[a.Cluster]] = append(perArea[areaOf[a.Cluster]], a.Task)
 		}
 		for a, ats := range perArea {
