@@ -80,7 +80,23 @@ type sched struct {
 	src    []int // index of each task's Source cluster, -1 for none
 	starts []float64
 	trust  func(from, to string) float64
+	tcache []float64 // trust(task t's Submit, cluster c) at t*len(clusters)+c; NaN = not asked yet
 	err    error
+}
+
+// setTrust switches the trust function (the LA level and the cluster level
+// use different ones) and forgets the values cached from the other. trust is
+// asked once per (task, cluster) pair: MinMin's contract has it pure.
+func (s *sched) setTrust(trust func(from, to string) float64, cache []float64) {
+	s.trust, s.tcache = trust, cache
+}
+
+func newCache(n int) []float64 {
+	c := make([]float64, n)
+	for i := range c {
+		c[i] = math.NaN()
+	}
+	return c
 }
 
 // mct is MCT(t,c,s) = max(Data-START(s), START(c)) + TRAN(t,c,s) + ETC(t,c),
@@ -107,7 +123,12 @@ func (s *sched) weighted(t, c int, finish float64) float64 {
 	if s.trust == nil {
 		return finish
 	}
-	tr := s.trust(s.tasks[t].Submit, s.g.Clusters[c].Name)
+	x := t*len(s.g.Clusters) + c
+	tr := s.tcache[x]
+	if math.IsNaN(tr) {
+		tr = s.trust(s.tasks[t].Submit, s.g.Clusters[c].Name)
+		s.tcache[x] = tr
+	}
 	if !(tr > 0) || math.IsInf(tr, 1) {
 		if s.err == nil {
 			s.err = fmt.Errorf("%w: trust(%q, %q) = %v, want a finite number > 0", ErrTrust, s.tasks[t].Submit, s.g.Clusters[c].Name, tr)
@@ -209,7 +230,9 @@ func MinMinLevels(tasks []Task, g Grid, lv Levels) ([]Assignment, error) {
 		byName[cl.Name] = c
 		starts[c] = cl.Start
 	}
-	s := &sched{g: g, tasks: tasks, src: make([]int, len(tasks)), starts: starts, trust: trust}
+	s := &sched{g: g, tasks: tasks, src: make([]int, len(tasks)), starts: starts}
+	clCache := newCache(len(tasks) * len(g.Clusters))
+	s.setTrust(trust, clCache)
 	for t, tk := range tasks {
 		s.src[t] = -1
 		switch {
@@ -264,8 +287,9 @@ func MinMinLevels(tasks []Task, g Grid, lv Levels) ([]Assignment, error) {
 		areas[a] = append(areas[a], c)
 		areaOf[c] = a
 	}
-	laTrust := trust
+	laTrust, laCache := trust, clCache
 	if lv.Area != nil {
+		laCache = newCache(len(tasks) * len(g.Clusters))
 		areaName := make(map[string]string, len(g.Clusters))
 		for _, cl := range g.Clusters {
 			areaName[cl.Name] = cl.Area
@@ -285,9 +309,9 @@ func MinMinLevels(tasks []Task, g Grid, lv Levels) ([]Assignment, error) {
 		}
 		scratch := append([]float64(nil), starts...)
 		perArea := make([][]int, len(areas))
-		s.trust = laTrust
+		s.setTrust(laTrust, laCache)
 		las := s.minmin(ts, all, scratch)
-		s.trust = trust
+		s.setTrust(trust, clCache)
 		for _, a := range las {
 			perArea[areaOf[a.Cluster]] = append(perArea[areaOf[a.Cluster]], a.Task)
 		}
