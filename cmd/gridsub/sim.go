@@ -56,6 +56,11 @@ $GRIDSUB_WORKLOADS, else ../shared/workloads beside the repository.
 
 configs/experiments/ holds one file per figure of paper 000 and the CTC-SP2
 single-site EASY reference; docs/results/paper000.md discusses the results.
+The kind "drrm" (configs/experiments/paper001-*.yaml) runs paper 001's
+advance-reservation experiments (DRRM against SRRM_r and SRRM_m: AP, PP,
+TPC, failure rate η), the kind "trust-minmin" (paper002-*.yaml) paper 002's
+Trust-Min-min against Min-min over runs in which trust is learned;
+docs/results/paper001.md and paper002.md discuss them.
 
 Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
@@ -133,8 +138,17 @@ func simColumns(kind string) []string {
 	if kind == experiment.KindCTCReference {
 		return []string{"jobs", "start_match", "mean_bsld", "ref_mean_bsld", "mean_wait", "mean_response"}
 	}
+	if kind == experiment.KindDRRM {
+		return []string{"ap", "pp", "tpc", "eta", "tpc_sd", "admitted"}
+	}
+	if kind == experiment.KindTrustMinMin {
+		return []string{"makespan", "makespan_mean", "makespan_growth", "migration_rate", "migration_rate_mean"}
+	}
 	return []string{"awrt", "awwt", "au", "mean_bsld", "multisite", "rejected"}
 }
+
+// simShare are the metrics shown as shares (3 decimals) besides au, multisite and start_match.
+var simShare = map[string]bool{"ap": true, "pp": true, "eta": true, "makespan_growth": true, "migration_rate": true, "migration_rate_mean": true}
 
 func writeSimTable(w io.Writer, s *experiment.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -149,7 +163,7 @@ func writeSimTable(w io.Writer, s *experiment.Summary) {
 		for _, c := range cols {
 			v := r.Metrics[c]
 			switch {
-			case c == "au" || c == "multisite" || c == "start_match":
+			case c == "au" || c == "multisite" || c == "start_match" || simShare[c]:
 				row = append(row, fmt.Sprintf("%.3f", v))
 			case v == float64(int64(v)):
 				row = append(row, fmt.Sprintf("%d", int64(v)))

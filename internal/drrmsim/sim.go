@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gridsub/gridsub/policy/reserve"
@@ -11,9 +12,9 @@ import (
 
 // Mechanism names.
 const (
-	DRRM    = "DRRM"
-	SRRMr   = "SRRM_r"
-	SRRMm   = "SRRM_m"
+	DRRM  = "DRRM"
+	SRRMr = "SRRM_r"
+	SRRMm = "SRRM_m"
 )
 
 // Mechanisms lists the mechanisms Run knows, in the paper's order.
@@ -21,7 +22,7 @@ func Mechanisms() []string { return []string{DRRM, SRRMr, SRRMm} }
 
 // mechanism is DRRM or an SRRM variant as Run drives it.
 type mechanism interface {
-	admit(q reserve.Request, now time.Time, run []reserve.Running) (ok bool, bindAt time.Time)
+	admit(q reserve.Request, now time.Time, run func() []reserve.Running) (ok bool, bindAt time.Time)
 	bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error)
 	remove(id string)
 	fail(resource string) []string
@@ -29,7 +30,7 @@ type mechanism interface {
 
 type drrm struct{ g *reserve.Graph }
 
-func (d drrm) admit(q reserve.Request, _ time.Time, _ []reserve.Running) (bool, time.Time) {
+func (d drrm) admit(q reserve.Request, _ time.Time, _ func() []reserve.Running) (bool, time.Time) {
 	ok, _ := d.g.Admit(q)
 	return ok, q.ET
 }
@@ -41,8 +42,8 @@ func (d drrm) fail(r string) []string { return d.g.FailResource(r) }
 
 type srrm struct{ s *reserve.Static }
 
-func (x srrm) admit(q reserve.Request, now time.Time, run []reserve.Running) (bool, time.Time) {
-	b, ok, _ := x.s.Admit(q, now, run)
+func (x srrm) admit(q reserve.Request, now time.Time, run func() []reserve.Running) (bool, time.Time) {
+	b, ok, _ := x.s.Admit(q, now, run())
 	return ok, b.Start
 }
 func (x srrm) bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error) {
@@ -129,7 +130,7 @@ func (w *World) running(t time.Time, held map[string][]holdAt, dead int) []reser
 		})
 		if k < len(bg) && !bg[k].Start.After(t) {
 			j := bg[k]
-			out = append(out, reserve.Running{Resource: r.Name, Job: fmt.Sprintf("%s/%d", r.Name, k), Expected: j.Expected, Elapsed: t.Sub(j.Start)})
+			out = append(out, reserve.Running{Resource: r.Name, Job: r.Name + "/" + strconv.Itoa(k), Expected: j.Expected, Elapsed: t.Sub(j.Start)})
 		}
 	}
 	return out
@@ -263,7 +264,7 @@ func Run(w *World, mech string, seed uint64, fail *Failure) (Result, error) {
 			q, now := w.Reqs[next], w.At[next]
 			next++
 			o.Requests++
-			if ok, at := m.admit(q, now, w.running(now, held, dead)); ok {
+			if ok, at := m.admit(q, now, func() []reserve.Running { return w.running(now, held, dead) }); ok {
 				o.Admitted++
 				o.AdmittedID = append(o.AdmittedID, q.ID)
 				binds = insert(binds, event{at, q.ID, q.Dur})

@@ -15,6 +15,15 @@ type Params struct {
 	Policy    string  `json:"policy,omitempty"`
 	P         float64 `json:"p,omitempty"`
 	Mode      string  `json:"mode,omitempty"`
+	// kind drrm (paper001.go)
+	ResNumber   int     `json:"res_number,omitempty"`
+	Gap         float64 `json:"gap,omitempty"`
+	Flexibility float64 `json:"flexibility,omitempty"`
+	Sigma       float64 `json:"sigma,omitempty"`
+	// kind trust-minmin (paper002.go)
+	Tasks     int    `json:"tasks,omitempty"`
+	Migration string `json:"migration,omitempty"`
+	Round     int    `json:"run,omitempty"`
 }
 
 // Run is one simulation to perform.
@@ -25,8 +34,13 @@ type Run struct {
 
 // ParamNames lists the parameters of a kind in the order of results.csv.
 func ParamNames(kind string) []string {
-	if kind == KindCTCReference {
+	switch kind {
+	case KindCTCReference:
 		return []string{"mode"}
+	case KindDRRM:
+		return slices.Clone(drrmParams)
+	case KindTrustMinMin:
+		return slices.Clone(trustParams)
 	}
 	return []string{"workload", "h_set", "bandwidth", "policy", "p"}
 }
@@ -46,6 +60,16 @@ func (p Params) Value(name string) string {
 		return strconv.FormatFloat(p.P, 'f', -1, 64)
 	case "mode":
 		return p.Mode
+	case "res_number":
+		return strconv.Itoa(p.ResNumber)
+	case "gap", "flexibility", "sigma":
+		return strconv.FormatFloat(map[string]float64{"gap": p.Gap, "flexibility": p.Flexibility, "sigma": p.Sigma}[name], 'f', -1, 64)
+	case "tasks":
+		return strconv.Itoa(p.Tasks)
+	case "migration":
+		return p.Migration
+	case "run":
+		return strconv.Itoa(p.Round)
 	}
 	return ""
 }
@@ -65,8 +89,13 @@ var referenceMetrics = []string{
 
 // MetricNames lists the metrics of e's runs in the order of results.csv.
 func (e *Experiment) MetricNames() []string {
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		return slices.Clone(referenceMetrics)
+	case KindDRRM:
+		return e.drrmMetricNames()
+	case KindTrustMinMin:
+		return e.trustMetricNames()
 	}
 	out := slices.Clone(coallocMetrics)
 	for _, s := range e.Testbed.Sites {
@@ -109,6 +138,12 @@ var paramLabels = map[string]string{
 // per mode for the reference kind. The order is fixed by the file.
 func (e *Experiment) Expand() []Run {
 	var runs []Run
+	switch e.Kind {
+	case KindDRRM:
+		return e.expandDRRM()
+	case KindTrustMinMin:
+		return e.expandTrust()
+	}
 	if e.Kind == KindCTCReference {
 		for _, m := range e.Reference.Modes {
 			runs = append(runs, Run{Index: len(runs), Params: Params{Mode: m}})

@@ -162,8 +162,13 @@ type execFunc func(ctx context.Context, p Params, progress func(submitted, total
 // prepare reads what every run shares (the workloads, the reference
 // schedule) once and returns the function that performs one run.
 func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		return prepareReference(e)
+	case KindDRRM:
+		return prepareDRRM(e)
+	case KindTrustMinMin:
+		return prepareTrust(e)
 	}
 	trace, err := loadTrace(e.Workload)
 	if err != nil {

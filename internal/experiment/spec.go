@@ -38,6 +38,8 @@ type Experiment struct {
 	Policies    []string  `yaml:"policies" json:"policies,omitempty"`
 	Sweep       Sweep     `yaml:"sweep" json:"sweep,omitempty"`
 	Reference   Reference `yaml:"reference" json:"reference,omitempty"`
+	DRRM        DRRMSpec  `yaml:"drrm" json:"drrm,omitempty"`   // kind drrm (paper001.go)
+	Trust       TrustSpec `yaml:"trust" json:"trust,omitempty"` // kind trust-minmin (paper002.go)
 	Plots       []Plot    `yaml:"plots" json:"plots,omitempty"`
 
 	file  string
@@ -404,6 +406,8 @@ func (e *Experiment) defaults() {
 	if r.MeanBSLD == 0 {
 		r.MeanBSLD = 49.5713
 	}
+	e.drrmDefaults()
+	e.trustDefaults()
 }
 
 // Modes of the reference experiment.
@@ -448,12 +452,19 @@ func (e *Experiment) MarshalJSON() ([]byte, error) {
 		Policies    []string   `json:"policies,omitempty"`
 		Sweep       *Sweep     `json:"sweep,omitempty"`
 		Reference   *Reference `json:"reference,omitempty"`
+		DRRM        *DRRMSpec  `json:"drrm,omitempty"`
+		Trust       *TrustSpec `json:"trust,omitempty"`
 		Plots       []Plot     `json:"plots,omitempty"`
 	}
 	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots}
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		v.Reference = &e.Reference
-	} else {
+	case KindDRRM:
+		v.DRRM, v.Policies = &e.DRRM, e.Policies
+	case KindTrustMinMin:
+		v.Trust, v.Policies = &e.Trust, e.Policies
+	default:
 		v.Workload, v.Testbed, v.Policies, v.Sweep = &e.Workload, &e.Testbed, e.Policies, &e.Sweep
 	}
 	return json.Marshal(v)

@@ -46,6 +46,11 @@ func (p *parser) validate(e *Experiment) {
 	if len(p.errs) > 0 {
 		return
 	}
+	for sec, kind := range map[string]string{"drrm": KindDRRM, "trust": KindTrustMinMin} {
+		if _, ok := p.lines[sec]; ok && e.Kind != kind {
+			p.at(sec, ErrValue, "only for kind %q (this experiment is %q)", kind, e.Kind)
+		}
+	}
 	switch e.Kind {
 	case KindCoalloc:
 		if _, ok := p.lines["reference"]; ok {
@@ -78,8 +83,12 @@ func (p *parser) validate(e *Experiment) {
 		if !(r.MeanBSLD > 0 && r.MeanBSLD <= maxBSLD) {
 			p.at("reference.mean_bsld", ErrValue, "%v: want a positive number of at most %g", r.MeanBSLD, maxBSLD)
 		}
+	case KindDRRM:
+		p.validateDRRM(e)
+	case KindTrustMinMin:
+		p.validateTrust(e)
 	default:
-		p.at("kind", ErrValue, "%q: valid are %s (default) and %s", e.Kind, KindCoalloc, KindCTCReference)
+		p.at("kind", ErrValue, "%q: valid are %s (default), %s, %s and %s", e.Kind, KindCoalloc, KindCTCReference, KindDRRM, KindTrustMinMin)
 	}
 	if len(p.errs) == 0 && e.Kind == KindCoalloc {
 		if n := len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {

@@ -129,21 +129,27 @@ func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bo
 		}
 		return Binding{}, false, fmt.Sprintf("no room: the reservation queues of %s are full over the window", strings.Join(full, ", "))
 	}
-	preds := make([]option, len(idx))
-	for j, i := range idx {
-		preds[j] = place(s.res[i], s.holds(i, nil), q.Width, starts[j], latest, q.Dur, now, running)
+	predict := func(j int) option {
+		return place(s.res[idx[j]], s.holds(idx[j], nil), q.Width, starts[j], latest, q.Dur, now, running)
 	}
 	var c int
+	var p option
 	if s.mode == StaticRandom {
+		// r_schedule does not look at the forecast: only the chosen one's is needed.
 		c = s.rng.IntN(len(idx))
+		p = predict(c)
 	} else {
+		preds := make([]option, len(idx))
+		for j := range idx {
+			preds[j] = predict(j)
+		}
 		c = choose(preds)
+		p = preds[c]
 	}
 	i := idx[c]
 	b := &booking{q: q, res: i, start: starts[c], end: starts[c].Add(q.Dur)}
 	s.books[i] = append(s.books[i], b)
 	s.byID[q.ID] = b
-	p := preds[c]
 	why := fmt.Sprintf("%s: booked from %s (%s of %d with room); predicted %s", s.res[i].Name, b.start.Format(time.RFC3339), s.mode, len(idx), p.why)
 	return Binding{Resource: s.res[i].Name, Start: b.start, Preempt: p.preempt, Cost: p.cost, Reason: why}, true, why
 }
