@@ -2,6 +2,7 @@ package drrmsim
 
 import (
 	"os"
+	"strconv"
 	"path/filepath"
 	"testing"
 	"time"
@@ -92,17 +93,56 @@ func oscJobs(t testing.TB) []swf.Job {
 	return jobs
 }
 
-func TestOSCQuick(t *testing.T) {
+// The OSC world: the trace's nodes, a tenth of the usable jobs as
+// reservations of the three types, a job of t s on n CPUs holding a node of
+// m CPUs for t·n/m, book-ahead half the window, the other jobs back to back
+// on the nodes; and a short run under each mechanism keeps its books.
+func TestOSCWorld(t *testing.T) {
 	jobs := oscJobs(t)
-	for _, gap := range []float64{60, 300, 780} {
-		w, err := NewOSC(OSC{Jobs: jobs, Quad: 32, Dual: 25, Share: 0.1, Gap: gap, Seed: 1, Requests: 0})
-		if err != nil {
-			t.Fatal(err)
+	w, err := NewOSC(OSC{Jobs: jobs, Quad: 32, Dual: 25, Share: 0.1, Gap: 240, Flexibility: 0.5, Seed: 1, Requests: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Res) != 57 || len(w.Reqs) != 120 || len(w.BG) != 57 {
+		t.Fatalf("%d nodes, %d requests, %d queues", len(w.Res), len(w.Reqs), len(w.BG))
+	}
+	byID := map[string]swf.Job{}
+	for _, j := range jobs {
+		byID["j"+strconv.FormatInt(j.ID, 10)] = j
+	}
+	types := map[int]int{}
+	for i, q := range w.Reqs {
+		j := byID[q.ID]
+		m := int64(2)
+		switch len(q.Allowed) {
+		case 32:
+			m = 4
+		case 25, 0:
+		default:
+			t.Fatalf("%s may use %d nodes", q.ID, len(q.Allowed))
 		}
-		for _, mech := range Mechanisms() {
-			t0 := time.Now()
-			r := run(t, w, mech, 1, nil)
-			t.Logf("λ %3.0f %-6s req %d AP %.3f PP %.3f TPC %.0f bindfail %d  %v", gap, mech, r.Requests, r.AP(), r.PP(), r.TPC, r.BindFailed, time.Since(t0))
+		types[len(q.Allowed)]++
+		if want := time.Duration(j.Run*j.Width()) * time.Second / time.Duration(m); q.Dur != max(time.Second, want) {
+			t.Errorf("%s: holds %v, want t·n/m = %d·%d/%d s", q.ID, q.Dur, j.Run, j.Width(), m)
+		}
+		if win := q.LT.Sub(q.ET); win < q.Dur || q.ET.Sub(w.At[i]) != win/2 {
+			t.Errorf("%s: window %v for %v, book-ahead %v: want flexibility 0.5 and book-ahead half the window", q.ID, win, q.Dur, q.ET.Sub(w.At[i]))
+		}
+	}
+	if types[32] == 0 || types[25] == 0 || types[0] == 0 {
+		t.Errorf("reservation types %v: want quad (32 nodes), dual (25) and careless (any)", types)
+	}
+	for i, bg := range w.BG {
+		for k := 1; k < len(bg); k++ {
+			if !bg[k].Start.Equal(bg[k-1].Start.Add(bg[k-1].Len)) || bg[k].Expected != bg[k].Len {
+				t.Fatalf("node %d job %d: not back to back or expected time differs from the run time", i, k)
+			}
+		}
+	}
+	for _, mech := range Mechanisms() {
+		r := run(t, w, mech, 1, nil)
+		if r.Requests != 120 || r.Completed+r.BindFailed != r.Admitted || r.Admitted == 0 {
+			t.Errorf("%s: %+v", mech, r)
 		}
 	}
 }

@@ -259,7 +259,7 @@ func NewOSC(c OSC) (*World, error) {
 		cpus = append(cpus, 2)
 	}
 	hold := func(j swf.Job, m int) time.Duration {
-		return max(time.Second, time.Duration(float64(j.Run)*float64(j.Width())/float64(m))*time.Second)
+		return max(time.Second, time.Duration(j.Run*j.Width())*time.Second/time.Duration(m))
 	}
 	now := T0
 	var bgJobs []swf.Job
@@ -280,13 +280,9 @@ func NewOSC(c OSC) (*World, error) {
 		case 1:
 			allowed = dual
 		}
-		if len(allowed) == 0 && typ != 2 {
-			allowed = nil // no node of that kind: it takes any
-		}
 		now = now.Add(time.Duration(r.ExpFloat64() * c.Gap * float64(time.Second)))
 		dur := hold(j, m)
-		win := time.Duration(float64(dur) / (1 - c.Flexibility)).Round(time.Second)
-		win = max(win, dur)
+		win := max(time.Duration(float64(dur)/(1-c.Flexibility)), dur)
 		et := now.Add(win / 2)
 		w.At = append(w.At, now)
 		w.Win = append(w.Win, win)

@@ -146,6 +146,15 @@ func checkExperiment(t *testing.T, e *Experiment) {
 		if e.Reference.Procs < 1 || len(runs) != len(e.Reference.Modes) || !(e.Reference.MeanBSLD > 0) {
 			t.Errorf("reference %+v, %d runs", e.Reference, len(runs))
 		}
+	case KindDRRM:
+		d := e.DRRM
+		if len(runs) == 0 || d.Seeds < 1 || len(d.Gap) == 0 || len(d.Flexibility) == 0 || (d.Set != SetSynthetic && d.Set != SetOSC) {
+			t.Errorf("drrm %+v, %d runs accepted", d, len(runs))
+		}
+	case KindTrustMinMin:
+		if len(runs) == 0 || e.Trust.config(e.Trust.Tasks[0], e.Trust.Migration[0], e.Policies[0], 1).Validate() != nil {
+			t.Errorf("trust %+v, %d runs accepted", e.Trust, len(runs))
+		}
 	default:
 		t.Errorf("kind %q accepted", e.Kind)
 	}

@@ -187,7 +187,14 @@ func (p *parser) validateTrust(e *Experiment) {
 	// The rest of the ranges are trustsim's: ask it, with the field named.
 	for _, n := range t.Tasks {
 		if err := t.config(n, t.Migration[0], e.Policies[0], t.Seed).Validate(); err != nil {
-			p.at("trust", ErrValue, "%v", err)
+			// trustsim names the field; point at the key that set it.
+			msg := strings.TrimPrefix(err.Error(), trustsim.ErrConfig.Error()+": ")
+			field, _, _ := strings.Cut(msg, " ")
+			key := map[string]string{"power": "power_mhz", "work": "work_seconds", "data": "data_mb", "bandwidth": "intra_mbps"}[field]
+			if key == "" {
+				key = field
+			}
+			p.at("trust."+key, ErrValue, "%s", msg)
 			return
 		}
 	}
