@@ -2,8 +2,8 @@ package drrmsim
 
 import (
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
