@@ -6,6 +6,7 @@
 #   bash scripts/figures.sh                 # each file's own workload.jobs
 #   bash scripts/figures.sh --jobs 10000    # the paper's 10,000 jobs per run
 #   OUT=/tmp/figs bash scripts/figures.sh   # where the results go (default out/figures)
+#   SET=paper001 bash scripts/figures.sh    # paper 001's (or 002's...) files: configs/experiments/paper001-*.yaml
 #
 # Traces come from $GRIDSUB_WORKLOADS or ../shared/workloads. The binary is
 # built once first (its build time is not counted).
@@ -32,7 +33,9 @@ secs() { # seconds since $1 (date +%s%N), one decimal
 }
 total_start=$(date +%s%N)
 printf '%-55s %8s\n' experiment seconds
-for f in configs/experiments/fig*.yaml; do
+pattern='fig*'
+[[ ${SET:-} =~ ^paper00[1-9]$ ]] && pattern="$SET-*"
+for f in configs/experiments/$pattern.yaml; do
 	name=$(basename "$f" .yaml)
 	t0=$(date +%s%N)
 	"$bin" sim "$f" "${jobs_flag[@]}" --out "$out/$name" >/dev/null 2>"$out/$name.log" || {

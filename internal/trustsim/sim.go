@@ -20,6 +20,10 @@ var (
 const (
 	TrustMinMin = "trust-min-min" // Trust-Min-min: QoS classes, LA then cluster level, MCT / trust
 	MinMin      = "min-min"       // plain Min-min: no classes, no levels, no trust
+	// QoSMinMin is Trust-Min-min with every trust fixed at 1 (classes and
+	// levels, nothing learned): the ablation that separates what trust
+	// learns from what the class order and the two levels do.
+	QoSMinMin = "qos-min-min"
 )
 
 // Migration methods of the paper (§2.2.3 (3)).
@@ -29,7 +33,7 @@ const (
 )
 
 // Policies lists the policies, Trust-Min-min first.
-func Policies() []string { return []string{TrustMinMin, MinMin} }
+func Policies() []string { return []string{TrustMinMin, MinMin, QoSMinMin} }
 
 // Migrations lists the migration methods.
 func Migrations() []string { return []string{OneByOne, Bundle} }
@@ -97,8 +101,8 @@ func (c Config) Validate() error {
 		return bad("flaky_weight", c.FlakyWeight, "1..1e6")
 	case c.Migration != OneByOne && c.Migration != Bundle:
 		return bad("migration", c.Migration, "one-by-one or bundle")
-	case c.Policy != TrustMinMin && c.Policy != MinMin:
-		return bad("policy", c.Policy, "trust-min-min or min-min")
+	case !slices.Contains(Policies(), c.Policy):
+		return bad("policy", c.Policy, "trust-min-min, min-min or qos-min-min")
 	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -224,8 +228,12 @@ func Sequence(ctx context.Context, c Config) ([]RunResult, error) {
 		}
 		d := w.draw(runs)
 		var lv trust.Levels
-		if c.Policy == TrustMinMin {
+		switch c.Policy {
+		case TrustMinMin:
 			lv = w.levels(learned)
+		case QoSMinMin:
+			one := func(string, string) float64 { return 1 }
+			lv = trust.Levels{Area: one, Cluster: one}
 		}
 		res, outcomes, err := w.simulate(d, lv)
 		if err != nil {
