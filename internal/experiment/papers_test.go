@@ -166,3 +166,31 @@ func TestPaperFiguresBounded(t *testing.T) {
 		})
 	}
 }
+
+// Trust-Min-min runs as a planner in a trace replay (kind coalloc), with
+// the testbed's local areas: every job runs, none is rejected, and the
+// result does not depend on the worker count.
+func TestTrustMinMinInReplay(t *testing.T) {
+	needTraces(t)
+	src := `name: tmm
+workload: {trace: CTC-SP2-1996-3.1-cln.swf.gz, jobs: 300, width_cap: 32, seed: 7}
+testbed:
+  sites:
+    - {name: Beijing, nodes: 128, area: north}
+    - {name: Harbin, nodes: 32, area: north}
+    - {name: Shanghai, nodes: 64, area: south}
+  bandwidth: 100KB/s
+policies: [trust-min-min, single-site-easy]
+sweep: {p: [1.0]}
+`
+	s, one := execCSV(t, parseString(t, src), 1)
+	_, two := execCSV(t, parseString(t, src), 2)
+	if !bytes.Equal(one, two) {
+		t.Errorf("results differ between 1 and 2 workers:\n%s\n%s", one, two)
+	}
+	r := s.Runs[0]
+	if r.Params.Policy != "trust-min-min" || r.Metrics["ran"] != 300 || r.Metrics["rejected"] != 0 || r.Metrics["unfinished"] != 0 {
+		t.Errorf("trust-min-min: %v", r.Metrics)
+	}
+	t.Logf("AWRT trust-min-min %.0f s, single-site-easy %.0f s", r.Metrics["awrt"], s.Runs[1].Metrics["awrt"])
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gridsub/gridsub/internal/replay"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/trust"
 	"github.com/gridsub/gridsub/simbackend"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
@@ -185,8 +186,12 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		return nil, err
 	}
 	caps := make([]string, len(e.Testbed.Sites))
+	areas := map[string]string{}
 	for i, s := range e.Testbed.Sites {
 		caps[i] = s.Name
+		if s.Area != "" {
+			areas[s.Name] = s.Area
+		}
 	}
 	return func(ctx context.Context, p Params, progress func(int, int)) (map[string]float64, error) {
 		jobs := workloads[p.Workload]
@@ -202,9 +207,12 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		pl, closePlanner, err := openPlanner(ctx, p.Policy)
-		if err != nil {
-			return nil, err
+		var pl policy.Planner = &trust.Planner{Areas: areas} // paper 002's Trust-Min-min, with the testbed's local areas
+		closePlanner := func() {}
+		if p.Policy != trust.PlannerName {
+			if pl, closePlanner, err = openPlanner(ctx, p.Policy); err != nil {
+				return nil, err
+			}
 		}
 		defer closePlanner()
 		res, err := replay.Run(ctx, replay.Setup{Broker: viaBroker,

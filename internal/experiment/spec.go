@@ -81,6 +81,9 @@ type SiteSpec struct {
 	Name  string   `yaml:"name" json:"name,omitempty"`
 	Nodes int      `yaml:"nodes" json:"nodes,omitempty"`
 	H     *float64 `yaml:"h" json:"h,omitempty"` // heterogeneity factor, default 1
+	// Area is the site's local area, read by the trust-min-min policy
+	// (paper 002); "" = an area of its own.
+	Area string `yaml:"area" json:"area,omitempty"`
 }
 
 // Testbed is the simulated grid.

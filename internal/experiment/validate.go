@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gridsub/gridsub/policy/coalloc"
+	"github.com/gridsub/gridsub/policy/trust"
 )
 
 // Bounds of the numeric fields: beyond them a value is a typo, and the
@@ -207,6 +208,10 @@ func (p *parser) validatePolicies(e *Experiment) {
 			if err != nil {
 				p.at(f, ErrValue, "plugin policy %v", err)
 			} else if slices.Index(e.Policies, name) != i {
+				p.at(f, ErrValue, "%q listed twice", name)
+			}
+		} else if name == trust.PlannerName {
+			if slices.Index(e.Policies, name) != i {
 				p.at(f, ErrValue, "%q listed twice", name)
 			}
 		} else if _, err := coalloc.ByName(name); err != nil {
