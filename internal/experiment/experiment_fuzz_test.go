@@ -196,11 +196,23 @@ func experimentRoundTrip(t *testing.T, e *Experiment) *Experiment {
 	if err := yaml.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		for _, k := range []string{"workload", "testbed", "policies", "sweep"} {
 			delete(m, k)
 		}
-	} else {
+	case KindDRRM, KindTrustMinMin:
+		for _, k := range []string{"workload", "testbed", "sweep", "reference"} {
+			delete(m, k)
+		}
+		if d, ok := m["drrm"].(map[string]any); ok { // the other set's keys, left empty
+			for k, v := range d {
+				if l, ok := v.([]any); ok && len(l) == 0 {
+					delete(d, k)
+				}
+			}
+		}
+	default:
 		delete(m, "reference")
 	}
 	if data, err = yaml.Marshal(m); err != nil {
@@ -213,6 +225,9 @@ func experimentRoundTrip(t *testing.T, e *Experiment) *Experiment {
 	if e.Kind == KindCTCReference {
 		// The sections left out get their defaults again.
 		again.Workload, again.Testbed, again.Policies, again.Sweep = e.Workload, e.Testbed, e.Policies, e.Sweep
+	}
+	if e.Kind == KindDRRM || e.Kind == KindTrustMinMin {
+		again.Workload, again.Testbed, again.Sweep, again.Reference = e.Workload, e.Testbed, e.Sweep, e.Reference
 	}
 	return again
 }

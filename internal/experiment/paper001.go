@@ -104,31 +104,34 @@ func (e *Experiment) drrmDefaults() {
 		f := slices.Min(d.Flexibility)
 		d.SelectFlexibility = &f
 	}
-	if d.BookAhead == nil {
-		d.BookAhead = []int{1, 20}
-	}
-	if d.Window == nil {
-		d.Window = []int{5, 50}
-	}
-	if d.Background == nil {
-		d.Background = []int{5, 50}
-	}
-	if d.Levels == 0 {
-		d.Levels = 5
-	}
-	if d.Trace == "" {
-		d.Trace = "OSC-Clust-2000-3.1-cln.swf.gz"
-	}
-	if d.Quad == nil {
-		q := 32
-		d.Quad = &q
-	}
-	if d.Dual == nil {
-		q := 25
-		d.Dual = &q
-	}
-	if d.Share == 0 {
-		d.Share = 0.1
+	if !osc {
+		if d.BookAhead == nil {
+			d.BookAhead = []int{1, 20}
+		}
+		if d.Window == nil {
+			d.Window = []int{5, 50}
+		}
+		if d.Background == nil {
+			d.Background = []int{5, 50}
+		}
+		if d.Levels == 0 {
+			d.Levels = 5
+		}
+	} else {
+		if d.Trace == "" {
+			d.Trace = "OSC-Clust-2000-3.1-cln.swf.gz"
+		}
+		if d.Quad == nil {
+			q := 32
+			d.Quad = &q
+		}
+		if d.Dual == nil {
+			q := 25
+			d.Dual = &q
+		}
+		if d.Share == 0 {
+			d.Share = 0.1
+		}
 	}
 	if d.Seeds == 0 {
 		d.Seeds = 10
@@ -173,13 +176,13 @@ func (p *parser) validateDRRM(e *Experiment) {
 		if d.Levels < 1 || d.Levels > 1000 {
 			p.at("drrm.levels", ErrValue, "%d: want from 1 to 1000 levels", d.Levels)
 		}
-		for _, k := range []string{"drrm.trace", "drrm.quad", "drrm.dual", "drrm.share"} {
-			if _, ok := p.lines[k]; ok {
+		for k, set := range map[string]bool{"drrm.trace": d.Trace != "", "drrm.quad": d.Quad != nil, "drrm.dual": d.Dual != nil, "drrm.share": d.Share != 0} {
+			if set {
 				p.at(k, ErrValue, "only for set %q", SetOSC)
 			}
 		}
 	case SetOSC:
-		if _, ok := p.lines["drrm.resources"]; ok {
+		if len(d.Resources) > 0 {
 			p.at("drrm.resources", ErrValue, "the OSC set has the trace's nodes: set quad and dual instead")
 		}
 		if d.Requests < 0 || d.Requests > 1_000_000 {

@@ -38,8 +38,8 @@ type Experiment struct {
 	Policies    []string  `yaml:"policies" json:"policies,omitempty"`
 	Sweep       Sweep     `yaml:"sweep" json:"sweep,omitempty"`
 	Reference   Reference `yaml:"reference" json:"reference,omitempty"`
-	DRRM        DRRMSpec  `yaml:"drrm" json:"drrm,omitempty"`   // kind drrm (paper001.go)
-	Trust       TrustSpec `yaml:"trust" json:"trust,omitempty"` // kind trust-minmin (paper002.go)
+	DRRM        DRRMSpec  `yaml:"drrm,omitempty" json:"drrm,omitempty"`   // kind drrm (paper001.go)
+	Trust       TrustSpec `yaml:"trust,omitempty" json:"trust,omitempty"` // kind trust-minmin (paper002.go)
 	Plots       []Plot    `yaml:"plots" json:"plots,omitempty"`
 
 	file  string
@@ -409,8 +409,12 @@ func (e *Experiment) defaults() {
 	if r.MeanBSLD == 0 {
 		r.MeanBSLD = 49.5713
 	}
-	e.drrmDefaults()
-	e.trustDefaults()
+	if e.Kind == KindDRRM {
+		e.drrmDefaults()
+	}
+	if e.Kind == KindTrustMinMin {
+		e.trustDefaults()
+	}
 }
 
 // Modes of the reference experiment.
