@@ -100,6 +100,9 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 		if e.Kind == experiment.KindCTCReference {
 			return usageErr(fmt.Errorf("--jobs: %s replays the whole CTC-SP2 trace against its reference schedule; it takes no job count", file))
 		}
+		if e.Kind == experiment.KindDRRM || e.Kind == experiment.KindTrustMinMin {
+			return usageErr(fmt.Errorf("--jobs: %s (kind %s) replays no trace jobs; set drrm.requests or trust.tasks in the file", file, e.Kind))
+		}
 		e.Workload.Jobs = f.jobs
 	}
 	out := f.out
