@@ -30,7 +30,7 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = cfg.Broker.PolicySHA256, cfg.Broker.FallbackPolicy, cfg.Broker.PolicyTimeout
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]
-		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H}
+		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H, Area: s.Area}
 		if s.Isolate || s.Plugin != nil {
 			p, err := pluginSite(s, &cfg.Staging, log)
 			if err != nil {

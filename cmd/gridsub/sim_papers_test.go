@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gridsub/gridsub/internal/config"
 )
 
 // gridsub sim runs the kinds drrm and trust-minmin as a user would: the
@@ -41,4 +43,38 @@ func TestSimPaperKinds(t *testing.T) {
 			t.Errorf("%s --jobs: exit %d, stderr %q; want a usage error naming --jobs", name, code, errOut)
 		}
 	}
+}
+
+// TestServeTrustMinMin: a real `gridsub serve` plans with paper 002's
+// Trust-Min-min (broker.policy: trust-min-min) over sites in two local
+// areas (sites[].area): jobs complete (the name is no co-allocation
+// planner's: without the assemble wiring the daemon refuses to start); a bad
+// area name is refused at load, naming the field.
+func TestServeTrustMinMin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds gridsub and starts a daemon")
+	}
+	cfg := `sites:
+  - {name: a, kind: sim, nodes: 4, cores_per_node: 1, h: 1.0, area: north}
+  - {name: b, kind: sim, nodes: 8, cores_per_node: 1, h: 0.8, area: south}
+network:
+  default: {bandwidth: 1MB/s, latency: 10ms}
+broker:
+  policy: trust-min-min
+`
+	dir, state, sock := serveDirs(t)
+	path := filepath.Join(dir, "tmm.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badCfg := strings.Replace(cfg, "area: south", "area: 'so uth'", 1)
+	if _, err := config.Parse("bad.yaml", []byte(badCfg), func(k string) (string, bool) { return dir, k == "HOME" }); err == nil || !strings.Contains(err.Error(), "sites[1].area") {
+		t.Errorf("a bad area: %v; want an error naming sites[1].area", err)
+	}
+	bin := buildBinary(t)
+	t.Setenv(envSocket, sock)
+	p := startServe(t, bin, state, sock, "--time-scale", "3000", "--config", path)
+	runJob(t, dir, "tmm-1")
+	runJob(t, dir, "tmm-2")
+	p.term(t, sock)
 }

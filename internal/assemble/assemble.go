@@ -26,6 +26,7 @@ type SiteSpec struct {
 	Nodes        int
 	CoresPerNode int
 	H            float64
+	Area         string // local area, read by the trust-min-min planner
 	// Real builds the backend of a non-simulated site. It returns the backend
 	// and what to close at the end.
 	Real func(ctx context.Context) (backends.Backend, io.Closer, error)

@@ -51,6 +51,7 @@ type Site struct {
 	Nodes        int     `mapstructure:"nodes"`
 	CoresPerNode int     `mapstructure:"cores_per_node"` // default 1
 	H            float64 `mapstructure:"h"`              // heterogeneity factor > 0; default 1 (the reference machine)
+	Area         string  `mapstructure:"area"`           // local area for broker.policy trust-min-min (paper 002); "" = its own
 	// For slurm and pbs sites:
 	SSH       *SSH   `mapstructure:"ssh"`
 	Partition string `mapstructure:"partition"`  // partition (SLURM) or queue (PBS); "" = the site's default

@@ -91,6 +91,9 @@ func (c *Config) validate() Errors {
 		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
 			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)
 		}
+		if s.Area != "" && !siteNameRE.MatchString(s.Area) {
+			bad(k+".area", "names the site's local area (letters, digits, . _ -; at most 64), got %q", s.Area)
+		}
 		if !(s.H >= MinH && s.H <= MaxH) {
 			bad(k+".h", "must be a number from %v to %v (1 = the reference machine, smaller = faster), got %v", MinH, MaxH, s.H)
 		}
