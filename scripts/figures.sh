@@ -6,7 +6,7 @@
 #   bash scripts/figures.sh                 # each file's own workload.jobs
 #   bash scripts/figures.sh --jobs 10000    # the paper's 10,000 jobs per run
 #   OUT=/tmp/figs bash scripts/figures.sh   # where the results go (default out/figures)
-#   SET=paper004 bash scripts/figures.sh    # paper 004's files (configs/experiments/paper004-*.yaml)
+#   SET=paper001 bash scripts/figures.sh    # paper 001's (or 002's...) files: configs/experiments/paper001-*.yaml
 #
 # Traces come from $GRIDSUB_WORKLOADS or ../shared/workloads. The binary is
 # built once first (its build time is not counted).
@@ -34,7 +34,7 @@ secs() { # seconds since $1 (date +%s%N), one decimal
 total_start=$(date +%s%N)
 printf '%-55s %8s\n' experiment seconds
 pattern='fig*'
-[[ ${SET:-} == paper004 ]] && pattern='paper004-*'
+[[ ${SET:-} =~ ^paper00[1-9]$ ]] && pattern="$SET-*"
 for f in configs/experiments/$pattern.yaml; do
 	name=$(basename "$f" .yaml)
 	t0=$(date +%s%N)

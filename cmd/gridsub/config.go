@@ -33,7 +33,7 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]
 		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,
-			MemPerNode: int64(s.MemPerNode), GPUsPerNode: s.GPUsPerNode}
+			MemPerNode: int64(s.MemPerNode), GPUsPerNode: s.GPUsPerNode, Area: s.Area}
 		if s.Isolate || s.Plugin != nil {
 			p, err := pluginSite(s, &cfg.Staging, log)
 			if err != nil {

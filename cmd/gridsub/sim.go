@@ -68,6 +68,12 @@ dependable scheduling experiment instead: DGJS, Min-min and Refine on
 resources that fail (Weibull, Zipf, Pareto), several seeds per point;
 docs/results/paper004.md discusses it.
 
+The kind "drrm" (configs/experiments/paper001-*.yaml) runs paper 001's
+advance-reservation experiments (DRRM against SRRM_r and SRRM_m: AP, PP,
+TPC, failure rate η), the kind "trust-minmin" (paper002-*.yaml) paper 002's
+Trust-Min-min against Min-min over runs in which trust is learned;
+docs/results/paper001.md and paper002.md discuss them.
+
 Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
 		Example: `  gridsub sim configs/experiments/fig2-small-h-multi-vs-single.yaml --out out/fig2
@@ -109,6 +115,9 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	if f.jobs > 0 {
 		if e.Kind == experiment.KindCTCReference {
 			return usageErr(fmt.Errorf("--jobs: %s replays the whole CTC-SP2 trace against its reference schedule; it takes no job count", file))
+		}
+		if e.Kind == experiment.KindDRRM || e.Kind == experiment.KindTrustMinMin {
+			return usageErr(fmt.Errorf("--jobs: %s (kind %s) replays no trace jobs; set drrm.requests or trust.tasks in the file", file, e.Kind))
 		}
 		e.Workload.Jobs = f.jobs
 		if e.Kind == experiment.KindDGJS {
@@ -154,8 +163,17 @@ func simColumns(kind string) []string {
 	if kind == experiment.KindDGJS {
 		return []string{"success_ratio", "success_sd", "mean_completion", "completion_sd", "outages", "wasted_share"}
 	}
+	if kind == experiment.KindDRRM {
+		return []string{"ap", "pp", "tpc", "eta", "tpc_sd", "admitted"}
+	}
+	if kind == experiment.KindTrustMinMin {
+		return []string{"makespan", "makespan_mean", "makespan_growth", "migration_rate", "migration_rate_mean"}
+	}
 	return []string{"awrt", "awwt", "au", "mean_bsld", "multisite", "rejected"}
 }
+
+// simShare are the metrics shown as shares (3 decimals) besides au, multisite and start_match.
+var simShare = map[string]bool{"ap": true, "pp": true, "eta": true, "makespan_growth": true, "migration_rate": true, "migration_rate_mean": true}
 
 func writeSimTable(w io.Writer, s *experiment.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -170,7 +188,7 @@ func writeSimTable(w io.Writer, s *experiment.Summary) {
 		for _, c := range cols {
 			v := r.Metrics[c]
 			switch {
-			case c == "au" || c == "multisite" || c == "start_match" || strings.HasPrefix(c, "success") || c == "wasted_share":
+			case c == "au" || c == "multisite" || c == "start_match" || simShare[c] || strings.HasPrefix(c, "success") || c == "wasted_share":
 				row = append(row, fmt.Sprintf("%.3f", v))
 			case v == float64(int64(v)):
 				row = append(row, fmt.Sprintf("%d", int64(v)))

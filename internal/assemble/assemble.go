@@ -28,6 +28,7 @@ type SiteSpec struct {
 	MemPerNode   int64 // bytes; simulated sites model it (0 = not modelled)
 	GPUsPerNode  int   // simulated sites model it (0 = none)
 	H            float64
+	Area         string // local area, read by the trust-min-min planner
 	// Real builds the backend of a non-simulated site. It returns the backend
 	// and what to close at the end.
 	Real func(ctx context.Context) (backends.Backend, io.Closer, error)

@@ -18,6 +18,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
+	"github.com/gridsub/gridsub/policy/trust"
 )
 
 // Kinds of PluginEvent.
@@ -77,6 +78,13 @@ func buildPlanner(ctx context.Context, spec Spec, log *slog.Logger, onPlugin fun
 	ref, isPlugin, err := plannerrpc.ParseRef(spec.Planner)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
+	}
+	if !isPlugin && PlannerName(spec.Planner) == trust.PlannerName {
+		areas := map[string]string{}
+		for _, s := range spec.Sites {
+			areas[s.Name] = s.Area
+		}
+		return &trust.Planner{Areas: areas}, nil, nil
 	}
 	if !isPlugin {
 		p, err := registry.ByName(PlannerName(spec.Planner))

@@ -55,8 +55,9 @@ type Site struct {
 	// models them; for slurm/pbs sites the site's own report (sinfo,
 	// pbsnodes) wins once it is asked, and these serve `gridsub validate`.
 	// 0 memory = not known; 0 GPUs = none.
-	MemPerNode  Size `mapstructure:"mem_per_node"`
-	GPUsPerNode int  `mapstructure:"gpus_per_node"`
+	MemPerNode  Size   `mapstructure:"mem_per_node"`
+	GPUsPerNode int    `mapstructure:"gpus_per_node"`
+	Area        string `mapstructure:"area"` // local area for broker.policy trust-min-min (paper 002); "" = its own
 	// For slurm and pbs sites:
 	SSH       *SSH   `mapstructure:"ssh"`
 	Partition string `mapstructure:"partition"`  // partition (SLURM) or queue (PBS); "" = the site's default

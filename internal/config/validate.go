@@ -103,6 +103,9 @@ func (c *Config) validate() Errors {
 				bad(k+".account", "%v", err)
 			}
 		}
+		if s.Area != "" && !siteNameRE.MatchString(s.Area) {
+			bad(k+".area", "names the site's local area (letters, digits, . _ -; at most 64), got %q", s.Area)
+		}
 		if !(s.H >= MinH && s.H <= MaxH) {
 			bad(k+".h", "must be a number from %v to %v (1 = the reference machine, smaller = faster), got %v", MinH, MaxH, s.H)
 		}

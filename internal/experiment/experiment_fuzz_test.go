@@ -159,6 +159,15 @@ func checkExperiment(t *testing.T, e *Experiment) {
 				t.Errorf("run %+v accepted (%v)", r.Params, err)
 			}
 		}
+	case KindDRRM:
+		d := e.DRRM
+		if len(runs) == 0 || d.Seeds < 1 || len(d.Gap) == 0 || len(d.Flexibility) == 0 || (d.Set != SetSynthetic && d.Set != SetOSC) {
+			t.Errorf("drrm %+v, %d runs accepted", d, len(runs))
+		}
+	case KindTrustMinMin:
+		if len(runs) == 0 || e.Trust.config(e.Trust.Tasks[0], e.Trust.Migration[0], e.Policies[0], 1).Validate() != nil {
+			t.Errorf("trust %+v, %d runs accepted", e.Trust, len(runs))
+		}
 	default:
 		t.Errorf("kind %q accepted", e.Kind)
 	}
@@ -200,11 +209,23 @@ func experimentRoundTrip(t *testing.T, e *Experiment) *Experiment {
 	if err := yaml.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		for _, k := range []string{"workload", "testbed", "policies", "sweep"} {
 			delete(m, k)
 		}
-	} else {
+	case KindDRRM, KindTrustMinMin:
+		for _, k := range []string{"workload", "testbed", "sweep", "reference"} {
+			delete(m, k)
+		}
+		if d, ok := m["drrm"].(map[string]any); ok { // the other set's keys, left empty
+			for k, v := range d {
+				if l, ok := v.([]any); ok && len(l) == 0 {
+					delete(d, k)
+				}
+			}
+		}
+	default:
 		delete(m, "reference")
 	}
 	if e.Kind == KindDGJS {
@@ -225,8 +246,8 @@ func experimentRoundTrip(t *testing.T, e *Experiment) *Experiment {
 		// The sections left out get their defaults again.
 		again.Workload, again.Testbed, again.Policies, again.Sweep = e.Workload, e.Testbed, e.Policies, e.Sweep
 	}
-	if e.Kind == KindDGJS {
-		again.Workload, again.Testbed, again.Sweep = e.Workload, e.Testbed, e.Sweep
+	if e.Kind == KindDGJS || e.Kind == KindDRRM || e.Kind == KindTrustMinMin {
+		again.Workload, again.Testbed, again.Sweep, again.Reference = e.Workload, e.Testbed, e.Sweep, e.Reference
 	}
 	return again
 }

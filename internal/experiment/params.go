@@ -20,6 +20,15 @@ type Params struct {
 	Resources int     `json:"resources,omitempty"`
 	Arrival   float64 `json:"arrival,omitempty"`
 	Jobs      int     `json:"jobs,omitempty"`
+	// kind drrm (paper001.go)
+	ResNumber   int     `json:"res_number,omitempty"`
+	Gap         float64 `json:"gap,omitempty"`
+	Flexibility float64 `json:"flexibility,omitempty"`
+	Sigma       float64 `json:"sigma,omitempty"`
+	// kind trust-minmin (paper002.go)
+	Tasks     int    `json:"tasks,omitempty"`
+	Migration string `json:"migration,omitempty"`
+	Round     int    `json:"run,omitempty"`
 }
 
 // Run is one simulation to perform.
@@ -30,8 +39,13 @@ type Run struct {
 
 // ParamNames lists the parameters of a kind in the order of results.csv.
 func ParamNames(kind string) []string {
-	if kind == KindCTCReference {
+	switch kind {
+	case KindCTCReference:
 		return []string{"mode"}
+	case KindDRRM:
+		return slices.Clone(drrmParams)
+	case KindTrustMinMin:
+		return slices.Clone(trustParams)
 	}
 	if kind == KindDGJS {
 		return slices.Clone(dgjsParams)
@@ -62,6 +76,16 @@ func (p Params) Value(name string) string {
 		return strconv.FormatFloat(p.Arrival, 'f', -1, 64)
 	case "jobs":
 		return strconv.Itoa(p.Jobs)
+	case "res_number":
+		return strconv.Itoa(p.ResNumber)
+	case "gap", "flexibility", "sigma":
+		return strconv.FormatFloat(map[string]float64{"gap": p.Gap, "flexibility": p.Flexibility, "sigma": p.Sigma}[name], 'f', -1, 64)
+	case "tasks":
+		return strconv.Itoa(p.Tasks)
+	case "migration":
+		return p.Migration
+	case "run":
+		return strconv.Itoa(p.Round)
 	}
 	return ""
 }
@@ -81,8 +105,13 @@ var referenceMetrics = []string{
 
 // MetricNames lists the metrics of e's runs in the order of results.csv.
 func (e *Experiment) MetricNames() []string {
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		return slices.Clone(referenceMetrics)
+	case KindDRRM:
+		return e.drrmMetricNames()
+	case KindTrustMinMin:
+		return e.trustMetricNames()
 	}
 	if e.Kind == KindDGJS {
 		return e.dgjsMetricNames()
@@ -128,6 +157,12 @@ var paramLabels = map[string]string{
 // per mode for the reference kind. The order is fixed by the file.
 func (e *Experiment) Expand() []Run {
 	var runs []Run
+	switch e.Kind {
+	case KindDRRM:
+		return e.expandDRRM()
+	case KindTrustMinMin:
+		return e.expandTrust()
+	}
 	if e.Kind == KindCTCReference {
 		for _, m := range e.Reference.Modes {
 			runs = append(runs, Run{Index: len(runs), Params: Params{Mode: m}})

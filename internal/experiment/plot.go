@@ -148,6 +148,10 @@ func drawPlot(pl Plot, s *Summary) (*plot.Plot, error) {
 		p.NominalX(cats...)
 		p.X.Min, p.X.Max = -0.5, float64(len(cats))-0.5
 	}
+	// Paper 001 and 002's metrics are counts, shares and costs: from zero.
+	if (s.Experiment.Kind == KindDRRM || s.Experiment.Kind == KindTrustMinMin) && p.Y.Min > 0 {
+		p.Y.Min = 0
+	}
 	// Room above the data for the legend, one row per line.
 	p.Y.Max += (0.1 + 0.09*float64(len(lines))) * (p.Y.Max - p.Y.Min)
 	return p, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gridsub/gridsub/internal/replay"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/trust"
 	"github.com/gridsub/gridsub/simbackend"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
@@ -162,8 +163,13 @@ type execFunc func(ctx context.Context, p Params, progress func(submitted, total
 // prepare reads what every run shares (the workloads, the reference
 // schedule) once and returns the function that performs one run.
 func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
-	if e.Kind == KindCTCReference {
+	switch e.Kind {
+	case KindCTCReference:
 		return prepareReference(e)
+	case KindDRRM:
+		return prepareDRRM(e)
+	case KindTrustMinMin:
+		return prepareTrust(e)
 	}
 	if e.Kind == KindDGJS {
 		return prepareDGJS(e)
@@ -183,8 +189,12 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		return nil, err
 	}
 	caps := make([]string, len(e.Testbed.Sites))
+	areas := map[string]string{}
 	for i, s := range e.Testbed.Sites {
 		caps[i] = s.Name
+		if s.Area != "" {
+			areas[s.Name] = s.Area
+		}
 	}
 	return func(ctx context.Context, p Params, progress func(int, int)) (map[string]float64, error) {
 		jobs := workloads[p.Workload]
@@ -200,9 +210,12 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		pl, closePlanner, err := openPlanner(ctx, p.Policy)
-		if err != nil {
-			return nil, err
+		var pl policy.Planner = &trust.Planner{Areas: areas} // paper 002's Trust-Min-min, with the testbed's local areas
+		closePlanner := func() {}
+		if p.Policy != trust.PlannerName {
+			if pl, closePlanner, err = openPlanner(ctx, p.Policy); err != nil {
+				return nil, err
+			}
 		}
 		defer closePlanner()
 		res, err := replay.Run(ctx, replay.Setup{Broker: viaBroker,

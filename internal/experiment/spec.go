@@ -38,7 +38,9 @@ type Experiment struct {
 	Policies    []string  `yaml:"policies" json:"policies,omitempty"`
 	Sweep       Sweep     `yaml:"sweep" json:"sweep,omitempty"`
 	Reference   Reference `yaml:"reference" json:"reference,omitempty"`
-	DGJS        DGJSSpec  `yaml:"dgjs,omitempty" json:"dgjs,omitempty"` // kind dgjs (dgjs.go)
+	DGJS        DGJSSpec  `yaml:"dgjs,omitempty" json:"dgjs,omitempty"`   // kind dgjs (dgjs.go)
+	DRRM        DRRMSpec  `yaml:"drrm,omitempty" json:"drrm,omitempty"`   // kind drrm (paper001.go)
+	Trust       TrustSpec `yaml:"trust,omitempty" json:"trust,omitempty"` // kind trust-minmin (paper002.go)
 	Plots       []Plot    `yaml:"plots" json:"plots,omitempty"`
 
 	file  string
@@ -80,6 +82,9 @@ type SiteSpec struct {
 	Name  string   `yaml:"name" json:"name,omitempty"`
 	Nodes int      `yaml:"nodes" json:"nodes,omitempty"`
 	H     *float64 `yaml:"h" json:"h,omitempty"` // heterogeneity factor, default 1
+	// Area is the site's local area, read by the trust-min-min policy
+	// (paper 002); "" = an area of its own.
+	Area string `yaml:"area" json:"area,omitempty"`
 }
 
 // Testbed is the simulated grid.
@@ -406,6 +411,12 @@ func (e *Experiment) defaults() {
 	if r.MeanBSLD == 0 {
 		r.MeanBSLD = 49.5713
 	}
+	if e.Kind == KindDRRM {
+		e.drrmDefaults()
+	}
+	if e.Kind == KindTrustMinMin {
+		e.trustDefaults()
+	}
 }
 
 // Modes of the reference experiment.
@@ -451,6 +462,8 @@ func (e *Experiment) MarshalJSON() ([]byte, error) {
 		Sweep       *Sweep     `json:"sweep,omitempty"`
 		Reference   *Reference `json:"reference,omitempty"`
 		DGJS        *DGJSSpec  `json:"dgjs,omitempty"`
+		DRRM        *DRRMSpec  `json:"drrm,omitempty"`
+		Trust       *TrustSpec `json:"trust,omitempty"`
 		Plots       []Plot     `json:"plots,omitempty"`
 	}
 	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots}
@@ -459,6 +472,10 @@ func (e *Experiment) MarshalJSON() ([]byte, error) {
 		v.Reference = &e.Reference
 	case KindDGJS:
 		v.DGJS, v.Policies = &e.DGJS, e.Policies
+	case KindDRRM:
+		v.DRRM, v.Policies = &e.DRRM, e.Policies
+	case KindTrustMinMin:
+		v.Trust, v.Policies = &e.Trust, e.Policies
 	default:
 		v.Workload, v.Testbed, v.Policies, v.Sweep = &e.Workload, &e.Testbed, e.Policies, &e.Sweep
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gridsub/gridsub/policy/registry"
+	"github.com/gridsub/gridsub/policy/trust"
 )
 
 // Bounds of the numeric fields: beyond them a value is a typo, and the
@@ -49,6 +50,11 @@ func (p *parser) validate(e *Experiment) {
 	if _, ok := p.lines["dgjs"]; ok && e.Kind != KindDGJS {
 		p.at("dgjs", ErrValue, "only for kind %q (this experiment is %q)", KindDGJS, e.Kind)
 	}
+	for sec, kind := range map[string]string{"drrm": KindDRRM, "trust": KindTrustMinMin} {
+		if _, ok := p.lines[sec]; ok && e.Kind != kind {
+			p.at(sec, ErrValue, "only for kind %q (this experiment is %q)", kind, e.Kind)
+		}
+	}
 	switch e.Kind {
 	case KindDGJS:
 		p.validateDGJS(e)
@@ -83,8 +89,12 @@ func (p *parser) validate(e *Experiment) {
 		if !(r.MeanBSLD > 0 && r.MeanBSLD <= maxBSLD) {
 			p.at("reference.mean_bsld", ErrValue, "%v: want a positive number of at most %g", r.MeanBSLD, maxBSLD)
 		}
+	case KindDRRM:
+		p.validateDRRM(e)
+	case KindTrustMinMin:
+		p.validateTrust(e)
 	default:
-		p.at("kind", ErrValue, "%q: valid are %s (default), %s and %s", e.Kind, KindCoalloc, KindCTCReference, KindDGJS)
+		p.at("kind", ErrValue, "%q: valid are %s (default), %s, %s, %s and %s", e.Kind, KindCoalloc, KindCTCReference, KindDGJS, KindDRRM, KindTrustMinMin)
 	}
 	if len(p.errs) == 0 && e.Kind == KindCoalloc {
 		if n := len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {
@@ -205,8 +215,12 @@ func (p *parser) validatePolicies(e *Experiment) {
 			} else if slices.Index(e.Policies, name) != i {
 				p.at(f, ErrValue, "%q listed twice", name)
 			}
+		} else if name == trust.PlannerName {
+			if slices.Index(e.Policies, name) != i {
+				p.at(f, ErrValue, "%q listed twice", name)
+			}
 		} else if _, err := registry.ByName(name); err != nil {
-			p.at(f, ErrValue, "unknown policy %q: valid are %s, or %s/path/to/planner", name, strings.Join(registry.Names(), ", "), PluginPrefix)
+			p.at(f, ErrValue, "unknown policy %q: valid are %s, %s, or %s/path/to/planner", name, strings.Join(registry.Names(), ", "), trust.PlannerName, PluginPrefix)
 		} else if slices.Index(e.Policies, name) != i {
 			p.at(f, ErrValue, "%q listed twice", name)
 		}

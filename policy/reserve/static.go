@@ -48,6 +48,7 @@ type Static struct {
 	mode  StaticMode
 	rng   *rand.Rand
 	res   []Resource
+	dead  []bool       // per resource: failed (FailResource), takes no bookings
 	books [][]*booking // per resource
 	byID  map[string]*booking
 }
@@ -65,6 +66,7 @@ func NewStatic(res []Resource, mode StaticMode, seed uint64) *Static {
 		if !seen[r.Name] {
 			seen[r.Name] = true
 			s.res = append(s.res, r)
+			s.dead = append(s.dead, false)
 			s.books = append(s.books, nil)
 		}
 	}
@@ -107,7 +109,7 @@ func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bo
 	var starts []time.Time
 	var full []string
 	for i, r := range s.res {
-		if !satisfies(r, q) {
+		if s.dead[i] || !satisfies(r, q) {
 			continue
 		}
 		o := place(r, s.holds(i, nil), q.Width, s0, latest, q.Dur, now, nil)
@@ -121,27 +123,33 @@ func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bo
 		if len(full) == 0 {
 			rs := make([]resource, len(s.res))
 			for i, r := range s.res {
-				rs[i] = resource{r, true}
+				rs[i] = resource{r, !s.dead[i]}
 			}
 			return Binding{}, false, noCandidate(rs, q)
 		}
 		return Binding{}, false, fmt.Sprintf("no room: the reservation queues of %s are full over the window", strings.Join(full, ", "))
 	}
-	preds := make([]option, len(idx))
-	for j, i := range idx {
-		preds[j] = place(s.res[i], s.holds(i, nil), q.Width, starts[j], latest, q.Dur, now, running)
+	predict := func(j int) option {
+		return place(s.res[idx[j]], s.holds(idx[j], nil), q.Width, starts[j], latest, q.Dur, now, running)
 	}
 	var c int
+	var p option
 	if s.mode == StaticRandom {
+		// r_schedule does not look at the forecast: only the chosen one's is needed.
 		c = s.rng.IntN(len(idx))
+		p = predict(c)
 	} else {
+		preds := make([]option, len(idx))
+		for j := range idx {
+			preds[j] = predict(j)
+		}
 		c = choose(preds)
+		p = preds[c]
 	}
 	i := idx[c]
 	b := &booking{q: q, res: i, start: starts[c], end: starts[c].Add(q.Dur)}
 	s.books[i] = append(s.books[i], b)
 	s.byID[q.ID] = b
-	p := preds[c]
 	why := fmt.Sprintf("%s: booked from %s (%s of %d with room); predicted %s", s.res[i].Name, b.start.Format(time.RFC3339), s.mode, len(idx), p.why)
 	return Binding{Resource: s.res[i].Name, Start: b.start, Preempt: p.preempt, Cost: p.cost, Reason: why}, true, why
 }
@@ -180,4 +188,25 @@ func (s *Static) Remove(id string) {
 	}
 	s.books[b.res] = slices.DeleteFunc(s.books[b.res], func(x *booking) bool { return x == b })
 	delete(s.byID, id)
+}
+
+// FailResource applies SRRM's failure rule (paper 001 §3.4): a reservation is
+// bound to its resource at admission, so when that resource fails every
+// reservation booked on it and not yet removed (running, or waiting for its
+// start) fails with it; nothing is moved elsewhere. The resource takes no
+// more bookings. It returns the failed ids in booking order; an unknown or
+// already failed name returns nil. Compare Graph.FailResource, which moves
+// the unbound reservations when the rest of the graph can still hold them.
+func (s *Static) FailResource(name string) (dropped []string) {
+	i := slices.IndexFunc(s.res, func(r Resource) bool { return r.Name == name })
+	if i < 0 || s.dead[i] {
+		return nil
+	}
+	s.dead[i] = true
+	for _, b := range s.books[i] {
+		dropped = append(dropped, b.q.ID)
+		delete(s.byID, b.q.ID)
+	}
+	s.books[i] = nil
+	return dropped
 }

@@ -80,7 +80,23 @@ type sched struct {
 	src    []int // index of each task's Source cluster, -1 for none
 	starts []float64
 	trust  func(from, to string) float64
+	tcache []float64 // trust(task t's Submit, cluster c) at t*len(clusters)+c; NaN = not asked yet
 	err    error
+}
+
+// setTrust switches the trust function (the LA level and the cluster level
+// use different ones) and forgets the values cached from the other. trust is
+// asked once per (task, cluster) pair: MinMin's contract has it pure.
+func (s *sched) setTrust(trust func(from, to string) float64, cache []float64) {
+	s.trust, s.tcache = trust, cache
+}
+
+func newCache(n int) []float64 {
+	c := make([]float64, n)
+	for i := range c {
+		c[i] = math.NaN()
+	}
+	return c
 }
 
 // mct is MCT(t,c,s) = max(Data-START(s), START(c)) + TRAN(t,c,s) + ETC(t,c),
@@ -107,7 +123,12 @@ func (s *sched) weighted(t, c int, finish float64) float64 {
 	if s.trust == nil {
 		return finish
 	}
-	tr := s.trust(s.tasks[t].Submit, s.g.Clusters[c].Name)
+	x := t*len(s.g.Clusters) + c
+	tr := s.tcache[x]
+	if math.IsNaN(tr) {
+		tr = s.trust(s.tasks[t].Submit, s.g.Clusters[c].Name)
+		s.tcache[x] = tr
+	}
 	if !(tr > 0) || math.IsInf(tr, 1) {
 		if s.err == nil {
 			s.err = fmt.Errorf("%w: trust(%q, %q) = %v, want a finite number > 0", ErrTrust, s.tasks[t].Submit, s.g.Clusters[c].Name, tr)
@@ -162,8 +183,9 @@ func (s *sched) minmin(ts, cs []int, starts []float64) []Assignment {
 //     trust(task.Submit, cluster); the chosen task goes to its cluster's area,
 //     and that cluster's START is advanced in a scratch copy (the LA-MCT
 //     update). The paper divides the LA's MCT by a trust between areas;
-//     gridsub keeps trust per site, so an area's trust-weighted MCT is the
-//     best trust-weighted MCT among its clusters.
+//     MinMin keeps trust per site, so an area's trust-weighted MCT is the
+//     best trust-weighted MCT among its clusters (MinMinLevels takes a
+//     trust between areas instead).
 //   - Cluster level: inside each area (in the order areas first appear in
 //     g.Clusters), the tasks sent to it are mapped by the same loop over its
 //     clusters against the real START, which carries over to the next class.
@@ -174,6 +196,25 @@ func (s *sched) minmin(ts, cs []int, starts []float64) []Assignment {
 // Data/Bandwidth(Source, c) + Work/Power. Ties go to the earlier task, then
 // the earlier cluster. Pure and deterministic.
 func MinMin(tasks []Task, g Grid, trust func(from, to string) float64) ([]Assignment, error) {
+	return MinMinLevels(tasks, g, Levels{Cluster: trust})
+}
+
+// Levels are Trust-Min-min's trust functions, one per level of the paper's
+// hierarchy. Cluster is trust(from cluster, to cluster), used inside each
+// local area; Area is trust(from area, to area) between local areas, used at
+// the LA level with the areas of the task's Submit cluster and of the target
+// (a Submit that names no cluster has area ""). With Area nil the LA level
+// uses Cluster too (MinMin's reading); with Cluster nil the result is plain
+// Min-min whatever Area is.
+type Levels struct {
+	Area, Cluster func(from, to string) float64
+}
+
+// MinMinLevels is MinMin with a separate trust at the local-area level (the
+// paper divides MCT(t, LA) by Trust(LA_k, LA_j)). The contract is MinMin's;
+// an Area value outside (0, +Inf) is an ErrTrust error as well.
+func MinMinLevels(tasks []Task, g Grid, lv Levels) ([]Assignment, error) {
+	trust := lv.Cluster
 	if len(g.Clusters) == 0 {
 		return nil, fmt.Errorf("%w: no clusters", ErrGrid)
 	}
@@ -189,7 +230,9 @@ func MinMin(tasks []Task, g Grid, trust func(from, to string) float64) ([]Assign
 		byName[cl.Name] = c
 		starts[c] = cl.Start
 	}
-	s := &sched{g: g, tasks: tasks, src: make([]int, len(tasks)), starts: starts, trust: trust}
+	s := &sched{g: g, tasks: tasks, src: make([]int, len(tasks)), starts: starts}
+	clCache := newCache(len(tasks) * len(g.Clusters))
+	s.setTrust(trust, clCache)
 	for t, tk := range tasks {
 		s.src[t] = -1
 		switch {
@@ -244,6 +287,15 @@ func MinMin(tasks []Task, g Grid, trust func(from, to string) float64) ([]Assign
 		areas[a] = append(areas[a], c)
 		areaOf[c] = a
 	}
+	laTrust, laCache := trust, clCache
+	if lv.Area != nil {
+		laCache = newCache(len(tasks) * len(g.Clusters))
+		areaName := make(map[string]string, len(g.Clusters))
+		for _, cl := range g.Clusters {
+			areaName[cl.Name] = cl.Area
+		}
+		laTrust = func(from, to string) float64 { return lv.Area(areaName[from], areaName[to]) }
+	}
 	var res []Assignment
 	for class := HH; class <= LL; class++ {
 		var ts []int
@@ -257,7 +309,10 @@ func MinMin(tasks []Task, g Grid, trust func(from, to string) float64) ([]Assign
 		}
 		scratch := append([]float64(nil), starts...)
 		perArea := make([][]int, len(areas))
-		for _, a := range s.minmin(ts, all, scratch) {
+		s.setTrust(laTrust, laCache)
+		las := s.minmin(ts, all, scratch)
+		s.setTrust(trust, clCache)
+		for _, a := range las {
 			perArea[areaOf[a.Cluster]] = append(perArea[areaOf[a.Cluster]], a.Task)
 		}
 		for a, ats := range perArea {

@@ -223,3 +223,41 @@ func TestTrustOneIsMinMin(t *testing.T) {
 		}
 	})
 }
+
+// MinMinLevels: the LA level divides by the trust between areas, so a
+// distrusted area loses a task its cluster-level trust alone would have
+// sent there; with Area nil it is MinMin.
+func TestMinMinLevelsAreaTrust(t *testing.T) {
+	g := Grid{Clusters: []Cluster{
+		{Name: "a1", Area: "A", Power: 100},
+		{Name: "b1", Area: "B", Power: 90},
+	}}
+	tasks := []Task{{Name: "t", Submit: "a1", Class: HH, Work: 900}}
+	one := func(string, string) float64 { return 1 }
+	as, err := MinMinLevels(tasks, g, Levels{Cluster: one})
+	if err != nil || len(as) != 1 || as[0].Cluster != 0 {
+		t.Fatalf("without area trust: %+v %v, want a1 (faster)", as, err)
+	}
+	distrustA := func(from, to string) float64 {
+		if from != "A" {
+			t.Errorf("area trust asked from %q, want the submitter's area A", from)
+		}
+		if to == "A" {
+			return 0.5
+		}
+		return 1
+	}
+	as, err = MinMinLevels(tasks, g, Levels{Area: distrustA, Cluster: one})
+	if err != nil || len(as) != 1 || as[0].Cluster != 1 {
+		t.Fatalf("with area A distrusted: %+v %v, want b1", as, err)
+	}
+	bad := func(string, string) float64 { return 0 }
+	if _, err := MinMinLevels(tasks, g, Levels{Area: bad, Cluster: one}); !errors.Is(err, ErrTrust) {
+		t.Errorf("area trust 0: err %v, want ErrTrust", err)
+	}
+	want, _ := MinMin(tasks, g, one)
+	got, _ := MinMinLevels(tasks, g, Levels{Cluster: one})
+	if !slices.Equal(want, got) {
+		t.Errorf("MinMinLevels with Area nil %+v != MinMin %+v", got, want)
+	}
+}

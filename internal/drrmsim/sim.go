@@ -1,0 +1,291 @@
+package drrmsim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gridsub/gridsub/policy/reserve"
+)
+
+// Mechanism names.
+const (
+	DRRM  = "DRRM"
+	SRRMr = "SRRM_r"
+	SRRMm = "SRRM_m"
+)
+
+// Mechanisms lists the mechanisms Run knows, in the paper's order.
+func Mechanisms() []string { return []string{DRRM, SRRMr, SRRMm} }
+
+// mechanism is DRRM or an SRRM variant as Run drives it.
+type mechanism interface {
+	admit(q reserve.Request, now time.Time, run func() []reserve.Running) (ok bool, bindAt time.Time)
+	bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error)
+	remove(id string)
+	fail(resource string) []string
+}
+
+type drrm struct{ g *reserve.Graph }
+
+func (d drrm) admit(q reserve.Request, _ time.Time, _ func() []reserve.Running) (bool, time.Time) {
+	ok, _ := d.g.Admit(q)
+	return ok, q.ET
+}
+func (d drrm) bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error) {
+	return d.g.Bind(id, now, run)
+}
+func (d drrm) remove(id string)       { d.g.Remove(id) }
+func (d drrm) fail(r string) []string { return d.g.FailResource(r) }
+
+type srrm struct{ s *reserve.Static }
+
+func (x srrm) admit(q reserve.Request, now time.Time, run func() []reserve.Running) (bool, time.Time) {
+	b, ok, _ := x.s.Admit(q, now, run())
+	return ok, b.Start
+}
+func (x srrm) bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error) {
+	return x.s.Bind(id, now, run)
+}
+func (x srrm) remove(id string)       { x.s.Remove(id) }
+func (x srrm) fail(r string) []string { return x.s.FailResource(r) }
+
+func newMechanism(name string, res []reserve.Resource, seed uint64) (mechanism, error) {
+	switch name {
+	case DRRM:
+		return drrm{reserve.New(res)}, nil
+	case SRRMr:
+		return srrm{reserve.NewStatic(res, reserve.StaticRandom, seed)}, nil
+	case SRRMm:
+		return srrm{reserve.NewStatic(res, reserve.StaticMinCost, seed)}, nil
+	}
+	return nil, fmt.Errorf("%w: %q (valid: DRRM, SRRM_r, SRRM_m)", ErrMechanism, name)
+}
+
+// Failure is one resource failing at T0 + Sigma·Horizon.
+type Failure struct {
+	Sigma    float64 // time ratio σ in (0, 1]
+	Resource int     // index into World.Res
+}
+
+// DrawFailure picks the failing resource uniformly with its own seeded
+// source, so that every mechanism of one seed loses the same resource.
+func DrawFailure(w *World, sigma float64, seed uint64) Failure {
+	r := rand.New(rand.NewPCG(seed, 0xfa11))
+	return Failure{Sigma: sigma, Resource: r.IntN(len(w.Res))}
+}
+
+// Result is one mechanism's run over one world.
+type Result struct {
+	Requests   int      // requests that arrived
+	Admitted   int      // passed the admission test
+	Preempting int      // admitted reservations whose start preempted non-reserved jobs
+	TPC        float64  // total preemption cost: Σ elapsed seconds of the preempted jobs (w = 1)
+	Failed     int      // admitted reservations lost to the resource failure
+	BindFailed int      // admitted reservations that could not be bound at their start
+	Completed  int      // reservations that ran to their end
+	AdmittedID []string // ids admitted, in arrival order
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// AP is the admission percentage (as a share in [0, 1]).
+func (r Result) AP() float64 { return ratio(r.Admitted, r.Requests) }
+
+// PP is the preemption percentage: reservations that preempted over those admitted.
+func (r Result) PP() float64 { return ratio(r.Preempting, r.Admitted) }
+
+// Eta is the reservation failure rate η: admitted reservations lost to the
+// resource failure over those admitted.
+func (r Result) Eta() float64 { return ratio(r.Failed, r.Admitted) }
+
+// running lists the non-reserved job running on each live resource at t,
+// except on resources a reservation holds at t.
+func (w *World) running(t time.Time, held map[string][]holdAt, dead int) []reserve.Running {
+	var out []reserve.Running
+	for i, r := range w.Res {
+		if i == dead {
+			continue
+		}
+		busy := false
+		for _, h := range held[r.Name] {
+			busy = busy || (!h.start.After(t) && h.end.After(t))
+		}
+		if busy {
+			continue
+		}
+		bg := w.BG[i]
+		k, _ := slices.BinarySearchFunc(bg, t, func(j BGJob, t time.Time) int {
+			if j.Start.Add(j.Len).After(t) {
+				return 1
+			}
+			return -1
+		})
+		if k < len(bg) && !bg[k].Start.After(t) {
+			j := bg[k]
+			out = append(out, reserve.Running{Resource: r.Name, Job: r.Name + "/" + strconv.Itoa(k), Expected: j.Expected, Elapsed: t.Sub(j.Start)})
+		}
+	}
+	return out
+}
+
+type holdAt struct {
+	id         string
+	start, end time.Time
+}
+
+type event struct {
+	t   time.Time
+	id  string
+	dur time.Duration
+}
+
+func insert(evs []event, e event) []event {
+	i, _ := slices.BinarySearchFunc(evs, e.t, func(x event, t time.Time) int {
+		if x.t.After(t) {
+			return 1
+		}
+		return -1 // equal times keep insertion order
+	})
+	return slices.Insert(evs, i, e)
+}
+
+// Run drives mechanism mech ("DRRM", "SRRM_r", "SRRM_m") through w; seed
+// drives SRRM_r's random choices. fail, when non-nil, fails one resource at
+// T0 + fail.Sigma·w.Horizon(): DRRM applies the paper's figure-2 rule
+// (reserve.Graph.FailResource), SRRM loses everything booked there
+// (reserve.Static.FailResource); each reservation so lost counts in Failed.
+// A non-reserved job preempted by a reservation is not resumed: the
+// reservation holds the resource for its run, after which the resource's
+// non-reserved queue goes on as drawn (the same jobs under every mechanism).
+func Run(w *World, mech string, seed uint64, fail *Failure) (Result, error) {
+	m, err := newMechanism(mech, w.Res, seed)
+	if err != nil {
+		return Result{}, err
+	}
+	var (
+		o        Result
+		binds    []event
+		ends     []event
+		held     = map[string][]holdAt{}
+		where    = map[string]string{}
+		next     = 0
+		dead     = -1
+		failAt   time.Time
+		failPend = fail != nil
+		unhold   = func(id string) {
+			r, ok := where[id]
+			if !ok {
+				return
+			}
+			held[r] = slices.DeleteFunc(held[r], func(h holdAt) bool { return h.id == id })
+			delete(where, id)
+		}
+	)
+	if fail != nil {
+		if fail.Resource < 0 || fail.Resource >= len(w.Res) || !(fail.Sigma > 0 && fail.Sigma <= 1) {
+			return Result{}, fmt.Errorf("%w: failure %+v: want σ in (0, 1] and a resource index below %d", ErrConfig, *fail, len(w.Res))
+		}
+		failAt = T0.Add(time.Duration(fail.Sigma * float64(w.Horizon())))
+	}
+	const (
+		kEnd = iota
+		kFail
+		kBind
+		kArrive
+		kNone
+	)
+	for {
+		t, kind := time.Time{}, kNone
+		pick := func(at time.Time, k int) {
+			if kind == kNone || at.Before(t) {
+				t, kind = at, k
+			}
+		}
+		if len(ends) > 0 {
+			pick(ends[0].t, kEnd)
+		}
+		if failPend {
+			pick(failAt, kFail)
+		}
+		if len(binds) > 0 {
+			pick(binds[0].t, kBind)
+		}
+		if next < len(w.Reqs) {
+			pick(w.At[next], kArrive)
+		}
+		switch kind {
+		case kNone:
+			return o, nil
+		case kEnd:
+			e := ends[0]
+			ends = ends[1:]
+			m.remove(e.id)
+			unhold(e.id)
+			o.Completed++
+		case kFail:
+			failPend = false
+			dead = fail.Resource
+			lost := m.fail(w.Res[dead].Name)
+			gone := map[string]bool{}
+			for _, id := range lost {
+				gone[id] = true
+				unhold(id)
+			}
+			o.Failed += len(lost)
+			del := func(e event) bool { return gone[e.id] }
+			binds = slices.DeleteFunc(binds, del)
+			ends = slices.DeleteFunc(ends, del)
+		case kBind:
+			e := binds[0]
+			binds = binds[1:]
+			b, err := m.bind(e.id, e.t, w.running(e.t, held, dead))
+			if err != nil {
+				o.BindFailed++
+				m.remove(e.id)
+				continue
+			}
+			if len(b.Preempt) > 0 {
+				o.Preempting++
+				o.TPC += b.Cost
+			}
+			end := b.Start.Add(e.dur)
+			held[b.Resource] = append(held[b.Resource], holdAt{e.id, b.Start, end})
+			where[e.id] = b.Resource
+			ends = insert(ends, event{end, e.id, 0})
+		case kArrive:
+			q, now := w.Reqs[next], w.At[next]
+			next++
+			o.Requests++
+			if ok, at := m.admit(q, now, func() []reserve.Running { return w.running(now, held, dead) }); ok {
+				o.Admitted++
+				o.AdmittedID = append(o.AdmittedID, q.ID)
+				binds = insert(binds, event{at, q.ID, q.Dur})
+			}
+		}
+	}
+}
+
+// Common returns the ids every one of the results admitted.
+func Common(rs ...Result) map[string]bool {
+	count := map[string]int{}
+	for _, r := range rs {
+		for _, id := range r.AdmittedID {
+			count[id]++
+		}
+	}
+	out := map[string]bool{}
+	for id, n := range count {
+		if n == len(rs) {
+			out[id] = true
+		}
+	}
+	return out
+}

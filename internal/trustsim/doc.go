@@ -1,0 +1,19 @@
+// Package trustsim runs paper 002's experiment (SPEC.md §3): meta-tasks on
+// a grid of clusters grouped in local areas, some clusters failing in every
+// run, the unfinished tasks of a failed cluster migrated, and trust learned
+// from run to run. Trust-Min-min (policy/trust.MinMin with trust) is compared
+// with plain Min-min (no trust, no QoS classes) on the same draws.
+//
+//	Config ──► world (cluster powers, areas, which clusters are flaky)
+//	       ──► for run 1..Runs: draw tasks and failures (the same for every
+//	           policy of one seed) ──► plan ──► fail clusters at a share of
+//	           the planned makespan ──► migrate (bundle | one by one)
+//	           ──► record outcomes ──► learn trust (Trust-Min-min only)
+//	       ──► []RunResult: makespan, migrations, per run
+//
+// Trust is the paper's cluster-to-cluster trust: the submitting cluster's
+// trust in the target, with direct trust from its own outcomes and indirect
+// trust from every other cluster's (trust.Model.Score), and, at the
+// local-area level, the same model between areas over the outcomes pooled
+// by area. Everything is deterministic for a seed.
+package trustsim
