@@ -96,6 +96,9 @@ func (b *Broker) detectDown(results [][]backends.JobStatus, errs []error, now ti
 			if results[s] == nil {
 				continue
 			}
+			if !b.tiers.downSince[s].IsZero() {
+				b.outageOver(s, now) // losses.go
+			}
 			b.tiers.downSince[s] = time.Time{}
 			if rel != nil {
 				// Every answer, not only the first after an outage: the
