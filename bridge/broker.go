@@ -602,6 +602,7 @@ func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
 		if st.State.Final() {
 			c.ExitCode = st.ExitCode
 			c.End = orNow(st.End, now)
+			b.noteLoss(site, st, now) // losses.go
 		}
 		if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
 			c.Start = orNow(st.Start, now)

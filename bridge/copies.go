@@ -40,6 +40,7 @@ type tierState struct {
 	pending   []string       // jobs with a recorded copy intent to submit (submitCopies)
 	due       []string       // jobs with an active backup held until its latest start (dueBackups)
 	downSince []time.Time    // per site: start of the current run of failed status calls
+	lostAt    []time.Time    // per site: the last cycle a loss was reported (losses.go)
 	orphans   []cancelReq    // cancels of copies at sites that did not answer; retried (retryOrphans)
 	orphanTry time.Time      // when they were last tried
 	bgBusy    bool           // a background retry runs

@@ -412,15 +412,27 @@ func TestRecoverActivatedBackup(t *testing.T) {
 }
 
 // fakeRel is a Reliability with a fixed RC per site that records what it
-// is told.
+// is told: each change of a site's up/down (every site starts up) and each
+// loss.
 type fakeRel struct {
-	rc  map[string]float64
-	obs []string
+	rc   map[string]float64
+	obs  []string
+	down map[string]bool
 }
 
 func (f *fakeRel) RC(site string, ct time.Duration) float64 { return f.rc[site] * ct.Seconds() }
 func (f *fakeRel) Observe(site string, up bool, at time.Time) {
+	if f.down == nil {
+		f.down = map[string]bool{}
+	}
+	if f.down[site] != up {
+		return // no change
+	}
+	f.down[site] = !up
 	f.obs = append(f.obs, fmt.Sprintf("%s %v %s", site, up, at.Sub(t0)))
+}
+func (f *fakeRel) Lost(site string, at time.Time) {
+	f.obs = append(f.obs, fmt.Sprintf("%s lost %s", site, at.Sub(t0)))
 }
 
 // TestCopiesByReliability: with a model, a high job's copies go to the two

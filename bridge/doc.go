@@ -24,7 +24,9 @@
 // high job runs two copies at once (the first to succeed wins), a low job a
 // primary and a backup, a none job is retried elsewhere after a failure; a
 // site that keeps failing its status calls for TierOptions.DownAfter has
-// lost the components it runs.
+// lost the components it runs. A TierOptions.Reliability model hears of
+// every outage, recovery and site loss (outage.go, losses.go: IsSiteLoss
+// says what a loss is).
 //
 // The broker never reads the wall clock: now is an argument, so the same code
 // runs live and inside a trace replay on virtual time. Every state change is

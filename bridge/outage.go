@@ -79,8 +79,8 @@ func (b *Broker) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 // detectDown counts a site whose status calls keep failing for
 // TierOptions.DownAfter as having lost the components it runs: they become
 // StateLost (their jobs are returned to be tracked), and their cancel is
-// retried until the site answers. Each change of a site's availability is
-// reported to the Reliability model. b.mu held.
+// retried until the site answers. The first failed call of an outage is
+// reported to the Reliability model as down, every answer as up. b.mu held.
 func (b *Broker) detectDown(results [][]backends.JobStatus, errs []error, now time.Time) []*Job {
 	if b.opts.Tiers == nil || errs == nil {
 		return nil
@@ -93,11 +93,18 @@ func (b *Broker) detectDown(results [][]backends.JobStatus, errs []error, now ti
 	for s := range b.sites {
 		name := b.sites[s].Name
 		if errs[s] == nil {
-			if results[s] != nil && !b.tiers.downSince[s].IsZero() {
-				b.tiers.downSince[s] = time.Time{}
-				if rel != nil {
-					rel.Observe(name, true, now)
-				}
+			if results[s] == nil {
+				continue
+			}
+			if !b.tiers.downSince[s].IsZero() {
+				b.outageOver(s, now) // losses.go
+			}
+			b.tiers.downSince[s] = time.Time{}
+			if rel != nil {
+				// Every answer, not only the first after an outage: the
+				// model may hold the site down from an earlier run or a
+				// failed health probe; an answer from an up site is a no-op.
+				rel.Observe(name, true, now)
 			}
 			continue
 		}

@@ -67,6 +67,7 @@ type MemStore struct {
 	jobs map[string]*Job
 	ord  map[string]uint64
 	seq  uint64
+	vals map[string][]byte // ValueStore (values.go)
 }
 
 var _ Store = (*MemStore)(nil)

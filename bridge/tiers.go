@@ -45,12 +45,15 @@ type TierOptions struct {
 // Markov predictor, policy/dependable). RC is the reliability cost of
 // running for ct at site: (1 − r)·ct, lower is better; it must be
 // deterministic for the same observations. Observe tells the model what
-// happened at a site at time at: up=false when the site stopped answering
-// or lost a job, up=true when it answers again. Both are called under the
-// broker's lock and must not block or call the broker.
+// happened at a site at time at: up=false when the site stopped answering,
+// up=true when it answers again. Lost says the site lost a job or a node
+// while it kept answering (losses.go says what counts); the broker reports
+// at most one loss per site per cycle. All are called under the broker's
+// lock and must not block or call the broker.
 type Reliability interface {
 	RC(site string, ct time.Duration) float64
 	Observe(site string, up bool, at time.Time)
+	Lost(site string, at time.Time)
 }
 
 func (t *TierOptions) lambda() float64 {

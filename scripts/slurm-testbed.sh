@@ -11,7 +11,11 @@
 # Afterwards: source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}/testbed.env".
 # Knobs (environment, read by start): GRIDSUB_TESTBED_DIR, GRIDSUB_SITES,
 # GRIDSUB_<SITE>_NODES/_CPUS/_MEM, GRIDSUB_TEST_USER, GRIDSUB_SLURM_USER,
-# GRIDSUB_MIN_JOB_AGE, GRIDSUB_SLURM_PORT_BASE, GRIDSUB_SSH_PORT_BASE.
+# GRIDSUB_MIN_JOB_AGE, GRIDSUB_SLURM_PORT_BASE, GRIDSUB_SSH_PORT_BASE,
+# GRIDSUB_CLIENT_MESSAGE_TIMEOUT (seconds; set: the login nodes' SLURM commands
+# use a copy of slurm.conf with this MessageTimeout, so squeue/sinfo/scancel
+# against a stopped slurmctld fail after about N-1 s instead of ~9 s; the
+# daemons keep SLURM's default. For tests that stop a controller).
 # docs/slurm.md describes the layout, the ports and the measured costs.
 set -euo pipefail
 umask 022
@@ -25,6 +29,8 @@ SITES=${GRIDSUB_SITES:-siteA siteB}
 SLURM_BASE=${GRIDSUB_SLURM_PORT_BASE:-18000}
 SSH_BASE=${GRIDSUB_SSH_PORT_BASE:-2322}
 MIN_JOB_AGE=${GRIDSUB_MIN_JOB_AGE:-300}
+CLIENT_MSG_TIMEOUT=${GRIDSUB_CLIENT_MESSAGE_TIMEOUT:-}
+[[ -z $CLIENT_MSG_TIMEOUT || $CLIENT_MSG_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "slurm-testbed: GRIDSUB_CLIENT_MESSAGE_TIMEOUT must be a whole number of seconds" >&2; exit 1; }
 PKGS="slurm-wlm munge openssh-server"
 BIN_CTLD=/usr/sbin/slurmctld
 BIN_SLURMD=/usr/sbin/slurmd
@@ -60,6 +66,8 @@ node_port0() { echo $((SLURM_BASE + 100 * $(index_of "$1") + 11)); }
 ssh_port() { echo $((SSH_BASE + $(index_of "$1"))); }
 node_names() { local p n i; p=$(prefix_of "$1"); n=$(nodes_of "$1"); for ((i = 1; i <= n; i++)); do printf '%s%d\n' "$p" "$i"; done; }
 conf_of() { echo "$TB/$1/etc/slurm.conf"; }
+# client_conf_of: the slurm.conf of the login node's commands.
+client_conf_of() { if [[ -n $CLIENT_MSG_TIMEOUT ]]; then echo "$TB/$1/etc/slurm-client.conf"; else conf_of "$1"; fi; }
 scratch_of() { echo "$TB/$1/scratch/$LOGIN"; }
 # Site directories present on disk (stop/clean must find sites dropped from GRIDSUB_SITES).
 sites_on_disk() { local d; for d in "$TB"/*/etc/slurm.conf; do [[ -e $d ]] || continue; d=${d%/etc/slurm.conf}; echo "${d##*/}"; done; }
@@ -304,6 +312,10 @@ start_slurm_site() {
     say "$s: configuration changed; restarting it"; stop_slurm_site "$s"
   fi
   mv -f "$conf.next" "$conf"
+  if [[ -n $CLIENT_MSG_TIMEOUT ]]; then
+    { grep -v '^MessageTimeout=' "$conf"; echo "MessageTimeout=$CLIENT_MSG_TIMEOUT"; } >"$(client_conf_of "$s").next"
+    chmod 0644 "$(client_conf_of "$s").next"; mv -f "$(client_conf_of "$s").next" "$(client_conf_of "$s")"
+  fi
   install -d -m 0755 -o "$SUSER" "$d/log" "$d/run"
   install -d -m 0700 -o "$SUSER" "$d/state"
   install -d -m 1777 "$d/scratch"
@@ -378,7 +390,7 @@ AllowTcpForwarding no
 PrintMotd no
 MaxSessions 64
 MaxStartups 100:30:200
-SetEnv SLURM_CONF=$(conf_of "$s") GRIDSUB_SITE=$s SCRATCH=$(scratch_of "$s")
+SetEnv SLURM_CONF=$(client_conf_of "$s") GRIDSUB_SITE=$s SCRATCH=$(scratch_of "$s")
 Subsystem sftp internal-sftp
 EOF
   $BIN_SSHD -t -f "$d/sshd_config.next" || fail "$s: generated sshd_config is invalid"

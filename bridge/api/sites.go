@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/store"
@@ -59,6 +60,32 @@ type Site struct {
 	// Jobs that ended completed or failed with a component at the site.
 	JobsCompleted int64 `json:"jobs_completed"`
 	JobsFailed    int64 `json:"jobs_failed"`
+	// Reliability is what the broker's availability model (paper 004's
+	// Markov chain over times to failure) has learned of the site; null
+	// when the broker runs none.
+	Reliability *SiteReliability `json:"reliability"`
+}
+
+// SiteReliability is the learned availability of a site (Site.Reliability).
+// Times are the broker's clock (virtual on simulated sites).
+type SiteReliability struct {
+	// Up is the model's belief: false from the first failed status call
+	// or health probe until the site answers again.
+	Up bool `json:"up"`
+	// Since is when the site last came up (or went down); null if never
+	// observed.
+	Since *time.Time `json:"since"`
+	// States is the size of the learned chain (distinct time-to-failure
+	// states); Failures the failures it learned them from; MTTFSeconds
+	// their mean (0 with none).
+	States      int     `json:"states"`
+	Failures    int64   `json:"failures"`
+	MTTFSeconds float64 `json:"mttf_seconds"`
+	// R is the predicted probability that the site stays up for a job of
+	// Horizon (a Go duration, "1h") starting now: 1 with no failure
+	// seen, 0 while the site is down.
+	Horizon string  `json:"horizon"`
+	R       float64 `json:"r"`
 }
 
 // NewSite builds a Site from a configured site and the store's record of
@@ -100,4 +127,18 @@ func NewSite(name, kind string, nodes, coresPerNode int, h float64, rec *store.S
 	}
 	s.JobsCompleted, s.JobsFailed = rec.Completed, rec.Failed
 	return s
+}
+
+// Summary is the reliability in one short phrase, the same for the CLI
+// and the status page: "r(1h)=0.83 up, 2 states / 3 failures", "down, ..."
+// or "-" without a model.
+func (r *SiteReliability) Summary() string {
+	if r == nil {
+		return "-"
+	}
+	state := "up"
+	if !r.Up {
+		state = "down"
+	}
+	return fmt.Sprintf("r(%s)=%.2f %s, %d states / %d failures", r.Horizon, r.R, state, r.States, r.Failures)
 }

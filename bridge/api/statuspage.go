@@ -63,6 +63,7 @@ var pageTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
 		return fmt.Sprintf("%.2f", *p)
 	},
 	"down": func(status string) bool { return strings.HasPrefix(status, SiteUnreachable) },
+	"rel":  func(r *SiteReliability) string { return r.Summary() },
 	"last": func(evs []bridge.Event) []bridge.Event {
 		if len(evs) > pageEvents {
 			return evs[len(evs)-pageEvents:]

@@ -17,7 +17,9 @@
 //	counters(name PK, value)                     'next_id': the end of the last block of
 //	                                             job numbers NextID reserved
 //	kv(key PK, value, updated)                   the broker's other state (the job id
-//	                                             prefix, ...): SetValue, Value, Values
+//	                                             prefix, the learned availability model
+//	                                             "reliability.predictor", ...): SetValue,
+//	                                             Value, Values (bridge.ValueStore)
 //	sites(name PK, probed, error, ok_at, nodes,  site health (schema 3): the last probe
 //	      free_nodes, queued, running, link_at,  and its error apart from the numbers of
 //	      bytes_per_s, latency_ns, completed,    the last good one, the measured link,

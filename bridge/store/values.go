@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gridsub/gridsub/bridge"
 )
+
+var _ bridge.ValueStore = (*SQLite)(nil)
 
 // Values beside the jobs: the broker's own durable state that is neither a
 // job nor a site's health (SiteHealthStore has that) — the job id prefix,

@@ -37,8 +37,10 @@ func parseFailure(s string) (failureSpec, error) {
 }
 
 // injectFailures schedules each --inject-failure on the simulated clock,
-// relative to now (the submission): the site crashes (simbackend.Site.Crash:
-// its jobs are lost, it refuses work) and, with a REPAIR, comes back.
+// relative to now (the submission): the site fails (simbackend.Site.Fail:
+// its running jobs end failed with NodeFail and its queued ones with
+// SiteFailed, as a SLURM site reports jobs of failed nodes, and it refuses
+// work) and, with a REPAIR, comes back (Site.Repair).
 func injectFailures(env *assemble.Env, specs []string, now time.Time) error {
 	if len(specs) == 0 {
 		return nil
@@ -57,9 +59,9 @@ func injectFailures(env *assemble.Env, specs []string, now time.Time) error {
 			return fmt.Errorf("--inject-failure %q: no simulated site %q; sites: %s", s, f.site, strings.Join(env.Broker.SiteNames(), ", "))
 		}
 		why := fmt.Sprintf("failure injected at +%s", f.delay)
-		env.Engine.At(now.Add(f.delay), func() { site.Crash(why) })
+		env.Engine.At(now.Add(f.delay), func() { site.Fail(why) })
 		if f.repair > 0 {
-			env.Engine.At(now.Add(f.delay+f.repair), site.SetUp)
+			env.Engine.At(now.Add(f.delay+f.repair), site.Repair)
 		}
 	}
 	return nil

@@ -157,7 +157,8 @@ func privateTestbed(t *testing.T) *testbed {
 	slurmBase, sshBase := freeBlock(t, 32000, 1, 11, 12, 101, 111, 112), freeBlock(t, 42000, 0, 1)
 	script := filepath.Join(repoRoot, "scripts", "slurm-testbed.sh")
 	env := append(os.Environ(), "GRIDSUB_TESTBED_DIR="+dir, "GRIDSUB_SLURM_PORT_BASE="+strconv.Itoa(slurmBase),
-		"GRIDSUB_SSH_PORT_BASE="+strconv.Itoa(sshBase), "GRIDSUB_SITEA_NODES=2", "GRIDSUB_SITEB_NODES=2", "GRIDSUB_MIN_JOB_AGE=60")
+		"GRIDSUB_SSH_PORT_BASE="+strconv.Itoa(sshBase), "GRIDSUB_SITEA_NODES=2", "GRIDSUB_SITEB_NODES=2", "GRIDSUB_MIN_JOB_AGE=60",
+		"GRIDSUB_CLIENT_MESSAGE_TIMEOUT=2") // squeue against a stopped slurmctld fails in ~1 s, not ~9 s
 	run := func(verb string) error {
 		cmd := exec.Command("bash", script, verb)
 		cmd.Env = env

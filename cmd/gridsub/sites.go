@@ -37,6 +37,14 @@ restart and a site that stops answering keeps its last known numbers:
   LATENCY     transfers made so far; "-" until one was timed (simulated sites
               never are)
   DONE/FAILED jobs that ended completed/failed with a part at the site
+  AVAIL       the availability model's belief: up, or down from the first
+              failed status call or probe until the site answers again
+  R(1h)       predicted probability that the site stays up for a 1-hour job
+              starting now (paper 004's Markov model: 1 until a failure is
+              seen, 0 while down)
+  CHAIN       learned time-to-failure states / failures seen (a failure is
+              the site starting to fail its status calls or probes, or a job
+              or node lost there; docs/qos.md); kept across restarts
   LAST PROBE  how long ago the daemon last probed the site
 
 Without a daemon, or with --embedded, it contacts the sites itself from here
@@ -123,7 +131,7 @@ func daemonSites(ctx context.Context, g *globals, c *daemonClient) error {
 	}
 	fmt.Fprintf(g.stdout, "daemon: %s\n", c.where)
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tNODES\tH\tHEALTH\tLOAD\tTRUST\tBANDWIDTH\tLATENCY\tDONE/FAILED\tLAST PROBE")
+	fmt.Fprintln(tw, "NAME\tKIND\tNODES\tH\tHEALTH\tLOAD\tTRUST\tBANDWIDTH\tLATENCY\tDONE/FAILED\tAVAIL\tR(1h)\tCHAIN\tLAST PROBE")
 	var notes, unprobed []string
 	for _, s := range sites {
 		health, load := siteHealthWord(s.Status), "-"
@@ -144,8 +152,9 @@ func daemonSites(ctx context.Context, g *globals, c *daemonClient) error {
 		if s.LastProbe != nil {
 			probe = ago(now.Sub(*s.LastProbe))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.Name, s.Kind, s.Nodes, s.H, health, load,
-			trust, bw, lat, s.JobsCompleted, s.JobsFailed, probe)
+		avail, r, chain := siteReliabilityCols(s.Reliability)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Nodes, s.H, health, load,
+			trust, bw, lat, s.JobsCompleted, s.JobsFailed, avail, r, chain, probe)
 		switch {
 		case health == "unreachable":
 			last := "it never answered"
@@ -169,6 +178,19 @@ func daemonSites(ctx context.Context, g *globals, c *daemonClient) error {
 		fmt.Fprintf(g.stdout, "not probed yet: %s (the daemon probes on its broker.cron.health schedule, every minute by default)\n", strings.Join(unprobed, ", "))
 	}
 	return nil
+}
+
+// siteReliabilityCols are the AVAIL, R(1h) and CHAIN columns ("-" from a
+// daemon without an availability model).
+func siteReliabilityCols(r *api.SiteReliability) (avail, rel, chain string) {
+	if r == nil {
+		return "-", "-", "-"
+	}
+	avail = "up"
+	if !r.Up {
+		avail = "down"
+	}
+	return avail, fmt.Sprintf("%.2f", r.R), fmt.Sprintf("%d/%d", r.States, r.Failures)
 }
 
 // siteHealthWord is the HEALTH column for a site status.

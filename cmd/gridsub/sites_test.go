@@ -98,7 +98,7 @@ func TestSitesFromDaemon(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, "daemon: "+sock+"\n") || !strings.Contains(stdout, "not probed yet: Remote, Down") {
 		t.Fatalf("sites before a probe: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if r := row(t, stdout, "Remote"); !regexp.MustCompile(`^Remote +slurm +8 +1\.00 +not probed +- +- +- +- +0/0 +never`).MatchString(r) {
+	if r := row(t, stdout, "Remote"); !regexp.MustCompile(`^Remote +slurm +8 +1\.00 +not probed +- +- +- +- +0/0 +up +1\.00 +0/0 +never`).MatchString(r) {
 		t.Errorf("Remote before a probe: %q", r)
 	}
 	d1.Shutdown(context.Background())
@@ -126,15 +126,15 @@ func TestSitesFromDaemon(t *testing.T) {
 		t.Fatalf("sites: exit %d %s", code, stderr)
 	}
 	t.Logf("gridsub sites:\n%s", stdout)
-	for _, col := range []string{"NAME", "KIND", "NODES", "H", "HEALTH", "LOAD", "TRUST", "BANDWIDTH", "LATENCY", "DONE/FAILED", "LAST PROBE"} {
+	for _, col := range []string{"NAME", "KIND", "NODES", "H", "HEALTH", "LOAD", "TRUST", "BANDWIDTH", "LATENCY", "DONE/FAILED", "AVAIL", "R(1h)", "CHAIN", "LAST PROBE"} {
 		if !strings.Contains(stdout, col) {
 			t.Errorf("no %s column:\n%s", col, stdout)
 		}
 	}
-	if r := row(t, stdout, "Remote"); !regexp.MustCompile(`^Remote +slurm +8 +1\.00 +ok +8/0/0 +0\.75 +1\.0 MB/s +20ms +0/0 +(just now|\ds ago)`).MatchString(r) {
+	if r := row(t, stdout, "Remote"); !regexp.MustCompile(`^Remote +slurm +8 +1\.00 +ok +8/0/0 +0\.75 +1\.0 MB/s +20ms +0/0 +up +1\.00 +0/0 +(just now|\ds ago)`).MatchString(r) {
 		t.Errorf("Remote: %q", r)
 	}
-	if r := row(t, stdout, "Down"); !regexp.MustCompile(`^Down +slurm +4 +1\.00 +unreachable +4/0/0 +- +- +- +0/1 +(just now|\ds ago)`).MatchString(r) {
+	if r := row(t, stdout, "Down"); !regexp.MustCompile(`^Down +slurm +4 +1\.00 +unreachable +4/0/0 +- +- +- +0/1 +down +0\.00 +1/1 +(just now|\ds ago)`).MatchString(r) {
 		t.Errorf("Down (last known load, no trust, no link, one failed job): %q", r)
 	}
 	if !regexp.MustCompile(`(?m)^Down: unreachable: ssh: dial tcp 10\.0\.0\.5:22: connect: connection refused \(load as of the last answer, (just now|\ds ago)\)$`).MatchString(stdout) {

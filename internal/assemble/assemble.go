@@ -13,6 +13,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/dependable"
 	"github.com/gridsub/gridsub/simbackend"
 )
 
@@ -67,7 +68,9 @@ type Spec struct {
 	FallbackPlanner string
 	PlannerTimeout  time.Duration
 	// Tiers tunes the dependability tiers, which every assembled broker
-	// runs (bridge.Options.Tiers).
+	// runs (bridge.Options.Tiers). Without a Reliability model Build
+	// gives the broker paper 004's, learned live and kept in Store
+	// (reliability.go).
 	Tiers bridge.TierOptions
 }
 
@@ -90,6 +93,10 @@ type Env struct {
 	closers []io.Closer
 	log     *slog.Logger
 	planner *plannerPlugin // nil when the planner runs in process
+	// rel is the availability model (reliability.go); relSaved the
+	// rel.Changed() last saved to the store.
+	rel      *dependable.Live
+	relSaved uint64
 }
 
 // Build assembles the broker. Simulated and real sites cannot be mixed in one
@@ -169,10 +176,22 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		env.planner = pp
 		env.closers = append(env.closers, pp.p)
 	}
+	tiers := spec.Tiers
+	if tiers.Reliability == nil {
+		names := make([]string, len(spec.Sites))
+		for i, s := range spec.Sites {
+			names[i] = s.Name
+		}
+		if env.rel, env.relSaved, err = buildReliability(ctx, spec.Store, names, env.Now, log); err != nil {
+			env.Close()
+			return nil, err
+		}
+		tiers.Reliability = env.rel
+	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
-		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &spec.Tiers})
+		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

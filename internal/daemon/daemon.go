@@ -234,7 +234,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.m.reg.MustRegister(newPluginCollector(d.plugins))
+	d.m.reg.MustRegister(newPluginCollector(d.plugins), newReliabilityCollector(d.env))
 	if d.env.Engine != nil {
 		d.scale = scale
 		d.v0, d.w0 = d.env.Engine.Now(), time.Now()
@@ -404,6 +404,7 @@ func (d *Daemon) work() {
 			d.advance()
 			d.busy.Store(time.Now().UnixNano())
 			d.run(ctx, task)
+			d.saveReliability(ctx) // reliability.go: when the task taught the model something
 			d.busy.Store(0)
 		}
 	}
@@ -495,6 +496,7 @@ func (d *Daemon) probe(ctx context.Context) {
 		info, err := be.Info(cctx)
 		cancel()
 		p := store.SiteProbe{Site: name, Time: time.Now(), Link: measuredLink(be)}
+		d.observeProbe(name, err == nil) // reliability.go
 		if err != nil {
 			d.m.siteErrors.WithLabelValues(name, "health").Inc()
 			d.m.siteUp.WithLabelValues(name).Set(0)
@@ -586,6 +588,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		close(d.stop)
 		<-d.workDone
 		d.saveClock()
+		if d.env != nil {
+			d.saveReliability(ctx)
+		}
 		errs = append(errs, d.closeAll())
 		d.shutErr = errors.Join(errs...)
 		d.log.Info("stopped", "err", d.shutErr)

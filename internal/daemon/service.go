@@ -85,7 +85,8 @@ func (s *service) SiteNames() []string { return s.b.SiteNames() }
 
 // SiteStatus answers GET /v1/sites from the store: the health task's last
 // probes (of this run, or of the previous one until the first probe), the
-// outcome counts Put keeps, and trust when a policy has computed it.
+// outcome counts Put keeps, trust when a policy has computed it, and the
+// learned availability model's view (reliability.go).
 func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
 	recs, err := s.st.SiteHealth(ctx)
 	if err != nil {
@@ -95,9 +96,12 @@ func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
 	for i := range recs {
 		byName[recs[i].Site] = &recs[i]
 	}
+	rel := s.d.siteReliability()
 	out := make([]api.Site, 0, len(s.d.env.Sites))
 	for _, sp := range s.d.env.Sites {
-		out = append(out, api.NewSite(sp.Name, sp.Kind, sp.Nodes, sp.CoresPerNode, sp.H, byName[sp.Name]))
+		site := api.NewSite(sp.Name, sp.Kind, sp.Nodes, sp.CoresPerNode, sp.H, byName[sp.Name])
+		site.Reliability = rel[sp.Name]
+		out = append(out, site)
 	}
 	return out, nil
 }

@@ -132,6 +132,13 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if h := row("data-site", "Other"); !strings.Contains(h, `class="ok"`) {
 		t.Errorf("Other not shown ok: %s", h)
 	}
+	// The availability model: Remote's failed probe is a failure it learned.
+	if !strings.Contains(rem, "<td data-reliability=\"\">r(1h)=0.00 down, 1 states / 1 failures</td>") {
+		t.Errorf("Remote's reliability not shown down with its learned failure: %s", rem)
+	}
+	if h := row("data-site", "Other"); !strings.Contains(h, "r(1h)=1.00 up, 0 states / 0 failures") {
+		t.Errorf("Other's reliability not shown: %s", h)
+	}
 	live := regexp.MustCompile(`(?s)<h2 id="live">.*?</table>`).FindString(dom)
 	if !strings.Contains(live, `data-job="`+j.ID+`"`) || !strings.Contains(live, "<td data-state=\"\">running</td>") || !strings.Contains(live, "Other:2") {
 		t.Errorf("the running job %s is not shown running on Other:2 among the jobs at the sites:\n%s", j.ID, live)

@@ -47,3 +47,31 @@ func TestLiveAdapter(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestLiveLost: a lost job ends an uptime without taking the site down,
+// counts as a learned failure, and moves Changed; an out-of-order report
+// does not.
+func TestLiveLost(t *testing.T) {
+	p, _ := NewPredictor(Config{Threshold: time.Minute})
+	now := epoch.Add(3 * time.Hour)
+	l := NewLive(p, func() time.Time { return now })
+	l.Observe("A", true, epoch)
+	l.Lost("A", epoch.Add(2*time.Hour)) // TTF 2 h, up again at once
+	g := l.Changed()
+	l.Lost("A", epoch.Add(time.Hour))                // older: dropped
+	l.Observe("A", true, epoch.Add(150*time.Minute)) // confirms: no change
+	if l.Changed() != g || g != 2 {
+		t.Fatalf("Changed %d after a dropped and a confirming report, %d before; want 2 both", l.Changed(), g)
+	}
+	v := l.Sites()
+	if len(v) != 1 || !v[0].Up || v[0].Failures != 1 || v[0].MTTF != 2*time.Hour {
+		t.Fatalf("sites %+v, want A up with one failure of 2h", v)
+	}
+	// Up for 1 h of a 2 h state: 30 min more fits, 90 min does not.
+	if r := l.Reliability("A", 30*time.Minute); r != 1 {
+		t.Errorf("r(30m) = %v, want 1", r)
+	}
+	if r := l.Reliability("A", 90*time.Minute); r != 0 {
+		t.Errorf("r(90m) = %v, want 0", r)
+	}
+}
