@@ -518,7 +518,7 @@ func (s *Site) qstatQueues(o *out) int {
 		}
 		q, _, _ := strings.Cut(r.name, ".")
 		qs[q] = map[string]any{"queue_type": "Execution", "total_jobs": counts[q], "enabled": "True",
-			"started": map[bool]string{true: "True", false: "False"}[s.resvState(r) == "active"],
+			"started":         map[bool]string{true: "True", false: "False"}[s.resvState(r) == "active"],
 			"acl_user_enable": "True", "acl_users": r.users}
 	}
 	return s.jsonDoc(o, "Queue", qs)
@@ -593,7 +593,7 @@ func (s *Site) pbsnodes(o *out, a []string) int {
 	for i := range s.free {
 		n := map[string]any{"Mom": s.nodeName(i), "ntype": "PBS", "state": "free", "pcpus": s.cfg.Cores,
 			"resources_available": map[string]any{"host": s.nodeName(i), "ncpus": s.cfg.Cores, "vnode": s.nodeName(i)},
-			"resv_enable": "True", "sharing": "default_shared"}
+			"resv_enable":         "True", "sharing": "default_shared"}
 		if !s.free[i] {
 			n["state"] = "job-busy"
 			n["jobs"] = jobsOn[i]

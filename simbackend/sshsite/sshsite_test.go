@@ -61,7 +61,9 @@ func startSite(t testing.TB, dialect string, nodes, cores int, scale float64) *t
 
 var seq atomic.Int64
 
-func gridID(p string) string { return fmt.Sprintf("%s-%d-%d", p, time.Now().UnixNano()%1e9, seq.Add(1)) }
+func gridID(p string) string {
+	return fmt.Sprintf("%s-%d-%d", p, time.Now().UnixNano()%1e9, seq.Add(1))
+}
 
 func conformance(t *testing.T, dialect string) {
 	const scale = 20
