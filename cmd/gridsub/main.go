@@ -106,7 +106,7 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 	sub.register(root)
 	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
 		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
-		newPluginCmd(), newPluginsCmd(g))
+		newPluginCmd(), newPluginsCmd(g), newSimsiteCmd(g))
 	return root
 }
 

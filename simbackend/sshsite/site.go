@@ -225,7 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Site, error) {
 	s.sshd.wg.Add(1)
 	go s.sshd.serve()
 	s.wg.Add(3)
-	go func() { defer s.wg.Done(); s.eng.Follow(rctx, cfg.Scale, 20*time.Millisecond, nil) }()
+	go func() { defer s.wg.Done(); s.eng.Follow(rctx, cfg.Scale, 100*time.Millisecond, nil) }()
 	go func() { defer s.wg.Done(); s.events(rctx) }()
 	go func() { defer s.wg.Done(); s.serveCmds() }()
 	return s, nil
