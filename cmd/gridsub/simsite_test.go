@@ -17,7 +17,7 @@ import (
 // alternating, nodes each, 2 cores) for the test binary (TestMain answers
 // their batch commands) and writes a config reaching them through the
 // ordinary slurm and pbs backends.
-func simGrid(t *testing.T, nodes []int, dialects []string, extra string) (cfg string, sites []*sshsite.Site) {
+func simGrid(t *testing.T, nodes []int, dialects []string, policy string) (cfg string, sites []*sshsite.Site) {
 	t.Helper()
 	d, err := os.MkdirTemp("", "gss")
 	if err != nil {
@@ -54,8 +54,8 @@ func simGrid(t *testing.T, nodes []int, dialects []string, extra string) (cfg st
 		fmt.Fprintf(&b, "    ssh:\n      host: %s\n      port: %s\n      user: griduser\n      key_file: %s\n      known_hosts: %s\n",
 			host, port, key.File, filepath.Join(d, "known_hosts"))
 	}
-	fmt.Fprintf(&b, "broker:\n  policy: optimal-easy\n  interval: 1s\n  poll_interval: 500ms\n  state_dir: %s\n  output_root: %s\n%s",
-		filepath.Join(d, "state"), filepath.Join(d, "out"), extra)
+	fmt.Fprintf(&b, "broker:\n  policy: %s\n  interval: 1s\n  poll_interval: 500ms\n  state_dir: %s\n  output_root: %s\n",
+		policy, filepath.Join(d, "state"), filepath.Join(d, "out"))
 	if err := os.WriteFile(filepath.Join(d, "known_hosts"), []byte(strings.Join(known, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func simGrid(t *testing.T, nodes []int, dialects []string, extra string) (cfg st
 // co-allocated across both; each site runs its component once, as a real
 // process, and both components' outputs come back.
 func TestSimsiteCoallocSpansPBSAndSLURM(t *testing.T) {
-	cfg, sites := simGrid(t, []int{4, 4}, []string{sshsite.SLURM, sshsite.PBS}, "")
+	cfg, sites := simGrid(t, []int{4, 4}, []string{sshsite.SLURM, sshsite.PBS}, "optimal-easy")
 	dir := t.TempDir()
 	job := filepath.Join(dir, "wide.yaml")
 	os.WriteFile(job, []byte("name: span\nscript: |\n  echo \"part on ${SLURM_JOB_NODELIST:-$PBS_JOBID}\"\nresources:\n  nodes: 6\n  walltime: 5m\n"), 0o644)

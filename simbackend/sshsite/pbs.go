@@ -117,14 +117,17 @@ func (s *Site) qsub(o *out, a []string, req request) int {
 						}
 						j.walltime = d
 					default:
-						return o.errf(2, "qsub: Unknown resource: %s", k)
+						return o.errf(187, "qsub: Unknown resource Resource_List.%s", k)
 					}
 				}
 			}
 			continue
 		}
 		if strings.HasPrefix(w, "-") {
-			return o.errf(2, "qsub: invalid option -- '%s'\n%s", strings.TrimLeft(w, "-"), qsubUsage)
+			for _, c := range w[1:] {
+				o.errf(2, "qsub: invalid option -- '%c'", c)
+			}
+			return o.errf(2, "%s", qsubUsage)
 		}
 		if i != len(a)-1 {
 			return o.errf(2, "%s", qsubUsage)
@@ -137,7 +140,7 @@ func (s *Site) qsub(o *out, a []string, req request) int {
 	j.script = absIn(req.Cwd, script)
 	body, err := s.readHome(j.script, 1<<20)
 	if err != nil {
-		return o.errf(2, "qsub: script file:: No such file or directory")
+		return o.errf(1, "qsub: script not a file")
 	}
 	j.body = body
 	if j.name == "" {
@@ -411,7 +414,10 @@ func (s *Site) qstat(o *out, a []string) int {
 				return o.errf(2, "qstat: invalid format: %s", a[i])
 			}
 		case strings.HasPrefix(w, "-"):
-			return o.errf(2, "qstat: invalid option -- '%s'\nusage:\n\tqstat [-f] [-J] [-p] [-t] [-x] [-E] [-F format] [-D delim] [ job_identifier... | destination... ]", strings.TrimLeft(w, "-"))
+			for _, c := range w[1:] {
+				o.errf(2, "qstat: invalid option -- '%c'", c)
+			}
+			return o.errf(2, "usage: \nqstat [-f] [-J] [-p] [-t] [-x] [-E] [-F format | -w] [-D delim] [ job_identifier... | destination... ]\nqstat -Q [-f] [-F format] [-D delim] [ destination... ]\nqstat -B [-f] [-F format] [-D delim] [ server_name... ]\nqstat --version")
 		default:
 			ids = append(ids, w)
 		}

@@ -148,7 +148,7 @@ func (s *Site) rstat(o *out, a []string) int {
 			r.nodes, r.nodes, s.cfg.Cores, pbsHMS(r.end.Sub(r.start)), strings.Join(chunks, "+"), r.users, s.cfg.Name)
 	}
 	if shown == 0 && len(ids) > 0 {
-		return o.errf(1, "pbs_rstat: Unknown Reservation Id")
+		return o.errf(0, "pbs_rstat: Unknown Reservation Id") // sic: OpenPBS 23.06 exits 0
 	}
 	return 0
 }

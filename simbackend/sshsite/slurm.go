@@ -121,8 +121,8 @@ func (s *Site) sbatch(o *out, a []string, req request) int {
 		} else if w == "--exclusive" || w == "--parsable" {
 			exclusive = exclusive || w == "--exclusive"
 		} else if strings.HasPrefix(w, "-") {
-			o.errf(1, "sbatch: unrecognized option '%s'", w)
-			return o.errf(1, "Try \"sbatch --help\" for more information")
+			o.errf(255, "sbatch: unrecognized option '%s'", w)
+			return o.errf(255, "Try \"sbatch --help\" for more information")
 		} else {
 			script = w
 			if i != len(a)-1 {
@@ -136,11 +136,11 @@ func (s *Site) sbatch(o *out, a []string, req request) int {
 	j.script = absIn(req.Cwd, script)
 	body, err := s.readHome(j.script, 1<<20)
 	if err != nil {
-		return o.errf(1, "sbatch: error: Unable to open file %s", script)
+		return o.errf(1, "sbatch: error: Batch script is empty!")
 	}
 	j.body = body
 	if !bytes.HasPrefix(body, []byte("#!")) {
-		return o.errf(1, "sbatch: error: This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter.")
+		return o.errf(1, "sbatch: error: This does not look like a batch script.  The first\nsbatch: error: line must start with #! followed by the path to an interpreter.\nsbatch: error: For instance: #!/bin/sh")
 	}
 	if j.queue != partition {
 		return o.errf(1, "sbatch: error: Batch job submission failed: Invalid partition name specified")
@@ -377,6 +377,11 @@ func (s *Site) squeue(o *out, a []string, req request) int {
 		case (w == "-j" || w == "--jobs") && i+1 < len(a):
 			i++
 			ids = strings.Split(a[i], ",")
+			for _, id := range ids {
+				if id == "" || strings.Trim(id, "0123456789") != "" {
+					return o.errf(1, "squeue: error: Invalid job id: %s", id)
+				}
+			}
 		case (w == "-O" || w == "--Format") && i+1 < len(a):
 			i++
 			format = a[i]
@@ -477,21 +482,20 @@ func (s *Site) scancel(o *out, a []string) int {
 	code := 0
 	for _, id := range a {
 		if strings.HasPrefix(id, "-") {
-			return o.errf(1, "scancel: unrecognized option '%s'", id)
+			return o.errf(1, "scancel: unrecognized option '%s'\nTry \"scancel --help\" for more information", id)
 		}
+		if id == "" || strings.Trim(id, "0123456789") != "" {
+			code = o.errf(1, "scancel: error: Invalid job id %s", id)
+			continue
+		}
+		// As SLURM 23 does: an unknown or ended job is no error and
+		// prints nothing.
 		s.mu.Lock()
 		j := s.jobs[backends.JobID(id)]
 		s.mu.Unlock()
-		if j == nil {
-			code = o.errf(1, "scancel: error: Kill job error on job id %s: Invalid job id specified", id)
-			continue
+		if j != nil {
+			s.sim.Cancel(context.Background(), j.id)
 		}
-		st := s.status([]backends.JobID{j.id})[j.id]
-		if st.State.Final() {
-			code = o.errf(1, "scancel: error: Kill job error on job id %s: Job/step already completing or completed", id)
-			continue
-		}
-		s.sim.Cancel(context.Background(), j.id)
 	}
 	return code
 }
