@@ -305,23 +305,44 @@ func (s *Site) env() []string {
 		"LOGNAME=" + user, "SHELL=/bin/sh", "LANG=C", "GRIDSUB_SIMSITE=" + s.cfg.Name}
 }
 
+// Batch commands of either dialect. Those a site does not serve are
+// shadowed in its bin/ by a script that says so and exits 127, so that a
+// login shell or job never reaches a real batch client of the machine
+// (/usr/bin/sbatch of a SLURM install, say) instead.
+var (
+	slurmCmds = []string{"sbatch", "squeue", "sinfo", "scancel", "sacct", "scontrol"}
+	pbsCmds   = []string{"qsub", "qstat", "qdel", "qselect", "pbsnodes", "pbs_rsub", "pbs_rstat", "pbs_rdel"}
+	otherCmds = []string{"srun", "salloc", "sstat", "sprio", "sshare", "sattach", "sbcast", "strigger",
+		"qalter", "qhold", "qrls", "qmove", "qrun", "qmsg", "qsig", "qrerun", "tracejob", "pbsdsh", "pbs_release_nodes"}
+)
+
 // writeStubs writes one tiny script per batch command into bin/.
 func (s *Site) writeStubs() error {
-	names := []string{"sbatch", "squeue", "sinfo", "scancel", "sacct", "scontrol"}
+	names, absent := slurmCmds, append(append([]string(nil), pbsCmds...), otherCmds...)
 	if s.cfg.Dialect == PBS {
-		names = []string{"qsub", "qstat", "qdel", "qselect", "pbsnodes", "pbs_rsub", "pbs_rstat", "pbs_rdel"}
+		names, absent = pbsCmds, append(append([]string(nil), slurmCmds...), otherCmds...)
 	}
 	pre := shq(s.cfg.Exe)
 	for _, a := range s.cfg.ExeArgs {
 		pre += " " + shq(a)
 	}
-	for _, n := range names {
-		body := "#!/bin/sh\nexec " + pre + " " + shq(s.sock) + " " + n + " \"$@\"\n"
+	write := func(n, body string) error {
 		if err := writeFileAtomic(filepath.Join(s.bin, n), []byte(body)); err != nil {
 			return fmt.Errorf("sshsite %s: %w", s.cfg.Name, err)
 		}
 		if err := os.Chmod(filepath.Join(s.bin, n), 0o755); err != nil {
 			return fmt.Errorf("sshsite %s: %w", s.cfg.Name, err)
+		}
+		return nil
+	}
+	for _, n := range names {
+		if err := write(n, "#!/bin/sh\nexec "+pre+" "+shq(s.sock)+" "+n+" \"$@\"\n"); err != nil {
+			return err
+		}
+	}
+	for _, n := range absent {
+		if err := write(n, "#!/bin/sh\necho '"+n+": not found: not provided by this simulated "+s.cfg.Dialect+" site' >&2\nexit 127\n"); err != nil {
+			return err
 		}
 	}
 	return nil
