@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
@@ -260,5 +262,43 @@ func TestJobRunsAsRealProcessOnce(t *testing.T) {
 	}
 	if state != "TIMEOUT" {
 		t.Errorf("a job past its walltime is %q, want TIMEOUT", state)
+	}
+}
+
+// TestSLURMForgetsAfterMinJobAge: an ended job leaves squeue after
+// MinJobAge, as in SLURM; the backend then finds it in the jobcomp log the
+// site writes (scontrol show config names it), by id and by grid tag.
+func TestSLURMForgetsAfterMinJobAge(t *testing.T) {
+	s := startSiteCfg(t, Config{Dialect: SLURM, Nodes: 2, Cores: 1, Scale: 1, MinJobAge: 300 * time.Millisecond})
+	b, closeB, err := s.Backend(context.Background(), s.key, s.known, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeB()
+	ctx := context.Background()
+	spec := &backends.JobSpec{GridID: gridID("mja"), Components: 1, Nodes: 1, Walltime: time.Minute, Command: []string{"/bin/sh", "-c", "exit 4"}}
+	id, err := b.Submit(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st []backends.JobStatus
+	for range 100 {
+		if st, err = b.Status(ctx, []backends.JobID{id}); err == nil && st[0].State.Final() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if out, _, _ := run(t, s, "squeue -h -t all -O JobID:0"); strings.TrimSpace(out) != "" {
+		t.Errorf("squeue still lists %q after MinJobAge", out)
+	}
+	st, err = b.Status(ctx, []backends.JobID{id})
+	if err != nil || st[0].State != backends.StateFailed || st[0].ExitCode != 4 || !strings.Contains(st[0].Reason, "jobcomp") {
+		t.Errorf("status after MinJobAge: %+v, %v; want failed, exit 4, from the jobcomp log", st, err)
+	}
+	f, _ := backends.AsFinder(b)
+	found, err := f.FindByGridID(ctx, spec.GridID)
+	if err != nil || len(found) != 1 || found[0].ID != id {
+		t.Errorf("FindByGridID after MinJobAge: %+v, %v", found, err)
 	}
 }

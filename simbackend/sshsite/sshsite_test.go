@@ -32,6 +32,11 @@ type testSite struct {
 // writes a client key and known_hosts for it.
 func startSite(t testing.TB, dialect string, nodes, cores int, scale float64) *testSite {
 	t.Helper()
+	return startSiteCfg(t, Config{Dialect: dialect, Nodes: nodes, Cores: cores, Scale: scale})
+}
+
+func startSiteCfg(t testing.TB, cfg Config) *testSite {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "simsite")
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +50,9 @@ func startSite(t testing.TB, dialect string, nodes, cores int, scale float64) *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Start(context.Background(), Config{Name: "sim" + dialect, Dialect: dialect, Nodes: nodes, Cores: cores,
-		Scale: scale, Dir: filepath.Join(dir, "site"), AuthorizedKeys: []ssh.PublicKey{key.Public}, Exe: exe,
-		ExeArgs: []string{"simsite-cmd"}})
+	cfg.Name = "sim" + cfg.Dialect
+	cfg.Dir, cfg.AuthorizedKeys, cfg.Exe, cfg.ExeArgs = filepath.Join(dir, "site"), []ssh.PublicKey{key.Public}, exe, []string{"simsite-cmd"}
+	s, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
