@@ -185,6 +185,13 @@ func sshString(p []byte) (string, bool) {
 // when the client goes away), stdin bounded.
 func (d *sshd) exec(ch ssh.Channel, line string) int {
 	d.site.stats.commands.Add(1)
+	if req, ok := d.site.direct(line); ok {
+		go io.Copy(io.Discard, io.LimitReader(ch, maxStdin)) // batch commands read no stdin
+		rep := d.site.runSafe(req)
+		ch.Write(rep.Stdout)
+		ch.Stderr().Write(rep.Stderr)
+		return rep.Code
+	}
 	cmd := exec.Command("/bin/sh", "-c", line)
 	cmd.Dir = d.site.home
 	cmd.Env = d.site.env()
