@@ -59,9 +59,12 @@ var attemptRe = regexp.MustCompile(`-a[0-9]+$`)
 func checkExactlyOnce(t *testing.T, sites []*sshsite.Site, ids map[string]bool) {
 	t.Helper()
 	runs := map[string]int{}
+	where := map[string][]string{} // job id -> site:tag x n
 	for _, s := range sites {
 		for tag, n := range s.Executions() {
-			runs[attemptRe.ReplaceAllString(tag, "")] += n
+			id := attemptRe.ReplaceAllString(tag, "")
+			runs[id] += n
+			where[id] = append(where[id], fmt.Sprintf("%s:%s x%d", s.Config().Name, tag, n))
 		}
 	}
 	bad := 0
@@ -69,7 +72,7 @@ func checkExactlyOnce(t *testing.T, sites []*sshsite.Site, ids map[string]bool) 
 		if runs[id] != 1 {
 			bad++
 			if bad <= 10 {
-				t.Errorf("job %s ran %d times at the sites, want exactly once", id, runs[id])
+				t.Errorf("job %s ran %d times at the sites (%s), want exactly once", id, runs[id], strings.Join(where[id], ", "))
 			}
 		}
 	}
