@@ -90,6 +90,7 @@ func conformance(t *testing.T, dialect string) {
 		},
 		Now:           s.Now,
 		Poll:          2 * time.Second, // 100 ms of wall time
+		ShortRun:      3 * time.Second, // real seconds: a loaded machine may take over 1 s between Submit and Status
 		JobTimeout:    2 * time.Minute,
 		Parallel:      true,
 		Walltime:      true,
