@@ -88,7 +88,7 @@ func checkExactlyOnce(t *testing.T, sites []*sshsite.Site, ids map[string]bool) 
 
 // TestSimsiteLoadThroughServe: jobs submitted to `gridsub serve` over a
 // grid of SSH-served simulated sites (both dialects) all complete, none
-// lost or duplicated, each run exactly once at a site. In the suite: 200
+// lost or duplicated, each run exactly once at a site. In the suite: 120
 // jobs, 12 sites (bounded for the suite's time). GRIDSUB_LONG=1: 10,000 jobs, 50 sites
 // (GRIDSUB_SIMSITE_LOAD_JOBS / _SITES override). It reports jobs/s through
 // the broker, SSH sessions and remote commands per site per minute, the
@@ -99,7 +99,7 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 	}
 	// Small sites in the suite, so that the jobs spread over every site
 	// and both dialects; the long run has grid50's sizes.
-	jobs, nsites, sizes := 200, 12, []int{48, 32}
+	jobs, nsites, sizes := 120, 12, []int{48, 32}
 	if os.Getenv("GRIDSUB_LONG") == "1" {
 		jobs, nsites, sizes = 10000, 50, []int{512, 4, 256, 8, 128, 16, 64, 32}
 	}
