@@ -97,6 +97,9 @@ func scenario(t *testing.T, b backends.Backend, unknown backends.JobID) (trace, 
 	if err := b.Cancel(ctx, ids[2]); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
+	// PBS ends a deleted running job after its kill delay: give it its own
+	// two minutes.
+	deadline = time.Now().Add(2 * time.Minute)
 	for {
 		sts, err = b.Status(ctx, ids[2:])
 		if err != nil {
