@@ -238,8 +238,8 @@ func TestJobRunsAsRealProcessOnce(t *testing.T) {
 		t.Fatalf("sbatch: %d %s", code, stderr)
 	}
 	id := strings.TrimSpace(out)
-	for range 100 {
-		if o, _, _ := run(t, s, "env SLURM_TIME_FORMAT=%s squeue -h -j "+id+" -o x -O State:0"); strings.TrimSpace(o) == "COMPLETED" {
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if o, _, _ := run(t, s, "env SLURM_TIME_FORMAT=%s squeue -h -j "+id+" -O State:0"); strings.TrimSpace(o) == "COMPLETED" {
 			break
 		}
 	}
@@ -254,7 +254,7 @@ func TestJobRunsAsRealProcessOnce(t *testing.T) {
 	out, _, _ = run(t, s, `cd j && printf '#!/bin/bash\nsleep 30\n' > long.sh && sbatch --parsable --time=1 long.sh`)
 	id = strings.TrimSpace(out)
 	state := ""
-	for range 200 {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		o, _, _ := run(t, s, "squeue -h -j "+id+" -O State:0")
 		if state = strings.TrimSpace(o); state == "TIMEOUT" {
 			break
@@ -282,11 +282,10 @@ func TestSLURMForgetsAfterMinJobAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st []backends.JobStatus
-	for range 100 {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if st, err = b.Status(ctx, []backends.JobID{id}); err == nil && st[0].State.Final() {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(600 * time.Millisecond)
 	if out, _, _ := run(t, s, "squeue -h -t all -O JobID:0"); strings.TrimSpace(out) != "" {
