@@ -68,7 +68,9 @@ func scenario(t *testing.T, b backends.Backend, unknown backends.JobID) (trace, 
 		if err != nil {
 			t.Fatalf("Status: %v", err)
 		}
-		if sts[0].State.Final() && sts[1].State.Final() && sts[2].State == backends.StateRunning {
+		// Real PBS shows a job R for a moment before its stime is set:
+		// compare the settled state.
+		if sts[0].State.Final() && sts[1].State.Final() && sts[2].State == backends.StateRunning && !sts[2].Start.IsZero() {
 			break
 		}
 		if time.Now().After(deadline) {
