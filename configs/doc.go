@@ -13,6 +13,9 @@
 //	local-pbs.yaml        the real OpenPBS site of the local testbed
 //	                      (scripts/pbs-testbed.sh; ../shared/testbed/openpbs),
 //	                      likewise from its testbed.env
+//	grid50.yaml           50 simulated sites served over SSH on loopback
+//	                      (25 SLURM-, 25 PBS-dialect, 4-512 nodes, h 0.5-2.0);
+//	                      start them with scripts/grid50.sh (docs/simsite.md)
 //
 // internal/config reads and validates them; this package only holds the bytes.
 package configs

@@ -244,6 +244,9 @@ func configRoundTrip(t *testing.T, c *Config) *Config {
 		if s.RemoteDir != "" {
 			m["remote_dir"] = escape(s.RemoteDir)
 		}
+		if s.BinDir != "" {
+			m["bin_dir"] = escape(s.BinDir)
+		}
 		if x := s.SSH; x != nil {
 			m["ssh"] = map[string]any{"host": escape(x.Host), "port": x.Port, "user": escape(x.User), "key_file": escape(x.KeyFile),
 				"known_hosts": escape(x.KnownHosts), "agent": x.Agent, "insecure_ignore_host_key": x.InsecureIgnoreHostKey, "max_sessions": x.MaxSessions}

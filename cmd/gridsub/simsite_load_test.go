@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/simbackend/sshsite"
+)
+
+// loadGrid is the grid of the load tests: n sites, SLURM and PBS
+// alternating, sizes cycling through sizes.
+func loadGrid(n int, sizes []int) (nodes []int, dialects []string) {
+	for i := range n {
+		nodes = append(nodes, sizes[i%len(sizes)])
+		d := sshsite.SLURM
+		if i%2 == 1 {
+			d = sshsite.PBS
+		}
+		dialects = append(dialects, d)
+	}
+	return nodes, dialects
+}
+
+// procUsage reads a process's CPU time (user+system) and peak RSS.
+func procUsage(pid int) (cpu time.Duration, peakKB int64) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i > 0 {
+			f := strings.Fields(s[i+2:])
+			if len(f) > 12 {
+				u, _ := strconv.ParseInt(f[11], 10, 64)
+				k, _ := strconv.ParseInt(f[12], 10, 64)
+				cpu = time.Duration(u+k) * 10 * time.Millisecond // CLK_TCK 100
+			}
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		if m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b); m != nil {
+			peakKB, _ = strconv.ParseInt(string(m[1]), 10, 64)
+		}
+	}
+	return cpu, peakKB
+}
+
+var attemptRe = regexp.MustCompile(`-a[0-9]+$`)
+
+// checkExactlyOnce checks that every job ran exactly once over all sites
+// and attempts, and nothing else ran.
+func checkExactlyOnce(t *testing.T, sites []*sshsite.Site, ids map[string]bool) {
+	t.Helper()
+	runs := map[string]int{}
+	where := map[string][]string{} // job id -> site:tag x n
+	for _, s := range sites {
+		for tag, n := range s.Executions() {
+			id := attemptRe.ReplaceAllString(tag, "")
+			runs[id] += n
+			where[id] = append(where[id], fmt.Sprintf("%s:%s x%d", s.Config().Name, tag, n))
+		}
+	}
+	bad := 0
+	for id := range ids {
+		if runs[id] != 1 {
+			bad++
+			if bad <= 10 {
+				t.Errorf("job %s ran %d times at the sites (%s), want exactly once", id, runs[id], strings.Join(where[id], ", "))
+			}
+		}
+	}
+	for id, n := range runs {
+		if !ids[id] {
+			t.Errorf("the sites ran %q %d times: no job of the test", id, n)
+		}
+	}
+	if bad > 10 {
+		t.Errorf("... %d jobs in all did not run exactly once", bad)
+	}
+}
+
+// TestSimsiteLoadThroughServe: jobs submitted to `gridsub serve` over a
+// grid of SSH-served simulated sites (both dialects) all complete, none
+// lost or duplicated, each run exactly once at a site. In the suite: 120
+// jobs, 12 sites (bounded for the suite's time). GRIDSUB_LONG=1: 10,000 jobs, 50 sites
+// (GRIDSUB_SIMSITE_LOAD_JOBS / _SITES override). It reports jobs/s through
+// the broker, SSH sessions and remote commands per site per minute, the
+// broker's CPU time and peak RSS (docs/simsite.md).
+func TestSimsiteLoadThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds gridsub and runs a daemon over simulated SSH sites")
+	}
+	// Small sites in the suite, so that the jobs spread over every site
+	// and both dialects; the long run has grid50's sizes.
+	jobs, nsites, sizes := 120, 12, []int{48, 32}
+	if os.Getenv("GRIDSUB_LONG") == "1" {
+		jobs, nsites, sizes = 10000, 50, []int{512, 4, 256, 8, 128, 16, 64, 32}
+	}
+	if v, err := strconv.Atoi(os.Getenv("GRIDSUB_SIMSITE_LOAD_JOBS")); err == nil && v > 0 {
+		jobs = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("GRIDSUB_SIMSITE_LOAD_SITES")); err == nil && v > 0 {
+		nsites = v
+	}
+	bin := buildBinary(t)
+	t.Parallel() // mostly waiting on the daemon's cycles
+	nodes, dialects := loadGrid(nsites, sizes)
+	cfg, sites := simGrid(t, nodes, dialects, "greedy-easy")
+	d := t.TempDir()
+	state, sock := filepath.Join(d, "state"), filepath.Join(d, "gridsub.sock")
+	p := startServe(t, bin, state, sock, "--config", cfg)
+	c := api.NewUnixClient(sock)
+	ctx := context.Background()
+	t0 := time.Now()
+	ids := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	go func() {
+		for i := range jobs {
+			next <- i
+		}
+		close(next)
+	}()
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				j, err := c.Submit(ctx, bridge.Request{Name: fmt.Sprintf("load-%d", i), Command: []string{"/bin/true"},
+					Nodes: 1, Estimate: time.Minute})
+				if err != nil {
+					t.Errorf("submit %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				if ids[j.ID] {
+					t.Errorf("id %s handed out twice", j.ID)
+				}
+				ids[j.ID] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	submitted := time.Since(t0)
+	limit := time.Duration(jobs)*150*time.Millisecond + 2*time.Minute
+	lastLog := time.Now()
+	var all []*bridge.Job
+	for {
+		var err error
+		all, err = c.ListAll(ctx, bridge.Filter{Limit: api.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		final := 0
+		for _, j := range all {
+			if j.State.Final() {
+				final++
+			}
+		}
+		if final == len(all) && len(all) >= len(ids) {
+			break
+		}
+		if time.Since(lastLog) > 30*time.Second {
+			lastLog = time.Now()
+			cpu, peak := procUsage(p.cmd.Process.Pid)
+			t.Logf("%s: %s (broker CPU %s, peak RSS %d MB)", time.Since(t0).Round(time.Second), statesString(countStates(all)), cpu, peak/1024)
+		}
+		if time.Since(t0) > limit {
+			cpu, peak := procUsage(p.cmd.Process.Pid)
+			t.Fatalf("after %s only %d of %d jobs are final: %s (broker CPU %s, peak RSS %d MB)", limit, final, len(all),
+				statesString(countStates(all)), cpu, peak/1024)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	wall := time.Since(t0)
+	cpu, peak := procUsage(p.cmd.Process.Pid)
+	p.term(t, sock)
+	if len(all) != jobs || len(ids) != jobs {
+		t.Errorf("%d jobs listed, %d acknowledged, want %d", len(all), len(ids), jobs)
+	}
+	for _, j := range all {
+		if j.State != bridge.Completed {
+			t.Errorf("job %s is %s (%s), want completed", j.ID, j.State, j.Reason)
+		}
+		if !ids[j.ID] {
+			t.Errorf("job %s listed but never acknowledged", j.ID)
+		}
+	}
+	checkExactlyOnce(t, sites, ids)
+	var sessions, commands, sbatch, qsub, status int64
+	for _, s := range sites {
+		st := s.Stats()
+		sessions += st.Sessions
+		commands += st.Commands
+		sbatch += st.Batch["sbatch"]
+		qsub += st.Batch["qsub"]
+		status += st.Batch["squeue"] + st.Batch["qstat"]
+	}
+	perSiteMin := func(n int64) float64 { return float64(n) / float64(len(sites)) / wall.Minutes() }
+	t.Logf("simsite load: %d jobs over %d sites in %s (submitted in %s): %.1f jobs/s end to end; per site per minute %.0f SSH sessions, %.0f remote commands (%.0f squeue/qstat); sbatch %d, qsub %d; broker CPU %s (%.0f%% of one core), peak RSS %d MB",
+		jobs, len(sites), wall.Round(time.Millisecond), submitted.Round(time.Millisecond), float64(jobs)/wall.Seconds(),
+		perSiteMin(sessions), perSiteMin(commands), perSiteMin(status), sbatch, qsub, cpu, 100*cpu.Seconds()/wall.Seconds(), peak/1024)
+}
+
+// statesString and countStates for []*bridge.Job.
+func countStates(js []*bridge.Job) map[bridge.JobState]int {
+	m := map[bridge.JobState]int{}
+	for _, j := range js {
+		m[j.State]++
+	}
+	return m
+}
+
+func statesString(m map[bridge.JobState]int) string {
+	var b strings.Builder
+	for s, n := range m {
+		fmt.Fprintf(&b, "%s=%d ", s, n)
+	}
+	return b.String()
+}

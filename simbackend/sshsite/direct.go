@@ -1,0 +1,95 @@
+package sshsite
+
+import (
+	"path"
+	"slices"
+	"strings"
+)
+
+// direct recognises a command line that is only a call of one of the
+// site's batch commands, quoted the way transport.Quote quotes an argv
+// (bare safe words, '...' segments, \' ), optionally behind
+// `env [-u NAME]... [NAME=value]...`, and returns the request that the
+// bin/ stub would have sent. The SSH server answers such a line in
+// process instead of starting /bin/sh, the stub and the multi-call binary:
+// the same dialect code gives the same answer (TestDirectMatchesShell),
+// without ~15 ms of process starts per command. Anything else (scripts,
+// pipes, other programs) returns ok false and runs in the real shell.
+func (s *Site) direct(line string) (req request, ok bool) {
+	w, ok := splitQuoted(line)
+	if !ok {
+		return request{}, false
+	}
+	env := map[string]string{"USER": s.cfg.User}
+	if w[0] == "env" || w[0] == "/usr/bin/env" {
+		i := 1
+		for i < len(w) {
+			switch {
+			case w[i] == "-u" && i+1 < len(w):
+				delete(env, w[i+1])
+				i += 2
+			case strings.Contains(w[i], "=") && !strings.HasPrefix(w[i], "-") && !strings.HasPrefix(w[i], "="):
+				k, v, _ := strings.Cut(w[i], "=")
+				env[k] = v
+				i++
+			default:
+				goto cmd
+			}
+		}
+	cmd:
+		w = w[i:]
+		if len(w) == 0 {
+			return request{}, false
+		}
+	}
+	name := path.Base(w[0])
+	served := slurmCmds
+	if s.cfg.Dialect == PBS {
+		served = pbsCmds
+	}
+	if !slices.Contains(served, name) || (w[0] != name && w[0] != path.Join(s.bin, name)) {
+		return request{}, false
+	}
+	return request{Argv: append([]string{name}, w[1:]...), Cwd: s.home, Env: env}, true
+}
+
+// splitQuoted splits a line made only of transport.Quote's words.
+func splitQuoted(line string) ([]string, bool) {
+	var words []string
+	var cur strings.Builder
+	in := false
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case c == ' ':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+			i++
+		case c == '\'':
+			j := strings.IndexByte(line[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			cur.WriteString(line[i+1 : i+1+j])
+			in = true
+			i += j + 2
+		case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
+			cur.WriteByte('\'')
+			in = true
+			i += 2
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte("_-+.,/:@%", c) >= 0:
+			cur.WriteByte(c)
+			in = true
+			i++
+		default:
+			return nil, false
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words, len(words) > 0
+}
