@@ -105,6 +105,16 @@ type Options struct {
 	// (default DefaultFetchTimeout). See fetch.go.
 	FetchWorkers int
 	FetchTimeout time.Duration
+	// SubmitGrace: after a restart (or a submission whose outcome was
+	// lost), a dispatch intent whose tag a site does not know yet is
+	// looked up again until this long after the intent was recorded
+	// before the job counts as never submitted and is queued again. A
+	// submit command in flight when the broker died can still reach the
+	// site after the restarted broker first asked (the SSH server lets
+	// the command finish); without the grace the job would run twice
+	// (recover.go). 0: no grace (in-process simulated sites, which die
+	// with the broker).
+	SubmitGrace time.Duration
 	// CheckFeasible makes Submit refuse a job no configured site can ever
 	// run, with the reason (feasible.go: Feasible). Off for trace replays,
 	// where the planner rejects such a job in its cycle instead.

@@ -201,6 +201,10 @@ type Job struct {
 	Start     time.Time // when every component ran
 	End       time.Time
 	Attempts  int
+	// Intent is when the current attempt's dispatch intent was recorded
+	// (State Submitting); reconciliation gives a submission in flight
+	// until Intent + Options.SubmitGrace to appear at its site.
+	Intent time.Time `json:",omitzero"`
 	Comps     []Component
 	Predicted policy.Option   // the chosen placement as predicted at dispatch (or the current reservation)
 	Beaten    []policy.Option // alternatives it beat

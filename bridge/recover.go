@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -172,6 +173,18 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			rep.DuplicatesCancelled++
 		}
 	}
+	if missing > 0 && b.inFlight(j, now) {
+		// Not found yet is not "never submitted": a command sent just
+		// before the broker stopped may still land. Look again next cycle.
+		if !slices.ContainsFunc(j.Events, func(e Event) bool { return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts)) }) {
+			b.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
+				j.Attempts, missing, j.Intent.Add(b.opts.SubmitGrace).Format(time.RFC3339)))
+			_ = b.persist(ctx, j)
+		}
+		rep.Unresolved++
+		b.unresolved = append(b.unresolved, j.ID)
+		return nil
+	}
 	var cancels []cancelReq
 	switch {
 	case missing == 0:
@@ -253,4 +266,12 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 		b.addEvent(j, now, "failed", "", j.Reason)
 		_ = b.persist(ctx, j)
 	}
+}
+
+// inFlight says whether job j's dispatch intent is recent enough that a
+// submission sent just before the broker stopped may still reach its
+// site (Options.SubmitGrace). An intent recorded before Intent existed
+// (zero) is not waited for. b.mu held.
+func (b *Broker) inFlight(j *Job, now time.Time) bool {
+	return b.opts.SubmitGrace > 0 && !j.Intent.IsZero() && now.Before(j.Intent.Add(b.opts.SubmitGrace))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,31 +55,45 @@ func procUsage(pid int) (cpu time.Duration, peakKB int64) {
 
 var attemptRe = regexp.MustCompile(`-a[0-9]+$`)
 
-// checkExactlyOnce checks that every job ran exactly once over all sites
-// and attempts, and nothing else ran.
-func checkExactlyOnce(t *testing.T, sites []*sshsite.Site, ids map[string]bool) {
+// checkExactlyOnce checks that every job ran exactly once over all sites:
+// each component of its final placement once at its own site (a
+// co-allocated job's components share the attempt's tag, one per site),
+// and nothing else under any of its tags — no earlier attempt, no second
+// copy. It also checks that the sites ran nothing that is no job of the
+// test.
+func checkExactlyOnce(t *testing.T, sites []*sshsite.Site, jobs []*bridge.Job) {
 	t.Helper()
-	runs := map[string]int{}
+	want := map[string]map[string]int{} // job id -> site -> runs
+	for _, j := range jobs {
+		want[j.ID] = map[string]int{}
+		for _, c := range j.Comps {
+			want[j.ID][c.Site]++
+		}
+	}
+	got := map[string]map[string]int{}
 	where := map[string][]string{} // job id -> site:tag x n
 	for _, s := range sites {
 		for tag, n := range s.Executions() {
 			id := attemptRe.ReplaceAllString(tag, "")
-			runs[id] += n
+			if got[id] == nil {
+				got[id] = map[string]int{}
+			}
+			got[id][s.Config().Name] += n
 			where[id] = append(where[id], fmt.Sprintf("%s:%s x%d", s.Config().Name, tag, n))
 		}
 	}
 	bad := 0
-	for id := range ids {
-		if runs[id] != 1 {
+	for id, w := range want {
+		if !maps.Equal(got[id], w) {
 			bad++
 			if bad <= 10 {
-				t.Errorf("job %s ran %d times at the sites (%s), want exactly once", id, runs[id], strings.Join(where[id], ", "))
+				t.Errorf("job %s ran at the sites %s, want once per component of its placement %v", id, strings.Join(where[id], ", "), w)
 			}
 		}
 	}
-	for id, n := range runs {
-		if !ids[id] {
-			t.Errorf("the sites ran %q %d times: no job of the test", id, n)
+	for id, n := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("the sites ran %q %v: no job of the test", id, n)
 		}
 	}
 	if bad > 10 {
@@ -193,7 +208,7 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 			t.Errorf("job %s listed but never acknowledged", j.ID)
 		}
 	}
-	checkExactlyOnce(t, sites, ids)
+	checkExactlyOnce(t, sites, all)
 	var sessions, commands, sbatch, qsub, status int64
 	for _, s := range sites {
 		st := s.Stats()

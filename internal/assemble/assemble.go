@@ -99,6 +99,13 @@ type Env struct {
 	relSaved uint64
 }
 
+// SubmitGrace is how long a live broker on real sites keeps looking for a
+// dispatch intent's tag after a restart before it counts the submission
+// as never made (bridge.Options.SubmitGrace). A minute covers a submit
+// command still running at a site when the broker was killed (the kill
+// test on SSH-served sites saw them land within a second or two).
+const SubmitGrace = time.Minute
+
 // Build assembles the broker. Simulated and real sites cannot be mixed in one
 // broker (a virtual clock cannot wait for a real batch system).
 func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
@@ -188,7 +195,11 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		}
 		tiers.Reliability = env.rel
 	}
-	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links,
+	grace := SubmitGrace // real sites: a submit sent before a crash may land after the restart's look-up
+	if env.Engine != nil {
+		grace = 0 // in-process simulated sites die with the broker: nothing is in flight
+	}
+	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links, SubmitGrace: grace,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
 		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers})
