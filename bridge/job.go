@@ -194,17 +194,17 @@ type Event struct {
 
 // Job is a grid job as the broker tracks it.
 type Job struct {
-	ID        string
-	Req       Request
-	State     JobState
-	Submit    time.Time
-	Start     time.Time // when every component ran
-	End       time.Time
-	Attempts  int
+	ID       string
+	Req      Request
+	State    JobState
+	Submit   time.Time
+	Start    time.Time // when every component ran
+	End      time.Time
+	Attempts int
 	// Intent is when the current attempt's dispatch intent was recorded
 	// (State Submitting); reconciliation gives a submission in flight
 	// until Intent + Options.SubmitGrace to appear at its site.
-	Intent time.Time `json:",omitzero"`
+	Intent    time.Time `json:",omitzero"`
 	Comps     []Component
 	Predicted policy.Option   // the chosen placement as predicted at dispatch (or the current reservation)
 	Beaten    []policy.Option // alternatives it beat

@@ -176,7 +176,9 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 	if missing > 0 && b.inFlight(j, now) {
 		// Not found yet is not "never submitted": a command sent just
 		// before the broker stopped may still land. Look again next cycle.
-		if !slices.ContainsFunc(j.Events, func(e Event) bool { return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts)) }) {
+		if !slices.ContainsFunc(j.Events, func(e Event) bool {
+			return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts))
+		}) {
 			b.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
 				j.Attempts, missing, j.Intent.Add(b.opts.SubmitGrace).Format(time.RFC3339)))
 			_ = b.persist(ctx, j)
