@@ -147,7 +147,11 @@ type Broker struct {
 	ended   []string           // ids of jobs that ended since the last output fetch
 	// unresolved are Submitting jobs whose site could not be asked at Recover.
 	unresolved []string
-	pending    []pendingEvent // events to hand to OnEvent once the lock is released
+	// restarted are the jobs Recover found Submitting: their intents were
+	// written by an earlier process, whose commands may still be landing
+	// (Options.SubmitGrace applies to them only; recover.go).
+	restarted map[string]bool
+	pending   []pendingEvent // events to hand to OnEvent once the lock is released
 
 	// Advance reservations (reserve.go).
 	rrg       *reserve.Graph // admitted reservations over the sites; built on first use

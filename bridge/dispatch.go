@@ -70,6 +70,7 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 			// Write-ahead intent: the job says where it is about to be
 			// submitted (and under which tag) before any site hears of it.
 			j.State, j.Intent = Submitting, now
+			delete(b.restarted, j.ID) // a new intent of this process (recover.go: inFlight)
 			j.Comps = make([]Component, len(d.Chosen.Parts))
 			for k, p := range d.Chosen.Parts {
 				j.Comps[k] = Component{Site: names[p.Site], Nodes: p.Nodes, State: backends.StateUnknown, ExitCode: -1,

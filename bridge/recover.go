@@ -84,6 +84,10 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 				cancels = append(cancels, b.track(ctx, j, now, &crep)...)
 			}
 		case Submitting:
+			if b.restarted == nil {
+				b.restarted = map[string]bool{}
+			}
+			b.restarted[j.ID] = true
 			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
 		case Reserved:
 			b.reserved = append(b.reserved, j.ID)
@@ -270,10 +274,12 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 	}
 }
 
-// inFlight says whether job j's dispatch intent is recent enough that a
-// submission sent just before the broker stopped may still reach its
-// site (Options.SubmitGrace). An intent recorded before Intent existed
-// (zero) is not waited for. b.mu held.
+// inFlight says whether job j's dispatch intent, written by the process
+// before a restart, is recent enough that a submission it sent just
+// before it stopped may still reach its site (Options.SubmitGrace). A
+// batch this process cut itself is not waited for: its remote shell stops
+// at the next marker it cannot write (backends/sshbatch). An intent
+// recorded before Intent existed (zero) is not waited for. b.mu held.
 func (b *Broker) inFlight(j *Job, now time.Time) bool {
-	return b.opts.SubmitGrace > 0 && !j.Intent.IsZero() && now.Before(j.Intent.Add(b.opts.SubmitGrace))
+	return b.opts.SubmitGrace > 0 && b.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(b.opts.SubmitGrace))
 }

@@ -228,11 +228,31 @@ type killingSubmits struct {
 }
 
 func (b *killingSubmits) Submit(ctx context.Context, spec *backends.JobSpec) (backends.JobID, error) {
+	b.maybeKill(1)
+	return b.Supervisor.Submit(ctx, spec)
+}
+
+// SubmitBatch: the broker submits a cycle's jobs for a site in one batch
+// (backends.BatchSubmitter), so the kills must land in batches too: a
+// batch holding a 15th submission has the plugin SIGKILLed 0-60ms into it.
+func (b *killingSubmits) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []backends.SubmitResult {
+	b.maybeKill(len(specs))
+	return b.Supervisor.SubmitBatch(ctx, specs)
+}
+
+// maybeKill counts n submissions and, when one of them is a 15th while
+// kills are left, SIGKILLs the plugin shortly after.
+func (b *killingSubmits) maybeKill(n int) {
 	k := b.seen
 	k.mu.Lock()
-	k.submits++
+	hit := false
+	for range n {
+		k.submits++
+		if k.left > 0 && k.submits%15 == 0 {
+			hit = true
+		}
+	}
 	var delay time.Duration
-	hit := k.left > 0 && k.submits%15 == 0
 	if hit {
 		k.left--
 		delay = time.Duration(k.rng.Int64N(int64(60 * time.Millisecond)))
@@ -248,5 +268,4 @@ func (b *killingSubmits) Submit(ctx context.Context, spec *backends.JobSpec) (ba
 			}
 		})
 	}
-	return b.Supervisor.Submit(ctx, spec)
 }

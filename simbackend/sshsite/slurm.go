@@ -472,7 +472,8 @@ func (s *Site) sinfo(o *out, a []string) int {
 			state, short = "allocated", "alloc"
 		}
 		r := strings.NewReplacer("%N", s.nodeName(i), "%P", partition+"*", "%c", strconv.Itoa(s.cfg.Cores),
-			"%T", state, "%t", short, "%a", "up", "%l", "infinite", "%D", "1")
+			"%T", state, "%t", short, "%a", "up", "%l", "infinite", "%D", "1",
+			"%m", "0", "%G", "(null)") // memory not modelled (0: unknown, never rules the site out), no GRES
 		o.stdout.WriteString(r.Replace(format) + "\n")
 	}
 	return 0
