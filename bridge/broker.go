@@ -105,8 +105,8 @@ type Options struct {
 	// (default DefaultFetchTimeout). See fetch.go.
 	FetchWorkers int
 	FetchTimeout time.Duration
-	// SubmitGrace: after a restart (or a submission whose outcome was
-	// lost), a dispatch intent whose tag a site does not know yet is
+	// SubmitGrace: after a restart, a dispatch intent written by the
+	// process before it whose tag a site does not know yet is
 	// looked up again until this long after the intent was recorded
 	// before the job counts as never submitted and is queued again. A
 	// submit command in flight when the broker died can still reach the
