@@ -73,20 +73,8 @@ func runDryRun(ctx context.Context, g *globals, f *submitFlags, path string) err
 			return &exitError{exitInternal, fmt.Errorf("%w (--embedded explains without the daemon)", err)}
 		}
 	}
-	cfg, err := loadConfig(g)
+	cfg, job, spec, err := embeddedSetup(g, path, "")
 	if err != nil {
-		return usageErr(err)
-	}
-	job, err := loadJob(path, cfg.SiteNames())
-	if err != nil {
-		return usageErr(err)
-	}
-	spec, err := specFromConfig(cfg, g.logger())
-	if err != nil {
-		return usageErr(err)
-	}
-	spec.IDPrefix = embeddedIDPrefix(time.Now())
-	if spec.OutputRoot, spec.InputRoots, err = embeddedRoots("", job.Dir(), spec.InputRoots); err != nil {
 		return usageErr(err)
 	}
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})

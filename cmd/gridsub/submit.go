@@ -17,6 +17,7 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/internal/jobfile"
 )
 
@@ -175,26 +176,8 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 			return &exitError{exitInternal, fmt.Errorf("%w (--embedded runs the job without the daemon)", err)}
 		}
 	}
-	cfg, err := loadConfig(g)
+	cfg, job, spec, err := embeddedSetup(g, path, f.outDir)
 	if err != nil {
-		return usageErr(err)
-	}
-	job, err := loadJob(path, cfg.SiteNames())
-	if err != nil {
-		return usageErr(err)
-	}
-	spec, err := specFromConfig(cfg, g.logger())
-	if err != nil {
-		return usageErr(err)
-	}
-	// The embedded broker's store ends with this process: the ids carry the
-	// start time so that no later run reuses them (remote tags, job
-	// directories, gridsub-out/<id>).
-	spec.IDPrefix = embeddedIDPrefix(time.Now())
-	// The embedded broker writes outputs below --out-dir only, and reads
-	// inputs from the configured input roots, the current directory and
-	// the job file's directory (bridge/validate.go checks each path).
-	if spec.OutputRoot, spec.InputRoots, err = embeddedRoots(f.outDir, job.Dir(), spec.InputRoots); err != nil {
 		return usageErr(err)
 	}
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})
@@ -410,4 +393,31 @@ func siteAdvice(err error, source string) error {
 		return fmt.Errorf("%w\n  nothing was submitted; check that the site is up and that its ssh host and port in %s are right (`gridsub sites` shows every site's state)", err, source)
 	}
 	return err
+}
+
+// embeddedSetup loads what the embedded broker needs for the job file at
+// path: the site configuration, the job, and the broker's spec. The
+// embedded broker's store ends with this process, so its ids carry the
+// start time and no later run reuses them (remote tags, job directories,
+// gridsub-out/<id>). It writes outputs below outDir only ("" = none), and
+// reads inputs from the configured input roots, the current directory and
+// the job file's directory (bridge/validate.go checks each path).
+func embeddedSetup(g *globals, path, outDir string) (*config.Config, *jobfile.Job, assemble.Spec, error) {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return nil, nil, assemble.Spec{}, err
+	}
+	job, err := loadJob(path, cfg.SiteNames())
+	if err != nil {
+		return nil, nil, assemble.Spec{}, err
+	}
+	spec, err := specFromConfig(cfg, g.logger())
+	if err != nil {
+		return nil, nil, assemble.Spec{}, err
+	}
+	spec.IDPrefix = embeddedIDPrefix(time.Now())
+	if spec.OutputRoot, spec.InputRoots, err = embeddedRoots(outDir, job.Dir(), spec.InputRoots); err != nil {
+		return nil, nil, assemble.Spec{}, err
+	}
+	return cfg, job, spec, nil
 }
