@@ -143,6 +143,7 @@ type Broker struct {
 	live    []string           // ids of dispatched or running jobs, in dispatch order
 	where   map[compKey]string // remote job at a site -> grid job id, for live components
 	pq      []policy.Job       // the policy's view of queue, kept in step with it
+	byNow   []policy.Job       // reused by submittedBy when some queued jobs are too new for a cycle
 	polling bool               // some site must be polled (does not push its changes)
 	ended   []string           // ids of jobs that ended since the last output fetch
 	// unresolved are Submitting jobs whose site could not be asked at Recover.
@@ -966,16 +967,31 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	b.mu.Lock()
 	// Only jobs submitted by the cycle's now: a submission that arrived while
 	// this cycle was polling the sites is planned by the next cycle, so no
-	// job is dispatched "before" it was submitted. The queue is in
-	// submission order, so those are at its end. The cap keeps an append by
-	// the policy from writing into the broker's own view of the queue.
-	k := len(b.pq)
-	for k > 0 && b.pq[k-1].Submit.After(now) {
-		k--
-	}
-	b.snap.Queue = b.tierOrder(b.pq[:k:k]) // tiers.go
+	// job is dispatched "before" it was submitted. Concurrent submissions
+	// may enter the queue in another order than their times (each takes its
+	// time before it is stored), so a late job may sit before an earlier
+	// one: every job is checked, and the queue is copied only when one is
+	// left out. The cap keeps an append by the policy from writing into the
+	// broker's own view of the queue.
+	b.snap.Queue = b.tierOrder(b.submittedBy(now)) // tiers.go
 	b.mu.Unlock()
 	return &b.snap, nil
+}
+
+// submittedBy is the policy's view of the queue without the jobs submitted
+// after now, b.pq itself (capped) when there are none. Called with b.mu held.
+func (b *Broker) submittedBy(now time.Time) []policy.Job {
+	late := slices.IndexFunc(b.pq, func(j policy.Job) bool { return j.Submit.After(now) })
+	if late < 0 {
+		return b.pq[:len(b.pq):len(b.pq)]
+	}
+	b.byNow = append(b.byNow[:0], b.pq[:late]...)
+	for _, j := range b.pq[late+1:] {
+		if !j.Submit.After(now) {
+			b.byNow = append(b.byNow, j)
+		}
+	}
+	return b.byNow[:len(b.byNow):len(b.byNow)]
 }
 
 // uplinks is each site's measured transfer cost from this machine, for

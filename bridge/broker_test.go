@@ -521,3 +521,41 @@ func TestViewSeesTheJobItself(t *testing.T) {
 		t.Fatalf("View of an unknown id: %v (fn called: %v)", err, called)
 	}
 }
+
+// Concurrent submissions may be queued in another order than their times: a
+// job submitted after the cycle's now is planned by a later cycle even when
+// an earlier job is queued behind it, so no job is dispatched before it was
+// submitted (the kill test once saw a dispatch event older than the
+// submission's). Fails with a rule that only trims late jobs off the
+// queue's end.
+func TestCycleLeavesJobsSubmittedAfterItsNow(t *testing.T) {
+	a := newFake("A", 4)
+	b := newTestBroker(t, firstFit, a)
+	late, err := b.Submit(context.Background(), req(1), t0.Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, err := b.Submit(context.Background(), req(1), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustCycle(t, b, t0.Add(time.Second)); rep.Started != 1 {
+		t.Fatalf("started %d at t0+1s, want 1 (only the job submitted by then)", rep.Started)
+	}
+	if got, _ := b.Job(late.ID); got.State != Queued {
+		t.Fatalf("job submitted at t0+2s is %s after a cycle at t0+1s, want queued", got.State)
+	}
+	if got, _ := b.Job(early.ID); got.State != Dispatched {
+		t.Fatalf("job submitted at t0 is %s after a cycle at t0+1s, want dispatched", got.State)
+	}
+	mustCycle(t, b, t0.Add(3*time.Second))
+	got, _ := b.Job(late.ID)
+	if got.State != Dispatched {
+		t.Fatalf("late job %s after a cycle at t0+3s, want dispatched", got.State)
+	}
+	for k := 1; k < len(got.Events); k++ {
+		if got.Events[k].Time.Before(got.Events[k-1].Time) {
+			t.Fatalf("event %d (%s) earlier than event %d (%s)", k, got.Events[k].Kind, k-1, got.Events[k-1].Kind)
+		}
+	}
+}
