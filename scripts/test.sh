@@ -48,6 +48,11 @@ if [ "${GRIDSUB_NO_PBS:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
   # shellcheck disable=SC1091
   [ -f /var/tmp/gridsub-pbs/testbed.env ] && bash scripts/pbs-testbed.sh status >/dev/null 2>&1 && source /var/tmp/gridsub-pbs/testbed.env
 fi
+phase() { echo "test.sh: $1 done at ${SECONDS}s" >&2; }
+phase "set-up"
 go vet ./...
+phase "go vet"
 go test -race -count=1 -timeout 20m "$@" ./...
+phase "go test"
 bash scripts/fuzz.sh # every fuzz target, ${GRIDSUB_FUZZ_TIME:-2s} each
+phase "fuzzing"
