@@ -341,6 +341,7 @@ func TestRealSlurmQoSHigh(t *testing.T) {
 // Both run at once on one daemon, so the outage is waited out once.
 func TestRealSlurmQoSFailover(t *testing.T) {
 	needSlurm(t)
+	t.Parallel() // its own private testbed; mostly waiting for the stopped slurmctld's timeouts
 	t0 := time.Now()
 	tb := privateTestbed(t)
 	t.Logf("private testbed up in %s", time.Since(t0).Round(100*time.Millisecond))
