@@ -67,7 +67,8 @@ type Options struct {
 	Links     [][]policy.Link // Links[i][j] between Sites[i] and Sites[j]; nil = free
 	MultiSite float64         // p >= 1
 	// MaxAttempts bounds dispatch attempts of one job when a site loses it or
-	// refuses it for a retryable reason (default 3).
+	// refuses it for a retryable reason (default 3). Moves of a waiting
+	// job (remap.go) take attempt numbers but do not count.
 	MaxAttempts int
 	Logger      *slog.Logger
 	// OnEvent, when set, sees every job event after it is stored (progress
@@ -778,7 +779,7 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 		if c.Reason != "" {
 			reason += " (" + c.Reason + ")"
 		}
-		if (c.State == backends.StateLost || b.retries(j)) && j.Attempts < b.opts.MaxAttempts {
+		if (c.State == backends.StateLost || b.retries(j)) && j.Attempts-j.Moves < b.opts.MaxAttempts {
 			b.retryAfter(j, c, now, reason) // copies.go
 			break
 		}

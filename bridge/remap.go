@@ -317,7 +317,7 @@ func (b *Broker) startMove(ctx context.Context, now time.Time, mv plannedMove, r
 	j.Moving = &Move{Phase: MoveWithdraw, FromAttempt: j.Attempts, From: slices.Clone(j.Comps), To: to, Since: now,
 		FromStart: mv.fromStart, Gain: mv.gain}
 	b.addEvent(j, now, EventMoving, "", fmt.Sprintf("attempt %d waits at %s (predicted start %s); %s can start it now: gain %s; withdrawing it from %s first",
-		j.Attempts, j.Sites(), clock(mv.fromStart, now), compsString(to), gainString(mv.gain), j.Sites()))
+		j.Attempts, compsString(j.Comps), clock(mv.fromStart, now), compsString(to), gainString(mv.gain), compsString(j.Comps)))
 	if err := b.persist(ctx, j); err != nil {
 		j.Moving = nil // not recorded, so not acted on
 		b.mu.Unlock()
@@ -389,7 +389,7 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = id
 		}
 		b.addEvent(j, now, EventMoveAbandoned, "", fmt.Sprintf("the move to %s was abandoned: the job started at %s before it could be withdrawn (%s); it stays there",
-			compsString(mv.To), j.Sites(), strings.Join(started, "; ")))
+			compsString(mv.To), compsString(j.Comps), strings.Join(started, "; ")))
 		_ = b.persist(ctx, j)
 		b.mu.Unlock()
 		b.giveBack(free, fresh, mv.To)
@@ -412,7 +412,7 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 		j.Moves++
 		j.Comps = from
 		b.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d was withdrawn from %s to move the job to %s, which has no room any more; queued again",
-			mv.FromAttempt, partsOf(from), compsString(mv.To)))
+			mv.FromAttempt, compsString(from), compsString(mv.To)))
 		b.compactLive()
 		_ = b.persist(ctx, j)
 		b.mu.Unlock()
@@ -425,7 +425,7 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 	pj := b.policyJob(j)
 	parts := []policy.Part{{Site: ts, Nodes: nodes}}
 	opt := policy.Option{Parts: parts, Start: now, Runtime: b.snapRuntime(&pj, parts), Transfer: b.snapTransfer(&pj, parts), Immediate: true}
-	oldSites := partsOf(from)
+	oldSites := compsString(from)
 	j.Moves++
 	mv.Phase, mv.From = MoveSubmit, from
 	j.Attempts++
@@ -547,8 +547,6 @@ func compsString(cs []Component) string {
 	}
 	return sb.String()
 }
-
-func partsOf(cs []Component) string { return compsString(cs) }
 
 // clock formats a predicted time for an event: "14:05 UTC", with the
 // date when it is not the day of now.
