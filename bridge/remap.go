@@ -230,6 +230,7 @@ func (b *Broker) movable(j *Job, now time.Time, o RemapOptions) bool {
 func (b *Broker) planMoves(now time.Time, free []int) []plannedMove {
 	o := b.remapOptions()
 	var out []plannedMove
+	sorted := make([][]policy.Hold, len(b.sites)) // each site's busy profile by end, sorted once per pass
 	for _, id := range b.live {
 		j := b.jobs[id]
 		if j == nil || !b.movable(j, now, o) {
@@ -241,7 +242,11 @@ func (b *Broker) planMoves(now time.Time, free []int) []plannedMove {
 		for k, c := range j.Comps {
 			s := b.siteIdx[c.Site]
 			cur[k] = policy.Part{Site: s, Nodes: c.Nodes}
-			t, ok := earliestFree(&b.snap.Sites[s], c.Nodes, now)
+			if sorted[s] == nil {
+				sorted[s] = slices.Clone(b.snap.Sites[s].Busy)
+				slices.SortStableFunc(sorted[s], func(x, y policy.Hold) int { return x.Until.Compare(y.Until) })
+			}
+			t, ok := earliestFree(b.snap.Sites[s].Free, sorted[s], c.Nodes, now)
 			known = known && ok
 			if t.After(fromStart) {
 				fromStart = t
@@ -277,18 +282,16 @@ func (b *Broker) planMoves(now time.Time, free []int) []plannedMove {
 	return out
 }
 
-// earliestFree is when site's busy profile first has nodes free: now when
-// they are free, else the end of the running job whose release frees
-// enough (an end already past counts as now). ok is false when even every
-// release together does not free them (nodes held by something the
-// profile does not list).
-func earliestFree(site *policy.Site, nodes int, now time.Time) (time.Time, bool) {
-	free := site.Free
+// earliestFree is when a site with free nodes now and holds (its busy
+// profile, sorted by end) first has nodes free: now when they are free,
+// else the end of the running job whose release frees enough (an end
+// already past counts as now). ok is false when even every release
+// together does not free them (nodes held by something the profile does
+// not list).
+func earliestFree(free int, holds []policy.Hold, nodes int, now time.Time) (time.Time, bool) {
 	if free >= nodes {
 		return now, true
 	}
-	holds := slices.Clone(site.Busy)
-	slices.SortStableFunc(holds, func(x, y policy.Hold) int { return x.Until.Compare(y.Until) })
 	for _, h := range holds {
 		free += h.Nodes
 		if free >= nodes {
