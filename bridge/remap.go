@@ -482,6 +482,17 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 	b.mu.Unlock()
 }
 
+// moveNote is what explain says of a job that is no longer queued: its
+// last move (or abandoned move), "" when it has none.
+func moveNote(j *Job) string {
+	for i := len(j.Events) - 1; i >= 0; i-- {
+		if e := j.Events[i]; e.Kind == EventMoved || e.Kind == EventMoveAbandoned {
+			return "; last move: " + e.Msg
+		}
+	}
+	return ""
+}
+
 // giveBack returns a move's target nodes to free when this pass took them.
 func (b *Broker) giveBack(free []int, fresh bool, to []Component) {
 	if !fresh || free == nil {

@@ -213,6 +213,9 @@ func TestRemapMovesWaitingJobWhenAnotherSiteFreesUp(t *testing.T) {
 	if l := a.live(); len(l) != 0 {
 		t.Fatalf("A still holds %v", l)
 	}
+	if _, err := b.ExplainJob(context.Background(), j.ID, *now); err == nil || !strings.Contains(err.Error(), "last move: moved from A") {
+		t.Fatalf("explain of a moved job: %v, want it to name the move", err)
+	}
 	if l := bb.live(); len(l) != 1 || l[0] != RemoteTag(j.ID, 2)+":pending" {
 		t.Fatalf("B holds %v, want the second attempt's tag once", l)
 	}
