@@ -184,8 +184,8 @@ func TestRealSlurmRemapSIGKILL(t *testing.T) {
 			if s := expect(sc, "STATE "); s != "dispatched siteA:1" {
 				t.Fatalf("setup: %s, want dispatched at siteA", s)
 			}
-			if occB != "" {
-				b.Cancel(context.Background(), occB) // siteB frees up
+			for _, id := range occB {
+				b.Cancel(context.Background(), id) // siteB frees up
 			}
 			expect(sc, "AT "+point)
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -243,18 +243,18 @@ func TestRealSlurmRemapSIGKILL(t *testing.T) {
 }
 
 // occupy holds every free node of a site with foreign jobs (ones the
-// broker does not know) and waits until they run; it returns the last.
-func occupy(t *testing.T, s *slurm.Backend, tag string) backends.JobID {
+// broker does not know) and waits until they run; it returns their ids.
+func occupy(t *testing.T, s *slurm.Backend, tag string) []backends.JobID {
 	t.Helper()
 	ctx := context.Background()
-	var last backends.JobID
+	var all []backends.JobID
 	for try := 0; try < 4; try++ {
 		in, err := s.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if in.FreeNodes == 0 {
-			return last
+			return all
 		}
 		id, err := s.Submit(ctx, &backends.JobSpec{GridID: fmt.Sprintf("%s%d", tag, try), Name: "remap-occupier", Command: []string{"sleep", "600"},
 			Nodes: in.FreeNodes, Walltime: 30 * time.Minute})
@@ -262,7 +262,7 @@ func occupy(t *testing.T, s *slurm.Backend, tag string) backends.JobID {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Cancel(context.Background(), id) })
-		last = id
+		all = append(all, id)
 		for end := time.Now().Add(20 * time.Second); ; time.Sleep(300 * time.Millisecond) {
 			sts, err := s.Status(ctx, []backends.JobID{id})
 			if err == nil && sts[0].State == backends.StateRunning {
@@ -273,7 +273,7 @@ func occupy(t *testing.T, s *slurm.Backend, tag string) backends.JobID {
 			}
 		}
 	}
-	return last
+	return all
 }
 
 func find(t *testing.T, s *slurm.Backend, tag string) []backends.JobStatus {

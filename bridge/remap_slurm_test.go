@@ -36,27 +36,32 @@ func realRemapSite(t *testing.T, name string) *slurm.Backend {
 	return b
 }
 
-// occupy holds every free node of a site with a foreign job (one this
-// broker does not know) of the given time limit and waits until it runs.
-// It returns the job's id, or "" when the site had no free node.
-func occupy(t *testing.T, s *slurm.Backend, tag string, limit time.Duration) backends.JobID {
+// occupy holds every free node of a site with foreign jobs (ones this
+// broker does not know) of the given time limit, waiting until each runs
+// (nodes freed meanwhile by other users are taken too). It returns the
+// jobs' ids (none when the site had no free node).
+func occupy(t *testing.T, s *slurm.Backend, tag string, limit time.Duration) []backends.JobID {
 	t.Helper()
 	ctx := context.Background()
-	in, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
+	var all []backends.JobID
+	for try := 0; try < 4; try++ {
+		in, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.FreeNodes == 0 {
+			break
+		}
+		id, err := s.Submit(ctx, &backends.JobSpec{GridID: fmt.Sprintf("%s%d", tag, try), Name: "remap-occupier", Command: []string{"sleep", "600"},
+			Nodes: in.FreeNodes, Walltime: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Cancel(context.Background(), id) })
+		waitRemote(t, s, id, backends.StateRunning, 20*time.Second)
+		all = append(all, id)
 	}
-	if in.FreeNodes == 0 {
-		return ""
-	}
-	id, err := s.Submit(ctx, &backends.JobSpec{GridID: tag, Name: "remap-occupier", Command: []string{"sleep", "600"},
-		Nodes: in.FreeNodes, Walltime: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Cancel(context.Background(), id) })
-	waitRemote(t, s, id, backends.StateRunning, 20*time.Second)
-	return id
+	return all
 }
 
 func waitRemote(t *testing.T, s *slurm.Backend, id backends.JobID, want backends.State, d time.Duration) {
@@ -141,8 +146,8 @@ func TestRealSlurmRemap(t *testing.T) {
 			if got := mustJob(t, b, j.ID); got.Sites() != "siteA:1" || got.Moves != 0 {
 				t.Fatalf("siteB busy: the job must stay at siteA, got %s\n%s", got.Sites(), eventsOf(got))
 			}
-			if occB != "" {
-				if err := bs.Cancel(context.Background(), occB); err != nil {
+			for _, id := range occB {
+				if err := bs.Cancel(context.Background(), id); err != nil {
 					t.Fatal(err)
 				}
 			}
