@@ -615,6 +615,7 @@ func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
 	if !ok {
 		return nil
 	}
+	b.noteEstimate(site, st) // remap.go
 	j := b.jobs[id]
 	if j.State != Dispatched && j.State != Running {
 		return nil

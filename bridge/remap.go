@@ -17,11 +17,14 @@ import (
 // that was sent to a site and still waits in that site's queue is
 // compared with the best placement that could start it now elsewhere:
 //
-//   - where it waits, its predicted start is the earliest time the site's
-//     busy profile (the running jobs' nodes and the ends of their time
-//     limits, from the site's Info) frees the nodes it asked for. Jobs
-//     queued ahead of it there are not counted, so the wait is a lower
-//     bound and a move is never made on an overestimated wait;
+//   - where it waits, its predicted start is the batch system's own
+//     estimate when the site's status gives one (SLURM: a pending job's
+//     StartTime, once its backfill scheduler computed it; it counts the
+//     jobs queued ahead), else the earliest time the site's busy profile
+//     (the running jobs' nodes and the ends of their time limits, from
+//     the site's Info) frees the nodes it asked for — a lower bound, as
+//     jobs queued ahead are not counted, so no move is made on an
+//     overestimated wait;
 //   - elsewhere, only single sites with the whole width free now (after
 //     this cycle's plan took its nodes) count; completion there is now +
 //     input transfer + run time (the snapshot's model, heterogeneity
@@ -111,6 +114,27 @@ type remapState struct {
 	// the broker stop there as if the process had been killed.
 	hook    func(point, id string) bool
 	crashed bool // the hook said stop: the broker acts as if dead
+	// est is the batch system's own estimated start of each waiting
+	// component, as its last status said (SLURM: StartTime of a pending
+	// job, once its backfill scheduler has computed it).
+	est map[compKey]time.Time
+}
+
+// noteEstimate records the start a site estimates for a waiting
+// component (only while remapping is on). b.mu held.
+func (b *Broker) noteEstimate(site int, st backends.JobStatus) {
+	if b.opts.Remap == nil {
+		return
+	}
+	k := compKey{site, st.ID}
+	if st.State != backends.StatePending || st.Start.IsZero() {
+		delete(b.rm.est, k)
+		return
+	}
+	if b.rm.est == nil {
+		b.rm.est = map[compKey]time.Time{}
+	}
+	b.rm.est[k] = st.Start
 }
 
 // Crash points of a move, for tests (remapState.hook).
@@ -247,6 +271,11 @@ func (b *Broker) planMoves(now time.Time, free []int) []plannedMove {
 				slices.SortStableFunc(sorted[s], func(x, y policy.Hold) int { return x.Until.Compare(y.Until) })
 			}
 			t, ok := earliestFree(b.snap.Sites[s].Free, sorted[s], c.Nodes, now)
+			if e, said := b.rm.est[compKey{s, c.RemoteID}]; said {
+				// The batch system's own estimate sees the jobs queued
+				// ahead, which the profile does not: it wins when given.
+				t, ok = e, true
+			}
 			known = known && ok
 			if t.After(fromStart) {
 				fromStart = t
@@ -330,6 +359,9 @@ func (b *Broker) startMove(ctx context.Context, now time.Time, mv plannedMove, r
 	// Its components may read as cancelled from now on: no poll may take
 	// that for a failure.
 	b.unindex(j)
+	for _, c := range j.Comps {
+		delete(b.rm.est, compKey{b.siteIdx[c.Site], c.RemoteID})
+	}
 	b.mu.Unlock()
 	if b.crash(crashBeforeWithdraw, mv.id) {
 		return

@@ -405,3 +405,35 @@ func TestRemapNeverMoves(t *testing.T) {
 		})
 	}
 }
+
+// A job can wait at a site whose busy profile shows free nodes (jobs
+// queued ahead of it hold them): the profile predicts "now" and nothing
+// moves, until the site's own estimated start says otherwise.
+func TestRemapUsesTheSitesEstimatedStart(t *testing.T) {
+	now := t0
+	clock := func() time.Time { return now }
+	a, bb := newQueueSite("A", 2, clock), newQueueSite("B", 2, clock)
+	bb.foreign = []backends.Allocation{{Nodes: 2, Until: t0.Add(time.Hour)}}
+	b := remapBroker(t, &RemapOptions{}, nil, onSite(0), a, bb)
+	r := req(2)
+	r.Estimate = 30 * time.Minute
+	j, _ := b.Submit(context.Background(), r, now)
+	mustCycle(t, b, now)
+	bb.foreign = nil
+	now = t0.Add(5 * time.Minute)
+	mustCycle(t, b, now)
+	if got := mustJob(t, b, j.ID); got.Sites() != "A:2" {
+		t.Fatalf("no estimate, profile says it starts now: must stay, got %s", got.Sites())
+	}
+	a.mu.Lock()
+	for _, st := range a.jobs {
+		st.Start = t0.Add(3 * time.Hour) // what SLURM's backfill scheduler reports for a pending job
+	}
+	a.mu.Unlock()
+	now = t0.Add(6 * time.Minute)
+	mustCycle(t, b, now) // the poll reads the estimate; the pass uses it
+	got := mustJob(t, b, j.ID)
+	if got.Sites() != "B:2" || !hasEvent(got, EventMoved, "moved from A (predicted start 13:00 UTC) to B (start now): gain 2h54m") {
+		t.Fatalf("with the site's estimate: at %s\n%s", got.Sites(), eventsOf(got))
+	}
+}
