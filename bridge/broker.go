@@ -67,7 +67,8 @@ type Options struct {
 	Links     [][]policy.Link // Links[i][j] between Sites[i] and Sites[j]; nil = free
 	MultiSite float64         // p >= 1
 	// MaxAttempts bounds dispatch attempts of one job when a site loses it or
-	// refuses it for a retryable reason (default 3).
+	// refuses it for a retryable reason (default 3). Moves of a waiting
+	// job (remap.go) take attempt numbers but do not count.
 	MaxAttempts int
 	Logger      *slog.Logger
 	// OnEvent, when set, sees every job event after it is stored (progress
@@ -124,6 +125,10 @@ type Options struct {
 	// runs one copy per attempt, and a request asking for qos high or low
 	// is refused.
 	Tiers *TierOptions
+	// Remap turns on repetitive mapping (remap.go): a job waiting in a
+	// site's queue is moved to another site that can start it now when the
+	// predicted gain is large enough. nil: jobs stay where they were sent.
+	Remap *RemapOptions
 }
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
@@ -186,6 +191,7 @@ type Broker struct {
 	known []policy.Site // each site's size and node shape as last seen, for feasible (feasible.go)
 	seen  []bool        // known[s] was filled from an Info
 	tiers tierState     // QoS-tier copies (copies.go)
+	rm    remapState    // moves of waiting jobs (remap.go)
 
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
@@ -493,18 +499,24 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	b.mu.Lock()
 	queued := len(b.queue)
 	b.mu.Unlock()
-	if queued == 0 {
+	remap := b.remapWanted(now) // remap.go
+	if queued == 0 && !remap {
 		return rep, nil
 	}
 	snap, err := b.snapshot(ctx, now, &rep)
 	if err != nil {
 		return rep, err
 	}
-	plan, err := b.opts.Planner.Plan(ctx, snap)
-	if err != nil {
-		return rep, fmt.Errorf("policy %s: %w", b.opts.Planner.Name(), err)
+	var plan *policy.Plan
+	if queued > 0 {
+		if plan, err = b.opts.Planner.Plan(ctx, snap); err != nil {
+			return rep, fmt.Errorf("policy %s: %w", b.opts.Planner.Name(), err)
+		}
+		b.dispatch(ctx, now, plan, &rep)
 	}
-	b.dispatch(ctx, now, plan, &rep)
+	if remap {
+		b.remap(ctx, now, plan, &rep)
+	}
 	return rep, nil
 }
 
@@ -603,6 +615,7 @@ func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
 	if !ok {
 		return nil
 	}
+	b.noteEstimate(site, st) // remap.go
 	j := b.jobs[id]
 	if j.State != Dispatched && j.State != Running {
 		return nil
@@ -767,7 +780,7 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 		if c.Reason != "" {
 			reason += " (" + c.Reason + ")"
 		}
-		if (c.State == backends.StateLost || b.retries(j)) && j.Attempts < b.opts.MaxAttempts {
+		if (c.State == backends.StateLost || b.retries(j)) && j.Attempts-j.Moves < b.opts.MaxAttempts {
 			b.retryAfter(j, c, now, reason) // copies.go
 			break
 		}

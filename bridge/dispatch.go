@@ -183,7 +183,7 @@ func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d po
 		// A site said no for good: the job goes on at the others (refused.go).
 		j.State = Queued
 		b.replan(j)
-	} else if backends.Retryable(firstErr) && j.Attempts < b.opts.MaxAttempts {
+	} else if backends.Retryable(firstErr) && j.Attempts-j.Moves < b.opts.MaxAttempts {
 		if j.Resv != nil {
 			b.waitReserved(j)
 			b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))

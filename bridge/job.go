@@ -244,6 +244,11 @@ type Job struct {
 	// DeadlineMissed: the job was reported as unable to meet its deadline
 	// (bridge/deadline.go), so it is reported once.
 	DeadlineMissed bool `json:",omitempty"`
+	// Moves counts the times the job was moved while it waited at a site
+	// (remap.go), and Moving is a move under way: the write-ahead intent
+	// Recover resolves after a crash. Nil when no move is under way.
+	Moves  int   `json:",omitempty"`
+	Moving *Move `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
 	won     bool     // a copy won; the copy-won event is recorded (copies.go)
@@ -282,6 +287,12 @@ func (j *Job) Clone() *Job {
 	c.Outputs = slices.Clone(j.Outputs)
 	c.FetchErrors = slices.Clone(j.FetchErrors)
 	c.Refused = slices.Clone(j.Refused)
+	if j.Moving != nil {
+		m := *j.Moving
+		m.From = slices.Clone(m.From)
+		m.To = slices.Clone(m.To)
+		c.Moving = &m
+	}
 	if j.Resv != nil {
 		r := *j.Resv
 		r.Preempted = slices.Clone(r.Preempted)

@@ -66,6 +66,13 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			}
 			continue
 		}
+		if j.Moving != nil { // remap.go
+			took, cs := b.recoverMove(ctx, j, now, &rep)
+			cancels = append(cancels, cs...)
+			if took {
+				continue
+			}
+		}
 		switch j.State {
 		case Queued:
 			b.queue = append(b.queue, j.ID)

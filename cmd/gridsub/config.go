@@ -29,6 +29,9 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 	}
 	spec.FetchWorkers, spec.FetchTimeout = cfg.Staging.FetchWorkers, cfg.Staging.FetchTimeout
 	spec.Tiers = bridge.TierOptions{Lambda: cfg.Broker.QoS.Lambda, DownAfter: cfg.Broker.QoS.DownAfter}
+	if r := cfg.Broker.Remap; r.Enabled {
+		spec.Remap = &bridge.RemapOptions{MinGain: r.MinGain, MaxMoves: r.MaxMoves, Interval: r.Interval}
+	}
 	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = cfg.Broker.PolicySHA256, cfg.Broker.FallbackPolicy, cfg.Broker.PolicyTimeout
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]

@@ -297,6 +297,9 @@ func summaryText(j *bridge.Job, sim bool) string {
 		}
 	}
 	row("attempts", fmt.Sprint(j.Attempts))
+	for _, m := range moveRows(j) { // render_remap.go
+		row("moved", m)
+	}
 	for _, e := range j.FetchErrors {
 		row("not fetched", e)
 	}

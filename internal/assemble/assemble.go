@@ -72,6 +72,9 @@ type Spec struct {
 	// gives the broker paper 004's, learned live and kept in Store
 	// (reliability.go).
 	Tiers bridge.TierOptions
+	// Remap turns on moves of jobs waiting in a site's queue
+	// (bridge.Options.Remap, broker.remap); nil: off.
+	Remap *bridge.RemapOptions
 }
 
 // Options are knobs of the caller, not of the configuration.
@@ -202,7 +205,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links, SubmitGrace: grace,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
-		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers})
+		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -165,6 +165,23 @@ type Broker struct {
 
 	// QoS tunes the dependability tiers (SPEC.md §5, bridge.TierOptions).
 	QoS QoS `mapstructure:"qos"`
+
+	// Remap moves jobs waiting in a site's queue to a site that can start
+	// them now (bridge.RemapOptions, docs/remap.md). Off by default.
+	Remap Remap `mapstructure:"remap"`
+}
+
+// Remap configures repetitive mapping of waiting jobs. Enabled turns it
+// on; MinGain is the least predicted gain worth a move (0 = 10m),
+// MaxMoves the most moves of one job (0 = 2), Interval the least time
+// between two passes (0 = every scheduling cycle). Off by default: a move
+// gives up the job's place (and age) in the first site's queue and
+// stages its inputs again, which only the user's centre can judge worth it.
+type Remap struct {
+	Enabled  bool          `mapstructure:"enabled"`
+	MinGain  time.Duration `mapstructure:"min_gain"`
+	MaxMoves int           `mapstructure:"max_moves"`
+	Interval time.Duration `mapstructure:"interval"`
 }
 
 // QoS tunes the dependability tiers: Lambda is λ of the tier rule (0 =

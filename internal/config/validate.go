@@ -186,6 +186,7 @@ func (c *Config) validate() Errors {
 	if b.QoS.DownAfter < 0 || b.QoS.DownAfter > MaxInterval {
 		bad("broker.qos.down_after", "must be a duration from 0 (the default 2m) to %s, got %s", MaxInterval, b.QoS.DownAfter)
 	}
+	validateRemap(&b.Remap, bad) // remap.go
 	if (b.TLSCert == "") != (b.TLSKey == "") {
 		bad("broker.tls_cert", "give both broker.tls_cert and broker.tls_key (PEM certificate and private key files), or neither")
 	}

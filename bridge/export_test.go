@@ -1,0 +1,14 @@
+package bridge
+
+// Test hooks for the external test package (bridge_test).
+
+// Crash points of a move (remap.go), for tests outside the package.
+const (
+	CrashAfterWithdraw = crashAfterWithdraw
+	CrashBeforeSubmit  = crashBeforeSubmit
+)
+
+// SetRemapHook sets the function called at each crash point of a move;
+// returning true stops the broker there as if killed. A hook that blocks
+// holds the broker at that point (a test then kills the process).
+func SetRemapHook(b *Broker, hook func(point, id string) bool) { b.rm.hook = hook }
