@@ -118,18 +118,20 @@ func (p *parser) siteInput(it *yaml.Node, field string, f map[string]entry, j *J
 	j.SiteInputs = append(j.SiteInputs, in)
 }
 
-// siteData checks that inputs at a site and scheduling.origin/data_size
-// are not both given: the inputs set the data's origin and size. Called
+// siteData checks that scheduling.origin and scheduling.data_size, when
+// given beside inputs that lie at a site, agree with them: the inputs say
+// where the data is (their site) and how much (their sizes' sum). Called
 // once the whole file is parsed.
 func (p *parser) siteData(j *Job) {
 	if len(j.SiteInputs) == 0 {
 		return
 	}
-	for _, k := range []string{"origin", "data_size"} {
-		f := "scheduling." + k
-		if given := k == "origin" && j.Scheduling.Origin != "" || k == "data_size" && j.Scheduling.DataSize > 0; given {
-			p.failAt(p.pos[f], f, ErrConflict, "inputs that lie at a site (inputs[].site) already say where the data is (%s) and how much (%d bytes); drop %s", j.SiteInputs[0].Site, j.SiteDataSize(), f)
-		}
+	site, total := j.SiteInputs[0].Site, j.SiteDataSize()
+	if o := j.Scheduling.Origin; o != "" && o != site {
+		p.failAt(p.pos["scheduling.origin"], "scheduling.origin", ErrConflict, "is %s, but the inputs that lie at a site lie at %s: the data's origin is where they lie (drop scheduling.origin)", o, site)
+	}
+	if n := j.Scheduling.DataSize; n > 0 && n != total {
+		p.failAt(p.pos["scheduling.data_size"], "scheduling.data_size", ErrConflict, "is %d bytes, but the inputs that lie at %s declare %d in all (drop scheduling.data_size)", n, site, total)
 	}
 }
 
