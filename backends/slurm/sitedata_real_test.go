@@ -25,7 +25,7 @@ func TestRealSlurmDataHolder(t *testing.T) {
 	c := dial(t, s)
 	b := newBackend(t, s, c, c)
 	ctx := context.Background()
-	dir := filepath.Join(s.scratch, "data", gridID("dh"))
+	dir := filepath.Join(s.scratch, gridID("dh")) // removed whole by the cleanup
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

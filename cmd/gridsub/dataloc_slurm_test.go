@@ -77,7 +77,7 @@ func (r dataRun) event(kind, text string) bool {
 func TestRealSlurmInputsAtSite(t *testing.T) {
 	needSlurm(t)
 	scratch := os.Getenv("GRIDSUB_SITEA_SCRATCH")
-	dir := filepath.Join(scratch, "data", "dataloc-"+rand.Text()[:10])
+	dir := filepath.Join(scratch, "dataloc-"+rand.Text()[:10]) // removed whole by the cleanup
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
