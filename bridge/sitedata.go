@@ -45,7 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,7 +93,7 @@ func (b *Broker) validateSiteInputs(req *Request, p *problems) {
 		}
 		remote := in.Remote
 		if remote == "" {
-			remote = filepath.Base(in.Path)
+			remote = path.Base(in.Path)
 		}
 		c, err := jobrules.RelPath(remote, false)
 		switch {
