@@ -45,3 +45,13 @@ func TestFieldInputsAtSite(t *testing.T) {
 		t.Fatalf("unknown site: %v", got)
 	}
 }
+
+// The dry run says where the data lies and what moving it costs
+// (examples/data-at-site.yaml on the default testbed: 1 MB/s, 575 ms).
+func TestDryRunShowsDataLocation(t *testing.T) {
+	code, stdout, stderr := gridsub(t, "--dry-run", "examples/data-at-site.yaml")
+	want := "data at Shanghai: 2 GiB; in place at Shanghai; 35m48s to Beijing at 999.7 kB/s"
+	if code != 0 || !strings.Contains(stdout, "would start  Shanghai:8") || !strings.Contains(stdout, want) {
+		t.Fatalf("exit %d; want Shanghai and %q\n%s\n%s", code, want, stdout, stderr)
+	}
+}
