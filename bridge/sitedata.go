@@ -206,6 +206,7 @@ func (b *Broker) relay(ctx context.Context, r *relays, in backends.SiteFile) (st
 	if err != nil {
 		return "", "", fmt.Errorf("input %s:%s: spool file: %w", in.Site, in.Path, err)
 	}
+	b.log.Info("relaying a site input through the broker", "site", in.Site, "path", in.Path, "declared_bytes", in.Size)
 	tr, err := dh.ReadData(ctx, in.Path, f, in.Size)
 	if err == nil {
 		err = f.Sync()
@@ -223,6 +224,7 @@ func (b *Broker) relay(ctx context.Context, r *relays, in backends.SiteFile) (st
 		return "", "", fmt.Errorf("input %s:%s: %w", in.Site, in.Path, err)
 	}
 	r.files[key] = f.Name()
+	b.log.Info("site input read", "site", in.Site, "path", in.Path, "bytes", tr.Bytes, "took", tr.Duration.Round(time.Millisecond), "sha256", tr.SHA256)
 	rate := ""
 	if s := tr.Duration.Seconds(); s > 0 {
 		rate = " at " + rateText(float64(tr.Bytes)/s)
