@@ -26,6 +26,7 @@ type Capabilities struct {
 	Link    bool // LinkEstimator: measured transfer cost
 	Conn    bool // Connectivity: why the site's connection is down
 	Batch   bool // BatchSubmitter: many submissions in one remote command
+	Data    bool // DataHolder: files that lie at the site (sitedata.go)
 }
 
 // Declarer is implemented by a backend that declares its capabilities
@@ -51,8 +52,9 @@ func CapabilitiesOf(b Backend) Capabilities {
 		_, l := b.(LinkEstimator)
 		_, cn := b.(Connectivity)
 		_, bs := b.(BatchSubmitter)
+		_, dh := b.(DataHolder)
 		return Capabilities{Find: c.Find && f, Fetch: c.Fetch && fe, Reserve: c.Reserve && r,
-			Push: c.Push && w, Link: c.Link && l, Conn: c.Conn && cn, Batch: c.Batch && bs}
+			Push: c.Push && w, Link: c.Link && l, Conn: c.Conn && cn, Batch: c.Batch && bs, Data: c.Data && dh}
 	}
 	_, f := b.(Finder)
 	_, fe := b.(Fetcher)
@@ -61,7 +63,8 @@ func CapabilitiesOf(b Backend) Capabilities {
 	_, l := b.(LinkEstimator)
 	_, cn := b.(Connectivity)
 	_, bs := b.(BatchSubmitter)
-	return Capabilities{Find: f, Fetch: fe, Reserve: r, Push: w, Link: l, Conn: cn, Batch: bs}
+	_, dh := b.(DataHolder)
+	return Capabilities{Find: f, Fetch: fe, Reserve: r, Push: w, Link: l, Conn: cn, Batch: bs, Data: dh}
 }
 
 // AsFinder returns b as a Finder when it has that capability.

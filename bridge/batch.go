@@ -25,6 +25,9 @@ type pendingSubmit struct {
 // does, from its own components' outcomes only: one job's refusal does not
 // touch another's.
 func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendingSubmit, rep *CycleReport) {
+	var data relays
+	defer data.close()
+	pend = b.stagePending(ctx, now, &data, pend, rep) // sitedata.go: inputs that lie at a site
 	if len(pend) == 0 {
 		return
 	}

@@ -975,8 +975,9 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	b.mu.Unlock()
 	// The snapshot and its buffers are reused from cycle to cycle: the
 	// policy reads them only during Plan and must not modify them.
-	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.opts.Links, MultiSite: b.opts.MultiSite,
-		Quiet: b.opts.NoHistory, Uplinks: b.uplinks()}
+	up := b.uplinks()
+	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.siteLinks(up), MultiSite: b.opts.MultiSite,
+		Quiet: b.opts.NoHistory, Uplinks: up}
 	b.mu.Lock()
 	// Only jobs submitted by the cycle's now: a submission that arrived while
 	// this cycle was polling the sites is planned by the next cycle, so no

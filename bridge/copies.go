@@ -250,7 +250,7 @@ func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d po
 	specs := b.copySpecs(j, d.Chosen)
 	b.mu.Unlock()
 
-	ids, errs := b.submitSpecs(ctx, j.Comps, specs)
+	ids, errs := b.submitSpecs(ctx, j.Comps, specs, j.Req.SiteInputs)
 
 	b.mu.Lock()
 	undo := b.applySubmits(ctx, now, j, ids, errs)
@@ -343,14 +343,19 @@ func (b *Broker) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 }
 
 // submitSpecs submits the non-nil specs, outside b.mu.
-func (b *Broker) submitSpecs(ctx context.Context, comps []Component, specs []*backends.JobSpec) ([]backends.JobID, []error) {
+func (b *Broker) submitSpecs(ctx context.Context, comps []Component, specs []*backends.JobSpec, ins []backends.SiteFile) ([]backends.JobID, []error) {
 	ids := make([]backends.JobID, len(specs))
 	errs := make([]error, len(specs))
+	var data relays // sitedata.go: inputs that lie at a site
+	defer data.close()
 	for k, sp := range specs {
 		if sp == nil {
 			continue
 		}
 		s := b.siteIdx[comps[k].Site]
+		if _, errs[k] = b.stageData(ctx, &data, s, sp, ins); errs[k] != nil {
+			continue
+		}
 		ids[k], errs[k] = b.sites[s].Backend.Submit(ctx, sp)
 		b.markStale(s)
 	}
@@ -573,7 +578,7 @@ func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleRepo
 		}
 		comps := slices.Clone(j.Comps)
 		b.mu.Unlock()
-		rids, errs := b.submitSpecs(ctx, comps, specs)
+		rids, errs := b.submitSpecs(ctx, comps, specs, j.Req.SiteInputs)
 		b.mu.Lock()
 		if len(j.Comps) != len(comps) || (j.State != Dispatched && j.State != Running) {
 			// Changed meanwhile (a cancel by the user): withdraw what was submitted.

@@ -18,6 +18,12 @@
 //	          site; Reject → fail the job with the policy's reasons;
 //	          Reserve → note the predicted start
 //
+// Inputs that lie at a site (Request.SiteInputs, sitedata.go) set the
+// job's data origin and size for the planner; just before a component is
+// submitted they are linked into its job directory at their own site, or
+// relayed through the broker (read at their site into a private spool
+// file, staged at the executing site) to any other.
+//
 // With Options.Tiers the broker runs the dependability tiers of SPEC.md §5
 // (tiers.go, copies.go, recover_copies.go): each job gets a tier at
 // submission (high, low, none), the queue is served high → low → none, a

@@ -28,6 +28,9 @@ type Explanation struct {
 	Excluded []Exclusion `json:"excluded,omitempty"`
 	Reasons  []string    `json:"reasons,omitempty"` // the planner's reasons
 	Planner  string      `json:"planner"`
+	// Data says where the job's data lies and what moving it to each
+	// placement shown costs (sitedata.go); "" when it has none.
+	Data string `json:"data,omitempty"`
 }
 
 // Placement is one candidate placement, with its predicted times.
@@ -158,6 +161,11 @@ func (b *Broker) explain(ctx context.Context, j *Job, now time.Time, extra bool)
 		e.Reasons = []string{"the planner leaves it waiting in the queue this pass (jobs ahead of it come first)"}
 	}
 	e.Excluded = b.excluded(&s, j, &pj)
+	for _, d := range plan.Decisions {
+		if d.Job == j.ID {
+			e.Data = dataNote(&s, names, &pj, append([]policy.Option{d.Chosen}, d.Beaten...))
+		}
+	}
 	return e, nil
 }
 

@@ -52,6 +52,7 @@ type Request struct {
 	Setup        string        `json:",omitempty"` // bash run before the command (module load ...)
 	Estimate     time.Duration // the user's walltime estimate on the reference machine
 	Inputs       []backends.StageFile
+	SiteInputs   []backends.SiteFile `json:",omitempty"` // inputs that lie at a site (sitedata.go); Origin and DataSize follow from them
 	Outputs      []string
 	Origin       string   // submit site; "" = none
 	DataSize     int64    // bytes
@@ -316,6 +317,7 @@ func (r Request) clone() Request {
 	r.Command = slices.Clone(r.Command)
 	r.Env = maps.Clone(r.Env)
 	r.Inputs = slices.Clone(r.Inputs)
+	r.SiteInputs = slices.Clone(r.SiteInputs)
 	r.Outputs = slices.Clone(r.Outputs)
 	r.Sites = slices.Clone(r.Sites)
 	r.Prefer = slices.Clone(r.Prefer)

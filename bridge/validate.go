@@ -220,6 +220,7 @@ func (b *Broker) validateFiles(req *Request, p *problems) {
 			}
 		}
 	}
+	b.validateSiteInputs(req, p) // sitedata.go
 	if req.OutputDir != "" {
 		if dir, err := b.outputDir(req.OutputDir); err != nil {
 			p.add("OutputDir", err)

@@ -152,6 +152,9 @@ func explanationText(e *bridge.Explanation) string {
 			fmt.Fprintf(&sb, "    %s\n", place(&e.Alternatives[i]))
 		}
 	}
+	if e.Data != "" {
+		fmt.Fprintf(&sb, "  %s\n", e.Data)
+	}
 	if len(e.Excluded) > 0 {
 		sb.WriteString("  not eligible:\n")
 		for _, x := range e.Excluded {

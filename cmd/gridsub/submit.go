@@ -107,6 +107,7 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 	}
 	spec := j.Spec("")
 	s := j.Scheduling
+	s.Origin, s.DataSize = j.DataOrigin() // inputs that lie at a site set both
 	if s.Origin == "" && s.DataSize == 0 {
 		// From this machine: what moves is the staged inputs. The policies
 		// price it with each site's measured link (backends.LinkEstimator).
@@ -131,6 +132,7 @@ func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, er
 		MemPerNode: spec.MemPerNode, GPUsPerNode: spec.GPUsPerNode, Setup: spec.Setup, SiteOptions: siteOptions(j),
 	}
 	req.Worth, req.DeadlinePolicy = s.Benefit.Worth(), s.DeadlinePolicy
+	req.SiteInputs = j.SiteFiles()
 	return req, nil
 }
 

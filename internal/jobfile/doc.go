@@ -30,6 +30,10 @@
 //	inputs       list of local paths (relative to the job file's directory) or
 //	             {local, remote, mode}; remote defaults to the base name, is
 //	             relative and confined to the job directory, and unique
+//	             — or {site, path, size, remote} for a file that already lies at
+//	             a site (sitefile.go): path relative to that site's remote_dir
+//	             (no absolute path, no .., nothing hidden), size 1 B..64 TiB
+//	             (required), all at one site, which becomes the data origin
 //	outputs      list of relative paths confined to the job directory; a
 //	             trailing "/" marks a directory
 //	resources:
@@ -42,8 +46,10 @@
 //	site_options   per site name: {partition, account} (SLURM partition or PBS
 //	               queue; 1-64 of [A-Za-z0-9._@-]); unlisted sites use their config's
 //	scheduling:
-//	  origin       submit site (where the data comes from)
-//	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; <= 64 TiB; needs origin
+//	  origin       submit site (where the data comes from); must be the site of
+//	               inputs that lie at a site, if any
+//	  data_size    bytes to move from origin: "50MB", "1.5GB", "64MiB"; <= 64 TiB; needs origin;
+//	               must be the sum of the sizes of inputs that lie at a site, if any
 //	  sites        allowed sites (default: all)
 //	  prefer       preferred sites (among sites, if sites is given)
 //	  no_split     forbid co-allocation across sites (default false)

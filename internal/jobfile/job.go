@@ -27,6 +27,8 @@ type Job struct {
 	WorkDir string            // relative to the job directory; "" = the job directory
 	Inputs  []Input           // files staged into the job directory
 	Outputs []string          // relative paths fetched back; a trailing "/" marks a directory
+	// SiteInputs are inputs that already lie at a site (sitefile.go).
+	SiteInputs []SiteInput
 
 	Resources Resources
 	// SiteOptions are batch options per site name (partition or queue,
@@ -292,6 +294,9 @@ func (j *Job) PolicyJob(id string, submit time.Time, siteIndex func(name string)
 	if o := j.Scheduling.Origin; o != "" {
 		pj.Origin = index("scheduling.origin", o)
 	}
+	if len(j.SiteInputs) > 0 { // sitefile.go: the data lies there
+		pj.Origin, pj.DataSize = index(j.SiteInputs[0].field+".site", j.SiteInputs[0].Site), j.SiteDataSize()
+	}
 	for k, s := range j.Scheduling.Sites {
 		pj.Allowed = append(pj.Allowed, index(fmt.Sprintf("scheduling.sites[%d]", k), s))
 	}
@@ -324,6 +329,9 @@ func (j *Job) CheckSites(known []string) error {
 	}
 	if o := j.Scheduling.Origin; o != "" {
 		check("scheduling.origin", o)
+	}
+	for _, in := range j.SiteInputs {
+		check(in.field+".site", in.Site)
 	}
 	for k, s := range j.Scheduling.Sites {
 		check(fmt.Sprintf("scheduling.sites[%d]", k), s)

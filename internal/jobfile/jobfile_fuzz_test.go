@@ -354,6 +354,10 @@ func roundTrip(t *testing.T, j *Job) *Job {
 		ins = append(ins, map[string]string{"local": in.Local, "remote": in.Remote, "mode": fmt.Sprintf("0%o", uint32(in.Mode))})
 		texts = append(texts, in.Local, in.Remote)
 	}
+	for _, in := range j.SiteInputs {
+		ins = append(ins, map[string]string{"site": in.Site, "path": in.Path, "size": strconv.FormatInt(in.Size, 10), "remote": in.Remote})
+		texts = append(texts, in.Site, in.Path, in.Remote)
+	}
 	if ins != nil {
 		m["inputs"] = ins
 	}
@@ -450,6 +454,10 @@ func sameJob(a, b *Job) bool {
 	norm := func(j *Job, offs *[]int) Job {
 		c := *j
 		c.file, c.pos = "", nil
+		c.SiteInputs = slices.Clone(c.SiteInputs)
+		for i := range c.SiteInputs {
+			c.SiteInputs[i].field = "" // its index among all inputs: written out after the local ones
+		}
 		if len(c.Args) == 0 {
 			c.Args = nil
 		}

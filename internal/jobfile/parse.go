@@ -28,7 +28,7 @@ const MaxFileSize = 1 << 20
 // Field names of each mapping, in the order the reference documents them.
 var (
 	topFields         = []string{"name", "command", "script", "args", "env", "setup", "workdir", "inputs", "outputs", "resources", "site_options", "scheduling", "simulate", "array", "sweep", "after", "afterok", "afterany"}
-	inputFields       = []string{"local", "remote", "mode"}
+	inputFields       = []string{"local", "remote", "mode", "site", "path", "size"}
 	resourceFields    = []string{"nodes", "cores_per_node", "memory_per_node", "gpus_per_node", "walltime"}
 	schedulingFields  = []string{"origin", "data_size", "sites", "prefer", "no_split", "deadline", "qos", "benefit", "reservation", "deadline_policy"}
 	benefitFields     = []string{"shape", "a", "b", "c"}
@@ -634,6 +634,7 @@ func (p *parser) job(root *yaml.Node, j *Job) {
 	if e, ok := f["scheduling"]; ok {
 		p.scheduling(e, j)
 	}
+	p.siteData(j) // sitefile.go
 	p.batchOptions(f, j)
 
 	if e, ok := f["simulate"]; ok && p.mapping(e.val, "simulate", "a mapping with runtime and exit_code") {
@@ -681,6 +682,14 @@ func (p *parser) inputs(n *yaml.Node, j *Job) {
 			p.pos[field+".local"] = posOf(it)
 		case yaml.MappingNode:
 			f := p.fields(it, field, inputFields)
+			if _, ok := f["site"]; ok {
+				p.siteInput(it, field, f, j, seen) // sitefile.go
+				continue
+			}
+			if err := siteOnly(f); err != "" {
+				p.fail(f[err].key, field+"."+err, ErrConflict, "needs site: (%s is the path of a file that already lies at a site)", err)
+				continue
+			}
 			kv, ok := f["local"]
 			if !ok {
 				p.fail(it, field+".local", ErrRequired, "missing; give the path of the file on this machine (relative to the job file's directory)")
