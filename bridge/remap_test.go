@@ -139,8 +139,8 @@ func (p plainSite) Status(ctx context.Context, ids []backends.JobID) ([]backends
 }
 func (p plainSite) Cancel(ctx context.Context, id backends.JobID) error { return p.q.Cancel(ctx, id) }
 
-// onSite always places a job at site 0 (a planner that thought it best):
-// the job waits there when the site is busy.
+// onSite always places a job, whole, at the given site index (a planner
+// that thought it best): the job waits there when the site is busy.
 func onSite(site int) func(*policy.Snapshot, policy.Job) *policy.Decision {
 	return func(s *policy.Snapshot, j policy.Job) *policy.Decision {
 		return &policy.Decision{Job: j.ID, Action: policy.Start, Chosen: policy.Option{Parts: []policy.Part{{Site: site, Nodes: j.Width}}}}

@@ -80,13 +80,6 @@ func (d *dataSite) Submit(ctx context.Context, s *backends.JobSpec) (backends.Jo
 	return d.fakeSite.Submit(ctx, s)
 }
 
-// onSite places every job on the named site index.
-func onSite(i int) func(*policy.Snapshot, policy.Job) *policy.Decision {
-	return func(_ *policy.Snapshot, j policy.Job) *policy.Decision {
-		return &policy.Decision{Job: j.ID, Action: policy.Start, Chosen: policy.Option{Parts: []policy.Part{{Site: i, Nodes: 1}}}}
-	}
-}
-
 func dataBroker(t *testing.T, place int, sites ...*dataSite) *Broker {
 	t.Helper()
 	var sc []SiteConfig
