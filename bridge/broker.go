@@ -154,6 +154,10 @@ type Broker struct {
 	restarted map[string]bool
 	pending   []pendingEvent // events to hand to OnEvent once the lock is released
 
+	// unreachable: queued jobs held out of planning because every site
+	// they may use is down (unreachable.go).
+	unreachable map[string]bool
+
 	// Advance reservations (reserve.go).
 	rrg       *reserve.Graph // admitted reservations over the sites; built on first use
 	capacity  []int          // nodes per site as last seen; 0 = not known yet
@@ -500,6 +504,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	if err != nil {
 		return rep, err
 	}
+	b.holdUnreachable(ctx, now, snap) // unreachable.go
 	plan, err := b.opts.Planner.Plan(ctx, snap)
 	if err != nil {
 		return rep, fmt.Errorf("policy %s: %w", b.opts.Planner.Name(), err)
@@ -955,6 +960,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	for s := range b.sites {
 		if !b.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
+			b.downKeepsSize(s) // unreachable.go
 		} else if b.see(s, b.snapSites[s].Nodes, b.snapSites[s].Shape); b.capacity[s] != b.snapSites[s].Nodes {
 			b.learned(ctx, now, s, b.snapSites[s].Nodes)
 		}
