@@ -311,11 +311,16 @@ func (mp *mapper) commit(i, round int) (int, int) {
 		mp.rver[repo]++
 	}
 	mp.mver[c.m]++
+	// The task takes the machine's Width earliest nodes until end: the
+	// nodes after them (sorted) that are free before end move forward,
+	// then the taken ones; what was sorted stays sorted, in O(nodes).
 	n := mp.nodes[c.m]
-	for k := 0; k < t.Width; k++ {
+	rest := n[t.Width:]
+	p, _ := slices.BinarySearch(rest, end)
+	copy(n, rest[:p])
+	for k := p; k < p+t.Width; k++ {
 		n[k] = end
 	}
-	slices.Sort(n)
 	mp.out[i] = Mapping{Machine: c.m, Source: c.src, Start: begin, End: end, Best: c.comp, BestAt: c.m, Round: round}
 	mp.ts[i].done = true
 	return c.m, repo

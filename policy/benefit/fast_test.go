@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -182,5 +183,47 @@ func TestRemapUnder20ms(t *testing.T) {
 	t.Logf("one remapping pass, 2000 jobs x 50 sites: %v (best of 15)", best)
 	if best >= 20*time.Millisecond {
 		t.Fatalf("one remapping pass over 2000 jobs and 50 sites took %v (bar: under 20 ms)", best)
+	}
+}
+
+// TestDecisionWording holds the appended wording of a Start or Reserve
+// decision to what fmt wrote before, on the busy grid's 800 decisions
+// (deadlines, benefit functions and none).
+func TestDecisionWording(t *testing.T) {
+	s := benchSnapshot(800, 50, 3)
+	p, _ := ByName(Benefit)
+	pl, err := p.Plan(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]*policy.Job{}
+	for k := range s.Queue {
+		jobs[s.Queue[k].ID] = &s.Queue[k]
+	}
+	site := map[int]string{}
+	for i := range s.Sites {
+		site[i] = s.Sites[i].Name
+	}
+	n := 0
+	for _, d := range pl.Decisions {
+		if d.Action != policy.Start && d.Action != policy.Reserve {
+			continue
+		}
+		j, o := jobs[d.Job], d.Chosen
+		var round int
+		if _, err := fmt.Sscanf(d.Status.Reasons[0][strings.LastIndex(d.Status.Reasons[0], "(round "):], "(round %d)", &round); err != nil {
+			t.Fatalf("%s: %q: %v", d.Job, d.Status.Reasons[0], err)
+		}
+		want := fmt.Sprintf("%s: predicted completion %s at %s (round %d)", p.Name(), o.End().UTC().Format(time.RFC3339), site[o.Parts[0].Site], round)
+		if !j.Deadline.IsZero() {
+			want += fmt.Sprintf(", benefit %.4g", j.Worth.Value(o.End().Sub(j.Submit), j.Deadline.Sub(j.Submit)))
+		}
+		if d.Status.Reasons[0] != want {
+			t.Fatalf("%s: %q, fmt wrote %q", d.Job, d.Status.Reasons[0], want)
+		}
+		n++
+	}
+	if n < 400 {
+		t.Fatalf("only %d start/reserve decisions checked", n)
 	}
 }

@@ -213,13 +213,8 @@ func newFixQueue(mp *mapper, tasks []int) *fixQueue {
 	}
 	f.head = make([]int, nl)
 	f.key, f.ktask, f.ord, f.opos = make([]time.Duration, nl), make([]int32, nl), make([]int32, nl), make([]int32, nl)
+	sortLists(f.lists, len(mp.p.Tasks))
 	for l := range f.lists {
-		slices.SortFunc(f.lists[l], func(a, b fent) int {
-			if a.fix != b.fix {
-				return cmp.Compare(a.fix, b.fix)
-			}
-			return cmp.Compare(a.task, b.task)
-		})
 		f.setKey(l)
 		f.ord[l], f.opos[l] = int32(l), int32(l)
 	}
@@ -227,6 +222,46 @@ func newFixQueue(mp *mapper, tasks []int) *fixQueue {
 		f.down(k)
 	}
 	return f
+}
+
+// sortLists sorts each list by (fix, task). The entries were appended in
+// task order, and when every fix leaves room for a task index in the low
+// bits of an int64 the pairs are packed and sorted as plain integers
+// (several times faster than a comparison function); otherwise by the
+// comparison.
+func sortLists(lists [][]fent, ntasks int) {
+	bits := 1
+	for 1<<bits < ntasks {
+		bits++
+	}
+	limit := time.Duration(1) << (62 - bits)
+	var keys []int64
+	for _, es := range lists {
+		packed := true
+		for _, e := range es {
+			if e.fix < 0 || e.fix >= limit {
+				packed = false
+				break
+			}
+		}
+		if !packed {
+			slices.SortFunc(es, func(a, b fent) int {
+				if a.fix != b.fix {
+					return cmp.Compare(a.fix, b.fix)
+				}
+				return cmp.Compare(a.task, b.task)
+			})
+			continue
+		}
+		keys = keys[:0]
+		for _, e := range es {
+			keys = append(keys, int64(e.fix)<<bits|int64(e.task))
+		}
+		slices.Sort(keys)
+		for k, x := range keys {
+			es[k] = fent{fix: time.Duration(x >> bits), task: int32(x & (1<<bits - 1))}
+		}
+	}
 }
 
 // setKey recomputes list l's key from its first waiting task, and moves
