@@ -142,6 +142,8 @@ type fent struct {
 func (a fent) less(b fent) bool { return a.fix < b.fix || a.fix == b.fix && a.task < b.task }
 
 // fixQueue holds the waiting tasks whose completion is START plus a fix.
+// (A list's key is START plus the fix of ktask, its first waiting task
+// when the key was computed.)
 // List l = m*nc + c holds the tasks of width class c that machine m can
 // take, sorted by (fix, task); the tasks before head[l] are all mapped.
 // A task taken out of the queue keeps its entries (it is skipped while
@@ -161,6 +163,7 @@ type fixQueue struct {
 	in     []bool
 	n      int
 	key    []time.Duration
+	kfix   []time.Duration // the fix of ktask's entry
 	ktask  []int32
 	ord    []int32
 	opos   []int32
@@ -212,7 +215,7 @@ func newFixQueue(mp *mapper, tasks []int) *fixQueue {
 		}
 	}
 	f.head = make([]int, nl)
-	f.key, f.ktask, f.ord, f.opos = make([]time.Duration, nl), make([]int32, nl), make([]int32, nl), make([]int32, nl)
+	f.key, f.kfix, f.ktask, f.ord, f.opos = make([]time.Duration, nl), make([]time.Duration, nl), make([]int32, nl), make([]int32, nl), make([]int32, nl)
 	sortLists(f.lists, len(mp.p.Tasks))
 	for l := range f.lists {
 		f.setKey(l)
@@ -280,7 +283,7 @@ func (f *fixQueue) setKey(l int) {
 		return
 	}
 	m, c := l/f.nc, l%f.nc
-	f.key[l], f.ktask[l] = f.mp.nodes[m][f.widths[c]-1]+es[k].fix, es[k].task
+	f.key[l], f.kfix[l], f.ktask[l] = f.mp.nodes[m][f.widths[c]-1]+es[k].fix, es[k].fix, es[k].task
 }
 
 // least returns the waiting task of least completion (then index) and that
@@ -317,16 +320,23 @@ func (f *fixQueue) put(i int) {
 		}
 		l := m*f.nc + c
 		if k := f.mp.nodes[m][f.widths[c]-1] + fx; k < f.key[l] || k == f.key[l] && int32(i) < f.ktask[l] {
-			f.key[l], f.ktask[l] = k, int32(i)
+			f.key[l], f.kfix[l], f.ktask[l] = k, fx, int32(i)
 			f.up(int(f.opos[l]))
 		}
 	}
 }
 
-// committed recomputes the keys of machine m's lists (START changed).
+// committed moves the keys of machine m's lists to its new START (later):
+// the key of a list whose first task has left stays a lower bound, made
+// exact when the list comes to the top (least).
 func (f *fixQueue) committed(m int) {
 	for c := 0; c < f.nc; c++ {
-		f.later(m*f.nc + c)
+		l := m*f.nc + c
+		if f.key[l] == never {
+			continue
+		}
+		f.key[l] = f.mp.nodes[m][f.widths[c]-1] + f.kfix[l]
+		f.down(int(f.opos[l]))
 	}
 }
 
