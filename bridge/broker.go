@@ -159,6 +159,10 @@ type Broker struct {
 	restarted map[string]bool
 	pending   []pendingEvent // events to hand to OnEvent once the lock is released
 
+	// unreachable: queued jobs held out of planning because every site
+	// they may use is down (unreachable.go).
+	unreachable map[string]bool
+
 	// Advance reservations (reserve.go).
 	rrg       *reserve.Graph // admitted reservations over the sites; built on first use
 	capacity  []int          // nodes per site as last seen; 0 = not known yet
@@ -509,6 +513,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	}
 	var plan *policy.Plan
 	if queued > 0 {
+		b.holdUnreachable(ctx, now, snap) // unreachable.go
 		if plan, err = b.opts.Planner.Plan(ctx, snap); err != nil {
 			return rep, fmt.Errorf("policy %s: %w", b.opts.Planner.Name(), err)
 		}
@@ -968,6 +973,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	for s := range b.sites {
 		if !b.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
+			b.downKeepsSize(s) // unreachable.go
 		} else if b.see(s, b.snapSites[s].Nodes, b.snapSites[s].Shape); b.capacity[s] != b.snapSites[s].Nodes {
 			b.learned(ctx, now, s, b.snapSites[s].Nodes)
 		}

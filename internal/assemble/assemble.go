@@ -44,7 +44,7 @@ type Spec struct {
 	Sites     []SiteSpec
 	Links     [][]policy.Link
 	MultiSite float64
-	Planner   string        // a coalloc.ByName name ("" = greedy-easy), or a planner plugin (plannerrpc.ParseRef)
+	Planner   string        // a planner name (PlannerName: "" = greedy-local-easy), or a planner plugin (plannerrpc.ParseRef)
 	TimeScale float64       // virtual seconds per wall second for simulated sites (0 = 60)
 	Seed      uint64        // seed of the simulated testbed
 	Interval  time.Duration // cycle interval on real sites (0 = 1s)
@@ -352,14 +352,17 @@ func (c *simClock) Tick(j *bridge.Job) {
 	c.e.RunUntil(c.e.Now().Add(step))
 }
 
-// PlannerName normalises a configured policy name: "" means greedy-easy, and
-// a bare selection ("greedy", "optimal", "single-site", "non-adaptive") gets
-// EASY backfilling, the paper's recommended combination.
+// PlannerName normalises a configured policy name: a bare selection
+// ("greedy", "optimal", "single-site", "non-adaptive") gets EASY
+// backfilling, the paper's recommended combination; "" and bare "greedy"
+// (the live default) mean greedy-local-easy, paper 000's greedy that also
+// weighs the site where a job's data is (coalloc.Options.Local), so a job
+// file's origin and data_size count; the experiments name greedy-easy.
 func PlannerName(n string) string {
 	switch n {
-	case "":
-		return "greedy-easy"
-	case "greedy", "optimal", "single-site", "non-adaptive":
+	case "", "greedy":
+		return "greedy-local-easy"
+	case "optimal", "single-site", "non-adaptive":
 		return n + "-easy"
 	}
 	return n

@@ -1,7 +1,6 @@
 package benefit
 
 import (
-	"container/heap"
 	"math"
 	"slices"
 	"time"
@@ -144,6 +143,12 @@ type mapper struct {
 	tver []uint32
 	// hasRepo: the task reads from a contended repository.
 	hasRepo []bool
+	// fix holds, for a task without one (or data-blind), the part of its
+	// completion on each machine that does not depend on the mapping so
+	// far (the run time plus the least transfer; never: it cannot run
+	// there), and fsrc the source it reads; row-major like comp.
+	fix  []time.Duration
+	fsrc []int32
 	// seen marks the machines a scan has visited (== stamp).
 	seen  []uint32
 	stamp uint32
@@ -175,6 +180,7 @@ func Map(p *Problem, cfg Config) []Mapping {
 			mp.hasRepo[i] = mp.hasRepo[i] || s.Repo >= 0
 		}
 	}
+	mp.fixed()
 	for i := range mp.out {
 		mp.out[i] = Mapping{Machine: -1, Source: -1, BestAt: -1}
 		mp.scan(i)
@@ -196,9 +202,51 @@ func (mp *mapper) start(m, w int) (time.Duration, bool) {
 	return n[w-1], true
 }
 
+// fixed fills fix and fsrc for the tasks that read from no contended
+// repository (or every task, data-blind): their completion on a machine is
+// START plus a constant, which eval then adds without looking at the task.
+func (mp *mapper) fixed() {
+	nm := len(mp.nodes)
+	mp.fix = make([]time.Duration, len(mp.p.Tasks)*nm)
+	mp.fsrc = make([]int32, len(mp.p.Tasks)*nm)
+	for i := range mp.p.Tasks {
+		if mp.hasRepo[i] && !mp.cfg.Blind {
+			continue
+		}
+		t := &mp.p.Tasks[i]
+		for m := 0; m < nm; m++ {
+			e := i*nm + m
+			mp.fix[e], mp.fsrc[e] = never, -1
+			if t.ETC[m] < 0 || t.Width < 1 || t.Width > len(mp.nodes[m]) {
+				continue
+			}
+			switch {
+			case len(t.Sources) == 0:
+				mp.fix[e] = t.ETC[m]
+			case mp.cfg.Blind:
+				mp.fix[e], mp.fsrc[e] = t.ETC[m], 0
+			default:
+				for k, s := range t.Sources {
+					if c := s.Tran[m] + t.ETC[m]; c < mp.fix[e] {
+						mp.fix[e], mp.fsrc[e] = c, int32(k)
+					}
+				}
+			}
+		}
+	}
+}
+
 // eval is the completion of task i on machine m as the heuristic sees it,
 // with the source it would read from.
 func (mp *mapper) eval(i, m int) (time.Duration, int) {
+	if !mp.hasRepo[i] || mp.cfg.Blind {
+		e := i*len(mp.nodes) + m
+		f := mp.fix[e]
+		if f == never {
+			return never, -1
+		}
+		return mp.nodes[m][mp.p.Tasks[i].Width-1] + f, int(mp.fsrc[e])
+	}
 	t := &mp.p.Tasks[i]
 	etc := t.ETC[m]
 	if etc < 0 {
@@ -207,12 +255,6 @@ func (mp *mapper) eval(i, m int) (time.Duration, int) {
 	st, ok := mp.start(m, t.Width)
 	if !ok {
 		return never, -1
-	}
-	if len(t.Sources) == 0 {
-		return st + etc, -1
-	}
-	if mp.cfg.Blind {
-		return st + etc, 0
 	}
 	best, src := never, -1
 	for k, s := range t.Sources {
@@ -269,11 +311,16 @@ func (mp *mapper) commit(i, round int) (int, int) {
 		mp.rver[repo]++
 	}
 	mp.mver[c.m]++
+	// The task takes the machine's Width earliest nodes until end: the
+	// nodes after them (sorted) that are free before end move forward,
+	// then the taken ones; what was sorted stays sorted, in O(nodes).
 	n := mp.nodes[c.m]
-	for k := 0; k < t.Width; k++ {
+	rest := n[t.Width:]
+	p, _ := slices.BinarySearch(rest, end)
+	copy(n, rest[:p])
+	for k := p; k < p+t.Width; k++ {
 		n[k] = end
 	}
-	slices.Sort(n)
 	mp.out[i] = Mapping{Machine: c.m, Source: c.src, Start: begin, End: end, Best: c.comp, BestAt: c.m, Round: round}
 	mp.ts[i].done = true
 	return c.m, repo
@@ -344,17 +391,7 @@ func (h *taskHeap) Pop() any {
 // minimum completion is unchanged and still the least (completions only
 // grow). Hence the equality with Min-min, which the property test checks.
 func (mp *mapper) minFirst(withSufferage bool) {
-	h := &taskHeap{mp: mp}
-	for i := range mp.p.Tasks {
-		mp.ts[i].pos = -1
-		if mp.ts[i].best.m < 0 {
-			mp.ts[i].done = true // no machine can ever take it: Machine -1
-			continue
-		}
-		h.ids = append(h.ids, i)
-		mp.ts[i].pos = len(h.ids) - 1
-	}
-	heap.Init(h)
+	h := newQueue(mp)
 	machineHolder := make([]int, len(mp.nodes))
 	repoHolder := make([]int, len(mp.repos))
 	for k := range machineHolder {
@@ -363,24 +400,14 @@ func (mp *mapper) minFirst(withSufferage bool) {
 	for k := range repoHolder {
 		repoHolder[k] = -1
 	}
-	// popFresh pops the task of least minimum completion. The heap is
-	// lazy: completions only grow, so a stale key is a lower bound of the
-	// true one, and a fresh task on top is the true least.
-	popFresh := func() int {
-		for {
-			i := h.ids[0]
-			if mp.fresh(i) {
-				heap.Pop(h)
-				return i
-			}
-			mp.refresh(i)
-			heap.Fix(h, 0)
-		}
-	}
 	nclaim := make([]int, len(mp.nodes)) // claims on each machine this round
 	wclaim := make([]int, len(mp.nodes)) // and their nodes
 	claimed := make([]bool, len(mp.p.Tasks))
 	var claims, deferred, pressed []int
+	var watch *pressWatch
+	if withSufferage {
+		watch = newPressWatch(mp, h)
+	}
 	for round := 0; h.Len() > 0; round++ {
 		claims, deferred = claims[:0], deferred[:0]
 		lost := false
@@ -450,7 +477,7 @@ func (mp *mapper) minFirst(withSufferage bool) {
 			return true
 		}
 		for h.Len() > 0 {
-			i := popFresh()
+			i := h.popFresh()
 			if mp.missed(i) {
 				mp.drop(i, round)
 				continue
@@ -463,22 +490,7 @@ func (mp *mapper) minFirst(withSufferage bool) {
 		}
 		if lost && withSufferage {
 			// The tasks the deadline presses may still claim or displace.
-			pressed = pressed[:0]
-			for _, i := range h.ids {
-				if mp.p.Tasks[i].HasDeadline {
-					pressed = append(pressed, i)
-				}
-			}
-			pressed = slices.DeleteFunc(pressed, func(i int) bool {
-				if !mp.fresh(i) {
-					if mp.unpressed(i) {
-						return true
-					}
-					mp.refresh(i)
-					heap.Fix(h, mp.ts[i].pos)
-				}
-				return mp.ts[i].suff <= 0
-			})
+			pressed = watch.pressed(mp, h, pressed[:0])
 			slices.SortFunc(pressed, func(a, b int) int {
 				if c := mp.ts[a].best.comp - mp.ts[b].best.comp; c != 0 {
 					return sign(c)
@@ -487,24 +499,28 @@ func (mp *mapper) minFirst(withSufferage bool) {
 			})
 			for _, i := range pressed {
 				if mp.missed(i) {
-					heap.Remove(h, mp.ts[i].pos)
+					h.remove(i)
 					mp.drop(i, round)
 					continue
 				}
 				if try(i) {
-					heap.Remove(h, mp.ts[i].pos)
+					h.remove(i)
 				}
 			}
 		}
 		for _, i := range claims {
-			m, _ := mp.commit(i, round)
+			m, r := mp.commit(i, round)
+			h.committed(m)
+			if watch != nil {
+				watch.committed(mp, m, r)
+			}
 			machineHolder[m], nclaim[m], wclaim[m], claimed[i] = -1, 0, 0, false
 		}
 		for k := range repoHolder {
 			repoHolder[k] = -1
 		}
 		for _, i := range deferred {
-			heap.Push(h, i)
+			h.push(i)
 		}
 	}
 }

@@ -12,8 +12,11 @@
 //	drop     a task whose minimum COMP is after its deadline is reported
 //	         (Mapping.Dropped; the live planner rejects it with the
 //	         predicted completion), not mapped — unless it is best-effort
-//	order    tasks by minimum COMP (a lazy heap: completions only grow,
-//	         so an out-of-date key is a lower bound)
+//	order    tasks by minimum COMP: a task whose COMP on a machine is
+//	         START plus a constant (no contended repository) sits in
+//	         per-machine, per-width lists sorted by that constant, the
+//	         others in a lazy heap (completions only grow, so an
+//	         out-of-date key is a lower bound); queue.go
 //	claim    each takes its best machine (and repository) for the round;
 //	         a taken one goes to the higher benefit sufferage
 //	         β(best COMP) − β(second COMP), the holder waits (Sufferage's
@@ -21,6 +24,11 @@
 //	         displace ends the zero-sufferage claims of the round, and only
 //	         deadline-pressed tasks (sufferage > 0) may still claim
 //	commit   the round's claims, updating START and Data-START
+//
+// Only the deadline tasks whose proof of "not pressed" a commit may have
+// broken are looked at again after a round (press.go). The engine as it
+// was before these shortcuts is kept in oracle_test.go, and the tests
+// require identical mappings.
 //
 // With no deadline pressure every benefit sufferage is 0 and the result is
 // exactly Min-min's (property-tested against an independent Min-min).

@@ -11,7 +11,12 @@ import (
 // fresh cheaply as the rounds commit (the per-task cache and top list).
 
 // scan recomputes task i's best and second-best machines and its sufferage.
+
 func (mp *mapper) scan(i int) {
+	if !mp.hasRepo[i] || mp.cfg.Blind {
+		mp.scanFixed(i)
+		return
+	}
 	t := &mp.p.Tasks[i]
 	nm := len(mp.nodes)
 	row, src, ver := mp.comp[i*nm:(i+1)*nm], mp.csrc[i*nm:(i+1)*nm], mp.cver[i*nm:(i+1)*nm]
@@ -88,6 +93,41 @@ func (mp *mapper) scan(i int) {
 	mp.settle(i)
 }
 
+// scanFixed is scan for a task whose completion on a machine is START
+// plus its fix: computing one is cheaper than the cache, so every machine
+// is computed afresh. The list and thr it leaves are the ones scan would
+// (exact values, ties by better).
+func (mp *mapper) scanFixed(i int) {
+	t := &mp.p.Tasks[i]
+	s := &mp.ts[i]
+	nm := len(mp.nodes)
+	fix, fsrc := mp.fix[i*nm:(i+1)*nm], mp.fsrc[i*nm:(i+1)*nm]
+	w := t.Width - 1
+	s.ntop, s.thr = 0, never
+	for m, f := range fix {
+		if f == never {
+			continue
+		}
+		x := cand{m, int(fsrc[m]), mp.nodes[m][w] + f}
+		if s.ntop == topK {
+			if !better(t, x, s.top[topK-1]) {
+				s.thr = min(s.thr, x.comp)
+				continue
+			}
+			s.thr = min(s.thr, s.top[topK-1].comp)
+			s.ntop--
+		}
+		k := s.ntop
+		for k > 0 && better(t, x, s.top[k-1]) {
+			s.top[k], s.tv[k] = s.top[k-1], s.tv[k-1]
+			k--
+		}
+		s.top[k], s.tv[k] = x, mp.mver[m]
+		s.ntop++
+	}
+	mp.settle(i)
+}
+
 // settle takes best and second from the top list.
 func (mp *mapper) settle(i int) {
 	s := &mp.ts[i]
@@ -133,10 +173,13 @@ func (mp *mapper) benefitSufferage(t *Task, best, second cand) float64 {
 	return vb - t.Worth.Value(second.comp-t.Submit, d)
 }
 
-// refresh makes a stale task fresh: it re-evaluates the machines of its
-// top list that changed; a scan is needed only when the best (and, if the
-// sufferage reads it, the second) are no longer certainly ahead of every
-// machine outside the list.
+// refresh makes a stale task fresh. The values of its top list are lower
+// bounds (completions only grow): it re-evaluates only the entries that
+// come first and are out of date, until the first (and, if the sufferage
+// reads it, the second) entry is exact and ahead of the rest of the list;
+// a scan is needed only when those are no longer certainly ahead of every
+// machine outside the list (thr). The rest of the list may stay out of
+// date: a later refresh or scan reads it as the lower bound it is.
 func (mp *mapper) refresh(i int) {
 	s := &mp.ts[i]
 	t := &mp.p.Tasks[i]
@@ -144,26 +187,34 @@ func (mp *mapper) refresh(i int) {
 		mp.scan(i)
 		return
 	}
-	nm := len(mp.nodes)
-	for k := 0; k < s.ntop; k++ {
-		m := s.top[k].m
-		if v := mp.mver[m]; s.tv[k] != v {
-			c, src := mp.eval(i, m)
-			mp.comp[i*nm+m], mp.csrc[i*nm+m], mp.cver[i*nm+m] = c, int32(src), v
-			s.top[k], s.tv[k] = cand{m, src, c}, v
-		}
-	}
-	for k := 1; k < s.ntop; k++ {
-		for j := k; j > 0 && better(t, s.top[j], s.top[j-1]); j-- {
-			s.top[j], s.top[j-1] = s.top[j-1], s.top[j]
-			s.tv[j], s.tv[j-1] = s.tv[j-1], s.tv[j]
-		}
-	}
 	need := 1
 	if mp.needSecond(t) {
 		need = 2
 	}
+	nm := len(mp.nodes)
 	for k := 0; k < min(need, s.ntop); k++ {
+		for {
+			b := k
+			for j := k + 1; j < s.ntop; j++ {
+				if better(t, s.top[j], s.top[b]) {
+					b = j
+				}
+			}
+			s.top[k], s.top[b] = s.top[b], s.top[k]
+			s.tv[k], s.tv[b] = s.tv[b], s.tv[k]
+			m := s.top[k].m
+			v := mp.mver[m]
+			if s.tv[k] == v {
+				break
+			}
+			if e := i*nm + m; mp.cver[e] == v {
+				s.top[k], s.tv[k] = cand{m, int(mp.csrc[e]), mp.comp[e]}, v
+				continue
+			}
+			c, src := mp.eval(i, m)
+			mp.comp[i*nm+m], mp.csrc[i*nm+m], mp.cver[i*nm+m] = c, int32(src), v
+			s.top[k], s.tv[k] = cand{m, src, c}, v
+		}
 		if s.thr != never && s.top[k].comp >= s.thr {
 			mp.scan(i)
 			return
@@ -196,12 +247,7 @@ func (mp *mapper) unpressed(i int) bool {
 	if s.second.m < 0 || !mp.reposFresh(i) {
 		return false
 	}
-	knee := t.Deadline // the default shape: 1 by the deadline, 0 after
-	d := t.Deadline - t.Submit
-	switch t.Worth.Shape {
-	case policy.Linear, policy.Step:
-		knee = t.Submit + time.Duration(t.Worth.B*float64(d))
-	}
+	knee := kneeOf(t)
 	nm := len(mp.nodes)
 	var u time.Duration
 	for _, m := range [2]int{s.best.m, s.second.m} {
@@ -216,6 +262,19 @@ func (mp *mapper) unpressed(i int) bool {
 		return u <= knee
 	}
 	return u < knee
+}
+
+// kneeOf is the completion up to which task t's benefit does not fall:
+// two completions both before it (NoWorth: not after it) are worth the
+// same.
+func kneeOf(t *Task) time.Duration {
+	knee := t.Deadline // the default shape: 1 by the deadline, 0 after
+	d := t.Deadline - t.Submit
+	switch t.Worth.Shape {
+	case policy.Linear, policy.Step:
+		knee = t.Submit + time.Duration(t.Worth.B*float64(d))
+	}
+	return knee
 }
 
 // needSecond: the task's sufferage reads its second best.

@@ -28,6 +28,13 @@ type Options struct {
 	// Beaten is how many runner-up options a decision keeps: default 3;
 	// negative keeps none.
 	Beaten int
+	// Local (greedy selection only): a job whose input must move from its
+	// origin site also has that site evaluated alone, beside Algorithm 3's
+	// windows (Greedy.Local). Off, greedy is paper 000's Algorithm 3, whose
+	// figures the experiments reproduce (their jobs have submit sites and
+	// data, and the origin would change where some run); the live default
+	// (broker.policy: greedy) turns it on: "greedy-local-easy".
+	Local bool
 }
 
 var (
@@ -60,6 +67,9 @@ func New(o Options) (policy.Planner, error) {
 	if !slices.Contains(modes, mode) {
 		return nil, fmt.Errorf("%w: mode %q: valid are %s", ErrBadOption, o.Mode, strings.Join(modes, ", "))
 	}
+	if o.Local && (sel != "greedy" || mode != "adaptive") {
+		return nil, fmt.Errorf("%w: Local applies to greedy selection in adaptive mode only, not %s/%s", ErrBadOption, sel, mode)
+	}
 	maxOpt := o.MaxOptimalSites
 	switch {
 	case maxOpt == 0:
@@ -83,9 +93,12 @@ func New(o Options) (policy.Planner, error) {
 		if sel == "optimal" {
 			p.sel = &Optimal{MaxSites: maxOpt}
 		} else {
-			p.sel = Greedy{}
+			p.sel = Greedy{Local: o.Local}
 		}
 		p.name = sel + "-" + bf
+		if o.Local {
+			p.name = "greedy-local-" + bf
+		}
 	case "single-site":
 		p.sel, p.single = SingleSite{}, true
 		p.name = "single-site-" + bf
@@ -99,7 +112,7 @@ func New(o Options) (policy.Planner, error) {
 // Names lists the planner names ByName knows.
 func Names() []string {
 	var out []string
-	for _, m := range []string{"greedy", "optimal", "single-site", "non-adaptive"} {
+	for _, m := range []string{"greedy", "greedy-local", "optimal", "single-site", "non-adaptive"} {
 		for _, b := range backfills {
 			out = append(out, m+"-"+b)
 		}
@@ -108,8 +121,9 @@ func Names() []string {
 }
 
 // ByName builds a planner from a name as used in config files:
-// "<greedy|optimal|single-site|non-adaptive>-<none|easy|conservative>" or
-// "sabin". The planner's Name() is the same string.
+// "<greedy|greedy-local|optimal|single-site|non-adaptive>-<none|easy|conservative>"
+// or "sabin" ("greedy-local": Options.Local). The planner's Name() is the
+// same string.
 func ByName(name string) (policy.Planner, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if n == "sabin" {
@@ -121,6 +135,8 @@ func ByName(name string) (policy.Planner, error) {
 		switch head {
 		case "greedy", "optimal":
 			return New(Options{Selection: head, Backfill: bf})
+		case "greedy-local":
+			return New(Options{Selection: "greedy", Backfill: bf, Local: true})
 		case "single-site", "non-adaptive":
 			return New(Options{Mode: head, Backfill: bf})
 		}

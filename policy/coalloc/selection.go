@@ -44,13 +44,21 @@ var (
 //
 // Cost per job: O(N·L·log L) for N sites and L = min(N, width) in the worst
 // case (scarce nodes), O(L²) when the first sites suffice.
-type Greedy struct{}
+//
+// A job that names sites (prefer; with Local, its origin when its data must
+// move) also has each of those sites evaluated alone (extras), immediate and
+// reserved, beside the windows.
+type Greedy struct {
+	// Local: the job's origin site, where its input is, is evaluated alone
+	// too when the job moves data (DataSize > 0).
+	Local bool
+}
 
 // Name implements Selector.
 func (Greedy) Name() string { return "greedy" }
 
 // Select implements Selector.
-func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
+func (g Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
 	lmax := min(len(sites), j.Width)
 	if j.NoSplit {
 		lmax = 1
@@ -68,6 +76,13 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 		for _, win := range st.win.run(vals, j.Width, lmax) {
 			st.set = positions(st.set[:0], sites, win)
 			st.place(j, st.set, 0, k)
+		}
+	}
+	var exbuf [4]int
+	ex := g.extras(j, sites, exbuf[:0])
+	for i := range ex {
+		if st.FreeNow(ex[i]) >= j.Width {
+			st.place(j, ex[i:i+1], 0, k)
 		}
 	}
 	if k.nothingNow() {
@@ -93,6 +108,11 @@ func (Greedy) Select(st *State, j *policy.Job, sites []int, k *Collector) error 
 	for _, win := range wins {
 		st.set = positions(st.set[:0], sites, win)
 		st.reserveAt(j, st.set, k, st.windowBound(j, vals, win))
+	}
+	for i := range ex {
+		if st.Eventual(ex[i]) >= j.Width {
+			st.reserveAt(j, ex[i:i+1], k, 0)
+		}
 	}
 	return nil
 }

@@ -98,6 +98,13 @@ func refWindows(vals []int, w, lmax int) [][]int {
 
 // refGreedy: the literal windows, each evaluated without pruning.
 func refGreedy(st *State, j *policy.Job, sites []int) *Candidate {
+	return refGreedyLocal(st, j, sites, false)
+}
+
+// refGreedyLocal is refGreedy plus each eligible site the job names alone
+// (its preferred sites; with local, its origin when data moves), immediate
+// and at the earliest start.
+func refGreedyLocal(st *State, j *policy.Job, sites []int, local bool) *Candidate {
 	lmax := min(len(sites), j.Width)
 	if j.NoSplit {
 		lmax = 1
@@ -116,6 +123,11 @@ func refGreedy(st *State, j *policy.Job, sites []int) *Candidate {
 		run, xfer := st.model(j, set)
 		if t, ok := refEarliest(st, set, j.Width, hold(run, xfer)); ok {
 			st.place(j, set, t, k)
+		}
+	}
+	for _, s := range sites {
+		if slices.Contains(j.Preferred, s) || local && j.DataSize > 0 && s == j.Origin {
+			refEval(st, j, []int{s}, k)
 		}
 	}
 	return k.Best()
@@ -168,7 +180,8 @@ func TestPropertySelectorsMatchReference(t *testing.T) {
 			for _, c := range []struct {
 				sel Selector
 				ref func(*State, *policy.Job, []int) *Candidate
-			}{{&Optimal{MaxSites: 16}, refOptimal}, {Greedy{}, refGreedy}} {
+			}{{&Optimal{MaxSites: 16}, refOptimal}, {Greedy{}, refGreedy},
+				{Greedy{Local: true}, func(st *State, j *policy.Job, sites []int) *Candidate { return refGreedyLocal(st, j, sites, true) }}} {
 				k := newCollector(3)
 				if err := c.sel.Select(st, j, sites, k); err != nil {
 					t.Fatal(err)

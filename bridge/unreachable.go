@@ -1,0 +1,114 @@
+package bridge
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/policy"
+)
+
+// Jobs whose sites cannot be reached wait; they are never rejected for it.
+//
+// A site whose Info fails in a cycle is Down in the policy's snapshot, and
+// its size was 0: a planner that checks a job's width against the sites it
+// may use then rejected a 2-node job as "too wide" when every site was
+// merely unreachable. Two measures, both here in the broker so that every
+// planner (built-in or plugin) gets them:
+//
+//   - a down site keeps the size and node shape it had when last seen
+//     (downKeepsSize), so "too wide" is judged on what the grid has, and a
+//     job too wide for the sites that are up waits for the others;
+//   - a queued job whose every eligible site is down is not handed to the
+//     planner at all (holdUnreachable): nothing can be decided for it, even
+//     for a site never seen yet whose size is unknown. It stays queued with
+//     Reason "waiting: every eligible site is unreachable (A, B)" and one
+//     "waiting" event, and is planned again once one of them answers.
+
+// unreachableReason starts the Reason of a job held by holdUnreachable.
+const unreachableReason = "waiting: every eligible site is unreachable"
+
+// downKeepsSize gives down site s its size and node shape as last seen (a
+// site never seen keeps 0: unknown). b.mu held.
+func (b *Broker) downKeepsSize(s int) {
+	if b.seen != nil && b.seen[s] {
+		b.snapSites[s].Nodes, b.snapSites[s].Shape = b.known[s].Nodes, b.known[s].Shape
+	}
+}
+
+// holdUnreachable takes out of snap's queue the jobs whose every eligible
+// site (allowed, or all) is down, and marks them; it clears the mark of
+// the jobs planned again. Without a down site and a marked job it costs
+// one pass over the sites.
+func (b *Broker) holdUnreachable(ctx context.Context, now time.Time, snap *policy.Snapshot) {
+	down := 0
+	for i := range snap.Sites {
+		if snap.Sites[i].Down {
+			down++
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if down == 0 && len(b.unreachable) == 0 {
+		return
+	}
+	var keep []policy.Job
+	for k := range snap.Queue {
+		pj := &snap.Queue[k]
+		j := b.jobs[pj.ID]
+		if j == nil {
+			continue
+		}
+		if names, all := b.allDown(snap, pj); all {
+			if keep == nil {
+				keep = append(make([]policy.Job, 0, len(snap.Queue)), snap.Queue[:k]...)
+			}
+			why := unreachableReason + " (" + strings.Join(names, ", ") + ")"
+			if j.Reason != why {
+				j.Reason = why
+				b.addEvent(j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
+				_ = b.persist(ctx, j)
+			}
+			if b.unreachable == nil {
+				b.unreachable = map[string]bool{}
+			}
+			b.unreachable[j.ID] = true
+			continue
+		}
+		if b.unreachable[j.ID] {
+			delete(b.unreachable, j.ID)
+			if strings.HasPrefix(j.Reason, unreachableReason) {
+				j.Reason = ""
+				_ = b.persist(ctx, j)
+			}
+		}
+		if keep != nil {
+			keep = append(keep, *pj)
+		}
+	}
+	for id := range b.unreachable {
+		if j := b.jobs[id]; j == nil || j.State != Queued {
+			delete(b.unreachable, id) // cancelled, or gone
+		}
+	}
+	if keep != nil {
+		snap.Queue = keep[:len(keep):len(keep)]
+	}
+}
+
+// allDown reports whether every site job pj may use is down, with their
+// names.
+func (b *Broker) allDown(snap *policy.Snapshot, pj *policy.Job) ([]string, bool) {
+	var names []string
+	for i := range snap.Sites {
+		if pj.Allowed != nil && !slices.Contains(pj.Allowed, i) {
+			continue
+		}
+		if !snap.Sites[i].Down {
+			return nil, false
+		}
+		names = append(names, snap.Sites[i].Name)
+	}
+	return names, len(names) > 0
+}
