@@ -187,6 +187,8 @@ type Broker struct {
 	seen  []bool        // known[s] was filled from an Info
 	tiers tierState     // QoS-tier copies (copies.go)
 
+	duties dutyState // late watches, durable (duties.go)
+
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
 }
@@ -486,6 +488,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
+	b.watchLate(ctx, now)             // duties.go
 	b.releaseHeld(ctx, now)           // deps.go
 	b.advanceGroups(ctx, now)         // group.go
 	b.expireDeadlines(ctx, now, &rep) // deadline.go
@@ -887,18 +890,24 @@ func (b *Broker) compactLive() {
 }
 
 func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
+	if len(cs) == 0 {
+		return
+	}
 	for _, c := range cs {
 		err := b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
 		b.markStale(b.siteIdx[c.site])
 		b.mu.Lock()
-		j := b.jobs[c.job]
-		if err != nil {
-			b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
-			b.retryCancel(c, err) // copies.go
-		} else {
-			b.addEvent(j, now, "cancelled-remote", c.site, c.why)
+		if j := b.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
+			if err != nil {
+				b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+			} else {
+				b.addEvent(j, now, "cancelled-remote", c.site, c.why)
+			}
+			_ = b.persist(ctx, j)
 		}
-		_ = b.persist(ctx, j)
+		if err != nil {
+			b.retryCancel(c, err) // copies.go
+		}
 		b.mu.Unlock()
 	}
 }

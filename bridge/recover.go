@@ -47,12 +47,14 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	if resv {
 		b.readmit(ctx, jobs, now)
 	}
+	b.loadDuties(ctx, &rep) // duties.go: pending cancels and late watches
 	var cancels []cancelReq
 	for _, j := range jobs {
 		if _, dup := b.jobs[j.ID]; dup {
 			continue
 		}
 		b.jobs[j.ID] = j
+		b.rewatch(j) // duties.go
 		// How a job ends while its outputs are fetched lives in memory
 		// only; a store that hands back the struct (MemStore) must not
 		// make the recovered job skip its fetch.
@@ -205,6 +207,9 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		for _, c := range j.Comps {
 			if c.RemoteID != "" && !c.State.Final() {
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
+			}
+			if c.RemoteID == "" {
+				b.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
 			}
 		}
 		rep.NeverReached += missing

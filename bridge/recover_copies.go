@@ -89,9 +89,12 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 		b.unlive(j)
 		return false
 	}
-	for range missing {
+	for _, k := range missing {
 		resubmit = true
 		rep.NeverReached++
+		// Submitted again under the same tag: the watch cancels the
+		// remote job under it that the copy does not own (duties.go).
+		b.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
 	}
 	if resubmit {
 		b.tiers.pending = append(b.tiers.pending, j.ID)
