@@ -187,7 +187,7 @@ type Broker struct {
 	seen  []bool        // known[s] was filled from an Info
 	tiers tierState     // QoS-tier copies (copies.go)
 
-	duties dutyState // late watches, durable (duties.go)
+	duties dutyState // pending cancels and late watches, durable (duties.go)
 
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
@@ -555,7 +555,7 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	}()
 
 	b.mu.Lock()
-	touched := b.detectDown(results, errs, now) // copies.go
+	touched := b.detectDown(ctx, results, errs, now) // outage.go
 	for _, n := range notes {
 		if j := b.apply(n.site, n.st, now); j != nil {
 			touched = append(touched, j)
@@ -893,10 +893,14 @@ func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 	if len(cs) == 0 {
 		return
 	}
+	b.mu.Lock()
+	b.intendCancels(ctx, cs) // duties.go: recorded before they are sent
+	b.mu.Unlock()
 	for _, c := range cs {
 		err := b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
 		b.markStale(b.siteIdx[c.site])
 		b.mu.Lock()
+		b.cancelSent(c)
 		if j := b.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
 			if err != nil {
 				b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
@@ -906,10 +910,13 @@ func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 			_ = b.persist(ctx, j)
 		}
 		if err != nil {
-			b.retryCancel(c, err) // copies.go
+			b.retryCancel(c, err) // outage.go
 		}
 		b.mu.Unlock()
 	}
+	b.mu.Lock()
+	b.saveDuties(ctx)
+	b.mu.Unlock()
 }
 
 // eachSite runs fn for every site: concurrently for real sites, in order for

@@ -17,6 +17,12 @@ import (
 // live jobs, kept durable beside the jobs (ValueStore, under DutiesKey) so
 // a restart does not forget it:
 //
+//   - cancels: every remote cancel is recorded before it is sent and
+//     dropped once the site took it; one the site could not take (it did
+//     not answer) is retried until it does (retryOrphans), also after a
+//     restart. So a QoS loser, the sibling of a failed component or a job
+//     the user cancelled does not run on because the broker restarted
+//     while its site was down (or before the cancel left).
 //   - late watches: after a restart, an intended submission not found at
 //     its site once Options.SubmitGrace is over counts as never sent and
 //     the job goes on (queued again under the next attempt's tag, or the
@@ -35,6 +41,14 @@ const DutiesKey = "bridge.remote-duties"
 // after its tag was abandoned.
 const EventLateSubmission = "late-submission"
 
+// dutyCancel is a remote cancel owed to a site.
+type dutyCancel struct {
+	Job      string         `json:"job"`
+	Site     string         `json:"site"`
+	RemoteID backends.JobID `json:"remote_id"`
+	Why      string         `json:"why,omitempty"`
+}
+
 // lateWatch is an abandoned tag watched at its site.
 type lateWatch struct {
 	Job     string    `json:"job"`
@@ -47,11 +61,13 @@ type lateWatch struct {
 }
 
 type dutyRecord struct {
-	Watches []lateWatch `json:"watches,omitempty"`
+	Cancels []dutyCancel `json:"cancels,omitempty"`
+	Watches []lateWatch  `json:"watches,omitempty"`
 }
 
 // dutyState is the broker's in-memory side of the duties. b.mu guards it.
 type dutyState struct {
+	issuing []cancelReq // cancels being sent now (doCancels)
 	watches []lateWatch
 	saved   []byte // the record as last stored
 	next    time.Time
@@ -68,10 +84,15 @@ func (b *Broker) saveDuties(ctx context.Context) {
 	if !ok {
 		return
 	}
-	if b.duties.saved == nil && len(b.duties.watches) == 0 {
+	if b.duties.saved == nil && len(b.duties.issuing)+len(b.tiers.orphans)+len(b.duties.watches) == 0 {
 		return // nothing owed, nothing stored
 	}
 	var r dutyRecord
+	for _, c := range slices.Concat(b.duties.issuing, b.tiers.orphans) {
+		if !slices.ContainsFunc(r.Cancels, func(d dutyCancel) bool { return d.Site == c.site && d.RemoteID == c.id }) {
+			r.Cancels = append(r.Cancels, dutyCancel{Job: c.job, Site: c.site, RemoteID: c.id, Why: c.why})
+		}
+	}
 	r.Watches = b.duties.watches
 	raw, err := json.Marshal(r)
 	if err != nil || bytes.Equal(raw, b.duties.saved) {
@@ -84,7 +105,8 @@ func (b *Broker) saveDuties(ctx context.Context) {
 	b.duties.saved = raw
 }
 
-// loadDuties reads the duties a previous process left: its watches go on. An entry naming a
+// loadDuties reads the duties a previous process left: its cancels are
+// retried from the first cycle on, its watches go on. An entry naming a
 // site this configuration lacks is dropped with an error; an unreadable
 // record is reported and ignored. b.mu held.
 func (b *Broker) loadDuties(ctx context.Context, rep *RecoverReport) {
@@ -101,16 +123,37 @@ func (b *Broker) loadDuties(ctx context.Context, rep *RecoverReport) {
 	}
 	var r dutyRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
-		rep.Errors = append(rep.Errors, fmt.Errorf("recover: %s is not a duty record, ignored (late watches of the previous run are lost): %w", DutiesKey, err))
+		rep.Errors = append(rep.Errors, fmt.Errorf("recover: %s is not a duty record, ignored (pending cancels and late watches of the previous run are lost): %w", DutiesKey, err))
 		return
 	}
 	b.duties.saved = raw
+	for _, c := range r.Cancels {
+		if _, ok := b.siteIdx[c.Site]; !ok || c.RemoteID == "" {
+			rep.Errors = append(rep.Errors, fmt.Errorf("recover: pending cancel of %q at site %q (job %s) dropped: no such site", c.RemoteID, c.Site, c.Job))
+			continue
+		}
+		b.owe(cancelReq{c.Job, c.Site, c.RemoteID, c.Why})
+	}
 	for _, w := range r.Watches {
 		if _, ok := b.siteIdx[w.Site]; !ok || w.Tag == "" {
 			rep.Errors = append(rep.Errors, fmt.Errorf("recover: late watch of tag %q at site %q (job %s) dropped: no such site", w.Tag, w.Site, w.Job))
 			continue
 		}
 		b.duties.watches = append(b.duties.watches, w)
+	}
+}
+
+// intendCancels records cancels about to be sent (doCancels). b.mu held.
+func (b *Broker) intendCancels(ctx context.Context, cs []cancelReq) {
+	b.duties.issuing = append(b.duties.issuing, cs...)
+	b.saveDuties(ctx)
+}
+
+// cancelSent drops a cancel from those being sent: the site took it, or
+// retryCancel keeps it to retry. b.mu held.
+func (b *Broker) cancelSent(c cancelReq) {
+	if k := slices.Index(b.duties.issuing, c); k >= 0 {
+		b.duties.issuing = slices.Delete(b.duties.issuing, k, k+1)
 	}
 }
 

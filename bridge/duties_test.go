@@ -107,7 +107,7 @@ func TestLateSubmissionAfterGraceCancelled(t *testing.T) {
 			t.Fatalf("within the margin after the end: %+v", r)
 		}
 		mustCycle(t, b, now.Add(4*time.Minute))
-		if r := storedDuties(t, mem); len(r.Watches) != 0 {
+		if r := storedDuties(t, mem); len(r.Watches) != 0 || len(r.Cancels) != 0 {
 			t.Fatalf("past the margin: still owed %+v", r)
 		}
 	}
@@ -145,5 +145,51 @@ func TestLateCopyAfterGraceCancelled(t *testing.T) {
 	}
 	if k := slicesIndexComp(got.Comps, "B"); k < 0 || got.Comps[k].RemoteID == "99" || got.Comps[k].State.Final() {
 		t.Fatalf("the owned copy at B: %+v", got.Comps)
+	}
+}
+
+// TestPendingCancelSurvivesRestart: a high job's copy 1 wins while site A,
+// which runs copy 0, does not answer; the loser's cancel cannot reach A and
+// the job ends once A counts as down. The broker restarts while A is still
+// down: the pending cancel is in the store, so once A answers again the
+// restarted broker cancels the loser — it does not run on.
+func TestPendingCancelSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	a, c := &flaky{fakeSite: newFake("A", 4)}, newFake("B", 4)
+	mem := NewMemStore()
+	b := tierBroker(t, mem, a, c)
+	j, _ := b.Submit(ctx, qreq("high"), t0)
+	mustCycle(t, b, t0)
+	if n, _ := a.running(); n != 1 {
+		t.Fatalf("A runs %d copies", n)
+	}
+	a.down.Store(true)
+	c.setTag(CopyTag(j.ID, 1, 1), backends.StateCompleted, 0)
+	mustCycle(t, b, t0.Add(time.Second))
+	mustCycle(t, b, t0.Add(12*time.Second)) // A down for DownAfter: its copy counts as lost
+	mustCycle(t, b, t0.Add(13*time.Second))
+	got, _ := b.Job(j.ID)
+	if got.State != Completed || !hasEvent(got, "cancel-failed", "test site down") {
+		t.Fatalf("job %s: %s", got.State, kinds(got))
+	}
+	if r := storedDuties(t, mem); len(r.Cancels) != 1 || r.Cancels[0].Site != "A" {
+		t.Fatalf("stored duties %+v: want the cancel at A", r)
+	}
+	// The restart, A still down; then A answers again.
+	b = tierBroker(t, mem, a, c)
+	if _, err := b.Recover(ctx, t0.Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(21*time.Second))
+	if n, _ := a.running(); n != 1 {
+		t.Fatalf("A down: its copy cannot have been cancelled, yet %d run", n)
+	}
+	a.down.Store(false)
+	mustCycle(t, b, t0.Add(40*time.Second))
+	if n, tags := a.running(); n != 0 {
+		t.Fatalf("A back: it still runs %v; want the loser cancelled by the restarted broker", tags)
+	}
+	if r := storedDuties(t, mem); len(r.Cancels) != 0 {
+		t.Fatalf("cancel done, still owed: %+v", r)
 	}
 }
