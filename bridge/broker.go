@@ -37,12 +37,13 @@ var (
 	// RequestError carrying it also wraps ErrBadRequest.
 	ErrOutsideRoot = jobrules.ErrOutsideRoot
 	// ErrInfeasible: no configured site can ever run the request (too
-	// wide, nodes without what it asks per node, a deadline the fastest
-	// placement cannot meet); see Feasible. Nothing is stored.
+	// wide, nodes without what it asks per node, a strict deadline the
+	// fastest placement cannot meet); see Feasible. Nothing is stored. The
+	// CLI exits 1 on it, the API answers 422.
 	ErrInfeasible = errors.New("no site can run the job")
 	// ErrDeadline: no site can finish the job by its deadline, even idle
-	// (bridge/deadline.go). A RequestError carrying it also wraps
-	// ErrBadRequest.
+	// (Feasible's deadline rule). It is always carried by an error that is
+	// also ErrInfeasible (never ErrBadRequest).
 	ErrDeadline = errors.New("deadline cannot be met")
 )
 
@@ -293,20 +294,18 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if err := b.checkSites("site_options", slices.Sorted(maps.Keys(req.SiteOptions))); err != nil {
 		return nil, err
 	}
-	if b.opts.CheckFeasible {
-		if err := b.feasible(ctx, &req, now); err != nil {
-			return nil, err
-		}
+	if err := checkDeadlineFields(&req); err != nil { // deadline.go
+		return nil, err
+	}
+	warn, err := b.feasible(ctx, &req, now) // feasible.go: also the deadline rule
+	if err != nil {
+		return nil, err
 	}
 	if req.Window != nil {
 		if err := checkWindow(&req, now); err != nil {
 			return nil, err
 		}
 		b.learnCapacity(ctx, now)
-	}
-	warn, err := b.CheckDeadline(&req, now) // deadline.go
-	if err != nil {
-		return nil, err
 	}
 	seq, err := b.store.NextID(ctx)
 	if err != nil {
