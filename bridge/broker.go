@@ -37,12 +37,13 @@ var (
 	// RequestError carrying it also wraps ErrBadRequest.
 	ErrOutsideRoot = jobrules.ErrOutsideRoot
 	// ErrInfeasible: no configured site can ever run the request (too
-	// wide, nodes without what it asks per node, a deadline the fastest
-	// placement cannot meet); see Feasible. Nothing is stored.
+	// wide, nodes without what it asks per node, a strict deadline the
+	// fastest placement cannot meet); see Feasible. Nothing is stored. The
+	// CLI exits 1 on it, the API answers 422.
 	ErrInfeasible = errors.New("no site can run the job")
 	// ErrDeadline: no site can finish the job by its deadline, even idle
-	// (bridge/deadline.go). A RequestError carrying it also wraps
-	// ErrBadRequest.
+	// (Feasible's deadline rule). It is always carried by an error that is
+	// also ErrInfeasible (never ErrBadRequest).
 	ErrDeadline = errors.New("deadline cannot be met")
 )
 
@@ -197,6 +198,8 @@ type Broker struct {
 	tiers tierState     // QoS-tier copies (copies.go)
 	rm    remapState    // moves of waiting jobs (remap.go)
 
+	duties dutyState // pending cancels and late watches, durable (duties.go)
+
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
 }
@@ -301,20 +304,18 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if err := b.checkSites("site_options", slices.Sorted(maps.Keys(req.SiteOptions))); err != nil {
 		return nil, err
 	}
-	if b.opts.CheckFeasible {
-		if err := b.feasible(ctx, &req, now); err != nil {
-			return nil, err
-		}
+	if err := checkDeadlineFields(&req); err != nil { // deadline.go
+		return nil, err
+	}
+	warn, err := b.feasible(ctx, &req, now) // feasible.go: also the deadline rule
+	if err != nil {
+		return nil, err
 	}
 	if req.Window != nil {
 		if err := checkWindow(&req, now); err != nil {
 			return nil, err
 		}
 		b.learnCapacity(ctx, now)
-	}
-	warn, err := b.CheckDeadline(&req, now) // deadline.go
-	if err != nil {
-		return nil, err
 	}
 	seq, err := b.store.NextID(ctx)
 	if err != nil {
@@ -496,6 +497,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
+	b.watchLate(ctx, now)             // duties.go
 	b.releaseHeld(ctx, now)           // deps.go
 	b.advanceGroups(ctx, now)         // group.go
 	b.expireDeadlines(ctx, now, &rep) // deadline.go
@@ -569,7 +571,7 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	}()
 
 	b.mu.Lock()
-	touched := b.detectDown(results, errs, now) // copies.go
+	touched := b.detectDown(ctx, results, errs, now) // outage.go
 	for _, n := range notes {
 		if j := b.apply(n.site, n.st, now); j != nil {
 			touched = append(touched, j)
@@ -905,20 +907,33 @@ func (b *Broker) compactLive() {
 }
 
 func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
+	if len(cs) == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.intendCancels(ctx, cs) // duties.go: recorded before they are sent
+	b.mu.Unlock()
 	for _, c := range cs {
 		err := b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
 		b.markStale(b.siteIdx[c.site])
 		b.mu.Lock()
-		j := b.jobs[c.job]
-		if err != nil {
-			b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
-			b.retryCancel(c, err) // copies.go
-		} else {
-			b.addEvent(j, now, "cancelled-remote", c.site, c.why)
+		b.cancelSent(c)
+		if j := b.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
+			if err != nil {
+				b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+			} else {
+				b.addEvent(j, now, "cancelled-remote", c.site, c.why)
+			}
+			_ = b.persist(ctx, j)
 		}
-		_ = b.persist(ctx, j)
+		if err != nil {
+			b.retryCancel(c, err) // outage.go
+		}
 		b.mu.Unlock()
 	}
+	b.mu.Lock()
+	b.saveDuties(ctx)
+	b.mu.Unlock()
 }
 
 // eachSite runs fn for every site: concurrently for real sites, in order for

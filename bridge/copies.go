@@ -240,7 +240,7 @@ func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d po
 			j.Attempts, partsString(names, first), partsString(names, second))
 	}
 	b.addEvent(j, now, "dispatch", "", msg)
-	j.State = Submitting
+	j.State, j.Intent = Submitting, now // Intent: SubmitGrace after a restart (recover.go)
 	if err := b.persist(ctx, j); err != nil {
 		j.State, j.Comps, j.Attempts = Queued, nil, j.Attempts-1
 		b.mu.Unlock()
@@ -577,6 +577,8 @@ func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleRepo
 			continue
 		}
 		comps := slices.Clone(j.Comps)
+		j.Intent = now // a restart gives these submissions SubmitGrace to land (recover.go)
+		_ = b.persist(ctx, j)
 		b.mu.Unlock()
 		rids, errs := b.submitSpecs(ctx, comps, specs, j.Req.SiteInputs)
 		b.mu.Lock()

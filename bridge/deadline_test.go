@@ -39,10 +39,10 @@ func TestSubmitRefusesAnImpossibleDeadline(t *testing.T) {
 	r.Estimate = 2 * time.Hour // 1 h on B (h 0.5), 4 h on A
 	r.Deadline = t0.Add(50 * time.Minute)
 	_, err := b.Submit(context.Background(), r, t0)
-	if !errors.Is(err, ErrDeadline) || !errors.Is(err, ErrBadRequest) {
-		t.Fatalf("Submit: %v, want ErrDeadline and ErrBadRequest", err)
+	if !errors.Is(err, ErrDeadline) || !errors.Is(err, ErrInfeasible) || errors.Is(err, ErrBadRequest) {
+		t.Fatalf("Submit: %v, want ErrDeadline and ErrInfeasible (one error type: exit 1, HTTP 422), not ErrBadRequest", err)
 	}
-	for _, want := range []string{"Deadline", "(B, h 0.5)", "10m0s late", "best-effort"} {
+	for _, want := range []string{"deadline", "B:1 (h 0.5)", "10m0s late", "best-effort"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -56,7 +56,7 @@ func TestSubmitRefusesAnImpossibleDeadline(t *testing.T) {
 		t.Fatalf("feasible on B: %v", err)
 	}
 	r.Sites = []string{"A"}
-	if _, err := b.Submit(context.Background(), r, t0); !errors.Is(err, ErrDeadline) || !strings.Contains(err.Error(), "(A, h 2)") {
+	if _, err := b.Submit(context.Background(), r, t0); !errors.Is(err, ErrDeadline) || !strings.Contains(err.Error(), "A:1 (h 2)") {
 		t.Fatalf("only A allowed: %v", err)
 	}
 	r.DeadlinePolicy = DeadlineBestEffort
@@ -148,5 +148,31 @@ func TestDeadlineMissedWhilePendingAtASite(t *testing.T) {
 	ev := events(j, EventDeadlineMissed)
 	if j.State != Dispatched || len(ev) != 1 || !strings.Contains(ev[0].Msg, "site's queue") {
 		t.Fatalf("pending at B past its deadline: %s %+v", j.State, j.Events)
+	}
+}
+
+// TestDeadlineRuleWithSitesNotKnown: one rule whatever the broker knows.
+// With Options.CheckFeasible and no site answering (sizes not known, as a
+// real site before its first answer) a strict job that cannot meet its
+// deadline is refused as infeasible — not as a field error — with the
+// answer Feasible gives from the same knowledge; a job too wide for the
+// configured sites is not refused then (nothing is known of their size).
+func TestDeadlineRuleWithSitesNotKnown(t *testing.T) {
+	a := &flaky{fakeSite: newFake("A", 1)}
+	a.down.Store(true)
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a, H: 2}}, Planner: scriptPlanner{firstFit}, CheckFeasible: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req(1)
+	r.Estimate, r.Deadline = time.Hour, t0.Add(90*time.Minute) // 2 h at A
+	_, err = b.Submit(context.Background(), r, t0)
+	_, want := Feasible(&r, &policy.Snapshot{Now: t0, Sites: []policy.Site{{Name: "A", H: 2}}})
+	if !errors.Is(err, ErrInfeasible) || !errors.Is(err, ErrDeadline) || errors.Is(err, ErrBadRequest) || want == nil || err.Error() != want.Error() {
+		t.Fatalf("Submit: %v\nFeasible: %v", err, want)
+	}
+	wide := req(50)
+	if _, err := b.Submit(context.Background(), wide, t0); err != nil {
+		t.Fatalf("size not known: %v", err)
 	}
 }

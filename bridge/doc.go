@@ -8,6 +8,8 @@
 //	track     fold component states into job states; cancel the siblings of a
 //	          failed component; withdraw the losing copies of a replicated job;
 //	          fetch outputs of ended jobs
+//	watch     look abandoned tags up and cancel submissions that landed after
+//	          the restart's grace (duties.go)
 //	release   queue the held jobs whose dependencies are met, cancel those
 //	          whose dependencies failed (deps.go)
 //	groups    make the elements of arrays, sweeps and pipelines their limit
@@ -33,6 +35,13 @@
 // lost the components it runs. A TierOptions.Reliability model hears of
 // every outage, recovery and site loss (outage.go, losses.go: IsSiteLoss
 // says what a loss is).
+//
+// After a restart, Recover reconciles every dispatch intent by its tag
+// (recover.go, recover_copies.go: one SubmitGrace rule for single jobs and
+// copies). What the broker owes the sites beyond its live jobs — cancels
+// not yet taken, tags given up after the grace — is durable too (duties.go).
+// Whether a job can ever run, its deadline included, is one rule
+// (feasible.go: Feasible), the same for validate, the CLI and the daemon.
 //
 // The broker never reads the wall clock: now is an argument, so the same code
 // runs live and inside a trace replay on virtual time. Every state change is

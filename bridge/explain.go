@@ -56,7 +56,7 @@ type Exclusion struct {
 }
 
 // Explain is a dry run: it validates req as Submit does (the same
-// errors, the feasibility check included when Options.CheckFeasible) and
+// errors, the feasibility and deadline checks included) and
 // asks the planner where the job would go if it were queued now behind
 // the jobs already waiting. Nothing is stored or submitted; the sites are
 // asked for their state as in a cycle.
@@ -73,10 +73,11 @@ func (b *Broker) Explain(ctx context.Context, req Request, now time.Time) (*Expl
 			return nil, err
 		}
 	}
-	if b.opts.CheckFeasible {
-		if err := b.feasible(ctx, &req, now); err != nil {
-			return nil, err
-		}
+	if err := checkDeadlineFields(&req); err != nil {
+		return nil, err
+	}
+	if _, err := b.feasible(ctx, &req, now); err != nil { // as Submit: the deadline rule included
+		return nil, err
 	}
 	if req.Window != nil {
 		return nil, fmt.Errorf("%w: a dry run cannot explain an advance reservation (its site is chosen when its window opens)", ErrBadRequest)

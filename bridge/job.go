@@ -250,6 +250,11 @@ type Job struct {
 	// Recover resolves after a crash. Nil when no move is under way.
 	Moves  int   `json:",omitempty"`
 	Moving *Move `json:",omitempty"`
+	// Abandoned are the tags ("TAG@SITE") of intended submissions not
+	// found at their site after a restart once Options.SubmitGrace was
+	// over: a remote job that still appears under one is cancelled
+	// (duties.go).
+	Abandoned []string `json:",omitempty"`
 
 	touched bool     // changed in the cycle being processed
 	won     bool     // a copy won; the copy-won event is recorded (copies.go)
@@ -275,6 +280,7 @@ func (j *Job) Clone() *Job {
 	c.Comps = slices.Clone(j.Comps)
 	c.Withdrawn = slices.Clone(j.Withdrawn)
 	c.Avoid = slices.Clone(j.Avoid)
+	c.Abandoned = slices.Clone(j.Abandoned)
 	c.Events = slices.Clone(j.Events)
 	c.Predicted = cloneOption(j.Predicted)
 	c.Beaten = make([]policy.Option, len(j.Beaten))

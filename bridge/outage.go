@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -17,26 +18,28 @@ import (
 // the site is back: at once for a site whose last status call answered,
 // else at most once per TierOptions.DownAfter — and for a real site then in
 // the background, since a call to a site whose controller is down blocks
-// for many seconds (~9 s for squeue) and must not hold up the cycle. Best
-// effort: kept in memory only. b.mu held; remote calls run with it
-// released.
+// for many seconds (~9 s for squeue) and must not hold up the cycle.
+// Without tiers (no outage detection) every retry waits the DownAfter
+// period. Durable: the duties record (duties.go) keeps them across a
+// restart. b.mu held; remote calls run with it released.
 func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 	if len(b.tiers.orphans) == 0 {
 		return
 	}
+	defer b.saveDuties(ctx)
 	all := now.Sub(b.tiers.orphanTry) >= b.opts.Tiers.downAfter() && !b.tiers.bgBusy
 	var sync, bg, keep []cancelReq
 	for _, o := range b.tiers.orphans {
 		s := b.siteIdx[o.site]
 		switch {
-		case b.tiers.downSince == nil || b.tiers.downSince[s].IsZero():
+		case b.opts.Tiers != nil && (b.tiers.downSince == nil || b.tiers.downSince[s].IsZero()):
 			sync = append(sync, o)
-		case all && b.sites[s].Simulated:
-			sync = append(sync, o)
-		case all:
-			bg = append(bg, o)
-		default:
+		case !all:
 			keep = append(keep, o)
+		case b.sites[s].Simulated:
+			sync = append(sync, o)
+		default:
+			bg = append(bg, o)
 		}
 	}
 	if all {
@@ -50,8 +53,9 @@ func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 			defer b.tiers.bg.Done()
 			again := b.cancelAll(context.WithoutCancel(ctx), bg)
 			b.mu.Lock()
-			b.tiers.orphans = append(b.tiers.orphans, again...)
+			b.owe(again...)
 			b.tiers.bgBusy = false
+			b.saveDuties(context.WithoutCancel(ctx))
 			b.mu.Unlock()
 		}()
 	}
@@ -61,7 +65,7 @@ func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 	b.mu.Unlock()
 	again := b.cancelAll(ctx, sync)
 	b.mu.Lock()
-	b.tiers.orphans = append(b.tiers.orphans, again...)
+	b.owe(again...)
 }
 
 // cancelAll issues the cancels and returns those that failed for a reason
@@ -81,7 +85,7 @@ func (b *Broker) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 // StateLost (their jobs are returned to be tracked), and their cancel is
 // retried until the site answers. The first failed call of an outage is
 // reported to the Reliability model as down, every answer as up. b.mu held.
-func (b *Broker) detectDown(results [][]backends.JobStatus, errs []error, now time.Time) []*Job {
+func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus, errs []error, now time.Time) []*Job {
 	if b.opts.Tiers == nil || errs == nil {
 		return nil
 	}
@@ -130,7 +134,7 @@ func (b *Broker) detectDown(results [][]backends.JobStatus, errs []error, now ti
 				}
 				c.State, c.End = backends.StateLost, now
 				c.Reason = fmt.Sprintf("site %s has not answered since %s", name, since.UTC().Format(time.RFC3339))
-				b.tiers.orphans = append(b.tiers.orphans, cancelReq{j.ID, name, c.RemoteID, "given up while the site did not answer"})
+				b.owe(cancelReq{j.ID, name, c.RemoteID, "given up while the site did not answer"})
 				if !j.touched {
 					j.touched = true
 					touched = append(touched, j)
@@ -138,14 +142,27 @@ func (b *Broker) detectDown(results [][]backends.JobStatus, errs []error, now ti
 			}
 		}
 	}
+	if len(touched) > 0 {
+		b.saveDuties(ctx) // duties.go: the lost components' cancels
+	}
 	return touched
 }
 
 // retryCancel keeps a cancel that failed because the site did not answer,
-// to be retried every cycle (retryOrphans). b.mu held.
+// to be retried (retryOrphans); durable once the caller saves the duties
+// (duties.go). b.mu held.
 func (b *Broker) retryCancel(c cancelReq, err error) {
-	if b.opts.Tiers != nil && backends.Retryable(err) {
-		b.tiers.orphans = append(b.tiers.orphans, c)
+	if backends.Retryable(err) {
+		b.owe(c)
+	}
+}
+
+// owe keeps a cancel to retry, once per remote job. b.mu held.
+func (b *Broker) owe(cs ...cancelReq) {
+	for _, c := range cs {
+		if !slices.ContainsFunc(b.tiers.orphans, func(o cancelReq) bool { return o.site == c.site && o.id == c.id }) {
+			b.tiers.orphans = append(b.tiers.orphans, c)
+		}
 	}
 }
 

@@ -47,12 +47,14 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	if resv {
 		b.readmit(ctx, jobs, now)
 	}
+	b.loadDuties(ctx, &rep) // duties.go: pending cancels and late watches
 	var cancels []cancelReq
 	for _, j := range jobs {
 		if _, dup := b.jobs[j.ID]; dup {
 			continue
 		}
 		b.jobs[j.ID] = j
+		b.rewatch(j) // duties.go
 		// How a job ends while its outputs are fetched lives in memory
 		// only; a store that hands back the struct (MemStore) must not
 		// make the recovered job skip its fetch.
@@ -81,6 +83,9 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		case Dispatched, Running:
 			b.track0(j)
 			rep.Live++
+			if b.hasCopies(j) { // a copy intent it holds was written before the restart
+				b.markRestarted(j)
+			}
 			if b.hasCopies(j) && !b.lookupIntents(ctx, j, now, &rep) { // recover_copies.go
 				continue
 			}
@@ -91,10 +96,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 				cancels = append(cancels, b.track(ctx, j, now, &crep)...)
 			}
 		case Submitting:
-			if b.restarted == nil {
-				b.restarted = map[string]bool{}
-			}
-			b.restarted[j.ID] = true
+			b.markRestarted(j)
 			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
 		case Reserved:
 			b.reserved = append(b.reserved, j.ID)
@@ -106,6 +108,15 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	b.mu.Unlock()
 	b.doCancels(ctx, now, cancels)
 	return rep, nil
+}
+
+// markRestarted records that j's intents were written by the process
+// before the restart (Options.SubmitGrace applies to them). b.mu held.
+func (b *Broker) markRestarted(j *Job) {
+	if b.restarted == nil {
+		b.restarted = map[string]bool{}
+	}
+	b.restarted[j.ID] = true
 }
 
 // compSites lists the sites a job's components name.
@@ -184,18 +195,7 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			rep.DuplicatesCancelled++
 		}
 	}
-	if missing > 0 && b.inFlight(j, now) {
-		// Not found yet is not "never submitted": a command sent just
-		// before the broker stopped may still land. Look again next cycle.
-		if !slices.ContainsFunc(j.Events, func(e Event) bool {
-			return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts))
-		}) {
-			b.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
-				j.Attempts, missing, j.Intent.Add(b.opts.SubmitGrace).Format(time.RFC3339)))
-			_ = b.persist(ctx, j)
-		}
-		rep.Unresolved++
-		b.unresolved = append(b.unresolved, j.ID)
+	if b.waitInFlight(ctx, j, now, missing, rep) {
 		return nil
 	}
 	var cancels []cancelReq
@@ -214,6 +214,9 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		for _, c := range j.Comps {
 			if c.RemoteID != "" && !c.State.Final() {
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
+			}
+			if c.RemoteID == "" {
+				b.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
 			}
 		}
 		rep.NeverReached += missing
@@ -279,6 +282,30 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 		b.addEvent(j, now, "failed", "", j.Reason)
 		_ = b.persist(ctx, j)
 	}
+}
+
+// waitInFlight applies Options.SubmitGrace to a job found Submitting
+// after a restart, missing of whose intended submissions were not found
+// at their sites: not found yet is not "never submitted", since a command
+// sent just before the broker stopped may still land. While the intent is
+// in flight (inFlight) the job stays Submitting and is looked up again
+// every cycle (retryUnresolved), with one reconcile-wait event per
+// attempt; it reports true then. The one rule for single and co-allocated
+// jobs (reconcile) and for QoS copies (lookupIntents). b.mu held.
+func (b *Broker) waitInFlight(ctx context.Context, j *Job, now time.Time, missing int, rep *RecoverReport) bool {
+	if missing == 0 || !b.inFlight(j, now) {
+		return false
+	}
+	if !slices.ContainsFunc(j.Events, func(e Event) bool {
+		return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts))
+	}) {
+		b.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
+			j.Attempts, missing, j.Intent.Add(b.opts.SubmitGrace).Format(time.RFC3339)))
+		_ = b.persist(ctx, j)
+	}
+	rep.Unresolved++
+	b.unresolved = append(b.unresolved, j.ID)
+	return true
 }
 
 // inFlight says whether job j's dispatch intent, written by the process

@@ -29,10 +29,13 @@ func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep
 
 // lookupIntents resolves the copy intents of j (components with a tag and
 // no remote id) at their sites. It reports false when a site could not be
-// asked: the job is then held and retried every cycle (as a single job is).
-// b.mu held.
+// asked, or when a copy not found yet may still land (waitInFlight, within
+// Options.SubmitGrace): the job is then held and looked up again every
+// cycle, as a single job is. Past the grace a copy not found is submitted
+// again under its tag. b.mu held.
 func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) bool {
 	resubmit := false
+	var missing []int // components whose tag the site does not know (yet)
 	for k := range j.Comps {
 		c := &j.Comps[k]
 		if c.RemoteID != "" || c.Passive || c.State.Final() {
@@ -52,21 +55,12 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 			rep.Unresolved++
 			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", c.Tag, err))
 			_ = b.persist(ctx, j)
-			if j.State == Submitting {
-				b.unresolved = append(b.unresolved, j.ID)
-			} else {
-				// A live job with an unresolved intent: drop it from the
-				// live set until the site answers (retryUnresolved).
-				b.live = b.live[:len(b.live)-1]
-				b.unindex(j)
-				j.State = Submitting
-				b.unresolved = append(b.unresolved, j.ID)
-			}
+			b.unlive(j)
+			b.unresolved = append(b.unresolved, j.ID)
 			return false
 		}
 		if len(sts) == 0 {
-			resubmit = true
-			rep.NeverReached++
+			missing = append(missing, k)
 			continue
 		}
 		st := sts[0]
@@ -91,6 +85,17 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 			rep.DuplicatesCancelled++
 		}
 	}
+	if b.waitInFlight(ctx, j, now, len(missing), rep) { // recover.go: the same grace as a single job's
+		b.unlive(j)
+		return false
+	}
+	for _, k := range missing {
+		resubmit = true
+		rep.NeverReached++
+		// Submitted again under the same tag: the watch cancels the
+		// remote job under it that the copy does not own (duties.go).
+		b.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
+	}
 	if resubmit {
 		b.tiers.pending = append(b.tiers.pending, j.ID)
 	}
@@ -99,4 +104,18 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 	}
 	_ = b.persist(ctx, j)
 	return true
+}
+
+// unlive takes a job held for reconciliation out of the live set: a live
+// job found at Recover with an intent not settled yet is tracked again only
+// once its sites answered (retryUnresolved, reconcileCopies). Recover has
+// just appended it to b.live (track0). A Submitting job is left as it is.
+// b.mu held.
+func (b *Broker) unlive(j *Job) {
+	if j.State == Submitting {
+		return
+	}
+	b.live = b.live[:len(b.live)-1]
+	b.unindex(j)
+	j.State = Submitting
 }

@@ -64,7 +64,7 @@ func (t *TierOptions) lambda() float64 {
 }
 
 func (t *TierOptions) downAfter() time.Duration {
-	if t.DownAfter <= 0 {
+	if t == nil || t.DownAfter <= 0 {
 		return DefaultDownAfter
 	}
 	return t.DownAfter

@@ -141,6 +141,9 @@ func FuzzAPISubmit(f *testing.F) {
 		case w.Code == http.StatusBadRequest:
 			checkErrorBody(t, w, api.CodeBadRequest, api.CodeUnknownSite)
 			return
+		case w.Code == http.StatusUnprocessableEntity: // a job that can never run (its strict deadline)
+			checkErrorBody(t, w, api.CodeInfeasible)
+			return
 		case w.Code == http.StatusRequestEntityTooLarge:
 			checkErrorBody(t, w, api.CodeBadRequest)
 			return

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/policy"
 )
 
 // Deadlines through the daemon's API and its store: a deadline no site can
-// meet is refused with the field and the reason (strict), accepted with a
+// meet is refused as infeasible, 422 with the reason (strict), accepted with a
 // deadline-missed event (best-effort); the benefit function and the policy
 // are stored with the job and come back.
 func TestDeadlineThroughAPI(t *testing.T) {
@@ -22,8 +23,10 @@ func TestDeadlineThroughAPI(t *testing.T) {
 	r.Estimate = 2 * time.Hour
 	r.Deadline = t0.Add(time.Hour) // the server's clock is t0
 	_, err := c.Submit(ctx, r)
-	if !errors.Is(err, bridge.ErrBadRequest) || !strings.Contains(err.Error(), "Deadline") || !strings.Contains(err.Error(), "late") {
-		t.Fatalf("strict: %v", err)
+	var ae *api.Error
+	if !errors.Is(err, bridge.ErrInfeasible) || errors.Is(err, bridge.ErrBadRequest) || !errors.As(err, &ae) || ae.Status != 422 ||
+		!strings.Contains(err.Error(), "cannot meet its deadline") || !strings.Contains(err.Error(), "late") {
+		t.Fatalf("strict: %v; want 422 infeasible, as every infeasible job", err)
 	}
 	r.DeadlinePolicy = bridge.DeadlineBestEffort
 	r.Worth = &policy.Worth{Shape: policy.Step, A: 10, B: 0.5, C: 10}

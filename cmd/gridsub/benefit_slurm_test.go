@@ -37,9 +37,9 @@ func TestRealSlurmBenefitPlanner(t *testing.T) {
 		t.Fatalf("urgent job did not complete on a site:\n%s", stdout)
 	}
 	code, _, stderr = gridsub(t, "--config", cfg, late)
-	// Exit 2 from Submit's deadline check (a bad request), or 1 where the
-	// broker checks feasibility first (bridge.Feasible: the job can never run).
-	if (code != exitUsage && code != exitJobFailed) || !strings.Contains(stderr, "deadline") || !strings.Contains(stderr, "1h30m0s late") {
-		t.Fatalf("late job: exit %d, stderr %q; want exit 2 saying the deadline cannot be met", code, stderr)
+	// Exit 1: the job can never run (bridge.Feasible, the one deadline
+	// rule), as validate and the daemon say.
+	if code != exitJobFailed || !strings.Contains(stderr, "deadline") || !strings.Contains(stderr, "1h30m0s late") {
+		t.Fatalf("late job: exit %d, stderr %q; want exit 1 saying the deadline cannot be met", code, stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/internal/config"
+	"github.com/gridsub/gridsub/policy"
 )
 
 func writeJob(t *testing.T, dir, name, src string) string {
@@ -92,14 +93,14 @@ func TestFeasibleRules(t *testing.T) {
 		{"fits", bridge.Request{Nodes: 224, Estimate: time.Hour}, ""},
 		{"too wide", bridge.Request{Nodes: 225, Estimate: time.Hour}, "needs 225 nodes; the eligible sites have 224"},
 		{"split meets deadline", bridge.Request{Nodes: 200, Estimate: time.Hour, Deadline: now.Add(67 * time.Minute)}, ""},
-		{"split misses deadline", bridge.Request{Nodes: 200, Estimate: time.Hour, Deadline: now.Add(65 * time.Minute)}, "runs 1h6m0s"},
+		{"split misses deadline", bridge.Request{Nodes: 200, Estimate: time.Hour, Deadline: now.Add(65 * time.Minute)}, "takes 1h6m0s"},
 		{"allowed only", bridge.Request{Nodes: 40, Estimate: time.Hour, Sites: []string{"Harbin"}}, "needs 40 nodes; the eligible sites have 32"},
 		// A reservation's size is its admission test's to judge (stored, listed).
 		{"reservation size", bridge.Request{Nodes: 130, Estimate: time.Hour, Window: &bridge.Window{Earliest: now, Latest: now.Add(2 * time.Hour)}}, ""},
 		{"reservation gpus", bridge.Request{Nodes: 1, GPUsPerNode: 1, Estimate: time.Hour, Window: &bridge.Window{Earliest: now, Latest: now.Add(2 * time.Hour)}}, "no GPUs"},
 		{"memory", bridge.Request{Nodes: 1, Estimate: time.Hour, MemPerNode: 1 << 40}, "Harbin: 16GiB memory per node, the job asks 1TiB"},
 	} {
-		err := bridge.Feasible(&c.req, sites, 1.1, now)
+		_, err := bridge.Feasible(&c.req, &policy.Snapshot{Now: now, Sites: sites, MultiSite: 1.1})
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
@@ -109,7 +110,7 @@ func TestFeasibleRules(t *testing.T) {
 	}
 	// A site not known yet (Nodes 0: a real site not asked) rules nothing out.
 	sites[0].Nodes, sites[0].Shape.Cores = 0, 0
-	if err := bridge.Feasible(&bridge.Request{Nodes: 1000, CoresPerNode: 64, Estimate: time.Hour}, sites, 1.1, now); err != nil {
+	if _, err := bridge.Feasible(&bridge.Request{Nodes: 1000, CoresPerNode: 64, Estimate: time.Hour}, &policy.Snapshot{Now: now, Sites: sites, MultiSite: 1.1}); err != nil {
 		t.Errorf("unknown site: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/policy"
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
@@ -21,9 +22,11 @@ the file, line and column, the field, and what would be valid. A valid file is
 then checked for feasibility against the configured sites, as submission checks
 it: a job too wide for the sites (or for one site with no_split), asking more
 cores, memory or GPUs per node than any allowed site's nodes have, or with a
-deadline the fastest placement cannot meet under the run-time model, can never
-run. Exit status 0 when every file is valid and feasible, 2 when one is invalid,
-else 1 when one can never run.`,
+strict deadline the fastest placement cannot meet under the run-time model, can
+never run (a best-effort one is valid, with a warning that it would run late).
+Submission applies the same rule, with or without a daemon. Exit status 0 when
+every file is valid and feasible, 2 when one is invalid, else 1 when one can
+never run.`,
 		Example: `  gridsub validate examples/*.yaml
   gridsub validate --output json job.yaml`,
 		Args: cobra.MinimumNArgs(1),
@@ -39,6 +42,9 @@ else 1 when one can never run.`,
 				// Infeasible: the file is valid, but no configured site can
 				// ever run the job (bridge.Feasible); Errors says why.
 				Infeasible bool `json:"infeasible,omitempty"`
+				// Warning: the file is valid and feasible, but its
+				// best-effort deadline cannot be met: it would run late.
+				Warning string `json:"warning,omitempty"`
 			}
 			var results []result
 			bad, infeasible := 0, 0
@@ -49,10 +55,12 @@ else 1 when one can never run.`,
 				if err == nil {
 					var req bridge.Request
 					if req, err = toRequest(job, now, ""); err == nil {
-						if ferr := bridge.Feasible(&req, sites, cfg.Network.MultiSiteFactor, now); ferr != nil {
+						m := &policy.Snapshot{Now: now, Sites: sites, Links: cfg.Links(), MultiSite: cfg.Network.MultiSiteFactor}
+						if r.Warning, err = bridge.Feasible(&req, m); err != nil {
 							infeasible++
 							r.Valid, r.Infeasible = false, true
-							r.Errors = []string{path + ": " + ferr.Error()}
+							r.Errors = []string{path + ": " + err.Error()}
+							err = nil
 						}
 					}
 				}
@@ -78,6 +86,9 @@ else 1 when one can never run.`,
 				for _, r := range results {
 					if r.Valid {
 						fmt.Fprintf(g.stdout, "%s: ok\n", r.File)
+						if r.Warning != "" {
+							fmt.Fprintf(g.stdout, "%s: warning: %s\n", r.File, r.Warning)
+						}
 						continue
 					}
 					for _, e := range r.Errors {

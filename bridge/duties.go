@@ -1,0 +1,293 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// Remote duties: what the broker still owes the sites beyond tracking its
+// live jobs, kept durable beside the jobs (ValueStore, under DutiesKey) so
+// a restart does not forget it:
+//
+//   - cancels: every remote cancel is recorded before it is sent and
+//     dropped once the site took it; one the site could not take (it did
+//     not answer) is retried until it does (retryOrphans), also after a
+//     restart. So a QoS loser, the sibling of a failed component or a job
+//     the user cancelled does not run on because the broker restarted
+//     while its site was down (or before the cancel left).
+//   - late watches: after a restart, an intended submission not found at
+//     its site once Options.SubmitGrace is over counts as never sent and
+//     the job goes on (queued again under the next attempt's tag, or the
+//     copy submitted again). Its tag is abandoned (Job.Abandoned) and
+//     watched: looked up at its site every cycle until the job has ended
+//     and lateMargin more has passed, and any remote job carrying it that
+//     the job does not own is cancelled, with a late-submission event —
+//     so a submission that lands after the grace does not run twice.
+//
+// A store without ValueStore keeps them in memory only.
+
+// DutiesKey is the ValueStore key of the broker's remote duties.
+const DutiesKey = "bridge.remote-duties"
+
+// EventLateSubmission is the event kind of a submission found at its site
+// after its tag was abandoned.
+const EventLateSubmission = "late-submission"
+
+// dutyCancel is a remote cancel owed to a site.
+type dutyCancel struct {
+	Job      string         `json:"job"`
+	Site     string         `json:"site"`
+	RemoteID backends.JobID `json:"remote_id"`
+	Why      string         `json:"why,omitempty"`
+}
+
+// lateWatch is an abandoned tag watched at its site.
+type lateWatch struct {
+	Job     string    `json:"job"`
+	Site    string    `json:"site"`
+	Tag     string    `json:"tag"`
+	Attempt int       `json:"attempt"`
+	Until   time.Time `json:"until,omitzero"` // zero while the job has not ended
+	// Seen are the remote jobs under Tag already dealt with.
+	Seen []backends.JobID `json:"seen,omitempty"`
+}
+
+type dutyRecord struct {
+	Cancels []dutyCancel `json:"cancels,omitempty"`
+	Watches []lateWatch  `json:"watches,omitempty"`
+}
+
+// dutyState is the broker's in-memory side of the duties. b.mu guards it.
+type dutyState struct {
+	issuing []cancelReq // cancels being sent now (doCancels)
+	watches []lateWatch
+	saved   []byte // the record as last stored
+	next    time.Time
+}
+
+// lateMargin is how long an abandoned tag is still watched after its job
+// ended (at least a minute).
+func (b *Broker) lateMargin() time.Duration { return max(b.opts.SubmitGrace, time.Minute) }
+
+// saveDuties stores the duties when they changed since the last save. A
+// failed write is logged and retried at the next change. b.mu held.
+func (b *Broker) saveDuties(ctx context.Context) {
+	vs, ok := b.store.(ValueStore)
+	if !ok {
+		return
+	}
+	if b.duties.saved == nil && len(b.duties.issuing)+len(b.tiers.orphans)+len(b.duties.watches) == 0 {
+		return // nothing owed, nothing stored
+	}
+	var r dutyRecord
+	for _, c := range slices.Concat(b.duties.issuing, b.tiers.orphans) {
+		if !slices.ContainsFunc(r.Cancels, func(d dutyCancel) bool { return d.Site == c.site && d.RemoteID == c.id }) {
+			r.Cancels = append(r.Cancels, dutyCancel{Job: c.job, Site: c.site, RemoteID: c.id, Why: c.why})
+		}
+	}
+	r.Watches = b.duties.watches
+	raw, err := json.Marshal(r)
+	if err != nil || bytes.Equal(raw, b.duties.saved) {
+		return
+	}
+	if err := vs.SetValue(ctx, DutiesKey, raw); err != nil {
+		b.log.Error("store write failed", "key", DutiesKey, "err", err)
+		return
+	}
+	b.duties.saved = raw
+}
+
+// loadDuties reads the duties a previous process left: its cancels are
+// retried from the first cycle on, its watches go on. An entry naming a
+// site this configuration lacks is dropped with an error; an unreadable
+// record is reported and ignored. b.mu held.
+func (b *Broker) loadDuties(ctx context.Context, rep *RecoverReport) {
+	vs, ok := b.store.(ValueStore)
+	if !ok {
+		return
+	}
+	raw, ok, err := vs.Value(ctx, DutiesKey)
+	if err != nil || !ok {
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Errorf("recover: reading %s: %w", DutiesKey, err))
+		}
+		return
+	}
+	var r dutyRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("recover: %s is not a duty record, ignored (pending cancels and late watches of the previous run are lost): %w", DutiesKey, err))
+		return
+	}
+	b.duties.saved = raw
+	for _, c := range r.Cancels {
+		if _, ok := b.siteIdx[c.Site]; !ok || c.RemoteID == "" {
+			rep.Errors = append(rep.Errors, fmt.Errorf("recover: pending cancel of %q at site %q (job %s) dropped: no such site", c.RemoteID, c.Site, c.Job))
+			continue
+		}
+		b.owe(cancelReq{c.Job, c.Site, c.RemoteID, c.Why})
+	}
+	for _, w := range r.Watches {
+		if _, ok := b.siteIdx[w.Site]; !ok || w.Tag == "" {
+			rep.Errors = append(rep.Errors, fmt.Errorf("recover: late watch of tag %q at site %q (job %s) dropped: no such site", w.Tag, w.Site, w.Job))
+			continue
+		}
+		b.duties.watches = append(b.duties.watches, w)
+	}
+}
+
+// intendCancels records cancels about to be sent (doCancels). b.mu held.
+func (b *Broker) intendCancels(ctx context.Context, cs []cancelReq) {
+	b.duties.issuing = append(b.duties.issuing, cs...)
+	b.saveDuties(ctx)
+}
+
+// cancelSent drops a cancel from those being sent: the site took it, or
+// retryCancel keeps it to retry. b.mu held.
+func (b *Broker) cancelSent(c cancelReq) {
+	if k := slices.Index(b.duties.issuing, c); k >= 0 {
+		b.duties.issuing = slices.Delete(b.duties.issuing, k, k+1)
+	}
+}
+
+// mayLand reports whether an intent of j may still be landing at its
+// sites after the grace: it was written by the process before a restart
+// and the broker allows for submissions in flight at all. b.mu held.
+func (b *Broker) mayLand(j *Job) bool {
+	return b.opts.SubmitGrace > 0 && b.restarted[j.ID] && !j.Intent.IsZero()
+}
+
+// abandon gives up the tag of component c of j after the grace: it is
+// recorded with the job and watched (see the top of this file). Only a
+// site that can look jobs up by tag can be watched. b.mu held.
+func (b *Broker) abandon(ctx context.Context, j *Job, c Component, tag string, now time.Time) {
+	if !b.mayLand(j) {
+		return
+	}
+	if _, ok := backends.AsFinder(b.sites[b.siteIdx[c.Site]].Backend); !ok {
+		return
+	}
+	key := tag + "@" + c.Site
+	if slices.Contains(j.Abandoned, key) {
+		return
+	}
+	j.Abandoned = append(j.Abandoned, key)
+	b.duties.watches = append(b.duties.watches, lateWatch{Job: j.ID, Site: c.Site, Tag: tag, Attempt: j.Attempts})
+	b.addEvent(j, now, "abandoned", c.Site, fmt.Sprintf("attempt %d (tag %s) not found at %s after the grace: counted as never sent; a late submission under that tag will be cancelled",
+		j.Attempts, tag, c.Site))
+	b.saveDuties(ctx)
+}
+
+// rewatch rebuilds the watches of the unfinished jobs Recover loaded from
+// their Abandoned tags (a crash between the job's write and the duties'
+// loses none). b.mu held.
+func (b *Broker) rewatch(j *Job) {
+	for _, key := range j.Abandoned {
+		tag, site, ok := strings.Cut(key, "@")
+		if _, known := b.siteIdx[site]; !ok || !known {
+			continue
+		}
+		if slices.ContainsFunc(b.duties.watches, func(w lateWatch) bool { return w.Job == j.ID && w.Tag == tag && w.Site == site }) {
+			continue
+		}
+		b.duties.watches = append(b.duties.watches, lateWatch{Job: j.ID, Site: site, Tag: tag, Attempt: attemptOf(j.ID, tag)})
+	}
+}
+
+// attemptOf reads the attempt number from a tag of job id (RemoteTag,
+// CopyTag); 0 when it is not one.
+func attemptOf(id, tag string) int {
+	rest, ok := strings.CutPrefix(tag, id+"-a")
+	if !ok {
+		return 0
+	}
+	if k := strings.IndexByte(rest, '-'); k >= 0 {
+		rest = rest[:k]
+	}
+	n, _ := strconv.Atoi(rest)
+	return n
+}
+
+// watchLate looks the abandoned tags up at their sites and cancels every
+// remote job under one that its job does not own (Comps, Withdrawn): a
+// submission that landed after the grace. At most once per lateEvery; a
+// site that does not answer is asked again next time. Called by Cycle after
+// the poll.
+func (b *Broker) watchLate(ctx context.Context, now time.Time) {
+	b.mu.Lock()
+	if len(b.duties.watches) == 0 || now.Before(b.duties.next) {
+		b.mu.Unlock()
+		return
+	}
+	b.duties.next = now.Add(b.opts.SubmitGrace / 6)
+	keep := b.duties.watches[:0]
+	for _, w := range b.duties.watches {
+		j := b.jobs[w.Job]
+		if w.Until.IsZero() && (j == nil || j.State.Final()) {
+			end := now
+			if j != nil && !j.End.IsZero() {
+				end = j.End
+			}
+			w.Until = end.Add(b.lateMargin())
+		}
+		if !w.Until.IsZero() && now.After(w.Until) {
+			continue
+		}
+		keep = append(keep, w)
+	}
+	b.duties.watches = keep
+	ws := slices.Clone(keep)
+	b.saveDuties(ctx)
+	b.mu.Unlock()
+
+	found := make([][]backends.JobStatus, len(ws))
+	for i, w := range ws {
+		if f, ok := backends.AsFinder(b.sites[b.siteIdx[w.Site]].Backend); ok {
+			found[i], _ = f.FindByGridID(ctx, w.Tag) // no answer: asked again next time
+		}
+	}
+
+	b.mu.Lock()
+	var cancels []cancelReq
+	for i, w := range ws {
+		j := b.jobs[w.Job]
+		for _, st := range found[i] {
+			if slices.Contains(w.Seen, st.ID) || (j != nil && owns(j, w.Site, st.ID)) {
+				continue
+			}
+			k := slices.IndexFunc(b.duties.watches, func(x lateWatch) bool { return x.Job == w.Job && x.Tag == w.Tag && x.Site == w.Site })
+			if k < 0 {
+				break
+			}
+			b.duties.watches[k].Seen = append(b.duties.watches[k].Seen, st.ID)
+			msg := fmt.Sprintf("late submission of attempt %d found at %s after the grace: cancelled", w.Attempt, w.Site)
+			if st.State.Final() {
+				msg = fmt.Sprintf("late submission of attempt %d found at %s after the grace: it had already ended %s", w.Attempt, w.Site, st.State)
+			} else {
+				cancels = append(cancels, cancelReq{w.Job, w.Site, st.ID, fmt.Sprintf("remote job %s: late submission of attempt %d (tag %s)", st.ID, w.Attempt, w.Tag)})
+			}
+			if j != nil {
+				b.addEvent(j, now, EventLateSubmission, w.Site, msg)
+				_ = b.persist(ctx, j)
+			}
+			b.log.Warn(msg, "job", w.Job, "remote", st.ID, "tag", w.Tag)
+		}
+	}
+	b.saveDuties(ctx)
+	b.mu.Unlock()
+	b.doCancels(ctx, now, cancels)
+}
+
+// owns reports whether remote job id at site is one of j's components,
+// current or withdrawn.
+func owns(j *Job, site string, id backends.JobID) bool {
+	is := func(c Component) bool { return c.Site == site && c.RemoteID == id }
+	return slices.ContainsFunc(j.Comps, is) || slices.ContainsFunc(j.Withdrawn, is)
+}
