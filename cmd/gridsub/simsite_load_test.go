@@ -53,6 +53,27 @@ func procUsage(pid int) (cpu time.Duration, peakKB int64) {
 	return cpu, peakKB
 }
 
+// childCPU reads the CPU time (user+system) of a process's waited-for
+// children.
+func childCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) <= 14 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[13], 10, 64)
+	k, _ := strconv.ParseInt(f[14], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond // CLK_TCK 100
+}
+
 var attemptRe = regexp.MustCompile(`-a[0-9]+$`)
 
 // checkExactlyOnce checks that every job ran exactly once over all sites:
@@ -105,7 +126,8 @@ func checkExactlyOnce(t *testing.T, sites []*sshsite.Site, jobs []*bridge.Job) {
 // grid of SSH-served simulated sites (both dialects) all complete, none
 // lost or duplicated, each run exactly once at a site. In the suite: 120
 // jobs, 12 sites (bounded for the suite's time). GRIDSUB_LONG=1: 10,000 jobs, 50 sites
-// (GRIDSUB_SIMSITE_LOAD_JOBS / _SITES override). It reports jobs/s through
+// (GRIDSUB_SIMSITE_LOAD_JOBS / _SITES override; _CLIENTS the concurrent
+// submitters, 8 by default). It reports jobs/s through
 // the broker, SSH sessions and remote commands per site per minute, the
 // broker's CPU time and peak RSS (docs/simsite.md).
 func TestSimsiteLoadThroughServe(t *testing.T) {
@@ -144,7 +166,11 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 		}
 		close(next)
 	}()
-	for range 8 {
+	clients := 8
+	if v, err := strconv.Atoi(os.Getenv("GRIDSUB_SIMSITE_LOAD_CLIENTS")); err == nil && v > 0 {
+		clients = v
+	}
+	for range clients {
 		wg.Go(func() {
 			for i := range next {
 				j, err := c.Submit(ctx, bridge.Request{Name: fmt.Sprintf("load-%d", i), Command: []string{"/bin/true"},
@@ -195,6 +221,8 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 	}
 	wall := time.Since(t0)
 	cpu, peak := procUsage(p.cmd.Process.Pid)
+	siteCPU, _ := procUsage(os.Getpid()) // the sites and the clients, in this process
+	jobCPU := childCPU(os.Getpid())       // the jobs' processes and the batch commands' shells the sites ran
 	all, err := c.ListAll(ctx, bridge.Filter{Limit: api.MaxLimit})
 	if err != nil {
 		t.Fatal(err)
@@ -222,9 +250,9 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 		status += st.Batch["squeue"] + st.Batch["qstat"]
 	}
 	perSiteMin := func(n int64) float64 { return float64(n) / float64(len(sites)) / wall.Minutes() }
-	t.Logf("simsite load: %d jobs over %d sites in %s (submitted in %s): %.1f jobs/s end to end; per site per minute %.0f SSH sessions, %.0f remote commands (%.0f squeue/qstat); sbatch %d, qsub %d; broker CPU %s (%.0f%% of one core), peak RSS %d MB; load average %s",
+	t.Logf("simsite load: %d jobs over %d sites in %s (submitted in %s): %.1f jobs/s end to end; per site per minute %.0f SSH sessions, %.0f remote commands (%.0f squeue/qstat); sbatch %d, qsub %d; broker CPU %s (%.0f%% of one core), peak RSS %d MB; test process (sites, clients) CPU %s, its children (jobs, shells, stubs) %s; load average %s",
 		jobs, len(sites), wall.Round(time.Millisecond), submitted.Round(time.Millisecond), float64(jobs)/wall.Seconds(),
-		perSiteMin(sessions), perSiteMin(commands), perSiteMin(status), sbatch, qsub, cpu, 100*cpu.Seconds()/wall.Seconds(), peak/1024, loadAvg())
+		perSiteMin(sessions), perSiteMin(commands), perSiteMin(status), sbatch, qsub, cpu, 100*cpu.Seconds()/wall.Seconds(), peak/1024, siteCPU.Round(time.Millisecond), jobCPU.Round(time.Millisecond), loadAvg())
 }
 
 // loadAvg is the machine's load average over 1, 5 and 15 minutes.
