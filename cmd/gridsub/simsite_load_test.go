@@ -222,7 +222,7 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 	wall := time.Since(t0)
 	cpu, peak := procUsage(p.cmd.Process.Pid)
 	siteCPU, _ := procUsage(os.Getpid()) // the sites and the clients, in this process
-	jobCPU := childCPU(os.Getpid())       // the jobs' processes and the batch commands' shells the sites ran
+	jobCPU := childCPU(os.Getpid())      // the jobs' processes and the batch commands' shells the sites ran
 	all, err := c.ListAll(ctx, bridge.Filter{Limit: api.MaxLimit})
 	if err != nil {
 		t.Fatal(err)
