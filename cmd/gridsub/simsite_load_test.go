@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -240,6 +241,7 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 		}
 	}
 	checkExactlyOnce(t, sites, all)
+	t.Log(batchLogSummary(p.logs.Bytes()))
 	var sessions, commands, sbatch, qsub, status int64
 	for _, s := range sites {
 		st := s.Stats()
@@ -253,6 +255,36 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 	t.Logf("simsite load: %d jobs over %d sites in %s (submitted in %s): %.1f jobs/s end to end; per site per minute %.0f SSH sessions, %.0f remote commands (%.0f squeue/qstat); sbatch %d, qsub %d; broker CPU %s (%.0f%% of one core), peak RSS %d MB; test process (sites, clients) CPU %s, its children (jobs, shells, stubs) %s; load average %s",
 		jobs, len(sites), wall.Round(time.Millisecond), submitted.Round(time.Millisecond), float64(jobs)/wall.Seconds(),
 		perSiteMin(sessions), perSiteMin(commands), perSiteMin(status), sbatch, qsub, cpu, 100*cpu.Seconds()/wall.Seconds(), peak/1024, siteCPU.Round(time.Millisecond), jobCPU.Round(time.Millisecond), loadAvg())
+}
+
+// batchLogSummary sums up the daemon's "batched submission" log lines:
+// how many batches, jobs per batch, and how long one took (mean, max).
+func batchLogSummary(logs []byte) string {
+	var n, jobs int
+	var sum, most time.Duration
+	for _, l := range strings.Split(string(logs), "\n") {
+		var rec struct {
+			Msg  string
+			Jobs int
+			Took string
+		}
+		if json.Unmarshal([]byte(l), &rec) != nil || rec.Msg != "batched submission" {
+			continue
+		}
+		d, err := time.ParseDuration(rec.Took)
+		if err != nil {
+			continue
+		}
+		n++
+		jobs += rec.Jobs
+		sum += d
+		most = max(most, d)
+	}
+	if n == 0 {
+		return "no batched submissions logged"
+	}
+	return fmt.Sprintf("%d batched submissions (SubmitBatch calls), %d jobs, %.1f jobs each; one took %s on average, %s at most",
+		n, jobs, float64(jobs)/float64(n), (sum / time.Duration(n)).Round(time.Millisecond), most.Round(time.Millisecond))
 }
 
 // loadAvg is the machine's load average over 1, 5 and 15 minutes.
