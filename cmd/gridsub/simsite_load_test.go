@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,34 +258,45 @@ func TestSimsiteLoadThroughServe(t *testing.T) {
 		perSiteMin(sessions), perSiteMin(commands), perSiteMin(status), sbatch, qsub, cpu, 100*cpu.Seconds()/wall.Seconds(), peak/1024, siteCPU.Round(time.Millisecond), jobCPU.Round(time.Millisecond), loadAvg())
 }
 
-// batchLogSummary sums up the daemon's "batched submission" log lines:
-// how many batches, jobs per batch, and how long one took (mean, max).
+// batchLogSummary sums up the daemon's "batched submission" log lines per
+// dialect (the sites are named <dialect><i>): how many batches, jobs per
+// batch, and how long one took (mean, max).
 func batchLogSummary(logs []byte) string {
-	var n, jobs int
-	var sum, most time.Duration
+	type sum struct {
+		n, jobs   int
+		took, top time.Duration
+	}
+	by := map[string]*sum{}
 	for _, l := range strings.Split(string(logs), "\n") {
 		var rec struct {
 			Msg  string
+			Site string
 			Jobs int
-			Took string
+			Took time.Duration // slog's JSON handler writes a duration in nanoseconds
 		}
 		if json.Unmarshal([]byte(l), &rec) != nil || rec.Msg != "batched submission" {
 			continue
 		}
-		d, err := time.ParseDuration(rec.Took)
-		if err != nil {
-			continue
+		d := strings.TrimRight(rec.Site, "0123456789")
+		if by[d] == nil {
+			by[d] = &sum{}
 		}
-		n++
-		jobs += rec.Jobs
-		sum += d
-		most = max(most, d)
+		x := by[d]
+		x.n++
+		x.jobs += rec.Jobs
+		x.took += rec.Took
+		x.top = max(x.top, rec.Took)
 	}
-	if n == 0 {
+	if len(by) == 0 {
 		return "no batched submissions logged"
 	}
-	return fmt.Sprintf("%d batched submissions (SubmitBatch calls), %d jobs, %.1f jobs each; one took %s on average, %s at most",
-		n, jobs, float64(jobs)/float64(n), (sum / time.Duration(n)).Round(time.Millisecond), most.Round(time.Millisecond))
+	var parts []string
+	for _, d := range slices.Sorted(maps.Keys(by)) {
+		x := by[d]
+		parts = append(parts, fmt.Sprintf("%s sites: %d SubmitBatch calls, %d jobs, %.1f jobs each, %s each on average, %s at most",
+			d, x.n, x.jobs, float64(x.jobs)/float64(x.n), (x.took / time.Duration(x.n)).Round(time.Millisecond), x.top.Round(time.Millisecond)))
+	}
+	return "batched submissions: " + strings.Join(parts, "; ")
 }
 
 // loadAvg is the machine's load average over 1, 5 and 15 minutes.
