@@ -294,7 +294,7 @@ func batchLogSummary(logs []byte) string {
 	for _, d := range slices.Sorted(maps.Keys(by)) {
 		x := by[d]
 		parts = append(parts, fmt.Sprintf("%s sites: %d SubmitBatch calls, %d jobs, %.1f jobs each, %s each on average, %s at most",
-			d, x.n, x.jobs, float64(x.jobs)/float64(x.n), (x.took / time.Duration(x.n)).Round(time.Millisecond), x.top.Round(time.Millisecond)))
+			d, x.n, x.jobs, float64(x.jobs)/float64(x.n), (x.took/time.Duration(x.n)).Round(time.Millisecond), x.top.Round(time.Millisecond)))
 	}
 	return "batched submissions: " + strings.Join(parts, "; ")
 }
