@@ -79,17 +79,32 @@ func (b *Broker) flushGroup(ctx context.Context) {
 // takes it too), so a stored job is never older than one written before.
 func (b *Broker) writeCopies(ctx context.Context, js []*Job) []error {
 	b.writeMu.Lock()
-	cs := make([]*Job, len(js))
-	for i, j := range js {
-		cs[i] = j.Clone()
+	errs := make([]error, 0, len(js))
+	for lo := 0; lo < len(js); lo += writeChunk {
+		// Copies of one chunk at a time: a cycle of thousands of jobs
+		// does not hold a second copy of all of them at once.
+		if lo > 0 {
+			b.mu.Lock()
+		}
+		chunk := js[lo:min(lo+writeChunk, len(js))]
+		cs := make([]*Job, len(chunk))
+		for i, j := range chunk {
+			cs[i] = j.Clone()
+		}
+		b.mu.Unlock()
+		errs = append(errs, b.putAll(ctx, cs)...)
 	}
-	b.mu.Unlock()
-	errs := b.putAll(ctx, cs)
+	if len(js) == 0 {
+		b.mu.Unlock()
+	}
 	// writeMu before mu: a persist waiting for writeMu holds mu.
 	b.writeMu.Unlock()
 	b.mu.Lock()
 	return errs
 }
+
+// writeChunk is how many jobs writeCopies copies at a time.
+const writeChunk = 256
 
 // putAll writes jobs concurrently (at most maxParallelPuts at once) and
 // returns each one's error. The store reads each job while it is written:

@@ -14,12 +14,12 @@ import (
 // settled submissions and the status changes of many jobs concurrently,
 // so a store with group commit shares commits among them (the 10,000-job
 // load test spent a minute on one fsync per intent), and what it stores
-// is each job's latest state.
+// is each job's latest state (in chunks of writeChunk copies).
 func TestCycleWritesJobsTogether(t *testing.T) {
 	st := &slowStore{MemStore: NewMemStore()}
-	a := newFake("A", 100)
+	a := newFake("A", 400)
 	b := brokerOn(t, st, a)
-	const n = 60
+	const n = 300 // more than one writeChunk
 	var ids []string
 	for range n {
 		j, err := b.Submit(context.Background(), req(1), t0)
