@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -118,21 +119,73 @@ func TestBatchSbatchReadsTheHereDocument(t *testing.T) {
 	}
 }
 
-// TestBatchPBSRunsInTheShell: a PBS batch (its commands are `bash -c`
-// submission scripts) and anything not exactly a batch are left to the
-// real shell.
-func TestBatchPBSRunsInTheShell(t *testing.T) {
-	s := startSite(t, PBS, 2, 1, 1)
+// TestBatchPBSMatchesShell: a PBS batch (each command the PBS backend's
+// `bash -c` submission script with the wrapper on stdin) is answered in
+// process exactly as the real shell answers it — ids aside: the job
+// directory made, the wrapper stored 0700, qsub's id printed and recorded
+// in .gridsub-jobid, a refused qsub's words and exit status. A job
+// directory outside the home, a foreign script or anything not exactly a
+// batch is left to the shell.
+func TestBatchPBSMatchesShell(t *testing.T) {
+	s := startSite(t, PBS, 2, 1, 20)
 	c := pbs.Cmds{Bin: s.Bin()}
-	bs, _, err := sshbatch.Build([]sshbatch.Command{{Argv: c.SubmitArgv(s.Home(), []string{"-N", "x"}), Stdin: "#!/bin/sh\ntrue\n"}}, 0, 0)
-	if err != nil {
-		t.Fatal(err)
+	wrapper := "#!/bin/sh\ntrue\n"
+	build := func(tag string) (sshbatch.Batch, []string) {
+		var dirs []string
+		var cmds []sshbatch.Command
+		for k, q := range [][]string{{"-N", "ok"}, {"-N", "bad", "-q", "nope"}, {"-N", "ok2"}} {
+			d := filepath.Join(s.Home(), "gridsub", fmt.Sprintf("%s-%d", tag, k))
+			dirs = append(dirs, d)
+			cmds = append(cmds, sshbatch.Command{Argv: c.SubmitArgv(d, q), Stdin: wrapper})
+		}
+		bs, _, err := sshbatch.Build(cmds, 0, 0)
+		if err != nil || len(bs) != 1 {
+			t.Fatalf("Build: %v", err)
+		}
+		return bs[0], dirs
 	}
-	line := transport.Quote(bs[0].Argv)
-	for _, l := range []string{line, strings.Replace(line, "gridsub-batch", "other", 1), "exec " + line,
+	idRe := regexp.MustCompile(`[0-9]+\.` + s.cfg.Name)
+	var res []string
+	for i, pre := range []string{"exec ", ""} {
+		b, dirs := build(fmt.Sprintf("p%d", i))
+		line := transport.Quote(b.Argv)
+		if _, _, ok := s.batchRequests(line); !ok {
+			t.Fatal("a PBS batch does not take the in-process path")
+		}
+		o, e, code := run(t, s, pre+line)
+		outs := sshbatch.Parse(b.Nonce, 3, []byte(o), []byte(e))
+		for k, want := range []int{0, 170, 0} {
+			if !outs[k].Done || outs[k].ExitCode != want {
+				t.Errorf("%q: command %d: %+v, want exit %d", pre, k, outs[k], want)
+			}
+		}
+		if !strings.Contains(string(outs[1].Stderr), "Unknown queue") {
+			t.Errorf("%q: refused qsub said %q", pre, outs[1].Stderr)
+		}
+		for _, k := range []int{0, 2} {
+			id, err := os.ReadFile(filepath.Join(dirs[k], pbs.IDFile))
+			if err != nil || string(id) != string(outs[k].Stdout) || !idRe.Match(id) {
+				t.Errorf("%q: job %d: id file %q %v, printed %q", pre, k, id, err, outs[k].Stdout)
+			}
+			fi, err := os.Stat(filepath.Join(dirs[k], pbs.ScriptFile))
+			if err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("%q: job %d: wrapper %v %v, want mode 0700", pre, k, fi, err)
+			}
+		}
+		norm := strings.ReplaceAll(idRe.ReplaceAllString(o+"|"+e, "ID"), b.Nonce, "NONCE") // the dirs differ, so do the nonces
+		res = append(res, fmt.Sprintf("%d|%s", code, norm))
+	}
+	if res[0] != res[1] {
+		t.Errorf("shell and in-process differ:\nshell:      %q\nin process: %q", res[0], res[1])
+	}
+	b, _ := build("q")
+	line := transport.Quote(b.Argv)
+	outside := strings.ReplaceAll(line, s.Home()+"/gridsub", "/tmp/gridsub")
+	for _, l := range []string{outside, strings.Replace(line, "gridsub-batch", "other", 1), "exec " + line,
+		strings.Replace(line, "mkdir -p", "mkdir  -p", 1),
 		transport.Quote([]string{"/bin/sh", "-c", "# gridsub-batch v1 0123456789abcdef 1\nqstat\n", "gridsub-batch"})} {
 		if _, _, ok := s.batchRequests(l); ok {
-			t.Errorf("%.60q took the in-process batch path", l)
+			t.Errorf("%.80q took the in-process batch path", l)
 		}
 	}
 }

@@ -195,9 +195,9 @@ func (d *sshd) exec(ch ssh.Channel, line string) int {
 		ch.Stderr().Write(rep.Stderr)
 		return rep.Code
 	}
-	if nonce, reqs, ok := d.site.batchRequests(line); ok {
+	if nonce, cmds, ok := d.site.batchRequests(line); ok {
 		go io.Copy(io.Discard, io.LimitReader(ch, maxStdin)) // a batch's commands read here-documents only
-		return d.site.runBatch(ch, ch.Stderr(), nonce, reqs)
+		return d.site.runBatch(ch, ch.Stderr(), nonce, cmds)
 	}
 	cmd := exec.Command("/bin/sh", "-c", line)
 	cmd.Dir = d.site.home
