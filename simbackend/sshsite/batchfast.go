@@ -33,7 +33,7 @@ var pbsSubmitScript = pbs.Cmds{}.SubmitArgv("", nil)[2]
 // a job directory inside the home. It returns the batch's nonce and the
 // commands. Anything else (a script Decode refuses, any other command)
 // returns ok false and runs in the real shell, which gives the same answer
-// (TestBatchFastMatchesShell, TestBatchPBSMatchesShell).
+// (TestBatchSbatchReadsTheHereDocument, TestBatchPBSMatchesShell).
 func (s *Site) batchRequests(line string) (nonce string, cmds []batchCmd, ok bool) {
 	w, ok := splitQuoted(line)
 	if !ok || len(w) != 4 || w[0] != sshbatch.Shell || w[1] != "-c" || w[3] != sshbatch.Program {
