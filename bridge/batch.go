@@ -3,11 +3,15 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/policy"
 )
+
+// MaxSiteSubmits bounds how many real sites a cycle submits to at once.
+const MaxSiteSubmits = 16
 
 // pendingSubmit is a job whose dispatch intent is recorded and whose
 // components are still to be submitted.
@@ -20,8 +24,9 @@ type pendingSubmit struct {
 // submitPending submits a cycle's dispatched jobs: a site with the batch
 // capability (backends.BatchSubmitter) and two or more of the cycle's
 // components gets them all in one SubmitBatch — one remote command instead
-// of one per job — after the other sites' components, which get one Submit
-// each, in plan order. Each job is then settled as submitParts
+// of one per job; the other sites' components get one Submit each, in plan
+// order. Real sites are submitted to concurrently (at most MaxSiteSubmits
+// at a time), simulated ones in order. Each job is then settled as submitParts
 // does, from its own components' outcomes only: one job's refusal does not
 // touch another's.
 func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendingSubmit, rep *CycleReport) {
@@ -51,21 +56,17 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 		_, ok := backends.AsBatchSubmitter(b.sites[si].Backend)
 		batched[si] = ok && len(refs) > 1
 	}
-	// Sites without batching: one Submit per component, in plan order, as
-	// before batching existed.
-	for pi, ps := range pend {
-		for k, part := range ps.d.Chosen.Parts {
-			if !batched[part.Site] {
-				rids[pi][k], errs[pi][k] = b.sites[part.Site].Backend.Submit(ctx, ps.specs[k])
-				b.markStale(part.Site)
-			}
-		}
-	}
-	for _, si := range order {
-		if !batched[si] {
-			continue
-		}
+	// submitAt submits site si's components: one SubmitBatch when it is
+	// batched, else one Submit each in plan order.
+	submitAt := func(si int) {
 		refs := bySite[si]
+		if !batched[si] {
+			for _, r := range refs {
+				rids[r.p][r.k], errs[r.p][r.k] = b.sites[si].Backend.Submit(ctx, pend[r.p].specs[r.k])
+				b.markStale(si)
+			}
+			return
+		}
 		bs, _ := backends.AsBatchSubmitter(b.sites[si].Backend)
 		specs := make([]*backends.JobSpec, len(refs))
 		for i, r := range refs {
@@ -93,9 +94,47 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 			rids[r.p][r.k], errs[r.p][r.k] = res[i].ID, res[i].Err
 		}
 	}
+	// Simulated sites one after the other in plan order (they answer at
+	// once, and order keeps replays deterministic); real sites
+	// concurrently, at most MaxSiteSubmits at a time: a cycle with jobs
+	// for 50 sites costs about the slowest site's submission, not the sum
+	// of all (each site's components stay in plan order, each slot of
+	// rids/errs is written by its own site only).
+	for pi, ps := range pend {
+		for k, part := range ps.d.Chosen.Parts {
+			if si := part.Site; b.sites[si].Simulated && !batched[si] {
+				rids[pi][k], errs[pi][k] = b.sites[si].Backend.Submit(ctx, ps.specs[k])
+				b.markStale(si)
+			}
+		}
+	}
+	sem := make(chan struct{}, MaxSiteSubmits)
+	var wg sync.WaitGroup
+	for _, si := range order {
+		if b.sites[si].Simulated {
+			if batched[si] {
+				submitAt(si)
+			}
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			submitAt(si)
+		})
+	}
+	wg.Wait()
+	// The jobs' settled states are written together at the end (one
+	// commit for many; their intents are already stored).
+	b.mu.Lock()
+	b.startGroup()
+	b.mu.Unlock()
 	for pi, ps := range pend {
 		b.finishParts(ctx, now, ps.id, ps.d, rids[pi], errs[pi], rep)
 	}
+	b.mu.Lock()
+	b.flushGroup(ctx)
+	b.mu.Unlock()
 }
 
 // unknownParts handles a job one of whose components may or may not have

@@ -172,6 +172,8 @@ type Broker struct {
 	releases  []release      // native reservations to delete
 	trust     []float64      // per-site trust for the policy (SetTrust); 0 = unset
 	toDrop    []string       // ids of jobs that ended, for Options.Drop
+	group     *writeGroup    // a cycle phase's writes, flushed together (persistgroup.go)
+	writeMu   sync.Mutex     // orders job writes: persist and writeCopies (persistgroup.go); taken after mu
 
 	// Groups and dependencies (group.go, deps.go).
 	held    []string              // ids of Held jobs
@@ -452,7 +454,10 @@ func (b *Broker) persist(ctx context.Context, j *Job) error {
 	if b.opts.Drop != nil && j.State.Final() && j.final == nil {
 		b.toDrop = append(b.toDrop, j.ID)
 	}
-	if err := b.store.Put(ctx, j); err != nil {
+	b.writeMu.Lock()
+	err := b.store.Put(ctx, j)
+	b.writeMu.Unlock()
+	if err != nil {
 		b.log.Error("store write failed", "job", j.ID, "err", err)
 		return err
 	}
@@ -596,12 +601,14 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 		}
 	}
 	var cancels []cancelReq
+	b.startGroup() // the changes are written together below (persistgroup.go)
 	for _, j := range touched {
 		if j.touched { // once per job, in the order of first change
 			j.touched = false
 			cancels = append(cancels, b.track(ctx, j, now, rep)...)
 		}
 	}
+	b.flushGroup(ctx)
 	// Only a job that left the live states needs the live list compacted
 	// (most changes are a start: dispatched -> running).
 	if slices.ContainsFunc(touched, func(j *Job) bool { return j.State != Dispatched && j.State != Running }) {
@@ -754,7 +761,7 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 				allFailed = allFailed && c.State.Final()
 			}
 			if !allFailed {
-				_ = b.persist(ctx, j)
+				b.persistLater(ctx, j)
 				return nil
 			}
 		}
@@ -815,7 +822,7 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 			b.addEvent(j, now, "running", "", "running on "+j.Sites())
 		}
 	}
-	_ = b.persist(ctx, j)
+	b.persistLater(ctx, j)
 	return cancels
 }
 

@@ -18,8 +18,11 @@ import (
 // is recorded, batched per site where a site can (submitPending).
 func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
 	names := b.names
-	var pend []pendingSubmit
+	var intents, pend []pendingSubmit
 	defer func() { b.submitPending(ctx, now, pend, rep) }()
+	b.mu.Lock()
+	b.startGroup() // rejections and reservations are written after the intents, together
+	b.mu.Unlock()
 	for _, d := range plan.Decisions {
 		b.mu.Lock()
 		j, ok := b.jobs[d.Job]
@@ -35,7 +38,7 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 			}
 			b.addEvent(j, now, "rejected", "", j.Reason)
 			b.dequeue(j.ID)
-			_ = b.persist(ctx, j)
+			b.persistLater(ctx, j)
 			rep.Rejected++
 			b.mu.Unlock()
 		case policy.Reserve:
@@ -46,7 +49,7 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 					b.addEvent(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
 						partsString(names, d.Chosen.Parts), d.Chosen.Start.Format(time.RFC3339), d.Chosen.End().Format(time.RFC3339)))
 				}
-				_ = b.persist(ctx, j)
+				b.persistLater(ctx, j)
 			}
 			b.mu.Unlock()
 		case policy.Start, policy.Replicate:
@@ -76,13 +79,6 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 				j.Comps[k] = Component{Site: names[p.Site], Nodes: p.Nodes, State: backends.StateUnknown, ExitCode: -1,
 					Replica: d.Action == policy.Replicate}
 			}
-			if err := b.persist(ctx, j); err != nil {
-				// Not recorded, so not acted on: the job stays queued.
-				j.State, j.Comps, j.Attempts = Queued, nil, j.Attempts-1
-				b.mu.Unlock()
-				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the dispatch intent: %w", j.ID, err))
-				continue
-			}
 			specs := make([]*backends.JobSpec, len(d.Chosen.Parts))
 			for k, p := range d.Chosen.Parts {
 				n := len(d.Chosen.Parts)
@@ -96,9 +92,29 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 				}
 			}
 			b.mu.Unlock()
-			pend = append(pend, pendingSubmit{id: j.ID, d: d, specs: specs})
+			intents = append(intents, pendingSubmit{id: j.ID, d: d, specs: specs})
 		}
 	}
+	// The intents are written together (one store commit for many, not
+	// one fsync per job), before any site hears of the jobs; a job whose
+	// intent could not be recorded is not acted on and stays queued.
+	b.mu.Lock()
+	js := make([]*Job, len(intents))
+	for i, ps := range intents {
+		js[i] = b.jobs[ps.id]
+	}
+	for i, err := range b.writeCopies(ctx, js) {
+		if err != nil {
+			b.log.Error("store write failed", "job", js[i].ID, "err", err)
+			j := js[i]
+			j.State, j.Comps, j.Attempts = Queued, nil, j.Attempts-1
+			rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the dispatch intent: %w", j.ID, err))
+			continue
+		}
+		pend = append(pend, intents[i])
+	}
+	b.flushGroup(ctx)
+	b.mu.Unlock()
 }
 
 // alone is the prediction for job j running on part p by itself: the
@@ -164,7 +180,7 @@ func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d po
 		}
 		b.dequeue(id)
 		b.live = append(b.live, id)
-		_ = b.persist(ctx, j)
+		b.persistLater(ctx, j)
 		if d.Action == policy.Replicate {
 			rep.Replicated++
 		} else {
@@ -204,7 +220,7 @@ func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d po
 		b.dequeue(id)
 		b.dropResv(j, ResvFailed, why)
 	}
-	_ = b.persist(ctx, j)
+	b.persistLater(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", id, firstErr))
 	b.mu.Unlock()
 	b.doCancels(ctx, now, undo)

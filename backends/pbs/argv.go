@@ -173,13 +173,26 @@ func (c Cmds) StatusArgv(ids []backends.JobID) []string {
 	return a
 }
 
-// findScript lists the login user's jobs, finished ones included, and
-// prints them in DSV: `bash -c findScript gridsub-find <qselect> <qstat> <user>`.
-const findScript = `ids=$("$1" -x -u "$3") || exit; [ -z "$ids" ] || exec "$2" -x -f -F dsv $ids`
+// findScript prints in DSV the jobs of a user that carry a tag, finished
+// ones included: `bash -c findScript gridsub-find <qstat> <TagVar=tag>
+// <user>`. It asks the server once for every job it knows, live and
+// history, with no ids (qstat makes one server request per id asked for:
+// by id, the user's whole history took 8 s for 323 jobs on the testbed
+// and minutes for thousands; without ids 0.3 s), and keeps on the server
+// side only the lines holding both the owner and the tag variable as a
+// whole word of Variable_List (followed by ',', '|' or the line's end),
+// so what comes back is a few lines at any history length. The values
+// reach awk through its environment (no escape processing, no code); the
+// caller still checks both on the parsed records. qstat's failure is the
+// script's (pipefail).
+const findScript = `set -o pipefail; "$1" -x -f -F dsv | T="$2" U="|Job_Owner=$3@" awk ` +
+	`'index($0, ENVIRON["U"]) && (index($0, ENVIRON["T"] ",") || index($0, ENVIRON["T"] "|") || ` +
+	`substr($0, length($0) - length(ENVIRON["T"]) + 1) == ENVIRON["T"])'`
 
-// FindArgv lists every job of user (in any state) in DSV, one command.
-func (c Cmds) FindArgv(user string) []string {
-	return []string{"bash", "-c", findScript, "gridsub-find", c.cmd("qselect"), c.cmd("qstat"), user}
+// FindArgv lists in DSV, in one command and one server request, the jobs
+// of user (in any state) whose Variable_List holds TagVar=tag.
+func (c Cmds) FindArgv(user, tag string) []string {
+	return []string{"bash", "-c", findScript, "gridsub-find", c.cmd("qstat"), TagVar + "=" + tag, user}
 }
 
 // LiveDSVArgv lists every live job of the server in DSV (no ids: one

@@ -141,7 +141,7 @@ func cmdName(argv []string) string {
 		case "gridsub-status":
 			return "qstat"
 		case "gridsub-find":
-			return "qselect+qstat"
+			return "qstat"
 		case "gridsub-ids":
 			return "job id files"
 		}

@@ -58,7 +58,7 @@ func TestCommandsUseBinDir(t *testing.T) {
 	c := Cmds{Bin: "/site/pbs/bin"}
 	spec := &backends.JobSpec{GridID: "g1", Nodes: 2, Walltime: 90 * time.Second, Command: []string{"true"}, Reservation: "R7.srv"}
 	for _, argv := range [][]string{c.SubmitArgv("/d", QsubArgs(spec, "workq", 4)), c.StatusArgv([]backends.JobID{"1.s"}),
-		c.StatusArgv(make([]backends.JobID, DirectStatusMax+1)), c.FindArgv("u"), c.NodesArgv(), c.ServerArgv(), c.QueuesArgv(),
+		c.StatusArgv(make([]backends.JobID, DirectStatusMax+1)), c.FindArgv("u", "g:g1"), c.NodesArgv(), c.ServerArgv(), c.QueuesArgv(),
 		c.QdelArgv("1.s"), c.RstatArgv("R1"), c.RdelArgv("R1"), c.ActiveJSONArgv(),
 		c.RsubArgv(&backends.ReservationSpec{Name: "r", Nodes: 1, Duration: time.Minute}, time.Unix(0, 0), time.UTC, 2, time.Second)} {
 		joined := strings.Join(argv, " ")

@@ -21,8 +21,9 @@ const idFilesScript = `cd -- "$1" 2>/dev/null || exit 0; for f in gridsub/"$2"/`
 	`; do [ -f "$f" ] && [ ! -L "$f" ] && printf '%s:%s\n' "${f%/*}" "$(head -c 256 -- "$f")"; done; exit 0`
 
 // FindByGridID lists every job tagged with gridID: the login user's jobs
-// PBS still knows, finished ones included (qselect -x + qstat -x in one
-// command; the tag is in Variable_List), plus jobs whose id PBS no longer
+// PBS still knows, finished ones included (one id-less qstat -x filtered
+// at the site by owner and tag: bounded at any history length; the tag is
+// in Variable_List), plus jobs whose id PBS no longer
 // has but whose job directory recorded it, with the state of their
 // exit-code file.
 func (b *Backend) FindByGridID(ctx context.Context, gridID string) ([]backends.JobStatus, error) {
@@ -32,7 +33,7 @@ func (b *Backend) FindByGridID(ctx context.Context, gridID string) ([]backends.J
 	if b.cfg.User == "" {
 		return nil, fmt.Errorf("%w: %s: FindByGridID needs the login user (Config.User)", backends.ErrInvalidSpec, b.cfg.Name)
 	}
-	argv := b.cmds.FindArgv(b.cfg.User)
+	argv := b.cmds.FindArgv(b.cfg.User, GridTag(gridID))
 	r, err := b.exec(ctx, argv, nil)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,9 @@ package slurm_test
 import (
 	"context"
 	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +63,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
+		waitRoom(b, c, 2*jobs)
 		one := specs()
 		cnt.reset()
 		t0 := time.Now()
@@ -94,5 +98,45 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		b.Logf("%d submissions to siteB over one SSH connection: one command per job %s (%.1f jobs/s, %d remote commands), batched %s (%.1f jobs/s, %d remote commands, %d sessions at once), ratio %.2fx",
 			jobs, ts.Round(time.Millisecond), rs, single["sbatch"], tb.Round(time.Millisecond), rb, batched["batch"]+batched["mkdir"],
 			envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions), rb/rs)
+	}
+}
+
+var maxJobCountRe = regexp.MustCompile(`(?m)^MaxJobCount\s*=\s*(\d+)`)
+
+// waitRoom waits (at most 6 minutes) until slurmctld holds few enough
+// jobs to take need more. Cancelled and finished jobs stay in its memory
+// for MinJobAge (300 s on the testbed) and count towards MaxJobCount
+// (10,000): ten runs of a 500-job bench in a row (1,000 jobs each) filled
+// it, and sbatch then answered "Slurm temporarily unable to accept job".
+// The jobs of every user count (the testbed is shared).
+func waitRoom(b *testing.B, r backends.Runner, need int) {
+	b.Helper()
+	ctx := context.Background()
+	res, err := r.Run(ctx, slurm.ConfigArgv(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := maxJobCountRe.FindSubmatch(res.Stdout)
+	if m == nil {
+		b.Fatalf("no MaxJobCount in scontrol show config:\n%s", res.Stdout)
+	}
+	max, _ := strconv.Atoi(string(m[1]))
+	t0 := time.Now()
+	for {
+		res, err := r.Run(ctx, []string{"squeue", "-h", "-t", "all", "-o", "%i"}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		held := strings.Count(string(res.Stdout), "\n")
+		if held+need+200 <= max {
+			if w := time.Since(t0); w > time.Second {
+				b.Logf("waited %s for slurmctld to forget old jobs (%d held, MaxJobCount %d)", w.Round(time.Second), held, max)
+			}
+			return
+		}
+		if time.Since(t0) > 6*time.Minute {
+			b.Fatalf("slurmctld still holds %d jobs after 6 min (MaxJobCount %d, %d more needed)", held, max, need)
+		}
+		time.Sleep(5 * time.Second)
 	}
 }

@@ -124,7 +124,7 @@ func startServe(t *testing.T, bin, state, sock string, args ...string) *servePro
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
-		return strings.HasPrefix(e, "GRIDSUB_")
+		return strings.HasPrefix(e, "GRIDSUB_") && !strings.HasPrefix(e, envCPUProfile+"=") && !strings.HasPrefix(e, envMemProfile+"=")
 	}), envStateDir+"="+state, envSocket+"="+sock,
 		// The tests' --out-dir are beside the state directory.
 		config.EnvName("broker.output_root")+"="+filepath.Dir(state))

@@ -175,6 +175,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		token, tlsCert, tlsKey = "", "", "" // the socket's file mode is the protection
 	}
 	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
+	defer startProfiles(log)()
 	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
 		Listen: f.listen, Token: token, TLSCert: tlsCert, TLSKey: tlsKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext,
 		MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,

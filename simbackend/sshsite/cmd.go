@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,13 +23,63 @@ type request struct {
 	Argv []string          `json:"argv"`
 	Cwd  string            `json:"cwd"`
 	Env  map[string]string `json:"env"`
+
+	// stdin reads the command's standard input to its end, at most max
+	// bytes (more is errStdinTooLarge); nil means the command has none.
+	// Only a command that reads its stdin calls it (sbatch given no script
+	// file, as the real one), so a command given a file never waits on a
+	// stdin that stays open.
+	stdin func(max int) ([]byte, error)
 }
 
-// reply is what the command prints and its exit code.
+// reply is what the command prints and its exit code. On the command
+// socket, a reply with NeedStdin > 0 is instead the site asking the
+// client for its standard input (at most NeedStdin bytes), which the
+// client sends as one stdinFrame before the real reply comes.
 type reply struct {
-	Stdout []byte `json:"stdout"`
-	Stderr []byte `json:"stderr"`
-	Code   int    `json:"code"`
+	Stdout    []byte `json:"stdout"`
+	Stderr    []byte `json:"stderr"`
+	Code      int    `json:"code"`
+	NeedStdin int    `json:"need_stdin,omitempty"`
+}
+
+// stdinFrame carries a command's standard input to the site; Over says it
+// had more than the bytes asked for (and Stdin is then empty).
+type stdinFrame struct {
+	Stdin []byte `json:"stdin"`
+	Over  bool   `json:"over,omitempty"`
+}
+
+// errStdinTooLarge: a command's standard input exceeds what it may read.
+var errStdinTooLarge = errors.New("standard input too large")
+
+// readBounded reads r to its end, at most max bytes (more is
+// errStdinTooLarge).
+func readBounded(r io.Reader, max int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, errStdinTooLarge
+	}
+	return b, nil
+}
+
+// onceStdin makes read answer once (a second call gets the same bytes).
+func onceStdin(read func(max int) ([]byte, error)) func(max int) ([]byte, error) {
+	var (
+		done bool
+		b    []byte
+		err  error
+	)
+	return func(max int) ([]byte, error) {
+		if !done {
+			done = true
+			b, err = read(max)
+		}
+		return b, err
+	}
 }
 
 func writeFrame(w io.Writer, v any) error {
@@ -93,14 +144,32 @@ func CmdMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: communication failure: %v\n", name, err)
 		return 1
 	}
-	var rep reply
-	if err := readFrame(bufio.NewReader(c), &rep); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: communication failure: %v\n", name, err)
-		return 1
+	br := bufio.NewReader(c)
+	for {
+		var rep reply
+		if err := readFrame(br, &rep); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: communication failure: %v\n", name, err)
+			return 1
+		}
+		if rep.NeedStdin > 0 {
+			// The command reads its stdin (sbatch without a script
+			// file): send it, bounded.
+			b, err := readBounded(os.Stdin, rep.NeedStdin)
+			f := stdinFrame{Stdin: b, Over: errors.Is(err, errStdinTooLarge)}
+			if err != nil && !f.Over {
+				fmt.Fprintf(os.Stderr, "%s: reading standard input: %v\n", name, err)
+				return 1
+			}
+			if err := writeFrame(c, f); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: communication failure: %v\n", name, err)
+				return 1
+			}
+			continue
+		}
+		os.Stdout.Write(rep.Stdout)
+		os.Stderr.Write(rep.Stderr)
+		return rep.Code
 	}
-	os.Stdout.Write(rep.Stdout)
-	os.Stderr.Write(rep.Stderr)
-	return rep.Code
 }
 
 func (s *Site) serveCmds() {
@@ -112,10 +181,24 @@ func (s *Site) serveCmds() {
 		go func() {
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(5 * time.Minute))
+			br := bufio.NewReader(c)
 			var req request
-			if err := readFrame(bufio.NewReader(c), &req); err != nil || len(req.Argv) == 0 {
+			if err := readFrame(br, &req); err != nil || len(req.Argv) == 0 {
 				return
 			}
+			req.stdin = onceStdin(func(max int) ([]byte, error) {
+				if err := writeFrame(c, reply{NeedStdin: max}); err != nil {
+					return nil, err
+				}
+				var f stdinFrame
+				if err := readFrame(br, &f); err != nil {
+					return nil, err
+				}
+				if f.Over {
+					return nil, errStdinTooLarge
+				}
+				return f.Stdin, nil
+			})
 			writeFrame(c, s.runSafe(req))
 		}()
 	}

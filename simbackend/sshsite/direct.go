@@ -42,6 +42,12 @@ func (s *Site) direct(line string) (req request, ok bool) {
 			return request{}, false
 		}
 	}
+	return s.served(w, env)
+}
+
+// served returns the request for argv w when w[0] names one of the site's
+// batch commands (its bare name or its path in bin/), in the home with env.
+func (s *Site) served(w []string, env map[string]string) (request, bool) {
 	name := path.Base(w[0])
 	served := slurmCmds
 	if s.cfg.Dialect == PBS {

@@ -13,7 +13,10 @@
 //   - a login node: every exec request runs with a real /bin/sh -c in the
 //     site's home, PATH starting with the site's bin/ directory, so shell
 //     wrappers, `bash -c` submission scripts, cd, mkdir, cat, grep, find
-//     and exit-code files behave as on a real login node;
+//     and exit-code files behave as on a real login node (a line that is
+//     only one batch command, or a batch as backends/sshbatch builds it of
+//     batch commands or PBS submission scripts, is answered in process by
+//     the same code, with the same output: direct.go, batchfast.go);
 //   - the batch commands in bin/ (sbatch, squeue, sinfo, scancel, sacct,
 //     scontrol; or qsub, qstat, qselect, qdel, pbsnodes, pbs_rsub,
 //     pbs_rstat, pbs_rdel): tiny scripts that run Config.Exe (gridsub

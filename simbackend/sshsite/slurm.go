@@ -70,8 +70,11 @@ func absIn(cwd, p string) string {
 	return filepath.Join(cwd, p)
 }
 
+// maxScript bounds a job script read from a file or from stdin.
+const maxScript = 1 << 20
+
 // sbatch reads the options backends/slurm sends (long forms, "=" or a
-// separate word) and the script path.
+// separate word) and the script: a path, or with none its standard input.
 func (s *Site) sbatch(o *out, a []string, req request) int {
 	j := &job{queue: partition, nodes: 1, walltime: time.Hour, dir: req.Cwd, user: req.Env["USER"]}
 	var outp, errp string
@@ -130,13 +133,28 @@ func (s *Site) sbatch(o *out, a []string, req request) int {
 			}
 		}
 	}
+	var body []byte
 	if script == "" {
-		return o.errf(1, "sbatch: error: Batch script is empty!")
-	}
-	j.script = absIn(req.Cwd, script)
-	body, err := s.readHome(j.script, 1<<20)
-	if err != nil {
-		return o.errf(1, "sbatch: error: Batch script is empty!")
+		// No script file: like the real sbatch, the script is its
+		// standard input (a batch's here-document).
+		var err error
+		if req.stdin != nil {
+			body, err = req.stdin(maxScript)
+		}
+		if errors.Is(err, errStdinTooLarge) {
+			return o.errf(1, "sbatch: error: Batch script is too large (over %d bytes)", maxScript)
+		}
+		if err != nil || len(body) == 0 {
+			return o.errf(1, "sbatch: error: Batch script is empty!")
+		}
+		j.script = "sbatch"
+	} else {
+		j.script = absIn(req.Cwd, script)
+		var err error
+		body, err = s.readHome(j.script, maxScript)
+		if err != nil {
+			return o.errf(1, "sbatch: error: Batch script is empty!")
+		}
 	}
 	j.body = body
 	if !bytes.HasPrefix(body, []byte("#!")) {
@@ -159,7 +177,7 @@ func (s *Site) sbatch(o *out, a []string, req request) int {
 	}
 	j.gridID, _ = strings.CutPrefix(j.comment, "gridsub:")
 	if j.name == "" {
-		j.name = filepath.Base(script)
+		j.name = filepath.Base(j.script)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

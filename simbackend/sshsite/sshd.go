@@ -186,11 +186,18 @@ func sshString(p []byte) (string, bool) {
 func (d *sshd) exec(ch ssh.Channel, line string) int {
 	d.site.stats.commands.Add(1)
 	if req, ok := d.site.direct(line); ok {
-		go io.Copy(io.Discard, io.LimitReader(ch, maxStdin)) // batch commands read no stdin
+		// The command reads the channel only if it needs its stdin
+		// (sbatch without a script); what it leaves is drained after.
+		req.stdin = onceStdin(func(max int) ([]byte, error) { return readBounded(ch, max) })
 		rep := d.site.runSafe(req)
+		go io.Copy(io.Discard, io.LimitReader(ch, maxStdin))
 		ch.Write(rep.Stdout)
 		ch.Stderr().Write(rep.Stderr)
 		return rep.Code
+	}
+	if nonce, cmds, ok := d.site.batchRequests(line); ok {
+		go io.Copy(io.Discard, io.LimitReader(ch, maxStdin)) // a batch's commands read here-documents only
+		return d.site.runBatch(ch, ch.Stderr(), nonce, cmds)
 	}
 	cmd := exec.Command("/bin/sh", "-c", line)
 	cmd.Dir = d.site.home

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/backendtest"
-	"github.com/gridsub/gridsub/backends/slurm"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -83,18 +82,8 @@ func conformance(t *testing.T, dialect string) {
 	if dialect == PBS {
 		unknown = backends.JobID("999999." + s.cfg.Name)
 	}
-	var be backends.Backend = b
-	if dialect == SLURM {
-		// KNOWN DEFECT (session 7, open): in a batch (backends/sshbatch)
-		// sbatch reads its wrapper from a here-document, and the SLURM
-		// dialect's sbatch answers "Batch script is empty!". Until the
-		// dialect reads that stdin, its conformance runs without the
-		// batch case; the PBS dialect runs it.
-		t.Log("SLURM dialect: the batch conformance case is left out (known defect: sbatch in a batch gets no script)")
-		be = noBatch{b.(*slurm.Backend)}
-	}
 	backendtest.Run(t, backendtest.Harness{
-		Backend: be,
+		Backend: b,
 		GridID:  func() string { return gridID("ct") },
 		Wait: func(ctx context.Context, d time.Duration) {
 			time.Sleep(time.Duration(float64(d) / scale))
@@ -120,13 +109,3 @@ func conformance(t *testing.T, dialect string) {
 func TestConformanceSLURMDialect(t *testing.T) { t.Parallel(); conformance(t, SLURM) }
 
 func TestConformancePBSDialect(t *testing.T) { t.Parallel(); conformance(t, PBS) }
-
-// noBatch hides the batch capability of a backend (see the SLURM
-// dialect's known defect above).
-type noBatch struct{ *slurm.Backend }
-
-func (n noBatch) Capabilities() backends.Capabilities {
-	c := backends.CapabilitiesOf(n.Backend)
-	c.Batch = false
-	return c
-}

@@ -1,0 +1,129 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+)
+
+// maxParallelPuts bounds the store writes a grouped flush has in flight:
+// the store's group commit shares one transaction and one fsync among
+// the writes waiting at once (bridge/store: SQLite.loop), so writing a
+// cycle's jobs concurrently costs a few commits instead of one per job.
+const maxParallelPuts = 64
+
+// writeGroup collects the jobs a phase of a cycle changed, to be written
+// together by flushGroup.
+type writeGroup struct {
+	ids  []string
+	seen map[string]bool
+}
+
+// startGroup makes persistLater note jobs instead of writing each at once,
+// until flushGroup. Only cycle code (under cycleMu) uses it. b.mu held.
+func (b *Broker) startGroup() {
+	if b.group == nil {
+		b.group = &writeGroup{seen: map[string]bool{}}
+	}
+}
+
+// persistLater is persist for the places whose caller does not act on the
+// write's error (a job settled after submission, a status change): while
+// a group is open the job is only noted, and flushGroup writes its state
+// of that moment; otherwise it is written at once. A crash before the
+// flush loses nothing that cannot be recovered: the write-ahead intent is
+// already stored (persisted one by one, see putAll), and Recover
+// reconciles such a job by its tag, or the next poll sees the change
+// again. b.mu held.
+func (b *Broker) persistLater(ctx context.Context, j *Job) {
+	if b.group == nil {
+		_ = b.persist(ctx, j)
+		return
+	}
+	if b.opts.Drop != nil && j.State.Final() && j.final == nil {
+		b.toDrop = append(b.toDrop, j.ID)
+	}
+	if !b.group.seen[j.ID] {
+		b.group.seen[j.ID] = true
+		b.group.ids = append(b.group.ids, j.ID)
+	}
+}
+
+// flushGroup writes every job noted since startGroup, as it is now,
+// concurrently, and closes the group. b.mu held by the caller; it is let go
+// while the store writes (Submit and the API are not held up for a whole
+// flush) and taken again before flushGroup returns.
+func (b *Broker) flushGroup(ctx context.Context) {
+	g := b.group
+	b.group = nil
+	if g == nil || len(g.ids) == 0 {
+		return
+	}
+	js := make([]*Job, 0, len(g.ids))
+	for _, id := range g.ids {
+		if j, ok := b.jobs[id]; ok {
+			js = append(js, j)
+		}
+	}
+	for i, err := range b.writeCopies(ctx, js) {
+		if err != nil {
+			b.log.Error("store write failed", "job", js[i].ID, "err", err)
+		}
+	}
+}
+
+// writeCopies writes copies of jobs as they are now, concurrently, and
+// returns each one's error. b.mu held by the caller; it is let go while
+// the store writes and taken again before writeCopies returns. writeMu,
+// taken before the copies are made and kept until they are written,
+// orders these writes before any later persist of the same jobs (persist
+// takes it too), so a stored job is never older than one written before.
+func (b *Broker) writeCopies(ctx context.Context, js []*Job) []error {
+	b.writeMu.Lock()
+	errs := make([]error, 0, len(js))
+	for lo := 0; lo < len(js); lo += writeChunk {
+		// Copies of one chunk at a time: a cycle of thousands of jobs
+		// does not hold a second copy of all of them at once.
+		if lo > 0 {
+			b.mu.Lock()
+		}
+		chunk := js[lo:min(lo+writeChunk, len(js))]
+		cs := make([]*Job, len(chunk))
+		for i, j := range chunk {
+			cs[i] = j.Clone()
+		}
+		b.mu.Unlock()
+		errs = append(errs, b.putAll(ctx, cs)...)
+	}
+	if len(js) == 0 {
+		b.mu.Unlock()
+	}
+	// writeMu before mu: a persist waiting for writeMu holds mu.
+	b.writeMu.Unlock()
+	b.mu.Lock()
+	return errs
+}
+
+// writeChunk is how many jobs writeCopies copies at a time.
+const writeChunk = 256
+
+// putAll writes jobs concurrently (at most maxParallelPuts at once) and
+// returns each one's error. The store reads each job while it is written:
+// nothing may change them meanwhile (writeCopies gives it copies).
+func (b *Broker) putAll(ctx context.Context, js []*Job) []error {
+	errs := make([]error, len(js))
+	if len(js) == 1 {
+		errs[0] = b.store.Put(ctx, js[0])
+		return errs
+	}
+	sem := make(chan struct{}, maxParallelPuts)
+	var wg sync.WaitGroup
+	for i, j := range js {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = b.store.Put(ctx, j)
+		})
+	}
+	wg.Wait()
+	return errs
+}
