@@ -128,7 +128,7 @@ func explanationText(e *bridge.Explanation) string {
 		}
 		s := fmt.Sprintf("%-28s start %s, end %s (run %s", strings.Join(parts, "+"), rel(p.Start, e.Time), rel(p.End, e.Time), p.Runtime.Round(time.Second))
 		if p.Transfer > 0 {
-			s += fmt.Sprintf(" + transfer %s", p.Transfer.Round(time.Millisecond))
+			s += fmt.Sprintf(" + transfer %s", roundDur(p.Transfer))
 		}
 		s += ")"
 		if p.Immediate {

@@ -174,7 +174,7 @@ func placementText(j *bridge.Job, now time.Time) string {
 	fmt.Fprintf(&sb, "placement: %s (%s)\n", where, kind)
 	fmt.Fprintf(&sb, "  predicted start %s, end %s (run %s", rel(o.Start, now), rel(o.End(), now), o.Runtime.Round(time.Second))
 	if o.Transfer > 0 {
-		fmt.Fprintf(&sb, " + transfer %s", o.Transfer.Round(time.Millisecond))
+		fmt.Fprintf(&sb, " + transfer %s", roundDur(o.Transfer))
 	}
 	sb.WriteString(")\n")
 	if len(j.Beaten) == 0 {
@@ -188,13 +188,22 @@ func placementText(j *bridge.Job, now time.Time) string {
 			how = "could start now"
 		}
 		diff := b.End().Sub(o.End())
-		later := fmt.Sprintf("%s later", diff.Round(time.Millisecond))
+		later := fmt.Sprintf("%s later", roundDur(diff))
 		if diff <= 0 {
 			later = "same end; ties go to the site listed first"
 		}
 		fmt.Fprintf(&sb, "    %-28s end %s (%s; %s)\n", bridge.PartsString(j.SiteNames, b.Parts), rel(b.End(), now), how, later)
 	}
 	return sb.String()
+}
+
+// roundDur rounds a predicted duration for people: to the millisecond
+// below a minute (sub-second differences stay visible), to the second above.
+func roundDur(d time.Duration) time.Duration {
+	if d >= time.Minute || d <= -time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // progressLine is one line of live progress.
