@@ -28,16 +28,21 @@ func paramEqual(name, have, want string) bool {
 	return have == want
 }
 
-// Line is one series of a plot: its label and its points in x order.
+// Line is one series of a plot: its label and its points in x order. A
+// point that several seeds share (sweep.seed) is their mean, Lo and Hi the
+// lowest and highest seed's value and N the number of seeds.
 type Line struct {
 	Label  string
 	X      []float64
 	Y      []float64
+	Lo, Hi []float64
+	N      []int
 	Labels []string // x as text
 }
 
 // PlotData gathers a plot's lines from the runs: the runs matching Where,
-// one line per combination of Series values, ordered by first appearance.
+// one line per combination of Series values, ordered by first appearance,
+// the runs of several seeds at one x folded into their mean.
 // Categories lists the x values (as text) in order.
 func PlotData(pl Plot, s *Summary) (lines []Line, categories []string) {
 	index := map[string]int{}
@@ -70,9 +75,23 @@ func PlotData(pl Plot, s *Summary) (lines []Line, categories []string) {
 		if numericAxes[pl.X] {
 			x, _ = strconv.ParseFloat(xs, 64)
 		}
-		lines[i].X = append(lines[i].X, x)
-		lines[i].Y = append(lines[i].Y, r.Metrics[pl.Y])
-		lines[i].Labels = append(lines[i].Labels, xs)
+		l := &lines[i]
+		y := r.Metrics[pl.Y]
+		if k := slices.Index(l.Labels, xs); k >= 0 { // another seed of the same point
+			l.Y[k] += y // a sum until the end
+			l.Lo[k], l.Hi[k] = min(l.Lo[k], y), max(l.Hi[k], y)
+			l.N[k]++
+			continue
+		}
+		l.X = append(l.X, x)
+		l.Y = append(l.Y, y)
+		l.Lo, l.Hi, l.N = append(l.Lo, y), append(l.Hi, y), append(l.N, 1)
+		l.Labels = append(l.Labels, xs)
+	}
+	for i := range lines {
+		for k, n := range lines[i].N {
+			lines[i].Y[k] /= float64(n)
+		}
 	}
 	return lines, categories
 }

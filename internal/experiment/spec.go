@@ -112,6 +112,11 @@ type Sweep struct {
 	HSet      []string  `yaml:"h_set" json:"h_set,omitempty"`
 	Bandwidth []string  `yaml:"bandwidth" json:"bandwidth,omitempty"`
 	Workload  []int     `yaml:"workload" json:"workload,omitempty"`
+	// Seed repeats every run once per seed (each replaces workload.seed:
+	// submit sites, sizes, Workload 2's widths and the replay's tie-breaks).
+	// Plots draw the mean over the seeds with a bar from the lowest to the
+	// highest; compare (compare.go) counts the seeds a direction holds on.
+	Seed []uint64 `yaml:"seed" json:"seed,omitempty"`
 }
 
 // Reference configures the kind ctc-easy-reference.
