@@ -33,7 +33,7 @@ secs() { # seconds since $1 (date +%s%N), one decimal
 }
 total_start=$(date +%s%N)
 printf '%-55s %8s\n' experiment seconds
-pattern='fig*'
+pattern='paper000-*-quick' # paper 000's quick CI variants; the paper-scale files (10,000 jobs, 10 seeds) are run one by one
 [[ ${SET:-} =~ ^paper00[1-9]$ ]] && pattern="$SET-*"
 for f in configs/experiments/$pattern.yaml; do
 	name=$(basename "$f" .yaml)

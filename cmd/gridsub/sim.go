@@ -61,7 +61,8 @@ metrics, wall times), DIR/results.csv (one row per run) and one PNG and one
 SVG per plot of the file. Progress goes to stderr. Traces are looked up in
 $GRIDSUB_WORKLOADS, else ../shared/workloads beside the repository.
 
-configs/experiments/ holds one file per figure of paper 000 and the CTC-SP2
+configs/experiments/ holds two files per figure of paper 000, paper000-*.yaml
+(the paper's 10,000 jobs over 10 seeds, and a -quick variant), and the CTC-SP2
 single-site EASY reference; docs/results/paper000.md discusses the results.
 The kind "dgjs" (configs/experiments/paper004-*.yaml) runs paper 004's
 dependable scheduling experiment instead: DGJS, Min-min and Refine on
@@ -76,9 +77,9 @@ docs/results/paper001.md and paper002.md discuss them.
 
 Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
-		Example: `  gridsub sim configs/experiments/fig2-small-h-multi-vs-single.yaml --out out/fig2
+		Example: `  gridsub sim configs/experiments/paper000-fig2-small-h-multi-vs-single-quick.yaml --out out/fig2-quick
   gridsub sim configs/experiments/ctc-easy-reference.yaml --out out/ref --output json
-  gridsub sim configs/experiments/fig5-small-h-optimal-greedy-nonadaptive.yaml --jobs 10000 --out out/fig5-10k
+  gridsub sim configs/experiments/paper000-fig5-small-h-optimal-greedy-nonadaptive.yaml --out out/fig5
   GRIDSUB_WORKLOADS=/data/pwa gridsub sim my-experiment.yaml --out out/mine --workers 4
   gridsub sim configs/experiments/paper003-qos.yaml --out out/paper003-qos`,
 		Args: func(cmd *cobra.Command, args []string) error {

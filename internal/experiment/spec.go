@@ -42,6 +42,7 @@ type Experiment struct {
 	DRRM        DRRMSpec  `yaml:"drrm,omitempty" json:"drrm,omitempty"`   // kind drrm (paper001.go)
 	Trust       TrustSpec `yaml:"trust,omitempty" json:"trust,omitempty"` // kind trust-minmin (paper002.go)
 	Plots       []Plot    `yaml:"plots" json:"plots,omitempty"`
+	Compare     []Compare `yaml:"compare" json:"compare,omitempty"` // kind coalloc: seed-by-seed verdicts (compare.go)
 
 	file  string
 	lines map[string]int // field path -> line
@@ -470,8 +471,9 @@ func (e *Experiment) MarshalJSON() ([]byte, error) {
 		DRRM        *DRRMSpec  `json:"drrm,omitempty"`
 		Trust       *TrustSpec `json:"trust,omitempty"`
 		Plots       []Plot     `json:"plots,omitempty"`
+		Compare     []Compare  `json:"compare,omitempty"`
 	}
-	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots}
+	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots, Compare: e.Compare}
 	switch e.Kind {
 	case KindCTCReference:
 		v.Reference = &e.Reference

@@ -97,12 +97,13 @@ func (p *parser) validate(e *Experiment) {
 		p.at("kind", ErrValue, "%q: valid are %s (default), %s, %s, %s and %s", e.Kind, KindCoalloc, KindCTCReference, KindDGJS, KindDRRM, KindTrustMinMin)
 	}
 	if len(p.errs) == 0 && e.Kind == KindCoalloc {
-		if n := len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {
-			p.at("sweep", ErrValue, "%d runs (workloads × h sets × bandwidths × policies × p): at most %d in one experiment; split it", n, MaxRuns)
+		if n := len(e.axisSeed()) * len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {
+			p.at("sweep", ErrValue, "%d runs (seeds × workloads × h sets × bandwidths × policies × p): at most %d in one experiment; split it", n, MaxRuns)
 		}
 	}
 	if len(p.errs) == 0 {
 		p.validatePlots(e)
+		p.validateCompare(e)
 	}
 }
 
