@@ -22,8 +22,10 @@ import (
 type simFlags struct {
 	out       string
 	workers   int
-	jobs      int  // > 0: overrides the workload's jobs
-	viaBroker bool // replay every run through bridge.Broker
+	jobs      int    // > 0: overrides the workload's jobs
+	viaBroker bool   // replay every run through bridge.Broker
+	seeds     []uint // replace sweep.seed (experiment.Subset)
+	workload  []int  // keep only these workloads (experiment.Subset)
 }
 
 func newSimCmd(g *globals) *cobra.Command {
@@ -95,6 +97,8 @@ failed or was interrupted.`,
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for summary.json, results.csv and the plots (default out/<experiment name>)")
 	cmd.Flags().IntVar(&f.workers, "workers", 0, "runs in flight at once (default GOMAXPROCS)")
 	cmd.Flags().IntVar(&f.jobs, "jobs", 0, "replay the first N jobs of the trace instead of the file's workload.jobs (e.g. 10000, the paper's size); summary.json records the value used")
+	cmd.Flags().UintSliceVar(&f.seeds, "seeds", nil, "run these seeds instead of the file's sweep.seed (e.g. 7,8: part of a long experiment)")
+	cmd.Flags().IntSliceVar(&f.workload, "workload", nil, "run only these of the file's workloads (e.g. 1); plots and comparisons of the others are left out")
 	cmd.Flags().BoolVar(&f.viaBroker, "via-broker", false, "replay every job through the real broker (same results, several times slower)")
 	return cmd
 }
@@ -124,6 +128,13 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 		if e.Kind == experiment.KindDGJS {
 			e.DGJS.Jobs = []int{f.jobs} // a single point of the jobs axis
 		}
+	}
+	seeds := make([]uint64, len(f.seeds))
+	for i, s := range f.seeds {
+		seeds[i] = uint64(s)
+	}
+	if err := e.Subset(seeds, f.workload); err != nil {
+		return usageErr(err)
 	}
 	out := f.out
 	if out == "" {
