@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -154,7 +155,7 @@ func WriteCompareCSV(w io.Writer, rows []CompareRow) error {
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 	for _, r := range rows {
-		if err := cw.Write([]string{r.Compare, r.X, f(r.MeanA), f(r.MeanB), f(r.GapPct), f(r.MinGapPct), f(r.MaxGapPct),
+		if err := cw.Write([]string{r.Compare, r.X, FormatMetric(r.MeanA), FormatMetric(r.MeanB), f(r.GapPct), f(r.MinGapPct), f(r.MaxGapPct),
 			strconv.Itoa(r.ALower), strconv.Itoa(r.AHigher), strconv.Itoa(r.Seeds), r.Verdict}); err != nil {
 			return err
 		}
@@ -185,12 +186,21 @@ func CompareMarkdown(e *Experiment, rows []CompareRow) string {
 			if r.Compare != c.Name {
 				continue
 			}
-			fmt.Fprintf(&sb, "| %s | %.0f | %.0f | %+.1f %% | %+.1f … %+.1f %% | %d/%d | %s |\n",
-				r.X, r.MeanA, r.MeanB, r.GapPct, r.MinGapPct, r.MaxGapPct, r.ALower, r.Seeds, r.Verdict)
+			fmt.Fprintf(&sb, "| %s | %s | %s | %+.1f %% | %+.1f … %+.1f %% | %d/%d | %s |\n",
+				r.X, meanText(r.MeanA), meanText(r.MeanB), r.GapPct, r.MinGapPct, r.MaxGapPct, r.ALower, r.Seeds, r.Verdict)
 		}
 		sb.WriteString("\n")
 	}
 	return sb.String()
+}
+
+// meanText prints a mean as a table shows it: whole numbers from 100 up
+// (times in seconds), three significant digits below (shares such as AU).
+func meanText(v float64) string {
+	if math.Abs(v) >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // validateCompare checks the comparisons against the experiment's
