@@ -181,7 +181,7 @@ func drawPlot(pl Plot, s *Summary) (*plot.Plot, error) {
 		p.Legend.Add(label, ln, pts)
 	}
 	if seeds > 1 {
-		p.Title.Text += fmt.Sprintf(" (mean of %d seeds, bars: min-max)", seeds)
+		p.Title.Text += fmt.Sprintf("\n(mean of %d seeds, bars: lowest to highest)", seeds)
 	}
 	switch {
 	case logAxes[pl.X]:
