@@ -22,8 +22,10 @@ import (
 type simFlags struct {
 	out       string
 	workers   int
-	jobs      int  // > 0: overrides the workload's jobs
-	viaBroker bool // replay every run through bridge.Broker
+	jobs      int    // > 0: overrides the workload's jobs
+	viaBroker bool   // replay every run through bridge.Broker
+	seeds     []uint // replace sweep.seed (experiment.Subset)
+	workload  []int  // keep only these workloads (experiment.Subset)
 }
 
 func newSimCmd(g *globals) *cobra.Command {
@@ -61,7 +63,8 @@ metrics, wall times), DIR/results.csv (one row per run) and one PNG and one
 SVG per plot of the file. Progress goes to stderr. Traces are looked up in
 $GRIDSUB_WORKLOADS, else ../shared/workloads beside the repository.
 
-configs/experiments/ holds one file per figure of paper 000 and the CTC-SP2
+configs/experiments/ holds two files per figure of paper 000, paper000-*.yaml
+(the paper's 10,000 jobs over 10 seeds, and a -quick variant), and the CTC-SP2
 single-site EASY reference; docs/results/paper000.md discusses the results.
 The kind "dgjs" (configs/experiments/paper004-*.yaml) runs paper 004's
 dependable scheduling experiment instead: DGJS, Min-min and Refine on
@@ -76,9 +79,9 @@ docs/results/paper001.md and paper002.md discuss them.
 
 Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
-		Example: `  gridsub sim configs/experiments/fig2-small-h-multi-vs-single.yaml --out out/fig2
+		Example: `  gridsub sim configs/experiments/paper000-fig2-small-h-multi-vs-single-quick.yaml --out out/fig2-quick
   gridsub sim configs/experiments/ctc-easy-reference.yaml --out out/ref --output json
-  gridsub sim configs/experiments/fig5-small-h-optimal-greedy-nonadaptive.yaml --jobs 10000 --out out/fig5-10k
+  gridsub sim configs/experiments/paper000-fig5-small-h-optimal-greedy-nonadaptive.yaml --out out/fig5
   GRIDSUB_WORKLOADS=/data/pwa gridsub sim my-experiment.yaml --out out/mine --workers 4
   gridsub sim configs/experiments/paper003-qos.yaml --out out/paper003-qos`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -94,6 +97,8 @@ failed or was interrupted.`,
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for summary.json, results.csv and the plots (default out/<experiment name>)")
 	cmd.Flags().IntVar(&f.workers, "workers", 0, "runs in flight at once (default GOMAXPROCS)")
 	cmd.Flags().IntVar(&f.jobs, "jobs", 0, "replay the first N jobs of the trace instead of the file's workload.jobs (e.g. 10000, the paper's size); summary.json records the value used")
+	cmd.Flags().UintSliceVar(&f.seeds, "seeds", nil, "run these seeds instead of the file's sweep.seed (e.g. 7,8: part of a long experiment)")
+	cmd.Flags().IntSliceVar(&f.workload, "workload", nil, "run only these of the file's workloads (e.g. 1); plots and comparisons of the others are left out")
 	cmd.Flags().BoolVar(&f.viaBroker, "via-broker", false, "replay every job through the real broker (same results, several times slower)")
 	return cmd
 }
@@ -123,6 +128,13 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 		if e.Kind == experiment.KindDGJS {
 			e.DGJS.Jobs = []int{f.jobs} // a single point of the jobs axis
 		}
+	}
+	seeds := make([]uint64, len(f.seeds))
+	for i, s := range f.seeds {
+		seeds[i] = uint64(s)
+	}
+	if err := e.Subset(seeds, f.workload); err != nil {
+		return usageErr(err)
 	}
 	out := f.out
 	if out == "" {

@@ -17,7 +17,7 @@ func TestSimJobsOverride(t *testing.T) {
 		t.Skip("workload traces not found: set GRIDSUB_WORKLOADS or put ../shared/workloads beside the repository")
 	}
 	out := t.TempDir()
-	exp := filepath.Join("configs", "experiments", "fig7-bandwidth.yaml")
+	exp := filepath.Join("configs", "experiments", "paper000-fig7-bandwidth-quick.yaml")
 	code, _, errOut := gridsub(t, "sim", exp, "--jobs", "120", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -133,7 +133,7 @@ func checkExperiment(t *testing.T, e *Experiment) {
 		if len(e.Policies) == 0 {
 			t.Error("no policies accepted")
 		}
-		want := len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP())
+		want := len(e.axisSeed()) * len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP())
 		if len(runs) != want {
 			t.Fatalf("Expand gave %d runs, want %d", len(runs), want)
 		}

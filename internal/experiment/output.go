@@ -45,6 +45,17 @@ func WriteAll(dir string, s *Summary) ([]string, error) {
 	if err := write(ResultsFile, func(w io.Writer) error { return WriteCSV(w, s) }); err != nil {
 		return out, err
 	}
+	if rows := Comparisons(s); len(rows) > 0 {
+		if err := write(CompareFile, func(w io.Writer) error { return WriteCompareCSV(w, rows) }); err != nil {
+			return out, err
+		}
+		if err := write(CompareMarkdownFile, func(w io.Writer) error {
+			_, err := io.WriteString(w, CompareMarkdown(s.Experiment, rows))
+			return err
+		}); err != nil {
+			return out, err
+		}
+	}
 	plots, err := WritePlots(dir, s)
 	return append(out, plots...), err
 }

@@ -15,6 +15,7 @@ type Params struct {
 	Policy    string  `json:"policy,omitempty"`
 	P         float64 `json:"p,omitempty"`
 	Mode      string  `json:"mode,omitempty"`
+	Seed      uint64  `json:"seed,omitempty"` // kind coalloc: the workload's seed
 	// kind dgjs (dgjs.go)
 	Failure   string  `json:"failure,omitempty"`
 	Resources int     `json:"resources,omitempty"`
@@ -50,7 +51,7 @@ func ParamNames(kind string) []string {
 	if kind == KindDGJS {
 		return slices.Clone(dgjsParams)
 	}
-	return []string{"workload", "h_set", "bandwidth", "policy", "p"}
+	return []string{"workload", "h_set", "bandwidth", "policy", "p", "seed"}
 }
 
 // Value returns a parameter as text (the form Plot.Where compares with).
@@ -68,6 +69,8 @@ func (p Params) Value(name string) string {
 		return strconv.FormatFloat(p.P, 'f', -1, 64)
 	case "mode":
 		return p.Mode
+	case "seed":
+		return strconv.FormatUint(p.Seed, 10)
 	case "failure":
 		return p.Failure
 	case "resources":
@@ -153,7 +156,7 @@ var paramLabels = map[string]string{
 }
 
 // Expand returns the runs of the experiment: the cartesian product of
-// workload × h set × bandwidth × policy × p (p varies fastest), or one run
+// seed × workload × h set × bandwidth × policy × p (p varies fastest), or one run
 // per mode for the reference kind. The order is fixed by the file.
 func (e *Experiment) Expand() []Run {
 	var runs []Run
@@ -172,18 +175,28 @@ func (e *Experiment) Expand() []Run {
 	if e.Kind == KindDGJS {
 		return e.expandDGJS()
 	}
-	for _, w := range e.axisWorkload() {
-		for _, h := range e.axisHSet() {
-			for _, bw := range e.axisBandwidth() {
-				for _, pol := range e.Policies {
-					for _, p := range e.axisP() {
-						runs = append(runs, Run{Index: len(runs), Params: Params{Workload: w, HSet: h, Bandwidth: bw, Policy: pol, P: p}})
+	for _, seed := range e.axisSeed() {
+		for _, w := range e.axisWorkload() {
+			for _, h := range e.axisHSet() {
+				for _, bw := range e.axisBandwidth() {
+					for _, pol := range e.Policies {
+						for _, p := range e.axisP() {
+							runs = append(runs, Run{Index: len(runs), Params: Params{Workload: w, HSet: h, Bandwidth: bw, Policy: pol, P: p, Seed: seed}})
+						}
 					}
 				}
 			}
 		}
 	}
 	return runs
+}
+
+// axisSeed lists the seeds: sweep.seed, else workload.seed alone.
+func (e *Experiment) axisSeed() []uint64 {
+	if len(e.Sweep.Seed) > 0 {
+		return e.Sweep.Seed
+	}
+	return []uint64{e.Workload.Seed}
 }
 
 // hSetSites is the label of "the sites' own h values".

@@ -125,7 +125,7 @@ func TestExpandOrderAndSize(t *testing.T) {
 	if runs[0].Params.P != 1.0 || runs[1].Params.P != 1.1 || runs[2].Params.P != 1.2 || runs[3].Params.Policy != "optimal-conservative" {
 		t.Fatalf("order: %+v %+v %+v %+v", runs[0], runs[1], runs[2], runs[3])
 	}
-	if runs[len(runs)-1].Params != (Params{Workload: 2, HSet: "mine", Bandwidth: "10Kbps", Policy: "sabin", P: 1.2}) {
+	if runs[len(runs)-1].Params != (Params{Workload: 2, HSet: "mine", Bandwidth: "10Kbps", Policy: "sabin", P: 1.2, Seed: 42}) {
 		t.Fatalf("last run %+v", runs[len(runs)-1])
 	}
 	ref, err := Load("testdata/reference.yaml")

@@ -17,6 +17,10 @@ import (
 // categories in the order the runs meet them.
 var numericAxes = map[string]bool{"p": true}
 
+// logAxes are the parameters plotted on a logarithmic axis at their
+// value (bandwidth in bytes/s), ticked at the values the runs have.
+var logAxes = map[string]bool{"bandwidth": true}
+
 // paramEqual compares a run's parameter with a Where value ("1.0" equals
 // p = 1).
 func paramEqual(name, have, want string) bool {
@@ -28,16 +32,21 @@ func paramEqual(name, have, want string) bool {
 	return have == want
 }
 
-// Line is one series of a plot: its label and its points in x order.
+// Line is one series of a plot: its label and its points in x order. A
+// point that several seeds share (sweep.seed) is their mean, Lo and Hi the
+// lowest and highest seed's value and N the number of seeds.
 type Line struct {
 	Label  string
 	X      []float64
 	Y      []float64
+	Lo, Hi []float64
+	N      []int
 	Labels []string // x as text
 }
 
 // PlotData gathers a plot's lines from the runs: the runs matching Where,
-// one line per combination of Series values, ordered by first appearance.
+// one line per combination of Series values, ordered by first appearance,
+// the runs of several seeds at one x folded into their mean.
 // Categories lists the x values (as text) in order.
 func PlotData(pl Plot, s *Summary) (lines []Line, categories []string) {
 	index := map[string]int{}
@@ -70,9 +79,26 @@ func PlotData(pl Plot, s *Summary) (lines []Line, categories []string) {
 		if numericAxes[pl.X] {
 			x, _ = strconv.ParseFloat(xs, 64)
 		}
-		lines[i].X = append(lines[i].X, x)
-		lines[i].Y = append(lines[i].Y, r.Metrics[pl.Y])
-		lines[i].Labels = append(lines[i].Labels, xs)
+		if logAxes[pl.X] {
+			x, _ = ParseBandwidth(xs)
+		}
+		l := &lines[i]
+		y := r.Metrics[pl.Y]
+		if k := slices.Index(l.Labels, xs); k >= 0 { // another seed of the same point
+			l.Y[k] += y // a sum until the end
+			l.Lo[k], l.Hi[k] = min(l.Lo[k], y), max(l.Hi[k], y)
+			l.N[k]++
+			continue
+		}
+		l.X = append(l.X, x)
+		l.Y = append(l.Y, y)
+		l.Lo, l.Hi, l.N = append(l.Lo, y), append(l.Hi, y), append(l.N, 1)
+		l.Labels = append(l.Labels, xs)
+	}
+	for i := range lines {
+		for k, n := range lines[i].N {
+			lines[i].Y[k] /= float64(n)
+		}
 	}
 	return lines, categories
 }
@@ -123,10 +149,12 @@ func drawPlot(pl Plot, s *Summary) (*plot.Plot, error) {
 	p.Y.Label.Text = metricLabel(pl.Y)
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
+	seeds := 1
 	for i, l := range lines {
 		xys := make(plotter.XYs, len(l.X))
 		for k := range l.X {
 			xys[k] = plotter.XY{X: l.X[k], Y: l.Y[k]}
+			seeds = max(seeds, l.N[k])
 		}
 		ln, pts, err := plotter.NewLinePoints(xys)
 		if err != nil {
@@ -138,21 +166,102 @@ func drawPlot(pl Plot, s *Summary) (*plot.Plot, error) {
 		pts.Color = c
 		pts.Shape = plotutil.Shape(i)
 		p.Add(ln, pts)
+		if seeds > 1 { // the spread over the seeds: a bar from the lowest to the highest
+			bars, err := plotter.NewYErrorBars(spread{l})
+			if err != nil {
+				return nil, err
+			}
+			bars.Color = c
+			p.Add(bars)
+		}
 		label := l.Label
 		if label == "" {
 			label = pl.Y
 		}
 		p.Legend.Add(label, ln, pts)
 	}
-	if !numericAxes[pl.X] {
+	if seeds > 1 {
+		p.Title.Text += fmt.Sprintf("\n(mean of %d seeds, bars: lowest to highest)", seeds)
+	}
+	switch {
+	case logAxes[pl.X]:
+		p.X.Scale = plot.LogScale{}
+		var ticks []plot.Tick
+		for _, c := range cats {
+			if v, err := ParseBandwidth(c); err == nil {
+				ticks = append(ticks, plot.Tick{Value: v, Label: c})
+			}
+		}
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+		lo, hi := ticks[0].Value, ticks[0].Value
+		for _, t := range ticks {
+			lo, hi = min(lo, t.Value), max(hi, t.Value)
+		}
+		p.X.Min, p.X.Max = lo/1.5, hi*1.5
+		p.X.Label.Text += " (log scale)"
+	case !numericAxes[pl.X]:
 		p.NominalX(cats...)
 		p.X.Min, p.X.Max = -0.5, float64(len(cats))-0.5
 	}
-	// Paper 001 and 002's metrics are counts, shares and costs: from zero.
-	if (s.Experiment.Kind == KindDRRM || s.Experiment.Kind == KindTrustMinMin) && p.Y.Min > 0 {
+	// Every metric is a count, a share, a time or a cost: the y axis starts
+	// at zero, so a gap between lines is seen at its true size.
+	if p.Y.Min > 0 {
 		p.Y.Min = 0
 	}
+	p.Y.Tick.Marker = plainTicks{}
 	// Room above the data for the legend, one row per line.
 	p.Y.Max += (0.1 + 0.09*float64(len(lines))) * (p.Y.Max - p.Y.Min)
 	return p, nil
+}
+
+// spread is a line's min-max range over the seeds, as plotter.YErrorBars
+// wants it (offsets below and above the mean).
+type spread struct{ l Line }
+
+func (s spread) Len() int                { return len(s.l.X) }
+func (s spread) XY(i int) (x, y float64) { return s.l.X[i], s.l.Y[i] }
+func (s spread) YError(i int) (lo, hi float64) {
+	return s.l.Y[i] - s.l.Lo[i], s.l.Hi[i] - s.l.Y[i]
+}
+
+// plainTicks are gonum's default ticks labelled in plain decimal with
+// thousands separators ("250,000", not "2.5e+05").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = plainNumber(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+// plainNumber prints v without exponent, with thousands separators, and
+// with as few decimals as tick values need.
+func plainNumber(v float64) string {
+	t := strconv.FormatFloat(v, 'f', -1, 64)
+	if i := strings.IndexByte(t, '.'); i >= 0 && len(t)-i > 4 {
+		t = strconv.FormatFloat(v, 'f', 3, 64)
+		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
+	}
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(t, "-")
+	intPart, frac, hasFrac := strings.Cut(t, ".")
+	var b strings.Builder
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if hasFrac {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
 }

@@ -83,7 +83,7 @@ func TestCSVAndJSONShape(t *testing.T) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	head := strings.Join(rows[0], ",")
-	wantHead := "run,workload,h_set,bandwidth,policy,p,awrt,awwt,au,mean_wait,mean_response,mean_bsld,max_bsld,makespan,jobs,ran,rejected,failed,unfinished,multisite,cycles,util_Beijing,util_Shanghai,util_Harbin"
+	wantHead := "run,workload,h_set,bandwidth,policy,p,seed,awrt,awwt,au,mean_wait,mean_response,mean_bsld,max_bsld,makespan,jobs,ran,rejected,failed,unfinished,multisite,cycles,util_Beijing,util_Shanghai,util_Harbin"
 	if head != wantHead {
 		t.Fatalf("header\n %s\nwant\n %s", head, wantHead)
 	}

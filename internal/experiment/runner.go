@@ -178,10 +178,18 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	workloads := map[int][]replay.Job{}
-	for _, w := range e.axisWorkload() {
-		if workloads[w], err = shapeJobs(trace, e.Workload, w, len(e.Testbed.Sites)); err != nil {
-			return nil, err
+	type shaped struct {
+		workload int
+		seed     uint64
+	}
+	workloads := map[shaped][]replay.Job{}
+	for _, seed := range e.axisSeed() {
+		wl := e.Workload
+		wl.Seed = seed
+		for _, w := range e.axisWorkload() {
+			if workloads[shaped{w, seed}], err = shapeJobs(trace, wl, w, len(e.Testbed.Sites)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	latency, err := ParseLatency(e.Testbed.Latency)
@@ -197,7 +205,7 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		}
 	}
 	return func(ctx context.Context, p Params, progress func(int, int)) (map[string]float64, error) {
-		jobs := workloads[p.Workload]
+		jobs := workloads[shaped{p.Workload, p.Seed}]
 		hs, err := e.siteH(p.HSet)
 		if err != nil {
 			return nil, err
@@ -219,7 +227,7 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		}
 		defer closePlanner()
 		res, err := replay.Run(ctx, replay.Setup{Broker: viaBroker,
-			Sites: sites, Links: links(len(sites), bw, latency), MultiSite: p.P, Planner: pl, Seed: e.Workload.Seed,
+			Sites: sites, Links: links(len(sites), bw, latency), MultiSite: p.P, Planner: pl, Seed: p.Seed,
 		}, jobs, progress)
 		if err != nil {
 			return nil, err

@@ -42,6 +42,7 @@ type Experiment struct {
 	DRRM        DRRMSpec  `yaml:"drrm,omitempty" json:"drrm,omitempty"`   // kind drrm (paper001.go)
 	Trust       TrustSpec `yaml:"trust,omitempty" json:"trust,omitempty"` // kind trust-minmin (paper002.go)
 	Plots       []Plot    `yaml:"plots" json:"plots,omitempty"`
+	Compare     []Compare `yaml:"compare" json:"compare,omitempty"` // kind coalloc: seed-by-seed verdicts (compare.go)
 
 	file  string
 	lines map[string]int // field path -> line
@@ -112,6 +113,11 @@ type Sweep struct {
 	HSet      []string  `yaml:"h_set" json:"h_set,omitempty"`
 	Bandwidth []string  `yaml:"bandwidth" json:"bandwidth,omitempty"`
 	Workload  []int     `yaml:"workload" json:"workload,omitempty"`
+	// Seed repeats every run once per seed (each replaces workload.seed:
+	// submit sites, sizes, Workload 2's widths and the replay's tie-breaks).
+	// Plots draw the mean over the seeds with a bar from the lowest to the
+	// highest; compare (compare.go) counts the seeds a direction holds on.
+	Seed []uint64 `yaml:"seed" json:"seed,omitempty"`
 }
 
 // Reference configures the kind ctc-easy-reference.
@@ -465,8 +471,9 @@ func (e *Experiment) MarshalJSON() ([]byte, error) {
 		DRRM        *DRRMSpec  `json:"drrm,omitempty"`
 		Trust       *TrustSpec `json:"trust,omitempty"`
 		Plots       []Plot     `json:"plots,omitempty"`
+		Compare     []Compare  `json:"compare,omitempty"`
 	}
-	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots}
+	v := view{Name: e.Name, Title: e.Title, Description: e.Description, Kind: e.Kind, File: e.file, Plots: e.Plots, Compare: e.Compare}
 	switch e.Kind {
 	case KindCTCReference:
 		v.Reference = &e.Reference

@@ -39,7 +39,7 @@ func (p *parser) validate(e *Experiment) {
 		field string
 		n     int
 	}{{"policies", len(e.Policies)}, {"sweep.p", len(e.Sweep.P)}, {"sweep.h_set", len(e.Sweep.HSet)},
-		{"sweep.bandwidth", len(e.Sweep.Bandwidth)}, {"sweep.workload", len(e.Sweep.Workload)}, {"reference.modes", len(e.Reference.Modes)}} {
+		{"sweep.bandwidth", len(e.Sweep.Bandwidth)}, {"sweep.workload", len(e.Sweep.Workload)}, {"sweep.seed", len(e.Sweep.Seed)}, {"reference.modes", len(e.Reference.Modes)}} {
 		if l.n > maxList {
 			p.at(l.field, ErrValue, "%d values: at most %d (split the experiment into several files)", l.n, maxList)
 		}
@@ -97,12 +97,13 @@ func (p *parser) validate(e *Experiment) {
 		p.at("kind", ErrValue, "%q: valid are %s (default), %s, %s, %s and %s", e.Kind, KindCoalloc, KindCTCReference, KindDGJS, KindDRRM, KindTrustMinMin)
 	}
 	if len(p.errs) == 0 && e.Kind == KindCoalloc {
-		if n := len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {
-			p.at("sweep", ErrValue, "%d runs (workloads × h sets × bandwidths × policies × p): at most %d in one experiment; split it", n, MaxRuns)
+		if n := len(e.axisSeed()) * len(e.axisWorkload()) * len(e.axisHSet()) * len(e.axisBandwidth()) * len(e.Policies) * len(e.axisP()); n > MaxRuns {
+			p.at("sweep", ErrValue, "%d runs (seeds × workloads × h sets × bandwidths × policies × p): at most %d in one experiment; split it", n, MaxRuns)
 		}
 	}
 	if len(p.errs) == 0 {
 		p.validatePlots(e)
+		p.validateCompare(e)
 	}
 }
 
@@ -252,6 +253,11 @@ func (p *parser) validateSweep(e *Experiment) {
 			p.at(f, ErrValue, "%q listed twice", v)
 		}
 	}
+	for i, v := range s.Seed {
+		if slices.Index(s.Seed, v) != i {
+			p.at(fmt.Sprintf("sweep.seed[%d]", i), ErrValue, "%d listed twice", v)
+		}
+	}
 	for i, v := range s.Workload {
 		f := fmt.Sprintf("sweep.workload[%d]", i)
 		if v != 1 && v != 2 {
@@ -287,8 +293,8 @@ func (p *parser) validatePlots(e *Experiment) {
 			}
 		}
 		for _, k := range params {
-			if k == pl.X || slices.Contains(pl.Series, k) {
-				continue
+			if k == pl.X || slices.Contains(pl.Series, k) || k == "seed" {
+				continue // a plot averages over the seeds
 			}
 			if _, ok := pl.Where[k]; ok {
 				continue
