@@ -47,12 +47,18 @@ func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 	}
 	b.tiers.orphans = keep
 	if len(bg) > 0 {
+		// Still owed while they are being sent: a crash meanwhile must
+		// find them in the duties record (saved by the defer above).
+		b.duties.issuing = append(b.duties.issuing, bg...)
 		b.tiers.bgBusy = true
 		b.tiers.bg.Add(1)
 		go func() {
 			defer b.tiers.bg.Done()
 			again := b.cancelAll(context.WithoutCancel(ctx), bg)
 			b.mu.Lock()
+			for _, c := range bg {
+				b.cancelSent(c)
+			}
 			b.owe(again...)
 			b.tiers.bgBusy = false
 			b.saveDuties(context.WithoutCancel(ctx))
@@ -62,9 +68,13 @@ func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 	if len(sync) == 0 {
 		return
 	}
+	b.duties.issuing = append(b.duties.issuing, sync...) // owed while being sent, as above
 	b.mu.Unlock()
 	again := b.cancelAll(ctx, sync)
 	b.mu.Lock()
+	for _, c := range sync {
+		b.cancelSent(c)
+	}
 	b.owe(again...)
 }
 
