@@ -18,9 +18,9 @@ var ErrStarted = errors.New("job already started")
 // wrapping ErrStarted when the job had started (or ended) first — it is
 // left running; any other error when the outcome is not known (the site
 // did not answer, or still lists the job as waiting): call again. The
-// check that the job has not started and its removal are one step at the
-// site (SLURM: scancel --state=PENDING), so a job that starts meanwhile is
-// never killed.
+// job is first made unable to start (SLURM: `scontrol uhold`), then its
+// state is read, and only a job still waiting is removed; a started one is
+// released and left alone, so a job that starts meanwhile is never killed.
 //
 // A backend behind a plugin boundary (a Declarer) is never treated as a
 // Withdrawer: the capability does not cross it.

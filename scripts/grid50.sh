@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start, stop or check the 50-site simulated grid of configs/grid50.yaml:
 # one `gridsub simsite up` process serving every site over SSH on loopback
-# (ports 42001-42050), stopped by its pid.
+# (ports 24001-24050), stopped by its pid.
 #   scripts/grid50.sh start|stop|status
 # GRIDSUB_GRID50_DIR (default /tmp/gridsub-grid50) holds the sites, the
 # generated client key, known_hosts, the pid file and the log; GRIDSUB_BIN

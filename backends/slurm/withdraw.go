@@ -10,37 +10,93 @@ import (
 
 var _ backends.Withdrawer = (*Backend)(nil)
 
-// WithdrawArgv cancels job id only while it is pending: slurmctld checks
-// the state and cancels under one lock, so a job that has started is
-// never killed by it.
-func WithdrawArgv(id backends.JobID) []string {
-	return []string{"scancel", "--state=PENDING", string(id)}
+// HoldArgv puts a user hold on job id (`uhold`: one the user can release,
+// even when the login user is a SLURM operator). A held pending job cannot
+// start. The hold does not say whether the job had already started —
+// SLURM 22.05 holds a running job too (it only zeroes its priority) — so a
+// withdrawal holds first and then reads the job's state: pending means it
+// is held and can no longer start, and only then is it cancelled; running
+// or ended means it started, and the hold is released. This is why
+// `scancel --state=PENDING` is not used: 22.05's scancel lists the jobs,
+// filters them by state in the client and then cancels, so a job starting
+// in between would be killed.
+func HoldArgv(id backends.JobID) []string {
+	return []string{"scontrol", "uhold", string(id)}
 }
 
-// Withdraw implements backends.Withdrawer: one scancel restricted to
-// pending jobs, then one Status call to learn what became of the job.
+// ReleaseArgv releases the hold HoldArgv put on a job found started.
+func ReleaseArgv(id backends.JobID) []string {
+	return []string{"scontrol", "release", string(id)}
+}
+
+// WithdrawArgv cancels job id once HoldArgv has held it and it was found
+// still pending.
+func WithdrawArgv(id backends.JobID) []string {
+	return []string{"scancel", string(id)}
+}
+
+// Withdraw implements backends.Withdrawer: `scontrol uhold`, one Status
+// call, and then either `scancel` of the held job (it was pending: held, it
+// cannot start) and one more Status, or — it had started — `scontrol
+// release` and ErrStarted: a started job is never cancelled. A held job
+// whose scancel did not answer stays held, so it cannot start, and the
+// next call finishes the withdrawal.
 func (b *Backend) Withdraw(ctx context.Context, id backends.JobID) error {
 	if !validJobID(string(id)) {
 		return fmt.Errorf("%w: %q is not a SLURM job id", backends.ErrUnknownJob, id)
 	}
-	argv := WithdrawArgv(id)
+	argv := HoldArgv(id)
 	r, err := b.exec(ctx, argv, nil)
 	if err != nil {
 		return err
 	}
-	if r.ExitCode != 0 {
-		msg := Message(r)
-		// A job the controller no longer knows: Status below says whether
-		// it ran.
-		if !strings.Contains(msg, "Invalid job id") && !strings.Contains(msg, "already completing or completed") {
-			return b.commandErr(argv, r)
-		}
+	held := r.ExitCode == 0
+	if !held && !notPending(Message(r)) {
+		return b.commandErr(argv, r)
 	}
 	sts, err := b.Status(ctx, []backends.JobID{id})
 	if err != nil {
 		return err
 	}
+	switch st := sts[0]; st.State {
+	case backends.StatePending:
+		if !held {
+			return fmt.Errorf("%w: job %s at %s is pending but could not be held: %s", backends.ErrUnavailable, id, b.cfg.Name, Message(r))
+		}
+	case backends.StateCancelled, backends.StateLost:
+		return withdrawn(b.cfg.Name, st)
+	default: // it started (or the site cannot say): leave it alone
+		if held {
+			argv = ReleaseArgv(id)
+			if r, err := b.exec(ctx, argv, nil); err == nil && r.ExitCode != 0 && !notPending(Message(r)) {
+				b.log.Warn("releasing the hold of a job found started failed", "job", string(id), "err", Message(r))
+			}
+		}
+		return withdrawn(b.cfg.Name, st)
+	}
+	argv = WithdrawArgv(id)
+	if r, err = b.exec(ctx, argv, nil); err != nil {
+		return err
+	}
+	if r.ExitCode != 0 && !notPending(Message(r)) {
+		return b.commandErr(argv, r)
+	}
+	if sts, err = b.Status(ctx, []backends.JobID{id}); err != nil {
+		return err
+	}
 	return withdrawn(b.cfg.Name, sts[0])
+}
+
+// notPending reports scontrol's and scancel's words for a job that is no
+// longer waiting (started, ended, or unknown to the controller): the
+// status then says which.
+func notPending(msg string) bool {
+	for _, s := range []string{"no longer pending", "Invalid job id", "already completing or completed", "Job has already finished"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // withdrawn reads a job's status after a withdrawal.
@@ -55,7 +111,7 @@ func withdrawn(site string, st backends.JobStatus) error {
 	case backends.StateLost:
 		return nil // no record anywhere: it never ran (a job that ran leaves its exit-code file)
 	case backends.StatePending, backends.StateUnknown:
-		return fmt.Errorf("%w: job %s at %s is still listed as %s after scancel --state=PENDING", backends.ErrUnavailable, st.ID, site, st.State)
+		return fmt.Errorf("%w: job %s at %s is still listed as %s after its hold and scancel", backends.ErrUnavailable, st.ID, site, st.State)
 	default:
 		return fmt.Errorf("%w: job %s at %s is %s", backends.ErrStarted, st.ID, site, st.State)
 	}

@@ -239,6 +239,7 @@ func TestGrid50(t *testing.T) {
 	for !strings.Contains(out.String(), "ready 50 sites") {
 		select {
 		case err := <-done:
+			done <- nil // for the deferred wait: simsite up has ended
 			t.Fatalf("simsite up ended: %v\n%s", err, out.String())
 		case <-time.After(50 * time.Millisecond):
 		}
