@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -334,8 +333,8 @@ func prepareDGJS(e *Experiment) (execFunc, error) {
 			progress(k+1, d.Seeds)
 		}
 		n := float64(d.Seeds)
-		out["success_ratio"], out["success_sd"] = meanSD(sr)
-		out["mean_completion"], out["completion_sd"] = meanSD(mc)
+		out["success_ratio"], out["success_sd"] = meanAndSD(sr)
+		out["mean_completion"], out["completion_sd"] = meanAndSD(mc)
 		for i, name := range []string{"success_tight", "success_loose", "success_none", "tier_high", "tier_low", "tier_none",
 			"outages", "copies_started", "copies_lost", "copies_cancelled", "wasted_share"} {
 			out[name] = sum[i] / n
@@ -351,18 +350,4 @@ func share64(a, b float64) float64 {
 		return 0
 	}
 	return a / b
-}
-
-func meanSD(v []float64) (mean, sd float64) {
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	if len(v) < 2 {
-		return mean, 0
-	}
-	for _, x := range v {
-		sd += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(v)-1))
 }
