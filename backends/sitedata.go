@@ -8,7 +8,7 @@ import (
 // SiteFile is an input that already lies at a site: a regular file below
 // the site's remote root (the same root job directories are made in), that
 // a job reads under the name Remote in its job directory. The job file
-// writes it as an input with `site:` and `path:` (internal/jobfile).
+// writes it as an input with `site:` and `path:` (bridge/jobfile).
 type SiteFile struct {
 	Site   string // the site the file lies at
 	Path   string // relative to that site's remote root; never absolute, never "../"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
-	"github.com/gridsub/gridsub/internal/jobrules"
+	"github.com/gridsub/gridsub/bridge/jobrules"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/reserve"
 )
@@ -280,7 +280,7 @@ func (b *Broker) checkSites(field string, names []string) error {
 
 // Submit validates a request and queues it. It returns the new job (a copy).
 // Every client (the CLI, the HTTP API, a trace replay) comes through here,
-// so every job obeys the same rules (bridge/validate.go, internal/jobrules):
+// so every job obeys the same rules (bridge/validate.go, bridge/jobrules):
 // a request that breaks one is refused with a RequestError naming each
 // field (it wraps ErrBadRequest), and nothing is stored. The stored
 // request has its local paths resolved (Inputs[i].Local, OutputDir).

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gridsub/gridsub/internal/jobrules"
+	"github.com/gridsub/gridsub/bridge/jobrules"
 )
 
 // Dependencies are held by the broker, not by any site's batch system, so

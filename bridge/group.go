@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gridsub/gridsub/internal/jobrules"
+	"github.com/gridsub/gridsub/bridge/jobrules"
 )
 
 // Groups: job arrays, parameter sweeps and pipelines.

@@ -52,7 +52,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
-	"github.com/gridsub/gridsub/internal/jobrules"
+	"github.com/gridsub/gridsub/bridge/jobrules"
 	"github.com/gridsub/gridsub/policy"
 )
 

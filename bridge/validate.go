@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gridsub/gridsub/internal/jobrules"
+	"github.com/gridsub/gridsub/bridge/jobrules"
 )
 
 // FieldError is one problem of a request: the field as the API's JSON
@@ -75,7 +75,7 @@ func (p *problems) addf(field, format string, args ...any) {
 }
 
 // validate checks a request at submission time now against the rules every
-// job obeys (internal/jobrules, the same the job file parser applies) and
+// job obeys (bridge/jobrules, the same the job file parser applies) and
 // the broker's roots, and normalises its local paths: each input's Local
 // and the OutputDir become absolute, with their symbolic links resolved
 // (a relative OutputDir is taken below the output root). It checks

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
-	"github.com/gridsub/gridsub/internal/jobrules"
+	"github.com/gridsub/gridsub/bridge/jobrules"
 )
 
 // hostileEnv is a broker with an output root and an input root (a stand-in

@@ -30,7 +30,7 @@ fi
 if ! command -v protoc >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q protobuf-compiler >/dev/null || echo "test.sh: could not install protoc; the staleness test will skip" >&2
 fi
-# The status page's browser test (internal/daemon TestStatusPageInBrowser)
+# The status page's browser test (bridge/daemon TestStatusPageInBrowser)
 # drives Debian's Chromium headless; it skips with a message without it.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q chromium >/dev/null || echo "test.sh: could not install chromium; the status page's browser test will skip" >&2

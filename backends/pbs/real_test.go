@@ -16,7 +16,7 @@ import (
 	"github.com/gridsub/gridsub/backends/backendtest"
 	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/transport"
-	"github.com/gridsub/gridsub/internal/pbslock"
+	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 )
 
 // These tests talk to the real OpenPBS server of the testbed

@@ -20,7 +20,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/store"
-	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 // Native fuzz targets of the API's request decoding, through the real

@@ -12,7 +12,7 @@ import (
 	"github.com/gridsub/gridsub/backends/backendtest"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/bridge/plugins"
-	"github.com/gridsub/gridsub/internal/pbslock"
+	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 )
 
 // TestConformancePBSThroughPlugin runs the backend conformance suite

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/internal/daemon"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 // errNoDaemon: no daemon answers where this command looks for one.

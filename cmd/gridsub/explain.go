@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/bridge/assemble"
 )
 
 func newExplainCmd(g *globals) *cobra.Command {

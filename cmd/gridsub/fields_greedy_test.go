@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/internal/config"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/simbackend"

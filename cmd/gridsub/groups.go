@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 // pipelineRequest turns a pipeline file into one request whose Steps are

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/simbackend"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/internal/daemon"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 // followEvery is how often a client polls a job it follows.

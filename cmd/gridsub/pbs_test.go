@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gridsub/gridsub/backends/transport"
-	"github.com/gridsub/gridsub/internal/pbslock"
+	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 )
 
 // needPBS skips unless the OpenPBS testbed's environment is loaded.

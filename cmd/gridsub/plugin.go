@@ -16,7 +16,7 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
-	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/policy/registry"
 )

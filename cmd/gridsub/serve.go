@@ -15,7 +15,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/internal/config"
-	"github.com/gridsub/gridsub/internal/daemon"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 // Environment variables that say where the daemon is. Every command reads

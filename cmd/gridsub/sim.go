@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/gridsub/gridsub/internal/experiment"
-	"github.com/gridsub/gridsub/internal/experiment/paper003"
+	"github.com/gridsub/gridsub/simbackend/experiment"
+	"github.com/gridsub/gridsub/simbackend/experiment/paper003"
 )
 
 // simFlags are the flags of "gridsub sim".

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gridsub/gridsub/internal/experiment/paper003"
+	"github.com/gridsub/gridsub/simbackend/experiment/paper003"
 )
 
 // runPaper003 runs an experiment file of kind paper003 (paper 003's

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/internal/config"
 )
 

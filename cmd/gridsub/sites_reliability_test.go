@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/internal/daemon"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 // reliabilityCols returns the AVAIL, R(1h) and CHAIN columns of a site's row.

@@ -16,9 +16,9 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/store"
-	"github.com/gridsub/gridsub/internal/assemble"
-	"github.com/gridsub/gridsub/internal/daemon"
-	"github.com/gridsub/gridsub/internal/fakesite"
+	"github.com/gridsub/gridsub/bridge/assemble"
+	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/bridge/assemble/fakesite"
 )
 
 // twoSites: Remote (8 nodes, a measured link) and Down (4 nodes, failing

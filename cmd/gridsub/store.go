@@ -19,7 +19,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/store"
-	"github.com/gridsub/gridsub/internal/daemon"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 func newStoreCmd(g *globals) *cobra.Command {

@@ -16,9 +16,9 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/internal/assemble"
+	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/internal/config"
-	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 type submitFlags struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gridsub/gridsub/bridge/api/apitest"
-	"github.com/gridsub/gridsub/internal/daemon"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 // TestCLIOverTLS: the CLI talks to a daemon served over TLS when

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 
-	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 // TestbedDir is where scripts/slurm-testbed.sh keeps the local SLURM

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gridsub/gridsub/internal/jobfile"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 // Bandwidth is a transfer rate in bytes per second.

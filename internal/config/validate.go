@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/gridsub/gridsub/bridge/daemon"
 	"math"
 	"path"
 	"regexp"
@@ -10,8 +11,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/gridsub/gridsub/internal/jobfile"
-	"github.com/gridsub/gridsub/internal/jobrules"
+	"github.com/gridsub/gridsub/bridge/jobfile"
+	"github.com/gridsub/gridsub/bridge/jobrules"
 )
 
 var (
@@ -34,11 +35,12 @@ const (
 	MaxLatency                   = time.Hour
 	MaxMultiSiteFactor           = 10.0
 	// MinInterval and MaxInterval bound broker.interval,
-	// broker.poll_interval and every "@every" period of broker.cron.
-	MinInterval = 10 * time.Millisecond
-	MaxInterval = 366 * 24 * time.Hour
+	// broker.poll_interval and every "@every" period of broker.cron: the
+	// daemon's own bounds.
+	MinInterval = daemon.MinInterval
+	MaxInterval = daemon.MaxInterval
 	// MinTimeScale and MaxTimeScale bound sim.time_scale.
-	MinTimeScale, MaxTimeScale = 0.01, 1e4
+	MinTimeScale, MaxTimeScale = daemon.MinTimeScale, daemon.MaxTimeScale
 )
 
 // validate checks every value and returns every problem.

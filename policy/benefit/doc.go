@@ -39,5 +39,5 @@
 // The live Planner maps each site as one machine (a job never splits) and
 // reads the job's input from its origin site or the submitting machine
 // (policy.Snapshot.Transfer); the simulation of paper 003's experiment
-// (internal/experiment, kind paper003) uses hosts and data repositories.
+// (simbackend/experiment, kind paper003) uses hosts and data repositories.
 package benefit

@@ -145,7 +145,7 @@ func (a cand) better(b cand, byCT bool) bool {
 // Better is the order in which Algorithm 1 and its baselines rank two
 // placements of one job: the least RC (unless byCT: Min-min ignores
 // reliability), then the least CT, then the lower site index. The
-// Planner and the paper-004 simulation (internal/dgjs) both rank with it.
+// Planner and the paper-004 simulation (simbackend/dgjs) both rank with it.
 func Better(byCT bool, rcA, ctA time.Duration, siteA int, rcB, ctB time.Duration, siteB int) bool {
 	if !byCT && rcA != rcB {
 		return rcA < rcB

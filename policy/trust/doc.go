@@ -26,7 +26,7 @@
 // MinMinLevels takes a separate trust between local areas for the LA level.
 // Planner is Trust-Min-min as a policy.Planner (sites as clusters, the
 // broker's per-site trust), which gridsub sim's replay runs as the policy
-// "trust-min-min"; internal/trustsim runs the paper's experiment with it.
+// "trust-min-min"; simbackend/trustsim runs the paper's experiment with it.
 //
 // Everything here is pure: no I/O, no clock, no randomness; map inputs are
 // read in sorted order so equal inputs give bit-equal outputs.

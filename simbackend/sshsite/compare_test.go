@@ -15,7 +15,7 @@ import (
 	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/backends/transport"
-	"github.com/gridsub/gridsub/internal/pbslock"
+	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 )
 
 // The comparison tests run one scenario through the same backend against a

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	pb "github.com/gridsub/gridsub/bridge/plugins/proto/v1"
-	"github.com/gridsub/gridsub/internal/replay"
+	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
 )
 

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gridsub/gridsub/internal/replay"
+	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
-	"github.com/gridsub/gridsub/internal/replay"
+	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
 )
 
