@@ -5,6 +5,7 @@ import (
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/feasible"
 	"github.com/gridsub/gridsub/policy/reserve"
+	"github.com/gridsub/gridsub/policy/trust"
 	"strings"
 )
 
@@ -79,4 +80,13 @@ func (b *Broker) late(req *Request, m *policy.Snapshot) string {
 		return ""
 	}
 	return why
+}
+
+// TrustPolicy is the trust policy in use: Options.Policies.Trust, else
+// paper 002's model (the daemon's trust task asks it).
+func (b *Broker) TrustPolicy() policy.Trust {
+	if t := b.opts.Policies.Trust; t != nil {
+		return t
+	}
+	return trust.Policy{Model: trust.DefaultModel()}
 }
