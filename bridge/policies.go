@@ -3,6 +3,7 @@ package bridge
 import (
 	"fmt"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/dependable"
 	"github.com/gridsub/gridsub/policy/feasible"
 	"github.com/gridsub/gridsub/policy/reserve"
 	"github.com/gridsub/gridsub/policy/trust"
@@ -89,4 +90,12 @@ func (b *Broker) TrustPolicy() policy.Trust {
 		return t
 	}
 	return trust.Policy{Model: trust.DefaultModel()}
+}
+
+// tiering is the tier rule and copy plan in use (with Options.Tiers).
+func (b *Broker) tiering() policy.Tiering {
+	if t := b.opts.Policies.Tiering; t != nil {
+		return t
+	}
+	return dependable.Tiering{}
 }
