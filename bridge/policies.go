@@ -5,6 +5,7 @@ import (
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/dependable"
 	"github.com/gridsub/gridsub/policy/feasible"
+	"github.com/gridsub/gridsub/policy/remap"
 	"github.com/gridsub/gridsub/policy/reserve"
 	"github.com/gridsub/gridsub/policy/trust"
 	"strings"
@@ -98,4 +99,12 @@ func (b *Broker) tiering() policy.Tiering {
 		return t
 	}
 	return dependable.Tiering{}
+}
+
+// remapPolicy is the remapping policy in use (with Options.Remap).
+func (b *Broker) remapPolicy() policy.Remap {
+	if r := b.opts.Policies.Remap; r != nil {
+		return r
+	}
+	return remap.Gain{}
 }
