@@ -108,3 +108,13 @@ func (b *Broker) remapPolicy() policy.Remap {
 	}
 	return remap.Gain{}
 }
+
+// FeasibleBy is Feasible with the check f (nil: the built-in one, as
+// Feasible): what Submit answers on a broker whose Options.Policies.
+// Feasibility is f.
+func FeasibleBy(f policy.Feasibility, req *Request, m *policy.Snapshot) (warning string, err error) {
+	if f == nil {
+		f = feasible.Check{}
+	}
+	return feasibleBy(f, req, m)
+}
