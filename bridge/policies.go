@@ -118,3 +118,17 @@ func FeasibleBy(f policy.Feasibility, req *Request, m *policy.Snapshot) (warning
 	}
 	return feasibleBy(f, req, m)
 }
+
+// PolicyNames names the implementation of each extension point the broker
+// uses (the built-in defaults included), by kind: what `gridsub plugins`
+// and the status page can show.
+func (b *Broker) PolicyNames() map[policy.Kind]string {
+	return map[policy.Kind]string{
+		policy.KindPlanner:     b.opts.Planner.Name(),
+		policy.KindFeasibility: b.feasibility().Name(),
+		policy.KindAdmission:   b.admission().Name(),
+		policy.KindTrust:       b.TrustPolicy().Name(),
+		policy.KindTiering:     b.tiering().Name(),
+		policy.KindRemap:       b.remapPolicy().Name(),
+	}
+}
