@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/trust"
 	"github.com/gridsub/gridsub/simbackend"
+	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
 
