@@ -1,0 +1,148 @@
+package plugins
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/pbs"
+	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/simbackend"
+)
+
+// TestBuiltinCapabilitiesDeclared: what each built-in declares in the
+// catalog is what its value implements, so a declaration can neither hide a
+// capability nor claim one the backend lost.
+func TestBuiltinCapabilitiesDeclared(t *testing.T) {
+	pushing := simCaps
+	pushing.Push = true
+	for _, c := range []struct {
+		name string
+		b    backends.Backend
+		want backends.Capabilities
+	}{
+		{"slurm", (*slurm.Backend)(nil), sshCaps},
+		{"pbs", (*pbs.Backend)(nil), sshCaps},
+		{"sim", (*simbackend.Site)(nil), simCaps},
+		{"sim plugin", (*SimSite)(nil), pushing},
+	} {
+		if got := backends.CapabilitiesOf(c.b); got != c.want {
+			t.Errorf("%s implements %+v, the catalog declares %+v", c.name, got, c.want)
+		}
+	}
+	if got := backends.CapabilitiesOf(slurmBackend{}); got != sshCaps {
+		t.Errorf("slurm as the catalog hands it out: %+v, want %+v", got, sshCaps)
+	}
+	if got := backends.CapabilitiesOf(pbsBackend{}); got != sshCaps {
+		t.Errorf("pbs as the catalog hands it out: %+v, want %+v", got, sshCaps)
+	}
+	for _, n := range BuiltinBackends() {
+		if _, err := BuiltinCapabilities(n); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestIsolatedResolvesAsPredicted: a built-in served out of process (its
+// factory behind a real gRPC Configure) builds from exactly the
+// configuration Resolve says it will, for every built-in.
+func TestIsolatedResolvesAsPredicted(t *testing.T) {
+	cfg := BackendConfig{Name: "s1", Nodes: 3, CoresPerNode: 4, H: 1.5, MemPerNode: 1 << 30, GPUsPerNode: 2,
+		Partition: "p", Account: "acct", RemoteDir: "/scratch", BinDir: "/opt/pbs/bin",
+		SSH: &SSHConfig{Host: "login", Port: 2222, User: "u", KeyFiles: []string{"/k"}, KnownHosts: []string{"/kh"},
+			Agent: true, InsecureIgnoreHostKey: true, MaxSessions: 3},
+		Staging: &StagingConfig{MaxFileSize: 10, MaxJobBytes: 20, MinRate: 30, MinTime: time.Minute},
+		Sim:     &SimConfig{Epoch: time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC), Seed: 9},
+		Options: []byte(`{"x":1}`)}
+	for _, name := range BuiltinBackends() {
+		t.Run(name, func(t *testing.T) {
+			k := builtinBackends[name]
+			var got *Resolved
+			open := k.open
+			k.open = func(ctx context.Context, r *Resolved, engine *simbackend.Engine) (backends.Backend, error) {
+				got = r
+				if engine != nil {
+					t.Error("a built-in out of process was given the host's engine")
+				}
+				return openSim(ctx, &Resolved{Sim: &simbackend.SiteConfig{Name: r.Config.Name, Nodes: 1}, SimEngine: &defaultSim}, nil)
+			}
+			defer func() { k.open = open }()
+			c := cfg
+			c.Kind = name
+			f, err := BuiltinBackend(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			TestBackend(t, f, c)
+			want, err := Resolve(BackendSpec{Config: c, Builtin: name, Isolate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				t.Fatal("the served factory did not build")
+			}
+			got.Mode = want.Mode // the plugin side does not know its mode
+			if g, w := stripLoggers(*got), stripLoggers(*want); !reflect.DeepEqual(g, w) {
+				t.Errorf("served:\n%+v\nResolve said:\n%+v", g, w)
+			}
+			if name != "sim" && (got.SSH == nil || got.SSH.User != "u" || !got.SSH.UseAgent) {
+				t.Errorf("ssh not resolved: %+v", got.SSH)
+			}
+		})
+	}
+}
+
+// stripLoggers zeroes the loggers (a fresh *slog.Logger on each side).
+func stripLoggers(r Resolved) Resolved {
+	if r.SSH != nil {
+		s := *r.SSH
+		s.Logger = nil
+		r.SSH = &s
+	}
+	if r.Slurm != nil {
+		s := *r.Slurm
+		s.Logger = nil
+		r.Slurm = &s
+	}
+	if r.PBS != nil {
+		s := *r.PBS
+		s.Logger = nil
+		r.PBS = &s
+	}
+	return r
+}
+
+// TestBuildInProcessSimOnSharedEngine: in process a simulated site lives on
+// the host's engine as a plain simbackend.Site (the broker drives the
+// engine); without one it gets its own, as the sim plugin has.
+func TestBuildInProcessSimOnSharedEngine(t *testing.T) {
+	e := simbackend.NewEngine(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 1)
+	spec := BackendSpec{Builtin: "sim", Config: BackendConfig{Name: "a", Kind: "sim", Nodes: 4, MemPerNode: 1 << 30, GPUsPerNode: 2}}
+	b, c, err := Build(context.Background(), spec, BuildOptions{Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != nil {
+		t.Errorf("a simulated site has nothing to close, got %T", c)
+	}
+	site, ok := b.(*simbackend.Site)
+	if !ok {
+		t.Fatalf("in process on the shared engine: %T, want *simbackend.Site", b)
+	}
+	info, err := site.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Nodes != 4 || info.MemPerNode != 1<<30 || info.GPUsPerNode != 2 {
+		t.Errorf("info %+v: nodes, memory and GPUs per node not as configured", info)
+	}
+	b, _, err = Build(context.Background(), spec, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.(*SimSite); !ok {
+		t.Fatalf("in process with no engine: %T, want *SimSite", b)
+	}
+}
