@@ -14,7 +14,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/bridge/assemble"
-	"github.com/gridsub/gridsub/policy/registry"
+	"github.com/gridsub/gridsub/policy"
 )
 
 func newPluginCmd() *cobra.Command {
@@ -46,11 +46,11 @@ hand it only says that it is a plugin and exits.`,
 		Short: "Serve the built-in planner NAME",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := registry.ByName(args[0])
+			p, err := plugins.BuiltinPolicy(plugins.KindPlanner, args[0], plugins.PolicyInput{})
 			if err != nil {
 				return usageErr(err)
 			}
-			plannerrpc.ServePlanner(p)
+			plannerrpc.ServePlanner(p.(policy.Planner))
 			return nil
 		},
 	})

@@ -42,8 +42,8 @@ func kinds(slurm, pbs, sim string) map[string]string {
 // catalog and listed.
 var routes = map[string]route{
 	"name":           {wire: "Name", native: kinds("Slurm.Name", "PBS.Name", "Sim.Name")},
-	"kind":           {wire: "Kind", native: kinds("", "", "")}, // picks the built-in: checked apart
-	"nodes":          {wire: "Nodes", native: kinds("", "", "Sim.Nodes")},                // a batch system reports its own
+	"kind":           {wire: "Kind", native: kinds("", "", "")},                         // picks the built-in: checked apart
+	"nodes":          {wire: "Nodes", native: kinds("", "", "Sim.Nodes")},               // a batch system reports its own
 	"cores_per_node": {wire: "CoresPerNode", native: kinds("", "", "Sim.CoresPerNode")}, // likewise
 	"h":              {wire: "H", native: kinds("", "", "Sim.H")},                       // the broker's h is site.H
 	"mem_per_node":   {wire: "MemPerNode", native: kinds("", "", "Sim.MemPerNode")},
