@@ -273,13 +273,27 @@ func (s *BackendSpec) wireConfig() ([]byte, error) {
 	return raw, nil
 }
 
+// siteConfigError is a site's description that no backend can be built
+// from. It is backends.ErrInvalidSpec (errors.Is), so it keeps its identity
+// across the plugin boundary (the wire's INVALID_SPEC) and is never
+// retried, and its message speaks of the site, not of a job.
+type siteConfigError struct{ err error }
+
+func siteConfigErr(format string, args ...any) error {
+	return &siteConfigError{fmt.Errorf(format, args...)}
+}
+
+func (e *siteConfigError) Error() string        { return e.err.Error() }
+func (e *siteConfigError) Unwrap() error        { return e.err }
+func (e *siteConfigError) Is(target error) bool { return target == backends.ErrInvalidSpec }
+
 func decodeConfig(raw []byte) (*BackendConfig, error) {
 	var c BackendConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("%w: the plugin's configuration is not valid JSON: %w", backends.ErrInvalidSpec, err)
+		return nil, siteConfigErr("the plugin's configuration is not valid JSON: %w", err)
 	}
 	if c.Name == "" {
-		return nil, fmt.Errorf("%w: the plugin's configuration names no site (name)", backends.ErrInvalidSpec)
+		return nil, siteConfigErr("the plugin's configuration names no site (name)")
 	}
 	return &c, nil
 }
@@ -291,14 +305,14 @@ func decodeConfig(raw []byte) (*BackendConfig, error) {
 // host key and authentication errors still stop everything.
 func sshConfig(c *BackendConfig, kind string, log *slog.Logger) (*transport.Config, error) {
 	if c.SSH == nil || c.SSH.Host == "" {
-		return nil, fmt.Errorf("%w: site %s: a %s site needs an ssh section (host, port, user, key_file, known_hosts)", backends.ErrInvalidSpec, c.Name, kind)
+		return nil, siteConfigErr("site %s: a %s site needs an ssh section (host, port, user, key_file, known_hosts)", c.Name, kind)
 	}
 	ssh := &transport.Config{Host: c.SSH.Host, Port: c.SSH.Port, User: c.SSH.User, KeyFiles: c.SSH.KeyFiles,
 		KnownHosts: c.SSH.KnownHosts, UseAgent: c.SSH.Agent, InsecureIgnoreHostKey: c.SSH.InsecureIgnoreHostKey,
 		MaxSessions: c.SSH.MaxSessions, Logger: log.With("site", c.Name), Lazy: true}
 	if st := c.Staging; st != nil {
 		if st.MaxFileSize < 0 || st.MaxJobBytes < 0 || st.MinRate < 0 || st.MinTime < 0 {
-			return nil, fmt.Errorf("%w: site %s: negative staging limit %+v", backends.ErrInvalidSpec, c.Name, *st)
+			return nil, siteConfigErr("site %s: negative staging limit %+v", c.Name, *st)
 		}
 		ssh.MaxFileSize, ssh.MinTransferRate, ssh.MinTransferTime = st.MaxFileSize, st.MinRate, st.MinTime
 	}
@@ -385,7 +399,7 @@ func openSim(_ context.Context, r *Resolved, engine *simbackend.Engine) (backend
 	if engine != nil {
 		site, err := simbackend.NewSite(engine, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("%w: site %s: %w", backends.ErrInvalidSpec, cfg.Name, err)
+			return nil, siteConfigErr("site %s: %w", cfg.Name, err)
 		}
 		return site, nil
 	}
@@ -393,7 +407,7 @@ func openSim(_ context.Context, r *Resolved, engine *simbackend.Engine) (backend
 	cfg.OnChange = s.publish
 	site, err := simbackend.NewSite(s.e, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: site %s: %w", backends.ErrInvalidSpec, cfg.Name, err)
+		return nil, siteConfigErr("site %s: %w", cfg.Name, err)
 	}
 	s.Site = site
 	return s, nil

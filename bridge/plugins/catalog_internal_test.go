@@ -2,7 +2,9 @@ package plugins
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +146,31 @@ func TestBuildInProcessSimOnSharedEngine(t *testing.T) {
 	}
 	if _, ok := b.(*SimSite); !ok {
 		t.Fatalf("in process with no engine: %T, want *SimSite", b)
+	}
+}
+
+// TestSiteConfigErrors: a site no backend can be built from is refused
+// before any I/O, as backends.ErrInvalidSpec (so the wire keeps it), with a
+// message about the site.
+func TestSiteConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		spec BackendSpec
+		want string
+	}{
+		{BackendSpec{Builtin: "slurm", Config: BackendConfig{Name: "a", Kind: "slurm"}}, "site a: a slurm site needs an ssh section"},
+		{BackendSpec{Builtin: "pbs", Isolate: true, Config: BackendConfig{Name: "b", Kind: "pbs"}}, "site b: a pbs site needs an ssh section"},
+		{BackendSpec{Builtin: "slurm", Config: BackendConfig{Name: "c", SSH: &SSHConfig{Host: "h"}, Staging: &StagingConfig{MinRate: -1}}}, "site c: negative staging limit"},
+	} {
+		_, err := Resolve(c.spec)
+		if !errors.Is(err, backends.ErrInvalidSpec) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "job spec") {
+			t.Errorf("%+v: %v, want ErrInvalidSpec saying %q", c.spec, err, c.want)
+		}
+	}
+	if _, err := Resolve(BackendSpec{Builtin: "lsf", Config: BackendConfig{Name: "d"}}); !errors.Is(err, ErrUnknownPlugin) {
+		t.Errorf("an unknown built-in: %v, want ErrUnknownPlugin", err)
+	}
+	e := simbackend.NewEngine(time.Now(), 1)
+	if _, _, err := Build(context.Background(), BackendSpec{Builtin: "sim", Config: BackendConfig{Name: "e"}}, BuildOptions{Engine: e}); !errors.Is(err, backends.ErrInvalidSpec) || !strings.Contains(err.Error(), "nodes must be >= 1") {
+		t.Errorf("a simulated site without nodes: %v", err)
 	}
 }
