@@ -163,7 +163,7 @@ func ParsePolicyRef(ref string) (r PolicyRef, ok bool, err error) {
 	}
 	if b, isBuiltin := strings.CutPrefix(rest, "builtin:"); isBuiltin {
 		if b == "" {
-			return r, true, fmt.Errorf("%w: %q names no built-in: write plugin:builtin:NAME", ErrBadRef, ref)
+			return r, true, fmt.Errorf("%w: %q names no built-in planner or policy: write plugin:builtin:NAME", ErrBadRef, ref)
 		}
 		return PolicyRef{Builtin: b}, true, nil
 	}
