@@ -2,7 +2,9 @@ package plugins
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,5 +174,62 @@ func TestSiteConfigErrors(t *testing.T) {
 	e := simbackend.NewEngine(time.Now(), 1)
 	if _, _, err := Build(context.Background(), BackendSpec{Builtin: "sim", Config: BackendConfig{Name: "e"}}, BuildOptions{Engine: e}); !errors.Is(err, backends.ErrInvalidSpec) || !strings.Contains(err.Error(), "nodes must be >= 1") {
 		t.Errorf("a simulated site without nodes: %v", err)
+	}
+}
+
+// fillAll gives every exported leaf of v (a struct; pointers to structs
+// are allocated) a non-zero value of its own.
+func fillAll(t *testing.T, v reflect.Value, n *int) {
+	for i := 0; i < v.NumField(); i++ {
+		f, fv := v.Type().Field(i), v.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		*n++
+		switch {
+		case f.Type == reflect.TypeOf(time.Time{}):
+			fv.Set(reflect.ValueOf(time.Date(2026, 1, 1, 0, 0, *n, 0, time.UTC)))
+		case f.Type == reflect.TypeOf(json.RawMessage(nil)):
+			fv.Set(reflect.ValueOf(json.RawMessage(fmt.Sprintf(`{"k":%d}`, *n))))
+		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			fv.Set(reflect.New(f.Type.Elem()))
+			fillAll(t, fv.Elem(), n)
+		case f.Type.Kind() == reflect.String:
+			fv.SetString(fmt.Sprintf("v%d", *n))
+		case f.Type.Kind() == reflect.Bool:
+			fv.SetBool(true)
+		case f.Type.Kind() >= reflect.Int && f.Type.Kind() <= reflect.Int64:
+			fv.SetInt(int64(*n))
+		case f.Type.Kind() >= reflect.Uint && f.Type.Kind() <= reflect.Uint64:
+			fv.SetUint(uint64(*n))
+		case f.Type.Kind() == reflect.Float64:
+			fv.SetFloat(float64(*n) + 0.5)
+		case f.Type == reflect.TypeOf([]string(nil)):
+			fv.Set(reflect.ValueOf([]string{fmt.Sprintf("v%d", *n)}))
+		default:
+			t.Fatalf("%s: teach fillAll a %s", f.Name, f.Type)
+		}
+	}
+}
+
+// TestBackendConfigSurvivesTheWire: every field of BackendConfig, set,
+// arrives unchanged at a plugin's factory through a real gRPC Configure,
+// so a field the host knows cannot be lost on the way to a backend out of
+// process (as an isolated site's account once was).
+func TestBackendConfigSurvivesTheWire(t *testing.T) {
+	var sent BackendConfig
+	n := 0
+	fillAll(t, reflect.ValueOf(&sent).Elem(), &n)
+	var got *BackendConfig
+	TestBackend(t, func(ctx context.Context, raw []byte) (backends.Backend, error) {
+		c, err := decodeConfig(raw)
+		got = c
+		if err != nil {
+			return nil, err
+		}
+		return openSim(ctx, &Resolved{Sim: &simbackend.SiteConfig{Name: c.Name, Nodes: 1}, SimEngine: &defaultSim}, nil)
+	}, sent)
+	if got == nil || !reflect.DeepEqual(*got, sent) {
+		t.Errorf("sent  %+v\nreceived %+v", sent, got)
 	}
 }
