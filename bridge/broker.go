@@ -718,12 +718,6 @@ func orNow(t, now time.Time) time.Time {
 	return t
 }
 
-type cancelReq struct {
-	job, site string
-	id        backends.JobID
-	why       string
-}
-
 // track folds component states into the job state. b.mu is held. It returns
 // the remote cancels to issue (siblings of a failed component, losing copies).
 func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
@@ -911,36 +905,6 @@ func (b *Broker) compactLive() {
 		b.unindex(j)
 		return true
 	})
-}
-
-func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
-	if len(cs) == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.intendCancels(ctx, cs) // duties.go: recorded before they are sent
-	b.mu.Unlock()
-	for _, c := range cs {
-		err := b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
-		b.markStale(b.siteIdx[c.site])
-		b.mu.Lock()
-		b.cancelSent(c)
-		if j := b.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
-			if err != nil {
-				b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
-			} else {
-				b.addEvent(j, now, "cancelled-remote", c.site, c.why)
-			}
-			_ = b.persist(ctx, j)
-		}
-		if err != nil {
-			b.retryCancel(c, err) // outage.go
-		}
-		b.mu.Unlock()
-	}
-	b.mu.Lock()
-	b.saveDuties(ctx)
-	b.mu.Unlock()
 }
 
 // eachSite runs fn for every site: concurrently for real sites, in order for

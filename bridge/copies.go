@@ -342,12 +342,15 @@ func (b *Broker) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 	return specs
 }
 
-// submitSpecs submits the non-nil specs, outside b.mu.
+// submitSpecs stages the site inputs of the non-nil specs and hands them
+// to the submit stage (submitAll), outside b.mu.
 func (b *Broker) submitSpecs(ctx context.Context, comps []Component, specs []*backends.JobSpec, ins []backends.SiteFile) ([]backends.JobID, []error) {
 	ids := make([]backends.JobID, len(specs))
 	errs := make([]error, len(specs))
 	var data relays // sitedata.go: inputs that lie at a site
 	defer data.close()
+	var reqs []submitReq
+	var at []int
 	for k, sp := range specs {
 		if sp == nil {
 			continue
@@ -356,8 +359,12 @@ func (b *Broker) submitSpecs(ctx context.Context, comps []Component, specs []*ba
 		if _, errs[k] = b.stageData(ctx, &data, s, sp, ins); errs[k] != nil {
 			continue
 		}
-		ids[k], errs[k] = b.sites[s].Backend.Submit(ctx, sp)
-		b.markStale(s)
+		reqs = append(reqs, submitReq{s, sp})
+		at = append(at, k)
+	}
+	rids, serrs := b.submitAll(ctx, reqs)
+	for i, k := range at {
+		ids[k], errs[k] = rids[i], serrs[i]
 	}
 	return ids, errs
 }

@@ -133,12 +133,11 @@ func (b *Broker) alone(j *Job, p policy.Part, o policy.Option) policy.Option {
 // the error cannot be cured by waiting or the attempts are used up). A
 // replicated job only needs one copy to be accepted.
 func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
-	rids := make([]backends.JobID, len(specs))
-	errs := make([]error, len(specs))
+	reqs := make([]submitReq, len(specs))
 	for k, p := range d.Chosen.Parts {
-		rids[k], errs[k] = b.sites[p.Site].Backend.Submit(ctx, specs[k])
-		b.markStale(p.Site)
+		reqs[k] = submitReq{p.Site, specs[k]}
 	}
+	rids, errs := b.submitAll(ctx, reqs)
 	b.finishParts(ctx, now, id, d, rids, errs, rep)
 }
 

@@ -83,7 +83,7 @@ func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
 func (b *Broker) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 	var again []cancelReq
 	for _, o := range cs {
-		if err := b.sites[b.siteIdx[o.site]].Backend.Cancel(ctx, o.id); err != nil && backends.Retryable(err) {
+		if err := b.sendCancel(ctx, o); err != nil && backends.Retryable(err) {
 			again = append(again, o)
 		}
 	}

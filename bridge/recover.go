@@ -86,8 +86,12 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			if b.hasCopies(j) { // a copy intent it holds was written before the restart
 				b.markRestarted(j)
 			}
-			if b.hasCopies(j) && !b.lookupIntents(ctx, j, now, &rep) { // recover_copies.go
-				continue
+			if b.hasCopies(j) { // recover_copies.go
+				ok, cs := b.lookupIntents(ctx, j, now, &rep)
+				cancels = append(cancels, cs...)
+				if !ok {
+					continue
+				}
 			}
 			// Components that ended before the crash (the job was stopped
 			// while fetching its outputs): no poll asks about them again.
@@ -148,14 +152,14 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 	}
 	tag := RemoteTag(j.ID, j.Attempts)
 	found, missing, unknown := 0, 0, 0
+	var cancels []cancelReq // duplicates under the tag, and what the outcome below withdraws
 	for k := range j.Comps {
 		c := &j.Comps[k]
 		if c.RemoteID != "" {
 			found++
 			continue
 		}
-		be := b.sites[b.siteIdx[c.Site]].Backend
-		f, ok := backends.AsFinder(be)
+		f, ok := backends.AsFinder(b.sites[b.siteIdx[c.Site]].Backend)
 		if !ok {
 			unknown++
 			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
@@ -169,7 +173,7 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
 			_ = b.persist(ctx, j)
 			b.unresolved = append(b.unresolved, j.ID)
-			return nil
+			return cancels
 		}
 		if len(sts) == 0 {
 			missing++
@@ -188,17 +192,11 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		}
 		found++
 		rep.Adopted++
-		for _, extra := range sts[1:] { // never expected; cancel rather than run twice
-			if !extra.State.Final() {
-				_ = be.Cancel(ctx, extra.ID)
-			}
-			rep.DuplicatesCancelled++
-		}
+		cancels = append(cancels, duplicates(j.ID, c.Site, tag, sts[1:], rep)...)
 	}
 	if b.waitInFlight(ctx, j, now, missing, rep) {
-		return nil
+		return cancels
 	}
-	var cancels []cancelReq
 	switch {
 	case missing == 0:
 		j.State = Dispatched
@@ -209,7 +207,7 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		// what the sites said into the job now. A poll would never do it for
 		// a component already final.
 		var crep CycleReport
-		cancels = b.track(ctx, j, now, &crep)
+		cancels = append(cancels, b.track(ctx, j, now, &crep)...)
 	default:
 		for _, c := range j.Comps {
 			if c.RemoteID != "" && !c.State.Final() {
@@ -316,4 +314,18 @@ func (b *Broker) waitInFlight(ctx context.Context, j *Job, now time.Time, missin
 // recorded before Intent existed (zero) is not waited for. b.mu held.
 func (b *Broker) inFlight(j *Job, now time.Time) bool {
 	return b.opts.SubmitGrace > 0 && b.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(b.opts.SubmitGrace))
+}
+
+// duplicates are the cancels of the remote jobs found under one tag beside
+// the one adopted: never expected, and cancelled rather than run twice
+// (counted in rep; the cancel stage sends them).
+func duplicates(job, site, tag string, extra []backends.JobStatus, rep *RecoverReport) []cancelReq {
+	var cs []cancelReq
+	for _, st := range extra {
+		if !st.State.Final() {
+			cs = append(cs, cancelReq{job, site, st.ID, fmt.Sprintf("remote job %s: a duplicate under tag %s, cancelled rather than run twice", st.ID, tag)})
+		}
+		rep.DuplicatesCancelled++
+	}
+	return cs
 }

@@ -16,15 +16,16 @@ import (
 // a passive backup stays passive. Then the copies are tracked as usual, so
 // a winner found is kept and the losers cancelled. b.mu held.
 func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
-	if !b.lookupIntents(ctx, j, now, rep) {
-		return nil
+	ok, cancels := b.lookupIntents(ctx, j, now, rep)
+	if !ok {
+		return cancels
 	}
 	j.State = Dispatched
 	b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
 	b.track0(j)
 	rep.Live++
 	var crep CycleReport
-	return b.trackCopies(ctx, j, now, &crep)
+	return append(cancels, b.trackCopies(ctx, j, now, &crep)...)
 }
 
 // lookupIntents resolves the copy intents of j (components with a tag and
@@ -32,17 +33,18 @@ func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep
 // asked, or when a copy not found yet may still land (waitInFlight, within
 // Options.SubmitGrace): the job is then held and looked up again every
 // cycle, as a single job is. Past the grace a copy not found is submitted
-// again under its tag. b.mu held.
-func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) bool {
+// again under its tag. It returns the cancels of duplicates found under a
+// tag, for the cancel stage. b.mu held.
+func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
 	resubmit := false
+	var cancels []cancelReq
 	var missing []int // components whose tag the site does not know (yet)
 	for k := range j.Comps {
 		c := &j.Comps[k]
 		if c.RemoteID != "" || c.Passive || c.State.Final() {
 			continue
 		}
-		be := b.sites[b.siteIdx[c.Site]].Backend
-		f, ok := backends.AsFinder(be)
+		f, ok := backends.AsFinder(b.sites[b.siteIdx[c.Site]].Backend)
 		if !ok {
 			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
 			resubmit = true
@@ -57,7 +59,7 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 			_ = b.persist(ctx, j)
 			b.unlive(j)
 			b.unresolved = append(b.unresolved, j.ID)
-			return false
+			return false, cancels
 		}
 		if len(sts) == 0 {
 			missing = append(missing, k)
@@ -78,16 +80,11 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
 		}
 		rep.Adopted++
-		for _, extra := range sts[1:] { // never expected; cancel rather than run twice
-			if !extra.State.Final() {
-				_ = be.Cancel(ctx, extra.ID)
-			}
-			rep.DuplicatesCancelled++
-		}
+		cancels = append(cancels, duplicates(j.ID, c.Site, c.Tag, sts[1:], rep)...)
 	}
 	if b.waitInFlight(ctx, j, now, len(missing), rep) { // recover.go: the same grace as a single job's
 		b.unlive(j)
-		return false
+		return false, cancels
 	}
 	for _, k := range missing {
 		resubmit = true
@@ -103,7 +100,7 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 		b.tiers.due = append(b.tiers.due, j.ID)
 	}
 	_ = b.persist(ctx, j)
-	return true
+	return true, cancels
 }
 
 // unlive takes a job held for reconciliation out of the live set: a live

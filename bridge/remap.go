@@ -495,12 +495,11 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 		return
 	}
 	d := policy.Decision{Job: id, Action: policy.Start, Chosen: opt}
-	rid, err := b.sites[ts].Backend.Submit(ctx, spec)
-	b.markStale(ts)
+	rids, errs := b.submitAll(ctx, []submitReq{{ts, spec}})
 	if b.crash(crashAfterSubmit, id) {
 		return
 	}
-	b.finishParts(ctx, now, id, d, []backends.JobID{rid}, []error{err}, rep)
+	b.finishParts(ctx, now, id, d, rids, errs, rep)
 	b.mu.Lock()
 	if j.Moving != nil {
 		// Settled like any dispatch: dispatched, unresolved (reconciled

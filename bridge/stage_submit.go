@@ -21,56 +21,58 @@ type pendingSubmit struct {
 	specs []*backends.JobSpec
 }
 
-// submitPending submits a cycle's dispatched jobs: a site with the batch
-// capability (backends.BatchSubmitter) and two or more of the cycle's
-// components gets them all in one SubmitBatch — one remote command instead
-// of one per job; the other sites' components get one Submit each, in plan
-// order. Real sites are submitted to concurrently (at most MaxSiteSubmits
-// at a time), simulated ones in order. Each job is then settled as submitParts
-// does, from its own components' outcomes only: one job's refusal does not
-// touch another's.
-func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendingSubmit, rep *CycleReport) {
-	var data relays
-	defer data.close()
-	pend = b.stagePending(ctx, now, &data, pend, rep) // sitedata.go: inputs that lie at a site
-	if len(pend) == 0 {
-		return
-	}
-	type ref struct{ p, k int }
-	rids := make([][]backends.JobID, len(pend))
-	errs := make([][]error, len(pend))
-	bySite := map[int][]ref{}
+// submitReq is one component to submit: its spec, at site.
+type submitReq struct {
+	site int
+	spec *backends.JobSpec
+}
+
+// submitAll is the submit stage: the one place that hands JobSpecs to the
+// sites (Backend.Submit, BatchSubmitter.SubmitBatch). It returns each
+// request's remote id or error, in the order of reqs. A site with the batch
+// capability (backends.BatchSubmitter) and two or more of the requests gets
+// them all in one SubmitBatch — one remote command instead of one per job;
+// the other sites' requests get one Submit each, in order. Real sites are
+// submitted to concurrently (at most MaxSiteSubmits at a time), simulated
+// ones in order: a cycle with jobs for 50 sites costs about the slowest
+// site's submission, not the sum of all, and a replay stays deterministic.
+// Every site asked is marked stale (its Info changed). Called without the
+// ledger's lock.
+func (b *Broker) submitAll(ctx context.Context, reqs []submitReq) ([]backends.JobID, []error) {
+	rids := make([]backends.JobID, len(reqs))
+	errs := make([]error, len(reqs))
+	bySite := map[int][]int{}
 	var order []int
-	for pi, ps := range pend {
-		rids[pi] = make([]backends.JobID, len(ps.specs))
-		errs[pi] = make([]error, len(ps.specs))
-		for k, part := range ps.d.Chosen.Parts {
-			if _, seen := bySite[part.Site]; !seen {
-				order = append(order, part.Site)
-			}
-			bySite[part.Site] = append(bySite[part.Site], ref{pi, k})
+	for i, r := range reqs {
+		if _, seen := bySite[r.site]; !seen {
+			order = append(order, r.site)
 		}
+		bySite[r.site] = append(bySite[r.site], i)
 	}
 	batched := map[int]bool{}
-	for si, refs := range bySite {
+	for si, idx := range bySite {
 		_, ok := backends.AsBatchSubmitter(b.sites[si].Backend)
-		batched[si] = ok && len(refs) > 1
+		batched[si] = ok && len(idx) > 1
 	}
-	// submitAt submits site si's components: one SubmitBatch when it is
-	// batched, else one Submit each in plan order.
+	one := func(i int) {
+		si := reqs[i].site
+		rids[i], errs[i] = b.sites[si].Backend.Submit(ctx, reqs[i].spec)
+		b.markStale(si)
+	}
+	// submitAt submits site si's requests: one SubmitBatch when it is
+	// batched, else one Submit each in order.
 	submitAt := func(si int) {
-		refs := bySite[si]
+		idx := bySite[si]
 		if !batched[si] {
-			for _, r := range refs {
-				rids[r.p][r.k], errs[r.p][r.k] = b.sites[si].Backend.Submit(ctx, pend[r.p].specs[r.k])
-				b.markStale(si)
+			for _, i := range idx {
+				one(i)
 			}
 			return
 		}
 		bs, _ := backends.AsBatchSubmitter(b.sites[si].Backend)
-		specs := make([]*backends.JobSpec, len(refs))
-		for i, r := range refs {
-			specs[i] = pend[r.p].specs[r.k]
+		specs := make([]*backends.JobSpec, len(idx))
+		for k, i := range idx {
+			specs[k] = reqs[i].spec
 		}
 		t0 := time.Now()
 		res := bs.SubmitBatch(ctx, specs)
@@ -83,29 +85,23 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 		}
 		b.log.Info("batched submission", "site", b.names[si], "jobs", len(specs), "failed", failed,
 			"took", time.Since(t0).Round(time.Millisecond))
-		for i, r := range refs {
-			if len(res) != len(refs) {
+		for k, i := range idx {
+			if len(res) != len(idx) {
 				// A broken contract: nothing can be trusted, and any of
 				// them may be at the site.
-				errs[r.p][r.k] = fmt.Errorf("%w: %w: %s: SubmitBatch returned %d results for %d jobs",
-					backends.ErrUnavailable, backends.ErrOutcomeUnknown, b.names[si], len(res), len(refs))
+				errs[i] = fmt.Errorf("%w: %w: %s: SubmitBatch returned %d results for %d jobs",
+					backends.ErrUnavailable, backends.ErrOutcomeUnknown, b.names[si], len(res), len(idx))
 				continue
 			}
-			rids[r.p][r.k], errs[r.p][r.k] = res[i].ID, res[i].Err
+			rids[i], errs[i] = res[k].ID, res[k].Err
 		}
 	}
-	// Simulated sites one after the other in plan order (they answer at
-	// once, and order keeps replays deterministic); real sites
-	// concurrently, at most MaxSiteSubmits at a time: a cycle with jobs
-	// for 50 sites costs about the slowest site's submission, not the sum
-	// of all (each site's components stay in plan order, each slot of
+	// Simulated sites one request after the other in order; real sites
+	// concurrently (each site's requests stay in order, each slot of
 	// rids/errs is written by its own site only).
-	for pi, ps := range pend {
-		for k, part := range ps.d.Chosen.Parts {
-			if si := part.Site; b.sites[si].Simulated && !batched[si] {
-				rids[pi][k], errs[pi][k] = b.sites[si].Backend.Submit(ctx, ps.specs[k])
-				b.markStale(si)
-			}
+	for i, r := range reqs {
+		if b.sites[r.site].Simulated && !batched[r.site] {
+			one(i)
 		}
 	}
 	sem := make(chan struct{}, MaxSiteSubmits)
@@ -124,13 +120,36 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 		})
 	}
 	wg.Wait()
+	return rids, errs
+}
+
+// submitPending submits a cycle's dispatched jobs through submitAll, in
+// plan order, and settles each job as submitParts does, from its own
+// components' outcomes only: one job's refusal does not touch another's.
+func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendingSubmit, rep *CycleReport) {
+	var data relays
+	defer data.close()
+	pend = b.stagePending(ctx, now, &data, pend, rep) // sitedata.go: inputs that lie at a site
+	if len(pend) == 0 {
+		return
+	}
+	var reqs []submitReq
+	for _, ps := range pend {
+		for k, part := range ps.d.Chosen.Parts {
+			reqs = append(reqs, submitReq{part.Site, ps.specs[k]})
+		}
+	}
+	ids, errs := b.submitAll(ctx, reqs)
 	// The jobs' settled states are written together at the end (one
 	// commit for many; their intents are already stored).
 	b.mu.Lock()
 	b.startGroup()
 	b.mu.Unlock()
-	for pi, ps := range pend {
-		b.finishParts(ctx, now, ps.id, ps.d, rids[pi], errs[pi], rep)
+	at := 0
+	for _, ps := range pend {
+		n := len(ps.d.Chosen.Parts)
+		b.finishParts(ctx, now, ps.id, ps.d, ids[at:at+n], errs[at:at+n], rep)
+		at += n
 	}
 	b.mu.Lock()
 	b.flushGroup(ctx)

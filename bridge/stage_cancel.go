@@ -1,0 +1,59 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// cancelReq is a remote cancel: remote job id of grid job job at site, and
+// why (the job's event says it).
+type cancelReq struct {
+	job, site string
+	id        backends.JobID
+	why       string
+}
+
+// doCancels is the cancel stage: it sends cs, each recorded in the duties
+// record before it is sent (duties.go), with a cancelled-remote (or
+// cancel-failed) event on its job; one that failed because the site did not
+// answer is kept to retry (retryOrphans). Every other part of the broker
+// hands its cancels here (or, for retries, to retryOrphans), never to a
+// backend. Called without the ledger's lock.
+func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
+	if len(cs) == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.intendCancels(ctx, cs) // duties.go: recorded before they are sent
+	b.mu.Unlock()
+	for _, c := range cs {
+		err := b.sendCancel(ctx, c)
+		b.markStale(b.siteIdx[c.site])
+		b.mu.Lock()
+		b.cancelSent(c)
+		if j := b.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
+			if err != nil {
+				b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+			} else {
+				b.addEvent(j, now, "cancelled-remote", c.site, c.why)
+			}
+			_ = b.persist(ctx, j)
+		}
+		if err != nil {
+			b.retryCancel(c, err) // outage.go
+		}
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	b.saveDuties(ctx)
+	b.mu.Unlock()
+}
+
+// sendCancel is the one place that cancels a remote job at a site
+// (Backend.Cancel).
+func (b *Broker) sendCancel(ctx context.Context, c cancelReq) error {
+	return b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
+}
