@@ -136,79 +136,27 @@ type Options struct {
 // serialised.
 type Broker struct {
 	opts    Options
-	sites   []SiteConfig
-	siteIdx map[string]int
-	store   Store
 	log     *slog.Logger
-
 	cycleMu sync.Mutex // one cycle (or cancel) at a time
 
-	mu      sync.Mutex
-	jobs    map[string]*Job    // every job the broker knows, live or ended
-	queue   []string           // ids of queued jobs in FCFS order
-	live    []string           // ids of dispatched or running jobs, in dispatch order
-	where   map[compKey]string // remote job at a site -> grid job id, for live components
-	pq      []policy.Job       // the policy's view of queue, kept in step with it
-	byNow   []policy.Job       // reused by submittedBy when some queued jobs are too new for a cycle
-	polling bool               // some site must be polled (does not push its changes)
-	ended   []string           // ids of jobs that ended since the last output fetch
-	// unresolved are Submitting jobs whose site could not be asked at Recover.
-	unresolved []string
-	// restarted are the jobs Recover found Submitting: their intents were
-	// written by an earlier process, whose commands may still be landing
-	// (Options.SubmitGrace applies to them only; recover.go).
-	restarted map[string]bool
-	pending   []pendingEvent // events to hand to OnEvent once the lock is released
-
-	// unreachable: queued jobs held out of planning because every site
-	// they may use is down (unreachable.go).
-	unreachable map[string]bool
+	*ledger    // jobs, queue, indices, events, store writes (ledger.go)
+	*siteTable // sites, their capabilities and what was last seen of them (sitetable.go)
 
 	// Advance reservations (reserve.go).
 	rrg       *reserve.Graph // admitted reservations over the sites; built on first use
-	capacity  []int          // nodes per site as last seen; 0 = not known yet
 	resFailed []bool         // site taken out of the graph after it failed
-	reserved  []string       // ids of Reserved jobs (may hold stale ones; pruned at binding)
 	releases  []release      // native reservations to delete
-	trust     []float64      // per-site trust for the policy (SetTrust); 0 = unset
-	toDrop    []string       // ids of jobs that ended, for Options.Drop
-	group     *writeGroup    // a cycle phase's writes, flushed together (persistgroup.go)
-	writeMu   sync.Mutex     // orders job writes: persist and writeCopies (persistgroup.go); taken after mu
-
-	// Groups and dependencies (group.go, deps.go).
-	held    []string              // ids of Held jobs
-	parents []string              // ids of unfinished group parents
-	groups  map[string]*groupInfo // by parent id
 
 	fetch fetchPool // output fetches of real sites (fetch.go)
 
-	notesMu    sync.Mutex
-	notes      []note // pushed changes not yet applied
-	spareNotes []note // the other buffer of notes
-	stale      uint64 // bit s: pushing site s changed since its Info was read
-
-	// Reused by every cycle (cycleMu held).
-	snap      policy.Snapshot
-	snapSites []policy.Site
-	infoOK    []bool
-	infoErr   []error
-	names     []string
-	uplinkBuf []policy.Link
-
-	known []policy.Site // each site's size and node shape as last seen, for feasible (feasible.go)
-	seen  []bool        // known[s] was filled from an Info
-	tiers tierState     // QoS-tier copies (copies.go)
-	rm    remapState    // moves of waiting jobs (remap.go)
+	snap  policy.Snapshot // the cycle's snapshot, reused (cycleMu held)
+	tiers tierState       // QoS-tier copies (copies.go)
+	rm    remapState      // moves of waiting jobs (remap.go)
 
 	duties dutyState // pending cancels and late watches, durable (duties.go)
 
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
-}
-
-type pendingEvent struct {
-	job *Job
-	ev  Event
 }
 
 // New checks the options and returns a broker.
@@ -219,15 +167,13 @@ func New(opts Options) (*Broker, error) {
 	if opts.Planner == nil {
 		return nil, fmt.Errorf("%w: no planner configured", ErrBadRequest)
 	}
-	b := &Broker{opts: opts, sites: opts.Sites, siteIdx: map[string]int{}, store: opts.Store,
-		log: opts.Logger, jobs: map[string]*Job{}, where: map[compKey]string{}, groups: map[string]*groupInfo{},
-		capacity: make([]int, len(opts.Sites)), resFailed: make([]bool, len(opts.Sites)), trust: make([]float64, len(opts.Sites))}
-	if b.store == nil {
-		b.store = NewMemStore()
-	}
+	b := &Broker{opts: opts, log: opts.Logger, resFailed: make([]bool, len(opts.Sites))}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
+	b.siteTable = &siteTable{sites: opts.Sites, siteIdx: map[string]int{}, links: opts.Links, multiSite: opts.MultiSite,
+		capacity: make([]int, len(opts.Sites)), trust: make([]float64, len(opts.Sites))}
+	b.ledger = newLedger(&opts, b.siteTable, b.log)
 	if b.opts.IDPrefix == "" {
 		b.opts.IDPrefix = "g"
 	}
@@ -269,10 +215,10 @@ func (b *Broker) Site(name string) (backends.Backend, bool) {
 	return b.sites[i].Backend, true
 }
 
-func (b *Broker) checkSites(field string, names []string) error {
+func (st *siteTable) checkSites(field string, names []string) error {
 	for _, n := range names {
-		if _, ok := b.siteIdx[n]; !ok {
-			return fmt.Errorf("%w: %s names %q; known sites: %s", ErrUnknownSite, field, n, strings.Join(b.SiteNames(), ", "))
+		if _, ok := st.siteIdx[n]; !ok {
+			return fmt.Errorf("%w: %s names %q; known sites: %s", ErrUnknownSite, field, n, strings.Join(st.names, ", "))
 		}
 	}
 	return nil
@@ -424,41 +370,41 @@ func (b *Broker) Idle() bool {
 }
 
 // addEvent appends an event to the job; b.mu must be held.
-func (b *Broker) addEvent(j *Job, t time.Time, kind, site, msg string) {
-	if b.opts.NoHistory {
+func (l *ledger) addEvent(j *Job, t time.Time, kind, site, msg string) {
+	if l.noHistory {
 		return
 	}
 	e := Event{Time: t, Kind: kind, Site: site, Msg: msg}
 	j.Events = append(j.Events, e)
-	if b.opts.OnEvent != nil {
-		b.pending = append(b.pending, pendingEvent{j.Clone(), e})
+	if l.onEvent != nil {
+		l.pending = append(l.pending, pendingEvent{j.Clone(), e})
 	}
 }
 
-func (b *Broker) flushEvents() {
-	if b.opts.OnEvent == nil {
+func (l *ledger) flushEvents() {
+	if l.onEvent == nil {
 		return
 	}
-	b.mu.Lock()
-	p := b.pending
-	b.pending = nil
-	b.mu.Unlock()
+	l.mu.Lock()
+	p := l.pending
+	l.pending = nil
+	l.mu.Unlock()
 	for _, e := range p {
-		b.opts.OnEvent(e.job, e.ev)
+		l.onEvent(e.job, e.ev)
 	}
 }
 
 // persist writes the job; b.mu must be held. A store failure is logged and
 // returned: the caller must not act on a change it could not record.
-func (b *Broker) persist(ctx context.Context, j *Job) error {
-	if b.opts.Drop != nil && j.State.Final() && j.final == nil {
-		b.toDrop = append(b.toDrop, j.ID)
+func (l *ledger) persist(ctx context.Context, j *Job) error {
+	if l.drop != nil && j.State.Final() && j.final == nil {
+		l.toDrop = append(l.toDrop, j.ID)
 	}
-	b.writeMu.Lock()
-	err := b.store.Put(ctx, j)
-	b.writeMu.Unlock()
+	l.writeMu.Lock()
+	err := l.store.Put(ctx, j)
+	l.writeMu.Unlock()
 	if err != nil {
-		b.log.Error("store write failed", "job", j.ID, "err", err)
+		l.log.Error("store write failed", "job", j.ID, "err", err)
 		return err
 	}
 	return nil
@@ -466,23 +412,23 @@ func (b *Broker) persist(ctx context.Context, j *Job) error {
 
 // dropEnded hands the jobs that ended to Options.Drop and forgets them.
 // Called last in a cycle (or cancel), once nothing refers to them any more.
-func (b *Broker) dropEnded() {
-	if b.opts.Drop == nil {
+func (l *ledger) dropEnded() {
+	if l.drop == nil {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.toDrop) == 0 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.toDrop) == 0 {
 		return
 	}
 	// Every path that ends a live job compacts the live list itself.
-	for _, id := range b.toDrop {
-		if j, ok := b.jobs[id]; ok && j.State.Final() && j.final == nil {
-			b.opts.Drop(j)
-			delete(b.jobs, id)
+	for _, id := range l.toDrop {
+		if j, ok := l.jobs[id]; ok && j.State.Final() && j.final == nil {
+			l.drop(j)
+			delete(l.jobs, id)
 		}
 	}
-	b.toDrop = b.toDrop[:0]
+	l.toDrop = l.toDrop[:0]
 }
 
 // CycleReport says what one cycle did.
@@ -853,66 +799,66 @@ func (b *Broker) end(j *Job, f outcome, now time.Time) {
 }
 
 // requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
-func (b *Broker) requeue(j *Job, now time.Time, why string) {
+func (l *ledger) requeue(j *Job, now time.Time, why string) {
 	again := "queued again"
 	if j.Resv != nil && j.Resv.State == ResvBound {
 		again = "submitted into its reservation again"
 	}
-	b.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d lost: %s; %s", j.Attempts, why, again))
+	l.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d lost: %s; %s", j.Attempts, why, again))
 }
 
 // requeueAs puts a job back at its FCFS place with an event of the given
 // kind — or, for a job in its bound reservation, back to wait for it. b.mu
 // held.
-func (b *Broker) requeueAs(j *Job, now time.Time, kind, msg string) {
-	b.unindex(j)
+func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
+	l.unindex(j)
 	j.Comps = nil
-	b.addEvent(j, now, kind, "", msg)
+	l.addEvent(j, now, kind, "", msg)
 	if j.Resv != nil && j.Resv.State == ResvBound {
-		b.waitReserved(j)
+		l.waitReserved(j)
 		return
 	}
 	j.State = Queued
 	// FCFS: by submission time, then id.
-	pos, _ := slices.BinarySearchFunc(b.queue, j, func(id string, t *Job) int {
-		q := b.jobs[id]
+	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
+		q := l.jobs[id]
 		if c := q.Submit.Compare(t.Submit); c != 0 {
 			return c
 		}
 		return strings.Compare(q.ID, t.ID)
 	})
-	b.queue = slices.Insert(b.queue, pos, j.ID)
-	b.pq = slices.Insert(b.pq, pos, b.policyJob(j))
+	l.queue = slices.Insert(l.queue, pos, j.ID)
+	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
 }
 
 // unindex forgets the components of a job that left the live set. b.mu held.
-func (b *Broker) unindex(j *Job) {
+func (l *ledger) unindex(j *Job) {
 	for _, c := range j.Comps {
-		delete(b.where, compKey{b.siteIdx[c.Site], c.RemoteID})
+		delete(l.where, compKey{l.st.siteIdx[c.Site], c.RemoteID})
 	}
 }
 
 // compactLive drops ended or requeued jobs from the live list. b.mu held.
-func (b *Broker) compactLive() {
-	b.live = slices.DeleteFunc(b.live, func(id string) bool {
-		j := b.jobs[id]
+func (l *ledger) compactLive() {
+	l.live = slices.DeleteFunc(l.live, func(id string) bool {
+		j := l.jobs[id]
 		if j == nil {
 			return true // dropped (Options.Drop)
 		}
 		if j.State == Dispatched || j.State == Running {
 			return false
 		}
-		b.unindex(j)
+		l.unindex(j)
 		return true
 	})
 }
 
 // eachSite runs fn for every site: concurrently for real sites, in order for
 // simulated ones (they answer at once, and order keeps replays deterministic).
-func (b *Broker) eachSite(fn func(s int)) {
+func (st *siteTable) eachSite(fn func(s int)) {
 	var wg sync.WaitGroup
-	for s := range b.sites {
-		if b.sites[s].Simulated {
+	for s := range st.sites {
+		if st.sites[s].Simulated {
 			fn(s)
 			continue
 		}
@@ -986,26 +932,26 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 
 // submittedBy is the policy's view of the queue without the jobs submitted
 // after now, b.pq itself (capped) when there are none. Called with b.mu held.
-func (b *Broker) submittedBy(now time.Time) []policy.Job {
-	late := slices.IndexFunc(b.pq, func(j policy.Job) bool { return j.Submit.After(now) })
+func (l *ledger) submittedBy(now time.Time) []policy.Job {
+	late := slices.IndexFunc(l.pq, func(j policy.Job) bool { return j.Submit.After(now) })
 	if late < 0 {
-		return b.pq[:len(b.pq):len(b.pq)]
+		return l.pq[:len(l.pq):len(l.pq)]
 	}
-	b.byNow = append(b.byNow[:0], b.pq[:late]...)
-	for _, j := range b.pq[late+1:] {
+	l.byNow = append(l.byNow[:0], l.pq[:late]...)
+	for _, j := range l.pq[late+1:] {
 		if !j.Submit.After(now) {
-			b.byNow = append(b.byNow, j)
+			l.byNow = append(l.byNow, j)
 		}
 	}
-	return b.byNow[:len(b.byNow):len(b.byNow)]
+	return l.byNow[:len(l.byNow):len(l.byNow)]
 }
 
 // uplinks is each site's measured transfer cost from this machine, for
 // jobs submitted from no site, or nil when no site has measured anything.
 // Measurements come from the sites' own transfers (backends.LinkEstimator).
-func (b *Broker) uplinks() []policy.Link {
+func (st *siteTable) uplinks() []policy.Link {
 	var out []policy.Link
-	for s, sc := range b.sites {
+	for s, sc := range st.sites {
 		le, ok := backends.AsLinkEstimator(sc.Backend)
 		if !ok {
 			continue
@@ -1015,10 +961,10 @@ func (b *Broker) uplinks() []policy.Link {
 			continue
 		}
 		if out == nil {
-			if cap(b.uplinkBuf) < len(b.sites) {
-				b.uplinkBuf = make([]policy.Link, len(b.sites))
+			if cap(st.uplinkBuf) < len(st.sites) {
+				st.uplinkBuf = make([]policy.Link, len(st.sites))
 			}
-			out = b.uplinkBuf[:len(b.sites)]
+			out = st.uplinkBuf[:len(st.sites)]
 			clear(out)
 		}
 		out[s] = policy.Link{SecPerByte: spb, Latency: lat}
@@ -1027,14 +973,14 @@ func (b *Broker) uplinks() []policy.Link {
 }
 
 // markStale notes that a pushing site's Info has changed.
-func (b *Broker) markStale(s int) {
-	b.notesMu.Lock()
-	b.stale |= 1 << uint(min(s, 63))
-	b.notesMu.Unlock()
+func (st *siteTable) markStale(s int) {
+	st.notesMu.Lock()
+	st.stale |= 1 << uint(min(s, 63))
+	st.notesMu.Unlock()
 }
 
 // policyJob is the policy's view of a queued job. b.mu held.
-func (b *Broker) policyJob(j *Job) policy.Job {
+func (st *siteTable) policyJob(j *Job) policy.Job {
 	r := &j.Req
 	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
 		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit, BestEffort: r.DeadlinePolicy == DeadlineBestEffort}
@@ -1042,23 +988,23 @@ func (b *Broker) policyJob(j *Job) policy.Job {
 		pj.Worth = *r.Worth
 	}
 	if r.Origin != "" {
-		pj.Origin = b.siteIdx[r.Origin]
+		pj.Origin = st.siteIdx[r.Origin]
 	}
 	for _, n := range r.Sites {
-		pj.Allowed = append(pj.Allowed, b.siteIdx[n])
+		pj.Allowed = append(pj.Allowed, st.siteIdx[n])
 	}
 	for _, n := range r.Prefer {
-		pj.Preferred = append(pj.Preferred, b.siteIdx[n])
+		pj.Preferred = append(pj.Preferred, st.siteIdx[n])
 	}
 	pj.PerNode = policy.NodeShape{Cores: r.CoresPerNode, MemBytes: r.MemPerNode, GPUs: r.GPUsPerNode}
 	if len(j.Refused) > 0 {
 		pj.Allowed = pj.Allowed[:0]
-		for _, n := range b.allowedLeft(j) {
-			pj.Allowed = append(pj.Allowed, b.siteIdx[n])
+		for _, n := range st.allowedLeft(j) {
+			pj.Allowed = append(pj.Allowed, st.siteIdx[n])
 		}
 	}
 	if len(j.Avoid) > 0 {
-		pj.Allowed = b.avoiding(j, pj.Allowed) // copies.go
+		pj.Allowed = st.avoiding(j, pj.Allowed) // copies.go
 	}
 	return pj
 }
@@ -1066,9 +1012,9 @@ func (b *Broker) policyJob(j *Job) policy.Job {
 // spec builds the JobSpec of component k of n of job j at a site. For
 // simulated sites the walltime and the real run time include the predicted
 // input transfer (the nodes are held while the data moves, as in paper 000).
-func (b *Broker) spec(j *Job, k, n int, site string, nodes int, opt policy.Option) *backends.JobSpec {
+func (st *siteTable) spec(j *Job, k, n int, site string, nodes int, opt policy.Option) *backends.JobSpec {
 	r := &j.Req
-	sim := b.sites[b.siteIdx[site]].Simulated
+	sim := st.sites[st.siteIdx[site]].Simulated
 	sp := &backends.JobSpec{GridID: RemoteTag(j.ID, j.Attempts), Component: k, Components: n, Name: r.Name,
 		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Nodes: nodes, CoresPerNode: r.CoresPerNode,
 		Inputs: r.Inputs, Outputs: r.Outputs, MemPerNode: r.MemPerNode, GPUsPerNode: r.GPUsPerNode, Setup: r.Setup,

@@ -86,10 +86,10 @@ func (b *Broker) avoid(j *Job, site string) {
 
 // avoiding narrows a job's allowed sites (nil: all) by Job.Avoid, unless
 // that would leave none. b.mu held.
-func (b *Broker) avoiding(j *Job, allowed []int) []int {
+func (st *siteTable) avoiding(j *Job, allowed []int) []int {
 	var out []int
-	for s := range b.sites {
-		if (allowed == nil || slices.Contains(allowed, s)) && !slices.Contains(j.Avoid, b.sites[s].Name) {
+	for s := range st.sites {
+		if (allowed == nil || slices.Contains(allowed, s)) && !slices.Contains(j.Avoid, st.sites[s].Name) {
 			out = append(out, s)
 		}
 	}

@@ -226,10 +226,10 @@ func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d po
 }
 
 // dequeue removes a job from the global queue. b.mu held.
-func (b *Broker) dequeue(id string) {
-	if i := slices.Index(b.queue, id); i >= 0 {
-		b.queue = slices.Delete(b.queue, i, i+1)
-		b.pq = slices.Delete(b.pq, i, i+1)
+func (l *ledger) dequeue(id string) {
+	if i := slices.Index(l.queue, id); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		l.pq = slices.Delete(l.pq, i, i+1)
 	}
 }
 

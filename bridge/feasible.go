@@ -190,12 +190,12 @@ func fastest(req *Request, m *policy.Snapshot, cand []int) (time.Duration, strin
 // site's size and node shape as last seen when sizes is set (a site not
 // seen yet, or every site without sizes, counts as not known), its h, the
 // configured links and the multi-site factor. b.mu held.
-func (b *Broker) model(now time.Time, sizes bool) *policy.Snapshot {
-	m := &policy.Snapshot{Now: now, Links: b.opts.Links, MultiSite: b.opts.MultiSite, Sites: make([]policy.Site, len(b.sites))}
-	for s := range b.sites {
-		m.Sites[s] = policy.Site{Name: b.names[s], H: b.sites[s].H}
-		if sizes && b.known != nil && b.seen[s] {
-			m.Sites[s].Nodes, m.Sites[s].Shape = b.known[s].Nodes, b.known[s].Shape
+func (st *siteTable) model(now time.Time, sizes bool) *policy.Snapshot {
+	m := &policy.Snapshot{Now: now, Links: st.links, MultiSite: st.multiSite, Sites: make([]policy.Site, len(st.sites))}
+	for s := range st.sites {
+		m.Sites[s] = policy.Site{Name: st.names[s], H: st.sites[s].H}
+		if sizes && st.known != nil && st.seen[s] {
+			m.Sites[s].Nodes, m.Sites[s].Shape = st.known[s].Nodes, st.known[s].Shape
 		}
 	}
 	return m
@@ -254,16 +254,16 @@ func (b *Broker) feasible(ctx context.Context, req *Request, now time.Time) (str
 
 // see records what a site's Info says of its size and node shape, for
 // feasible. b.mu held.
-func (b *Broker) see(s, nodes int, shape policy.NodeShape) {
-	if b.known == nil {
-		b.known = make([]policy.Site, len(b.sites))
-		b.seen = make([]bool, len(b.sites))
-		for i := range b.sites {
-			b.known[i] = policy.Site{Name: b.names[i], H: b.sites[i].H}
+func (st *siteTable) see(s, nodes int, shape policy.NodeShape) {
+	if st.known == nil {
+		st.known = make([]policy.Site, len(st.sites))
+		st.seen = make([]bool, len(st.sites))
+		for i := range st.sites {
+			st.known[i] = policy.Site{Name: st.names[i], H: st.sites[i].H}
 		}
 	}
-	b.seen[s] = true
-	b.known[s].Nodes, b.known[s].Shape = nodes, shape
+	st.seen[s] = true
+	st.known[s].Nodes, st.known[s].Shape = nodes, shape
 }
 
 // shapeAllowed is the sites a reservation may be bound to: its allowed
@@ -271,19 +271,19 @@ func (b *Broker) see(s, nodes int, shape policy.NodeShape) {
 // per node. Nil when nothing is left out (or everything would be: Submit's
 // feasibility check refused that case; the sites' own answer decides).
 // b.mu held.
-func (b *Broker) shapeAllowed(j *Job) []string {
+func (st *siteTable) shapeAllowed(j *Job) []string {
 	ask := policy.NodeShape{Cores: j.Req.CoresPerNode, MemBytes: j.Req.MemPerNode, GPUs: j.Req.GPUsPerNode}
-	if ask.Zero() || b.known == nil {
+	if ask.Zero() || st.known == nil {
 		return slices.Clone(j.Req.Sites)
 	}
 	names := j.Req.Sites
 	if names == nil {
-		names = b.names
+		names = st.names
 	}
 	var out []string
 	for _, n := range names {
-		s := b.siteIdx[n]
-		if !b.seen[s] || b.known[s].Shape.Lacks(ask) == "" {
+		s := st.siteIdx[n]
+		if !st.seen[s] || st.known[s].Shape.Lacks(ask) == "" {
 			out = append(out, n)
 		}
 	}

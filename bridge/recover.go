@@ -116,11 +116,11 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 
 // markRestarted records that j's intents were written by the process
 // before the restart (Options.SubmitGrace applies to them). b.mu held.
-func (b *Broker) markRestarted(j *Job) {
-	if b.restarted == nil {
-		b.restarted = map[string]bool{}
+func (l *ledger) markRestarted(j *Job) {
+	if l.restarted == nil {
+		l.restarted = map[string]bool{}
 	}
-	b.restarted[j.ID] = true
+	l.restarted[j.ID] = true
 }
 
 // compSites lists the sites a job's components name.
@@ -133,11 +133,11 @@ func compSites(j *Job) []string {
 }
 
 // track0 makes a dispatched or running job live again. b.mu held.
-func (b *Broker) track0(j *Job) {
-	b.live = append(b.live, j.ID)
+func (l *ledger) track0(j *Job) {
+	l.live = append(l.live, j.ID)
 	for _, c := range j.Comps {
 		if c.RemoteID != "" {
-			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
+			l.where[compKey{l.st.siteIdx[c.Site], c.RemoteID}] = j.ID
 		}
 	}
 }

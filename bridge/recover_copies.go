@@ -108,11 +108,11 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 // once its sites answered (retryUnresolved, reconcileCopies). Recover has
 // just appended it to b.live (track0). A Submitting job is left as it is.
 // b.mu held.
-func (b *Broker) unlive(j *Job) {
+func (l *ledger) unlive(j *Job) {
 	if j.State == Submitting {
 		return
 	}
-	b.live = b.live[:len(b.live)-1]
-	b.unindex(j)
+	l.live = l.live[:len(l.live)-1]
+	l.unindex(j)
 	j.State = Submitting
 }

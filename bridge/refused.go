@@ -61,10 +61,10 @@ func (b *Broker) refuse(j *Job, now time.Time, comps []Component, errs []error) 
 
 // allowedLeft lists the sites the job may still use: its allowed sites
 // (all without a list) less those that refused it. b.mu held.
-func (b *Broker) allowedLeft(j *Job) []string {
+func (st *siteTable) allowedLeft(j *Job) []string {
 	names := j.Req.Sites
 	if names == nil {
-		names = b.names
+		names = st.names
 	}
 	var left []string
 	for _, n := range names {

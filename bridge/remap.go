@@ -535,16 +535,16 @@ func (b *Broker) giveBack(free []int, fresh bool, to []Component) {
 }
 
 // enqueue puts a queued job at its FCFS place in the queue. b.mu held.
-func (b *Broker) enqueue(j *Job) {
-	pos, _ := slices.BinarySearchFunc(b.queue, j, func(id string, t *Job) int {
-		q := b.jobs[id]
+func (l *ledger) enqueue(j *Job) {
+	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
+		q := l.jobs[id]
 		if c := q.Submit.Compare(t.Submit); c != 0 {
 			return c
 		}
 		return strings.Compare(q.ID, t.ID)
 	})
-	b.queue = slices.Insert(b.queue, pos, j.ID)
-	b.pq = slices.Insert(b.pq, pos, b.policyJob(j))
+	l.queue = slices.Insert(l.queue, pos, j.ID)
+	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
 }
 
 // snapRuntime and snapTransfer use this cycle's snapshot, or the

@@ -50,14 +50,14 @@ func (b *Broker) learnCapacity(ctx context.Context, now time.Time) {
 
 // siteNodes asks the sites that ask selects for their Info (b.mu not held):
 // each one's node count, or why it could not be had.
-func (b *Broker) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []error) {
-	nodes := make([]int, len(b.sites))
-	errs := make([]error, len(b.sites))
-	b.eachSite(func(s int) {
+func (st *siteTable) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []error) {
+	nodes := make([]int, len(st.sites))
+	errs := make([]error, len(st.sites))
+	st.eachSite(func(s int) {
 		if !ask(s) {
 			return
 		}
-		in, err := b.sites[s].Backend.Info(ctx)
+		in, err := st.sites[s].Backend.Info(ctx)
 		if err == nil && in == nil {
 			err = fmt.Errorf("%w: no site info", backends.ErrBadOutput)
 		}
@@ -170,10 +170,10 @@ func (b *Broker) resvRequest(j *Job) reserve.Request {
 
 // waitReserved puts a job back to wait for (or inside) its reservation.
 // b.mu held.
-func (b *Broker) waitReserved(j *Job) {
+func (l *ledger) waitReserved(j *Job) {
 	j.State = Reserved
-	if !slices.Contains(b.reserved, j.ID) {
-		b.reserved = append(b.reserved, j.ID)
+	if !slices.Contains(l.reserved, j.ID) {
+		l.reserved = append(l.reserved, j.ID)
 	}
 }
 

@@ -359,7 +359,7 @@ func rateText(bps float64) string {
 // uploads alike) the path i → j costs both legs in sequence: SecPerByte
 // and Latency are the sums. Elsewhere the configured links (network:)
 // stand. Without any measurement it is Options.Links itself.
-func (b *Broker) siteLinks(up []policy.Link) [][]policy.Link {
+func (st *siteTable) siteLinks(up []policy.Link) [][]policy.Link {
 	measured := func(i int) bool { return i < len(up) && up[i].SecPerByte > 0 }
 	n := 0
 	for i := range up {
@@ -368,13 +368,13 @@ func (b *Broker) siteLinks(up []policy.Link) [][]policy.Link {
 		}
 	}
 	if n < 2 {
-		return b.opts.Links
+		return st.links
 	}
-	out := make([][]policy.Link, len(b.sites))
+	out := make([][]policy.Link, len(st.sites))
 	for i := range out {
-		out[i] = make([]policy.Link, len(b.sites))
-		if b.opts.Links != nil {
-			copy(out[i], b.opts.Links[i])
+		out[i] = make([]policy.Link, len(st.sites))
+		if st.links != nil {
+			copy(out[i], st.links[i])
 		}
 		for j := range out[i] {
 			if i != j && measured(i) && measured(j) {

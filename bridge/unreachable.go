@@ -31,9 +31,9 @@ const unreachableReason = "waiting: every eligible site is unreachable"
 
 // downKeepsSize gives down site s its size and node shape as last seen (a
 // site never seen keeps 0: unknown). b.mu held.
-func (b *Broker) downKeepsSize(s int) {
-	if b.seen != nil && b.seen[s] {
-		b.snapSites[s].Nodes, b.snapSites[s].Shape = b.known[s].Nodes, b.known[s].Shape
+func (st *siteTable) downKeepsSize(s int) {
+	if st.seen != nil && st.seen[s] {
+		st.snapSites[s].Nodes, st.snapSites[s].Shape = st.known[s].Nodes, st.known[s].Shape
 	}
 }
 
