@@ -134,6 +134,14 @@ type Options struct {
 
 // Broker is the grid broker. It is safe for concurrent use; cycles are
 // serialised.
+// part is what every part of the broker works on: the ledger, the site
+// table and the options.
+type part struct {
+	*ledger
+	*siteTable
+	opts *Options
+}
+
 type Broker struct {
 	opts    Options
 	log     *slog.Logger
@@ -153,7 +161,7 @@ type Broker struct {
 	tiers tierState       // QoS-tier copies (copies.go)
 	rm    remapState      // moves of waiting jobs (remap.go)
 
-	duties dutyState // pending cancels and late watches, durable (duties.go)
+	duties *duties // pending cancels and late watches, durable (duties.go); the cancel stage (stage_cancel.go)
 
 	outRoot []string // Options.OutputRoot resolved (none or one)
 	inRoots []string // Options.InputRoots resolved
@@ -171,9 +179,11 @@ func New(opts Options) (*Broker, error) {
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
-	b.siteTable = &siteTable{sites: opts.Sites, siteIdx: map[string]int{}, links: opts.Links, multiSite: opts.MultiSite,
+	b.siteTable = &siteTable{sites: opts.Sites, siteIdx: map[string]int{}, links: opts.Links, multiSite: opts.MultiSite, tiers: opts.Tiers,
 		capacity: make([]int, len(opts.Sites)), trust: make([]float64, len(opts.Sites))}
 	b.ledger = newLedger(&opts, b.siteTable, b.log)
+	pt := part{b.ledger, b.siteTable, &b.opts}
+	b.duties = &duties{part: pt}
 	if b.opts.IDPrefix == "" {
 		b.opts.IDPrefix = "g"
 	}
@@ -448,7 +458,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	var rep CycleReport
 	b.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
-	b.watchLate(ctx, now)             // duties.go
+	b.duties.watchLate(ctx, now)      // duties.go
 	b.releaseHeld(ctx, now)           // deps.go
 	b.advanceGroups(ctx, now)         // group.go
 	b.expireDeadlines(ctx, now, &rep) // deadline.go
@@ -561,7 +571,7 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 		b.compactLive()
 	}
 	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	b.duties.doCancels(ctx, now, cancels)
 	if len(b.ended) > 0 || b.fetchPending() {
 		b.fetchEnded(ctx, now) // fetch.go
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -37,15 +36,9 @@ import (
 
 // tierState is the broker's bookkeeping for copies. b.mu guards it.
 type tierState struct {
-	pending   []string       // jobs with a recorded copy intent to submit (submitCopies)
-	due       []string       // jobs with an active backup held until its latest start (dueBackups)
-	downSince []time.Time    // per site: start of the current run of failed status calls
-	lostAt    []time.Time    // per site: the last cycle a loss was reported (losses.go)
-	orphans   []cancelReq    // cancels of copies at sites that did not answer; retried (retryOrphans)
-	orphanTry time.Time      // when they were last tried
-	bgBusy    bool           // a background retry runs
-	bg        sync.WaitGroup // background retries (tests wait for them)
-	buf       []policy.Job   // tierOrder's reordered queue
+	pending []string     // jobs with a recorded copy intent to submit (submitCopies)
+	due     []string     // jobs with an active backup held until its latest start (dueBackups)
+	buf     []policy.Job // tierOrder's reordered queue
 }
 
 // Roles of copy components.
@@ -270,7 +263,7 @@ func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d po
 		_ = b.persist(ctx, j)
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, first))
 		b.mu.Unlock()
-		b.doCancels(ctx, now, undo)
+		b.duties.doCancels(ctx, now, undo)
 		return
 	}
 	j.State = Dispatched
@@ -285,7 +278,7 @@ func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d po
 	undo = append(undo, b.trackCopies(ctx, j, now, &crep)...) // a failed primary activates its backup
 	b.compactLive()
 	b.mu.Unlock()
-	b.doCancels(ctx, now, undo)
+	b.duties.doCancels(ctx, now, undo)
 }
 
 func firstErr(errs []error) error {
@@ -570,7 +563,7 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 // missing. Called every cycle after the poll.
 func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleReport) {
 	b.mu.Lock()
-	b.retryOrphans(ctx, now)
+	b.duties.retryOrphans(ctx, now)
 	b.dueBackups(ctx, now)
 	ids := b.tiers.pending
 	b.tiers.pending = nil
@@ -598,7 +591,7 @@ func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleRepo
 				}
 			}
 			b.mu.Unlock()
-			b.doCancels(ctx, now, undo)
+			b.duties.doCancels(ctx, now, undo)
 			b.mu.Lock()
 			continue
 		}
@@ -612,7 +605,7 @@ func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleRepo
 		undo = append(undo, b.trackCopies(ctx, j, now, &crep)...)
 		b.compactLive()
 		b.mu.Unlock()
-		b.doCancels(ctx, now, undo)
+		b.duties.doCancels(ctx, now, undo)
 		b.mu.Lock()
 	}
 	b.mu.Unlock()

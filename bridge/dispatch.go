@@ -222,7 +222,7 @@ func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d po
 	b.persistLater(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", id, firstErr))
 	b.mu.Unlock()
-	b.doCancels(ctx, now, undo)
+	b.duties.doCancels(ctx, now, undo)
 }
 
 // dequeue removes a job from the global queue. b.mu held.
@@ -266,7 +266,7 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 	b.compactLive()
 	err := b.persist(ctx, j)
 	b.mu.Unlock()
-	b.doCancels(ctx, now, cs)
+	b.duties.doCancels(ctx, now, cs)
 	b.releaseNative(ctx, now)
 	return err
 }

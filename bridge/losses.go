@@ -43,26 +43,26 @@ func IsSiteLoss(st backends.JobStatus) bool {
 // failure, not ten). A site already counted down (its status calls fail)
 // is not reported again, nor are the losses found in its first answer after
 // an outage (outageOver). b.mu held.
-func (b *Broker) noteLoss(s int, st backends.JobStatus, now time.Time) {
-	if b.opts.Tiers == nil || b.opts.Tiers.Reliability == nil || !IsSiteLoss(st) {
+func (t *siteTable) noteLoss(s int, st backends.JobStatus, now time.Time) {
+	if t.tiers == nil || t.tiers.Reliability == nil || !IsSiteLoss(st) {
 		return
 	}
-	if b.tiers.lostAt == nil {
-		b.tiers.lostAt = make([]time.Time, len(b.sites))
+	if t.lostAt == nil {
+		t.lostAt = make([]time.Time, len(t.sites))
 	}
-	if b.tiers.lostAt[s].Equal(now) || (b.tiers.downSince != nil && !b.tiers.downSince[s].IsZero()) {
+	if t.lostAt[s].Equal(now) || (t.downSince != nil && !t.downSince[s].IsZero()) {
 		return
 	}
-	b.tiers.lostAt[s] = now
-	b.opts.Tiers.Reliability.Lost(b.sites[s].Name, now)
+	t.lostAt[s] = now
+	t.tiers.Reliability.Lost(t.sites[s].Name, now)
 }
 
 // outageOver is called when site s answers after an outage: the jobs it
 // reports lost in this answer were lost in the outage, already reported
 // as the site going down, so no loss is reported for them. b.mu held.
-func (b *Broker) outageOver(s int, now time.Time) {
-	if b.tiers.lostAt == nil {
-		b.tiers.lostAt = make([]time.Time, len(b.sites))
+func (st *siteTable) outageOver(s int, now time.Time) {
+	if st.lostAt == nil {
+		st.lostAt = make([]time.Time, len(st.sites))
 	}
-	b.tiers.lostAt[s] = now
+	st.lostAt[s] = now
 }

@@ -22,68 +22,68 @@ import (
 // Without tiers (no outage detection) every retry waits the DownAfter
 // period. Durable: the duties record (duties.go) keeps them across a
 // restart. b.mu held; remote calls run with it released.
-func (b *Broker) retryOrphans(ctx context.Context, now time.Time) {
-	if len(b.tiers.orphans) == 0 {
+func (d *duties) retryOrphans(ctx context.Context, now time.Time) {
+	if len(d.orphans) == 0 {
 		return
 	}
-	defer b.saveDuties(ctx)
-	all := now.Sub(b.tiers.orphanTry) >= b.opts.Tiers.downAfter() && !b.tiers.bgBusy
+	defer d.saveDuties(ctx)
+	all := now.Sub(d.orphanTry) >= d.opts.Tiers.downAfter() && !d.bgBusy
 	var sync, bg, keep []cancelReq
-	for _, o := range b.tiers.orphans {
-		s := b.siteIdx[o.site]
+	for _, o := range d.orphans {
+		s := d.siteIdx[o.site]
 		switch {
-		case b.opts.Tiers != nil && (b.tiers.downSince == nil || b.tiers.downSince[s].IsZero()):
+		case d.opts.Tiers != nil && (d.downSince == nil || d.downSince[s].IsZero()):
 			sync = append(sync, o)
 		case !all:
 			keep = append(keep, o)
-		case b.sites[s].Simulated:
+		case d.sites[s].Simulated:
 			sync = append(sync, o)
 		default:
 			bg = append(bg, o)
 		}
 	}
 	if all {
-		b.tiers.orphanTry = now
+		d.orphanTry = now
 	}
-	b.tiers.orphans = keep
+	d.orphans = keep
 	if len(bg) > 0 {
 		// Still owed while they are being sent: a crash meanwhile must
 		// find them in the duties record (saved by the defer above).
-		b.duties.issuing = append(b.duties.issuing, bg...)
-		b.tiers.bgBusy = true
-		b.tiers.bg.Add(1)
+		d.issuing = append(d.issuing, bg...)
+		d.bgBusy = true
+		d.bg.Add(1)
 		go func() {
-			defer b.tiers.bg.Done()
-			again := b.cancelAll(context.WithoutCancel(ctx), bg)
-			b.mu.Lock()
+			defer d.bg.Done()
+			again := d.cancelAll(context.WithoutCancel(ctx), bg)
+			d.mu.Lock()
 			for _, c := range bg {
-				b.cancelSent(c)
+				d.cancelSent(c)
 			}
-			b.owe(again...)
-			b.tiers.bgBusy = false
-			b.saveDuties(context.WithoutCancel(ctx))
-			b.mu.Unlock()
+			d.owe(again...)
+			d.bgBusy = false
+			d.saveDuties(context.WithoutCancel(ctx))
+			d.mu.Unlock()
 		}()
 	}
 	if len(sync) == 0 {
 		return
 	}
-	b.duties.issuing = append(b.duties.issuing, sync...) // owed while being sent, as above
-	b.mu.Unlock()
-	again := b.cancelAll(ctx, sync)
-	b.mu.Lock()
+	d.issuing = append(d.issuing, sync...) // owed while being sent, as above
+	d.mu.Unlock()
+	again := d.cancelAll(ctx, sync)
+	d.mu.Lock()
 	for _, c := range sync {
-		b.cancelSent(c)
+		d.cancelSent(c)
 	}
-	b.owe(again...)
+	d.owe(again...)
 }
 
 // cancelAll issues the cancels and returns those that failed for a reason
 // that may pass (the site did not answer).
-func (b *Broker) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
+func (d *duties) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 	var again []cancelReq
 	for _, o := range cs {
-		if err := b.sendCancel(ctx, o); err != nil && backends.Retryable(err) {
+		if err := d.sendCancel(ctx, o); err != nil && backends.Retryable(err) {
 			again = append(again, o)
 		}
 	}
@@ -99,8 +99,8 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 	if b.opts.Tiers == nil || errs == nil {
 		return nil
 	}
-	if b.tiers.downSince == nil {
-		b.tiers.downSince = make([]time.Time, len(b.sites))
+	if b.downSince == nil {
+		b.downSince = make([]time.Time, len(b.sites))
 	}
 	rel := b.opts.Tiers.Reliability
 	var touched []*Job
@@ -110,10 +110,10 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 			if results[s] == nil {
 				continue
 			}
-			if !b.tiers.downSince[s].IsZero() {
+			if !b.downSince[s].IsZero() {
 				b.outageOver(s, now) // losses.go
 			}
-			b.tiers.downSince[s] = time.Time{}
+			b.downSince[s] = time.Time{}
 			if rel != nil {
 				// Every answer, not only the first after an outage: the
 				// model may hold the site down from an earlier run or a
@@ -122,13 +122,13 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 			}
 			continue
 		}
-		if b.tiers.downSince[s].IsZero() {
-			b.tiers.downSince[s] = now
+		if b.downSince[s].IsZero() {
+			b.downSince[s] = now
 			if rel != nil {
 				rel.Observe(name, false, now)
 			}
 		}
-		since := b.tiers.downSince[s]
+		since := b.downSince[s]
 		if now.Sub(since) < b.opts.Tiers.downAfter() {
 			continue
 		}
@@ -144,7 +144,7 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 				}
 				c.State, c.End = backends.StateLost, now
 				c.Reason = fmt.Sprintf("site %s has not answered since %s", name, since.UTC().Format(time.RFC3339))
-				b.owe(cancelReq{j.ID, name, c.RemoteID, "given up while the site did not answer"})
+				b.duties.owe(cancelReq{j.ID, name, c.RemoteID, "given up while the site did not answer"})
 				if !j.touched {
 					j.touched = true
 					touched = append(touched, j)
@@ -153,7 +153,7 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 		}
 	}
 	if len(touched) > 0 {
-		b.saveDuties(ctx) // duties.go: the lost components' cancels
+		b.duties.saveDuties(ctx) // duties.go: the lost components' cancels
 	}
 	return touched
 }
@@ -161,23 +161,23 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 // retryCancel keeps a cancel that failed because the site did not answer,
 // to be retried (retryOrphans); durable once the caller saves the duties
 // (duties.go). b.mu held.
-func (b *Broker) retryCancel(c cancelReq, err error) {
+func (d *duties) retryCancel(c cancelReq, err error) {
 	if backends.Retryable(err) {
-		b.owe(c)
+		d.owe(c)
 	}
 }
 
 // owe keeps a cancel to retry, once per remote job. b.mu held.
-func (b *Broker) owe(cs ...cancelReq) {
+func (d *duties) owe(cs ...cancelReq) {
 	for _, c := range cs {
-		if !slices.ContainsFunc(b.tiers.orphans, func(o cancelReq) bool { return o.site == c.site && o.id == c.id }) {
-			b.tiers.orphans = append(b.tiers.orphans, c)
+		if !slices.ContainsFunc(d.orphans, func(o cancelReq) bool { return o.site == c.site && o.id == c.id }) {
+			d.orphans = append(d.orphans, c)
 		}
 	}
 }
 
 // outageGoesOn reports whether site s was already failing before this
 // cycle (its failure was reported then). b.mu held.
-func (b *Broker) outageGoesOn(s int, now time.Time) bool {
-	return b.tiers.downSince != nil && !b.tiers.downSince[s].IsZero() && b.tiers.downSince[s].Before(now)
+func (st *siteTable) outageGoesOn(s int, now time.Time) bool {
+	return st.downSince != nil && !st.downSince[s].IsZero() && st.downSince[s].Before(now)
 }

@@ -47,14 +47,14 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	if resv {
 		b.readmit(ctx, jobs, now)
 	}
-	b.loadDuties(ctx, &rep) // duties.go: pending cancels and late watches
+	b.duties.loadDuties(ctx, &rep) // duties.go: pending cancels and late watches
 	var cancels []cancelReq
 	for _, j := range jobs {
 		if _, dup := b.jobs[j.ID]; dup {
 			continue
 		}
 		b.jobs[j.ID] = j
-		b.rewatch(j) // duties.go
+		b.duties.rewatch(j) // duties.go
 		// How a job ends while its outputs are fetched lives in memory
 		// only; a store that hands back the struct (MemStore) must not
 		// make the recovered job skip its fetch.
@@ -110,7 +110,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	b.recoverGroups(ctx, now, &rep)
 	b.compactLive()
 	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	b.duties.doCancels(ctx, now, cancels)
 	return rep, nil
 }
 
@@ -194,7 +194,7 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		rep.Adopted++
 		cancels = append(cancels, duplicates(j.ID, c.Site, tag, sts[1:], rep)...)
 	}
-	if b.waitInFlight(ctx, j, now, missing, rep) {
+	if b.duties.waitInFlight(ctx, j, now, missing, rep) {
 		return cancels
 	}
 	switch {
@@ -214,7 +214,7 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
 			}
 			if c.RemoteID == "" {
-				b.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
+				b.duties.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
 			}
 		}
 		rep.NeverReached += missing
@@ -253,7 +253,7 @@ func (b *Broker) retryUnresolved(ctx context.Context, now time.Time) {
 	}
 	b.compactLive()
 	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	b.duties.doCancels(ctx, now, cancels)
 }
 
 // readmit rebuilds the resource–reservation graph after a restart: every
@@ -290,19 +290,19 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 // every cycle (retryUnresolved), with one reconcile-wait event per
 // attempt; it reports true then. The one rule for single and co-allocated
 // jobs (reconcile) and for QoS copies (lookupIntents). b.mu held.
-func (b *Broker) waitInFlight(ctx context.Context, j *Job, now time.Time, missing int, rep *RecoverReport) bool {
-	if missing == 0 || !b.inFlight(j, now) {
+func (d *duties) waitInFlight(ctx context.Context, j *Job, now time.Time, missing int, rep *RecoverReport) bool {
+	if missing == 0 || !d.inFlight(j, now) {
 		return false
 	}
 	if !slices.ContainsFunc(j.Events, func(e Event) bool {
 		return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts))
 	}) {
-		b.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
-			j.Attempts, missing, j.Intent.Add(b.opts.SubmitGrace).Format(time.RFC3339)))
-		_ = b.persist(ctx, j)
+		d.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
+			j.Attempts, missing, j.Intent.Add(d.opts.SubmitGrace).Format(time.RFC3339)))
+		_ = d.persist(ctx, j)
 	}
 	rep.Unresolved++
-	b.unresolved = append(b.unresolved, j.ID)
+	d.unresolved = append(d.unresolved, j.ID)
 	return true
 }
 
@@ -312,8 +312,8 @@ func (b *Broker) waitInFlight(ctx context.Context, j *Job, now time.Time, missin
 // batch this process cut itself is not waited for: its remote shell stops
 // at the next marker it cannot write (backends/sshbatch). An intent
 // recorded before Intent existed (zero) is not waited for. b.mu held.
-func (b *Broker) inFlight(j *Job, now time.Time) bool {
-	return b.opts.SubmitGrace > 0 && b.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(b.opts.SubmitGrace))
+func (d *duties) inFlight(j *Job, now time.Time) bool {
+	return d.opts.SubmitGrace > 0 && d.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(d.opts.SubmitGrace))
 }
 
 // duplicates are the cancels of the remote jobs found under one tag beside

@@ -82,7 +82,7 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 		rep.Adopted++
 		cancels = append(cancels, duplicates(j.ID, c.Site, c.Tag, sts[1:], rep)...)
 	}
-	if b.waitInFlight(ctx, j, now, len(missing), rep) { // recover.go: the same grace as a single job's
+	if b.duties.waitInFlight(ctx, j, now, len(missing), rep) { // recover.go: the same grace as a single job's
 		b.unlive(j)
 		return false, cancels
 	}
@@ -91,7 +91,7 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 		rep.NeverReached++
 		// Submitted again under the same tag: the watch cancels the
 		// remote job under it that the copy does not own (duties.go).
-		b.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
+		b.duties.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
 	}
 	if resubmit {
 		b.tiers.pending = append(b.tiers.pending, j.ID)

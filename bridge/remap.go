@@ -451,7 +451,7 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 		b.compactLive()
 		_ = b.persist(ctx, j)
 		b.mu.Unlock()
-		b.doCancels(ctx, now, cancels)
+		b.duties.doCancels(ctx, now, cancels)
 		return
 	}
 	if !fresh {
@@ -484,13 +484,13 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 		b.compactLive()
 		b.mu.Unlock()
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the move: %w", id, err))
-		b.doCancels(ctx, now, cancels)
+		b.duties.doCancels(ctx, now, cancels)
 		return
 	}
 	b.compactLive() // a Submitting job is not live; finishParts makes it live again
 	spec := b.spec(j, 0, 1, b.names[ts], nodes, opt)
 	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	b.duties.doCancels(ctx, now, cancels)
 	if b.crash(crashBeforeSubmit, id) {
 		return
 	}

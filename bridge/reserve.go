@@ -411,7 +411,7 @@ func (b *Broker) bindOne(ctx context.Context, j *Job, now time.Time, rep *BindRe
 	}
 	b.compactLive()
 	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	b.duties.doCancels(ctx, now, cancels)
 
 	rv, ok := backends.AsReserver(b.sites[s].Backend)
 	if !ok {

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"sync"
+	"time"
 
 	"github.com/gridsub/gridsub/policy"
 )
@@ -34,6 +35,10 @@ type siteTable struct {
 	infoOK    []bool        // the cycle's Info of site s answered
 	infoErr   []error
 	uplinkBuf []policy.Link
+
+	tiers     *TierOptions // Options.Tiers: outages count only with tiers on
+	downSince []time.Time  // per site: start of the current run of failed status calls (outage.go)
+	lostAt    []time.Time  // per site: the last cycle a loss was reported (losses.go)
 
 	notesMu    sync.Mutex
 	notes      []note // pushed changes not yet applied

@@ -22,38 +22,38 @@ type cancelReq struct {
 // answer is kept to retry (retryOrphans). Every other part of the broker
 // hands its cancels here (or, for retries, to retryOrphans), never to a
 // backend. Called without the ledger's lock.
-func (b *Broker) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
+func (d *duties) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 	if len(cs) == 0 {
 		return
 	}
-	b.mu.Lock()
-	b.intendCancels(ctx, cs) // duties.go: recorded before they are sent
-	b.mu.Unlock()
+	d.mu.Lock()
+	d.intendCancels(ctx, cs) // duties.go: recorded before they are sent
+	d.mu.Unlock()
 	for _, c := range cs {
-		err := b.sendCancel(ctx, c)
-		b.markStale(b.siteIdx[c.site])
-		b.mu.Lock()
-		b.cancelSent(c)
-		if j := b.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
+		err := d.sendCancel(ctx, c)
+		d.markStale(d.siteIdx[c.site])
+		d.mu.Lock()
+		d.cancelSent(c)
+		if j := d.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
 			if err != nil {
-				b.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+				d.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
 			} else {
-				b.addEvent(j, now, "cancelled-remote", c.site, c.why)
+				d.addEvent(j, now, "cancelled-remote", c.site, c.why)
 			}
-			_ = b.persist(ctx, j)
+			_ = d.persist(ctx, j)
 		}
 		if err != nil {
-			b.retryCancel(c, err) // outage.go
+			d.retryCancel(c, err) // outage.go
 		}
-		b.mu.Unlock()
+		d.mu.Unlock()
 	}
-	b.mu.Lock()
-	b.saveDuties(ctx)
-	b.mu.Unlock()
+	d.mu.Lock()
+	d.saveDuties(ctx)
+	d.mu.Unlock()
 }
 
 // sendCancel is the one place that cancels a remote job at a site
 // (Backend.Cancel).
-func (b *Broker) sendCancel(ctx context.Context, c cancelReq) error {
-	return b.sites[b.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
+func (d *duties) sendCancel(ctx context.Context, c cancelReq) error {
+	return d.sites[d.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
 }
