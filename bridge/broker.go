@@ -16,7 +16,6 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge/jobrules"
 	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/reserve"
 )
 
 // IDPlaceholder in Request.OutputDir is replaced by the job's id when it is
@@ -144,27 +143,23 @@ type part struct {
 
 type Broker struct {
 	opts    Options
-	log     *slog.Logger
 	cycleMu sync.Mutex // one cycle (or cancel) at a time
 
 	*ledger    // jobs, queue, indices, events, store writes (ledger.go)
 	*siteTable // sites, their capabilities and what was last seen of them (sitetable.go)
 
-	// Advance reservations (reserve.go).
-	rrg       *reserve.Graph // admitted reservations over the sites; built on first use
-	resFailed []bool         // site taken out of the graph after it failed
-	releases  []release      // native reservations to delete
+	snap policy.Snapshot // the cycle's snapshot, reused (cycleMu held)
 
-	fetch fetchPool // output fetches of real sites (fetch.go)
-
-	snap  policy.Snapshot // the cycle's snapshot, reused (cycleMu held)
-	tiers tierState       // QoS-tier copies (copies.go)
-	rm    remapState      // moves of waiting jobs (remap.go)
-
-	duties *duties // pending cancels and late watches, durable (duties.go); the cancel stage (stage_cancel.go)
-
-	outRoot []string // Options.OutputRoot resolved (none or one)
-	inRoots []string // Options.InputRoots resolved
+	in     *intake       // Submit's rules (validate.go)
+	duties *duties       // owed cancels and late watches (duties.go); the cancel stage (stage_cancel.go)
+	sub    *submitter    // the submit stage (stage_submit.go)
+	trk    *tracker      // the track stage (stage_track.go)
+	resv   *reservations // advance reservations (reserve.go)
+	copies *copies       // QoS-tier copies (copies.go)
+	rm     *remapper     // moves of waiting jobs (remap.go)
+	grp    *groups       // groups and dependencies (group.go, deps.go)
+	fetch  *fetcher      // output fetches (fetch.go)
+	rec    *reconciler   // dispatch intents settled by tag (recover.go)
 }
 
 // New checks the options and returns a broker.
@@ -175,15 +170,15 @@ func New(opts Options) (*Broker, error) {
 	if opts.Planner == nil {
 		return nil, fmt.Errorf("%w: no planner configured", ErrBadRequest)
 	}
-	b := &Broker{opts: opts, log: opts.Logger, resFailed: make([]bool, len(opts.Sites))}
-	if b.log == nil {
-		b.log = slog.New(slog.DiscardHandler)
+	b := &Broker{opts: opts}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	b.siteTable = &siteTable{sites: opts.Sites, siteIdx: map[string]int{}, links: opts.Links, multiSite: opts.MultiSite, tiers: opts.Tiers,
 		capacity: make([]int, len(opts.Sites)), trust: make([]float64, len(opts.Sites))}
-	b.ledger = newLedger(&opts, b.siteTable, b.log)
-	pt := part{b.ledger, b.siteTable, &b.opts}
-	b.duties = &duties{part: pt}
+	b.ledger = newLedger(&opts, b.siteTable, log)
+	b.wire()
 	if b.opts.IDPrefix == "" {
 		b.opts.IDPrefix = "g"
 	}
@@ -207,10 +202,27 @@ func New(opts Options) (*Broker, error) {
 	if opts.Links != nil && len(opts.Links) != len(opts.Sites) {
 		return nil, fmt.Errorf("%w: links matrix is %d×?, want %d×%d", ErrBadRequest, len(opts.Links), len(opts.Sites), len(opts.Sites))
 	}
-	if err := b.setRoots(opts); err != nil {
+	if err := b.in.setRoots(opts); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// wire builds the parts of the broker over its ledger and site table.
+func (b *Broker) wire() {
+	pt := part{b.ledger, b.siteTable, &b.opts}
+	b.in = &intake{part: pt}
+	b.duties = &duties{part: pt}
+	b.sub = &submitter{part: pt, duties: b.duties}
+	b.resv = &reservations{part: pt, duties: b.duties, submitter: b.sub, resFailed: make([]bool, len(b.sites))}
+	b.sub.reservations = b.resv
+	b.trk = &tracker{part: pt, reservations: b.resv, intake: b.in}
+	b.copies = &copies{part: pt, duties: b.duties, submitter: b.sub, tracker: b.trk, snap: &b.snap}
+	b.trk.copies = b.copies
+	b.rm = &remapper{part: pt, duties: b.duties, submitter: b.sub, snap: &b.snap}
+	b.grp = &groups{part: pt, intake: b.in, reservations: b.resv}
+	b.fetch = &fetcher{part: pt, tracker: b.trk}
+	b.rec = &reconciler{part: pt, duties: b.duties, tracker: b.trk}
 }
 
 // SiteNames lists the configured sites in order.
@@ -243,9 +255,9 @@ func (st *siteTable) checkSites(field string, names []string) error {
 func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, error) {
 	req = req.clone() // validate normalises paths in place
 	if req.grouped() || req.hasDeps() {
-		return b.submitHeld(ctx, req, now) // deps.go
+		return b.grp.submitHeld(ctx, req, now) // deps.go
 	}
-	if err := b.validate(&req, now); err != nil {
+	if err := b.in.validate(&req, now); err != nil {
 		return nil, err
 	}
 	if req.Origin != "" {
@@ -265,7 +277,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if err := checkDeadlineFields(&req); err != nil { // deadline.go
 		return nil, err
 	}
-	warn, err := b.feasible(ctx, &req, now) // feasible.go: also the deadline rule
+	warn, err := b.in.feasible(ctx, &req, now) // feasible.go: also the deadline rule
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +285,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		if err := checkWindow(&req, now); err != nil {
 			return nil, err
 		}
-		b.learnCapacity(ctx, now)
+		b.resv.learnCapacity(ctx, now)
 	}
 	seq, err := b.store.NextID(ctx)
 	if err != nil {
@@ -286,7 +298,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}
 		j.Events = append(j.Events, *ev)
 	}
-	b.assignTier(j, now) // tiers.go
+	b.in.assignTier(j, now) // tiers.go
 	if warn != "" {
 		j.DeadlineMissed = true
 		if !b.opts.NoHistory {
@@ -301,7 +313,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 			b.pending = append(b.pending, pendingEvent{j.Clone(), *ev})
 		}
 		ev = nil // handed out above, before the admission's own event
-		b.admit(j, now)
+		b.resv.admit(j, now)
 		b.mu.Unlock()
 	}
 	// Stored before anyone can see it, and outside the broker's lock: the job
@@ -310,7 +322,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if err := b.store.Put(ctx, j); err != nil {
 		if j.State == Reserved {
 			b.mu.Lock()
-			b.rrg.Remove(j.ID)
+			b.resv.rrg.Remove(j.ID)
 			b.mu.Unlock()
 		}
 		return nil, fmt.Errorf("storing job: %w", err)
@@ -456,17 +468,17 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	defer b.flushEvents()
 	defer b.dropEnded()
 	var rep CycleReport
-	b.retryUnresolved(ctx, now)
+	b.rec.retryUnresolved(ctx, now)
 	b.poll(ctx, now, &rep)
-	b.duties.watchLate(ctx, now)      // duties.go
-	b.releaseHeld(ctx, now)           // deps.go
-	b.advanceGroups(ctx, now)         // group.go
-	b.expireDeadlines(ctx, now, &rep) // deadline.go
-	b.submitCopies(ctx, now, &rep)    // copies.go
+	b.duties.watchLate(ctx, now)          // duties.go
+	b.grp.releaseHeld(ctx, now)           // deps.go
+	b.grp.advanceGroups(ctx, now)         // group.go
+	b.trk.expireDeadlines(ctx, now, &rep) // deadline.go
+	b.copies.submitCopies(ctx, now, &rep) // copies.go
 	b.mu.Lock()
 	queued := len(b.queue)
 	b.mu.Unlock()
-	remap := b.remapWanted(now) // remap.go
+	remap := b.rm.remapWanted(now) // remap.go
 	if queued == 0 && !remap {
 		return rep, nil
 	}
@@ -483,7 +495,7 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 		b.dispatch(ctx, now, plan, &rep)
 	}
 	if remap {
-		b.remap(ctx, now, plan, &rep)
+		b.rm.remap(ctx, now, plan, &rep)
 	}
 	return rep, nil
 }
@@ -561,7 +573,7 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	for _, j := range touched {
 		if j.touched { // once per job, in the order of first change
 			j.touched = false
-			cancels = append(cancels, b.track(ctx, j, now, rep)...)
+			cancels = append(cancels, b.trk.track(ctx, j, now, rep)...)
 		}
 	}
 	b.flushGroup(ctx)
@@ -572,10 +584,10 @@ func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
 	}
 	b.mu.Unlock()
 	b.duties.doCancels(ctx, now, cancels)
-	if len(b.ended) > 0 || b.fetchPending() {
-		b.fetchEnded(ctx, now) // fetch.go
+	if len(b.ended) > 0 || b.fetch.fetchPending() {
+		b.fetch.fetchEnded(ctx, now) // fetch.go
 	}
-	b.releaseNative(ctx, now)
+	b.resv.releaseNative(ctx, now)
 }
 
 // apply records one component status and returns its job the first time the
@@ -585,7 +597,7 @@ func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
 	if !ok {
 		return nil
 	}
-	b.noteEstimate(site, st) // remap.go
+	b.rm.noteEstimate(site, st) // remap.go
 	j := b.jobs[id]
 	if j.State != Dispatched && j.State != Running {
 		return nil
@@ -676,9 +688,9 @@ func orNow(t, now time.Time) time.Time {
 
 // track folds component states into the job state. b.mu is held. It returns
 // the remote cancels to issue (siblings of a failed component, losing copies).
-func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
-	if b.hasCopies(j) {
-		return b.trackCopies(ctx, j, now, rep) // copies.go
+func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
+	if hasCopies(j) {
+		return tk.trackCopies(ctx, j, now, rep) // copies.go
 	}
 	var cancels []cancelReq
 	if len(j.Comps) > 0 && j.Comps[0].Replica {
@@ -700,18 +712,18 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 			w.Replica = false
 			for k, c := range j.Comps {
 				if k != win {
-					delete(b.where, compKey{b.siteIdx[c.Site], c.RemoteID})
+					delete(tk.where, compKey{tk.siteIdx[c.Site], c.RemoteID})
 				}
 			}
 			j.Comps = []Component{w}
-			b.addEvent(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
+			tk.addEvent(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
 		} else {
 			allFailed := true
 			for _, c := range j.Comps {
 				allFailed = allFailed && c.State.Final()
 			}
 			if !allFailed {
-				b.persistLater(ctx, j)
+				tk.persistLater(ctx, j)
 				return nil
 			}
 		}
@@ -744,8 +756,8 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 		if c.Reason != "" {
 			reason += " (" + c.Reason + ")"
 		}
-		if (c.State == backends.StateLost || b.retries(j)) && j.Attempts-j.Moves < b.opts.MaxAttempts {
-			b.retryAfter(j, c, now, reason) // copies.go
+		if (c.State == backends.StateLost || tk.retries(j)) && j.Attempts-j.Moves < tk.opts.MaxAttempts {
+			tk.retryAfter(j, c, now, reason) // copies.go
 			break
 		}
 		f := outcome{state: Failed, reason: reason, exit: c.ExitCode, start: j.Start, end: orNow(c.End, now),
@@ -756,23 +768,23 @@ func (b *Broker) track(ctx context.Context, j *Job, now time.Time, rep *CycleRep
 		if !f.start.IsZero() {
 			f.start, f.end = clampTimes(j.Submit, f.start, f.end)
 		}
-		b.finish(j, f, now)
+		tk.finish(j, f, now)
 		rep.Ended++
 	case allDone:
 		f := outcome{state: Completed, kind: "completed", msg: "every component ended with exit code 0"}
 		f.start, f.end = latest(j.Comps, now)
 		f.start, f.end = clampTimes(j.Submit, f.start, f.end)
-		b.finish(j, f, now)
+		tk.finish(j, f, now)
 		rep.Ended++
 	case allRunning && j.State != Running:
 		j.State = Running
 		j.Start, _ = latest(j.Comps, now)
 		j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
-		if !b.opts.NoHistory {
-			b.addEvent(j, now, "running", "", "running on "+j.Sites())
+		if !tk.opts.NoHistory {
+			tk.addEvent(j, now, "running", "", "running on "+j.Sites())
 		}
 	}
-	b.persistLater(ctx, j)
+	tk.persistLater(ctx, j)
 	return cancels
 }
 
@@ -788,24 +800,24 @@ type outcome struct {
 // finish ends a job with f. A job whose outputs are to be fetched ends only
 // once they are here (fetchEnded applies f then), so whoever sees the job
 // completed finds its outputs too. b.mu held.
-func (b *Broker) finish(j *Job, f outcome, now time.Time) {
-	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil && b.fetchAllowed(j, now) {
+func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
+	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil && tk.fetchAllowed(j, now) {
 		j.final = &f
-		b.ended = append(b.ended, j.ID)
+		tk.ended = append(tk.ended, j.ID)
 		return
 	}
-	b.end(j, f, now)
+	tk.end(j, f, now)
 }
 
 // end applies a final outcome. b.mu held.
-func (b *Broker) end(j *Job, f outcome, now time.Time) {
+func (tk *tracker) end(j *Job, f outcome, now time.Time) {
 	j.State, j.Reason, j.ExitCode, j.final = f.state, f.reason, f.exit, nil
 	if !f.start.IsZero() {
 		j.Start = f.start
 	}
 	j.End = f.end
-	b.addEvent(j, now, f.kind, f.site, f.msg)
-	b.dropResv(j, ResvReleased, "")
+	tk.addEvent(j, now, f.kind, f.site, f.msg)
+	tk.dropResv(j, ResvReleased, "")
 }
 
 // requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
@@ -917,7 +929,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
 			b.downKeepsSize(s) // unreachable.go
 		} else if b.see(s, b.snapSites[s].Nodes, b.snapSites[s].Shape); b.capacity[s] != b.snapSites[s].Nodes {
-			b.learned(ctx, now, s, b.snapSites[s].Nodes)
+			b.resv.learned(ctx, now, s, b.snapSites[s].Nodes)
 		}
 	}
 	b.mu.Unlock()
@@ -935,7 +947,7 @@ func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) 
 	// one: every job is checked, and the queue is copied only when one is
 	// left out. The cap keeps an append by the policy from writing into the
 	// broker's own view of the queue.
-	b.snap.Queue = b.tierOrder(b.submittedBy(now)) // tiers.go
+	b.snap.Queue = b.copies.tierOrder(b.submittedBy(now)) // tiers.go
 	b.mu.Unlock()
 	return &b.snap, nil
 }

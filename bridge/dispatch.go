@@ -19,7 +19,7 @@ import (
 func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
 	names := b.names
 	var intents, pend []pendingSubmit
-	defer func() { b.submitPending(ctx, now, pend, rep) }()
+	defer func() { b.sub.submitPending(ctx, now, pend, rep) }()
 	b.mu.Lock()
 	b.startGroup() // rejections and reservations are written after the intents, together
 	b.mu.Unlock()
@@ -53,8 +53,8 @@ func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan,
 			}
 			b.mu.Unlock()
 		case policy.Start, policy.Replicate:
-			if b.copiesFor(j) {
-				b.dispatchCopies(ctx, now, j, d, rep) // copies.go; releases b.mu
+			if b.copies.copiesFor(j) {
+				b.copies.dispatchCopies(ctx, now, j, d, rep) // copies.go; releases b.mu
 				continue
 			}
 			j.Attempts++
@@ -132,60 +132,60 @@ func (b *Broker) alone(j *Job, p policy.Part, o policy.Option) policy.Option {
 // succeeded are cancelled and the job goes back to the queue (or fails, when
 // the error cannot be cured by waiting or the attempts are used up). A
 // replicated job only needs one copy to be accepted.
-func (b *Broker) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
+func (sm *submitter) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
 	reqs := make([]submitReq, len(specs))
 	for k, p := range d.Chosen.Parts {
 		reqs[k] = submitReq{p.Site, specs[k]}
 	}
-	rids, errs := b.submitAll(ctx, reqs)
-	b.finishParts(ctx, now, id, d, rids, errs, rep)
+	rids, errs := sm.submitAll(ctx, reqs)
+	sm.finishParts(ctx, now, id, d, rids, errs, rep)
 }
 
 // finishParts settles a job once every component's submission has an
 // outcome (rids[k] or errs[k]), as submitParts says; a component whose
 // outcome is unknown holds the job for reconciliation by tag (unknownParts).
-func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d policy.Decision, rids []backends.JobID, errs []error, rep *CycleReport) {
-	names := b.names
+func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, d policy.Decision, rids []backends.JobID, errs []error, rep *CycleReport) {
+	names := sm.names
 	comps := make([]Component, len(rids))
 	for k, p := range d.Chosen.Parts {
 		comps[k] = Component{Site: names[p.Site], Nodes: p.Nodes, RemoteID: rids[k], State: backends.StatePending, ExitCode: -1,
 			Replica: d.Action == policy.Replicate}
 	}
-	b.mu.Lock()
-	j := b.jobs[id]
-	if b.unknownParts(ctx, now, j, comps, errs, rep) {
-		b.mu.Unlock()
+	sm.mu.Lock()
+	j := sm.jobs[id]
+	if sm.unknownParts(ctx, now, j, comps, errs, rep) {
+		sm.mu.Unlock()
 		return
 	}
 	var ok []Component
 	var firstErr error
 	for k, c := range comps {
 		if errs[k] != nil {
-			b.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
+			sm.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
 			if firstErr == nil {
 				firstErr = errs[k]
 			}
 			continue
 		}
-		if !b.opts.NoHistory {
-			b.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
+		if !sm.opts.NoHistory {
+			sm.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
 		}
 		ok = append(ok, c)
 	}
 	if firstErr == nil || (d.Action == policy.Replicate && len(ok) > 0) {
 		j.Comps, j.State = ok, Dispatched
 		for _, c := range ok {
-			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = id
+			sm.where[compKey{sm.siteIdx[c.Site], c.RemoteID}] = id
 		}
-		b.dequeue(id)
-		b.live = append(b.live, id)
-		b.persistLater(ctx, j)
+		sm.dequeue(id)
+		sm.live = append(sm.live, id)
+		sm.persistLater(ctx, j)
 		if d.Action == policy.Replicate {
 			rep.Replicated++
 		} else {
 			rep.Started++
 		}
-		b.mu.Unlock()
+		sm.mu.Unlock()
 		return
 	}
 	// Undo the partial dispatch.
@@ -194,17 +194,17 @@ func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d po
 		undo = append(undo, cancelReq{id, c.Site, c.RemoteID, "another component could not be submitted"})
 	}
 	j.Comps = nil
-	if b.refuse(j, now, comps, errs) {
+	if sm.refuse(j, now, comps, errs) {
 		// A site said no for good: the job goes on at the others (refused.go).
 		j.State = Queued
-		b.replan(j)
-	} else if backends.Retryable(firstErr) && j.Attempts-j.Moves < b.opts.MaxAttempts {
+		sm.replan(j)
+	} else if backends.Retryable(firstErr) && j.Attempts-j.Moves < sm.opts.MaxAttempts {
 		if j.Resv != nil {
-			b.waitReserved(j)
-			b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
+			sm.waitReserved(j)
+			sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
 		} else {
 			j.State = Queued
-			b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
+			sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
 		}
 	} else {
 		why := fmt.Sprintf("submission failed: %v", firstErr)
@@ -215,14 +215,14 @@ func (b *Broker) finishParts(ctx context.Context, now time.Time, id string, d po
 			why += " (not retryable)"
 		}
 		j.State, j.Reason, j.End = Failed, why, now
-		b.addEvent(j, now, "failed", "", why)
-		b.dequeue(id)
-		b.dropResv(j, ResvFailed, why)
+		sm.addEvent(j, now, "failed", "", why)
+		sm.dequeue(id)
+		sm.dropResv(j, ResvFailed, why)
 	}
-	b.persistLater(ctx, j)
+	sm.persistLater(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", id, firstErr))
-	b.mu.Unlock()
-	b.duties.doCancels(ctx, now, undo)
+	sm.mu.Unlock()
+	sm.duties.doCancels(ctx, now, undo)
 }
 
 // dequeue removes a job from the global queue. b.mu held.
@@ -259,15 +259,15 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 	j.State, j.End, j.Reason, j.Waiting = Cancelled, now, "cancelled by the user", ""
 	b.addEvent(j, now, "cancelled", "", "cancelled by the user")
 	if j.Group != nil {
-		cs = append(cs, b.cancelKids(ctx, j, now)...) // group.go
+		cs = append(cs, b.grp.cancelKids(ctx, j, now)...) // group.go
 	}
 	b.dequeue(id)
-	b.dropResv(j, ResvReleased, "cancelled by the user")
+	b.resv.dropResv(j, ResvReleased, "cancelled by the user")
 	b.compactLive()
 	err := b.persist(ctx, j)
 	b.mu.Unlock()
 	b.duties.doCancels(ctx, now, cs)
-	b.releaseNative(ctx, now)
+	b.resv.releaseNative(ctx, now)
 	return err
 }
 

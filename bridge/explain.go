@@ -62,7 +62,7 @@ type Exclusion struct {
 // asked for their state as in a cycle.
 func (b *Broker) Explain(ctx context.Context, req Request, now time.Time) (*Explanation, error) {
 	req = req.clone()
-	if err := b.validate(&req, now); err != nil {
+	if err := b.in.validate(&req, now); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct {
@@ -76,7 +76,7 @@ func (b *Broker) Explain(ctx context.Context, req Request, now time.Time) (*Expl
 	if err := checkDeadlineFields(&req); err != nil {
 		return nil, err
 	}
-	if _, err := b.feasible(ctx, &req, now); err != nil { // as Submit: the deadline rule included
+	if _, err := b.in.feasible(ctx, &req, now); err != nil { // as Submit: the deadline rule included
 		return nil, err
 	}
 	if req.Window != nil {

@@ -208,47 +208,47 @@ func (st *siteTable) model(now time.Time, sizes bool) *policy.Snapshot {
 // never rules a site out; without it (trace replays, where the planner
 // rejects a job too wide in its cycle) no site's size or shape is known,
 // so only the deadline rule can refuse.
-func (b *Broker) feasible(ctx context.Context, req *Request, now time.Time) (string, error) {
-	if !b.opts.CheckFeasible {
-		b.mu.Lock()
-		m := b.model(now, false)
-		b.mu.Unlock()
+func (ik *intake) feasible(ctx context.Context, req *Request, now time.Time) (string, error) {
+	if !ik.opts.CheckFeasible {
+		ik.mu.Lock()
+		m := ik.model(now, false)
+		ik.mu.Unlock()
 		return Feasible(req, m)
 	}
-	b.mu.Lock()
+	ik.mu.Lock()
 	var ask []int
-	for s := range b.sites {
-		if b.seen == nil || !b.seen[s] {
+	for s := range ik.sites {
+		if ik.seen == nil || !ik.seen[s] {
 			ask = append(ask, s)
 		}
 	}
-	b.mu.Unlock()
+	ik.mu.Unlock()
 	if len(ask) > 0 {
 		wait, cancel := context.WithTimeout(ctx, capacityWait)
-		infos := make([]*backends.SiteInfo, len(b.sites))
-		b.eachSite(func(s int) {
+		infos := make([]*backends.SiteInfo, len(ik.sites))
+		ik.eachSite(func(s int) {
 			if !slices.Contains(ask, s) {
 				return
 			}
-			if c, ok := backends.AsConnectivity(b.sites[s].Backend); ok && c.ConnErr() != nil {
+			if c, ok := backends.AsConnectivity(ik.sites[s].Backend); ok && c.ConnErr() != nil {
 				return
 			}
-			if in, err := b.sites[s].Backend.Info(wait); err == nil && in != nil {
+			if in, err := ik.sites[s].Backend.Info(wait); err == nil && in != nil {
 				infos[s] = in
 			}
 		})
 		cancel()
-		b.mu.Lock()
+		ik.mu.Lock()
 		for s, in := range infos {
 			if in != nil {
-				b.see(s, in.Nodes, policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode})
+				ik.see(s, in.Nodes, policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode})
 			}
 		}
-		b.mu.Unlock()
+		ik.mu.Unlock()
 	}
-	b.mu.Lock()
-	m := b.model(now, true)
-	b.mu.Unlock()
+	ik.mu.Lock()
+	m := ik.model(now, true)
+	ik.mu.Unlock()
 	return Feasible(req, m)
 }
 

@@ -20,6 +20,14 @@ type RecoverReport struct {
 	Errors                []error
 }
 
+// reconciler settles dispatch intents by their tags: at Recover, and at
+// the start of a cycle for those whose sites could not be asked.
+type reconciler struct {
+	part
+	*duties  // abandoned tags, and the grace for submissions in flight
+	*tracker // folding what the sites said into the jobs
+}
+
 // Recover loads the unfinished jobs of the store into an empty broker after a
 // restart and reconciles every dispatch intent with the sites: a submission
 // whose remote job carries its tag is adopted, one that never reached the site
@@ -41,11 +49,11 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	}
 	resv := slices.ContainsFunc(jobs, func(j *Job) bool { return j.Resv != nil })
 	if resv {
-		b.learnCapacity(ctx, now)
+		b.resv.learnCapacity(ctx, now)
 	}
 	b.mu.Lock()
 	if resv {
-		b.readmit(ctx, jobs, now)
+		b.resv.readmit(ctx, jobs, now)
 	}
 	b.duties.loadDuties(ctx, &rep) // duties.go: pending cancels and late watches
 	var cancels []cancelReq
@@ -69,7 +77,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			continue
 		}
 		if j.Moving != nil { // remap.go
-			took, cs := b.recoverMove(ctx, j, now, &rep)
+			took, cs := b.rm.recoverMove(ctx, j, now, &rep)
 			cancels = append(cancels, cs...)
 			if took {
 				continue
@@ -83,11 +91,11 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		case Dispatched, Running:
 			b.track0(j)
 			rep.Live++
-			if b.hasCopies(j) { // a copy intent it holds was written before the restart
+			if hasCopies(j) { // a copy intent it holds was written before the restart
 				b.markRestarted(j)
 			}
-			if b.hasCopies(j) { // recover_copies.go
-				ok, cs := b.lookupIntents(ctx, j, now, &rep)
+			if hasCopies(j) { // recover_copies.go
+				ok, cs := b.rec.lookupIntents(ctx, j, now, &rep)
 				cancels = append(cancels, cs...)
 				if !ok {
 					continue
@@ -97,17 +105,17 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			// while fetching its outputs): no poll asks about them again.
 			if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.State.Final() }) {
 				var crep CycleReport
-				cancels = append(cancels, b.track(ctx, j, now, &crep)...)
+				cancels = append(cancels, b.trk.track(ctx, j, now, &crep)...)
 			}
 		case Submitting:
 			b.markRestarted(j)
-			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
+			cancels = append(cancels, b.rec.reconcile(ctx, j, now, &rep)...)
 		case Reserved:
 			b.reserved = append(b.reserved, j.ID)
 			rep.Reserved++
 		}
 	}
-	b.recoverGroups(ctx, now, &rep)
+	b.grp.recoverGroups(ctx, now, &rep)
 	b.compactLive()
 	b.mu.Unlock()
 	b.duties.doCancels(ctx, now, cancels)
@@ -146,9 +154,9 @@ func (l *ledger) track0(j *Job) {
 // component it asks the site for remote jobs carrying the attempt's tag. b.mu
 // held (the sites are asked with it held: recovery runs before any cycle). It
 // returns the remote cancels to issue once b.mu is released.
-func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
-	if b.hasCopies(j) {
-		return b.reconcileCopies(ctx, j, now, rep) // recover_copies.go
+func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
+	if hasCopies(j) {
+		return rc.reconcileCopies(ctx, j, now, rep) // recover_copies.go
 	}
 	tag := RemoteTag(j.ID, j.Attempts)
 	found, missing, unknown := 0, 0, 0
@@ -159,10 +167,10 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 			found++
 			continue
 		}
-		f, ok := backends.AsFinder(b.sites[b.siteIdx[c.Site]].Backend)
+		f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
 		if !ok {
 			unknown++
-			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
+			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
 			missing++
 			continue
 		}
@@ -170,9 +178,9 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		if err != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
 			rep.Unresolved++
-			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
-			_ = b.persist(ctx, j)
-			b.unresolved = append(b.unresolved, j.ID)
+			rc.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
+			_ = rc.persist(ctx, j)
+			rc.unresolved = append(rc.unresolved, j.ID)
 			return cancels
 		}
 		if len(sts) == 0 {
@@ -194,66 +202,66 @@ func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *Reco
 		rep.Adopted++
 		cancels = append(cancels, duplicates(j.ID, c.Site, tag, sts[1:], rep)...)
 	}
-	if b.duties.waitInFlight(ctx, j, now, missing, rep) {
+	if rc.duties.waitInFlight(ctx, j, now, missing, rep) {
 		return cancels
 	}
 	switch {
 	case missing == 0:
 		j.State = Dispatched
-		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
-		b.track0(j)
+		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
+		rc.track0(j)
 		rep.Live++
 		// The remote jobs may have run, or ended, while nobody watched: fold
 		// what the sites said into the job now. A poll would never do it for
 		// a component already final.
 		var crep CycleReport
-		cancels = append(cancels, b.track(ctx, j, now, &crep)...)
+		cancels = append(cancels, rc.track(ctx, j, now, &crep)...)
 	default:
 		for _, c := range j.Comps {
 			if c.RemoteID != "" && !c.State.Final() {
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
 			}
 			if c.RemoteID == "" {
-				b.duties.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
+				rc.duties.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
 			}
 		}
 		rep.NeverReached += missing
 		j.Comps = nil
 		if j.Resv != nil && j.Resv.State == ResvBound {
-			b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached its reservation; submitted into it again", j.Attempts))
-			b.waitReserved(j)
+			rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached its reservation; submitted into it again", j.Attempts))
+			rc.waitReserved(j)
 			break
 		}
 		j.State = Queued
-		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
-		b.queue = append(b.queue, j.ID)
-		b.pq = append(b.pq, b.policyJob(j))
+		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
+		rc.queue = append(rc.queue, j.ID)
+		rc.pq = append(rc.pq, rc.policyJob(j))
 		rep.Queued++
 	}
-	_ = b.persist(ctx, j)
+	_ = rc.persist(ctx, j)
 	return cancels
 }
 
 // retryUnresolved re-runs reconciliation for jobs whose site could not be
 // asked during Recover. Called at the start of a cycle.
-func (b *Broker) retryUnresolved(ctx context.Context, now time.Time) {
-	b.mu.Lock()
-	if len(b.unresolved) == 0 {
-		b.mu.Unlock()
+func (rc *reconciler) retryUnresolved(ctx context.Context, now time.Time) {
+	rc.mu.Lock()
+	if len(rc.unresolved) == 0 {
+		rc.mu.Unlock()
 		return
 	}
-	ids := b.unresolved
-	b.unresolved = nil
+	ids := rc.unresolved
+	rc.unresolved = nil
 	var rep RecoverReport
 	var cancels []cancelReq
 	for _, id := range ids {
-		if j := b.jobs[id]; j.State == Submitting {
-			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
+		if j := rc.jobs[id]; j.State == Submitting {
+			cancels = append(cancels, rc.reconcile(ctx, j, now, &rep)...)
 		}
 	}
-	b.compactLive()
-	b.mu.Unlock()
-	b.duties.doCancels(ctx, now, cancels)
+	rc.compactLive()
+	rc.mu.Unlock()
+	rc.duties.doCancels(ctx, now, cancels)
 }
 
 // readmit rebuilds the resource–reservation graph after a restart: every
@@ -261,7 +269,7 @@ func (b *Broker) retryUnresolved(ctx context.Context, now time.Time) {
 // first. One still waiting that no longer passes (a site gone, or down at
 // the restart) fails with the test's reason; one already running in its
 // reservation stays, whatever the graph says. b.mu held.
-func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
+func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 	var rs []*Job
 	for _, j := range jobs {
 		if r := j.Resv; r != nil && (r.State == ResvAdmitted || r.State == ResvBinding || r.State == ResvBound) {
@@ -269,16 +277,16 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 		}
 	}
 	slices.SortStableFunc(rs, func(x, y *Job) int { return x.Resv.Earliest.Compare(y.Resv.Earliest) })
-	g := b.graph()
+	g := rsv.graph()
 	for _, j := range rs {
-		ok, why := g.Admit(b.resvRequest(j))
+		ok, why := g.Admit(rsv.resvRequest(j))
 		if ok || j.State != Reserved || j.Resv.State != ResvAdmitted {
 			continue
 		}
 		j.Resv.State, j.Resv.Reason = ResvFailed, why
 		j.State, j.Reason, j.End = Failed, "reservation failed: after a restart the admission test no longer holds it: "+why, now
-		b.addEvent(j, now, "failed", "", j.Reason)
-		_ = b.persist(ctx, j)
+		rsv.addEvent(j, now, "failed", "", j.Reason)
+		_ = rsv.persist(ctx, j)
 	}
 }
 

@@ -15,17 +15,17 @@ import (
 // same tag by the next cycle (it was not there, so nothing runs twice), and
 // a passive backup stays passive. Then the copies are tracked as usual, so
 // a winner found is kept and the losers cancelled. b.mu held.
-func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
-	ok, cancels := b.lookupIntents(ctx, j, now, rep)
+func (rc *reconciler) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
+	ok, cancels := rc.lookupIntents(ctx, j, now, rep)
 	if !ok {
 		return cancels
 	}
 	j.State = Dispatched
-	b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
-	b.track0(j)
+	rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
+	rc.track0(j)
 	rep.Live++
 	var crep CycleReport
-	return append(cancels, b.trackCopies(ctx, j, now, &crep)...)
+	return append(cancels, rc.trackCopies(ctx, j, now, &crep)...)
 }
 
 // lookupIntents resolves the copy intents of j (components with a tag and
@@ -35,7 +35,7 @@ func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep
 // cycle, as a single job is. Past the grace a copy not found is submitted
 // again under its tag. It returns the cancels of duplicates found under a
 // tag, for the cancel stage. b.mu held.
-func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
+func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
 	resubmit := false
 	var cancels []cancelReq
 	var missing []int // components whose tag the site does not know (yet)
@@ -44,9 +44,9 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 		if c.RemoteID != "" || c.Passive || c.State.Final() {
 			continue
 		}
-		f, ok := backends.AsFinder(b.sites[b.siteIdx[c.Site]].Backend)
+		f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
 		if !ok {
-			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
+			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
 			resubmit = true
 			rep.NeverReached++
 			continue
@@ -55,10 +55,10 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 		if err != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
 			rep.Unresolved++
-			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", c.Tag, err))
-			_ = b.persist(ctx, j)
-			b.unlive(j)
-			b.unresolved = append(b.unresolved, j.ID)
+			rc.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", c.Tag, err))
+			_ = rc.persist(ctx, j)
+			rc.unlive(j)
+			rc.unresolved = append(rc.unresolved, j.ID)
 			return false, cancels
 		}
 		if len(sts) == 0 {
@@ -77,13 +77,13 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 			c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
 		}
 		if j.State != Submitting {
-			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
+			rc.where[compKey{rc.siteIdx[c.Site], c.RemoteID}] = j.ID
 		}
 		rep.Adopted++
 		cancels = append(cancels, duplicates(j.ID, c.Site, c.Tag, sts[1:], rep)...)
 	}
-	if b.duties.waitInFlight(ctx, j, now, len(missing), rep) { // recover.go: the same grace as a single job's
-		b.unlive(j)
+	if rc.duties.waitInFlight(ctx, j, now, len(missing), rep) { // recover.go: the same grace as a single job's
+		rc.unlive(j)
 		return false, cancels
 	}
 	for _, k := range missing {
@@ -91,15 +91,15 @@ func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *
 		rep.NeverReached++
 		// Submitted again under the same tag: the watch cancels the
 		// remote job under it that the copy does not own (duties.go).
-		b.duties.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
+		rc.duties.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
 	}
 	if resubmit {
-		b.tiers.pending = append(b.tiers.pending, j.ID)
+		rc.copies.toSubmit = append(rc.copies.toSubmit, j.ID)
 	}
 	if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Passive && !c.Due.IsZero() }) {
-		b.tiers.due = append(b.tiers.due, j.ID)
+		rc.copies.due = append(rc.copies.due, j.ID)
 	}
-	_ = b.persist(ctx, j)
+	_ = rc.persist(ctx, j)
 	return true, cancels
 }
 

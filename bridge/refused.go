@@ -31,7 +31,7 @@ func refusedBy(err error) bool {
 // reports whether the job may still run elsewhere: some allowed site has
 // not refused it. An advance-reservation job is bound to its one site and
 // never falls through. b.mu held.
-func (b *Broker) refuse(j *Job, now time.Time, comps []Component, errs []error) bool {
+func (sm *submitter) refuse(j *Job, now time.Time, comps []Component, errs []error) bool {
 	if j.Resv != nil {
 		return false
 	}
@@ -46,7 +46,7 @@ func (b *Broker) refuse(j *Job, now time.Time, comps []Component, errs []error) 
 	if !added {
 		return false
 	}
-	left := b.allowedLeft(j)
+	left := sm.allowedLeft(j)
 	var refused []string
 	for _, r := range j.Refused {
 		refused = append(refused, r.Site)
@@ -54,7 +54,7 @@ func (b *Broker) refuse(j *Job, now time.Time, comps []Component, errs []error) 
 	if len(left) == 0 {
 		return false
 	}
-	b.addEvent(j, now, "refused", "", fmt.Sprintf("%s refused the job; it is placed on the other allowed sites (%s) instead",
+	sm.addEvent(j, now, "refused", "", fmt.Sprintf("%s refused the job; it is placed on the other allowed sites (%s) instead",
 		strings.Join(refused, ", "), strings.Join(left, ", ")))
 	return true
 }
@@ -86,8 +86,8 @@ func refusedText(j *Job) string {
 
 // replan refreshes the policy's view of a queued job after its refusals
 // changed. b.mu held.
-func (b *Broker) replan(j *Job) {
-	if i := slices.Index(b.queue, j.ID); i >= 0 {
-		b.pq[i] = b.policyJob(j)
+func (sm *submitter) replan(j *Job) {
+	if i := slices.Index(sm.queue, j.ID); i >= 0 {
+		sm.pq[i] = sm.policyJob(j)
 	}
 }

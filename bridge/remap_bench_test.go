@@ -56,7 +56,7 @@ func BenchmarkRemapPass(b *testing.B) {
 					free[s] = br.snap.Sites[s].Free
 				}
 				br.mu.Lock()
-				moves := br.planMoves(now, free)
+				moves := br.rm.planMoves(now, free)
 				br.mu.Unlock()
 				if len(moves) != 0 {
 					b.Fatal("no move expected")
@@ -66,7 +66,7 @@ func BenchmarkRemapPass(b *testing.B) {
 			br.mu.Lock()
 			defer br.mu.Unlock()
 			for _, id := range br.live {
-				if !br.movable(br.jobs[id], now, br.remapOptions()) {
+				if !br.rm.movable(br.jobs[id], now, br.rm.remapOptions()) {
 					b.Fatalf("job %s is not weighed", id)
 				}
 			}

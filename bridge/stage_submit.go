@@ -10,6 +10,14 @@ import (
 	"github.com/gridsub/gridsub/policy"
 )
 
+// submitter is the submit stage: submitAll hands specs to the sites, and
+// the outcome of a job's submission is settled here (finishParts).
+type submitter struct {
+	part
+	*duties       // the cancel stage: what a partial dispatch undoes
+	*reservations // a job that fails for good gives its reservation up
+}
+
 // MaxSiteSubmits bounds how many real sites a cycle submits to at once.
 const MaxSiteSubmits = 16
 
@@ -38,7 +46,7 @@ type submitReq struct {
 // site's submission, not the sum of all, and a replay stays deterministic.
 // Every site asked is marked stale (its Info changed). Called without the
 // ledger's lock.
-func (b *Broker) submitAll(ctx context.Context, reqs []submitReq) ([]backends.JobID, []error) {
+func (sm *submitter) submitAll(ctx context.Context, reqs []submitReq) ([]backends.JobID, []error) {
 	rids := make([]backends.JobID, len(reqs))
 	errs := make([]error, len(reqs))
 	bySite := map[int][]int{}
@@ -51,13 +59,13 @@ func (b *Broker) submitAll(ctx context.Context, reqs []submitReq) ([]backends.Jo
 	}
 	batched := map[int]bool{}
 	for si, idx := range bySite {
-		_, ok := backends.AsBatchSubmitter(b.sites[si].Backend)
+		_, ok := backends.AsBatchSubmitter(sm.sites[si].Backend)
 		batched[si] = ok && len(idx) > 1
 	}
 	one := func(i int) {
 		si := reqs[i].site
-		rids[i], errs[i] = b.sites[si].Backend.Submit(ctx, reqs[i].spec)
-		b.markStale(si)
+		rids[i], errs[i] = sm.sites[si].Backend.Submit(ctx, reqs[i].spec)
+		sm.markStale(si)
 	}
 	// submitAt submits site si's requests: one SubmitBatch when it is
 	// batched, else one Submit each in order.
@@ -69,28 +77,28 @@ func (b *Broker) submitAll(ctx context.Context, reqs []submitReq) ([]backends.Jo
 			}
 			return
 		}
-		bs, _ := backends.AsBatchSubmitter(b.sites[si].Backend)
+		bs, _ := backends.AsBatchSubmitter(sm.sites[si].Backend)
 		specs := make([]*backends.JobSpec, len(idx))
 		for k, i := range idx {
 			specs[k] = reqs[i].spec
 		}
 		t0 := time.Now()
 		res := bs.SubmitBatch(ctx, specs)
-		b.markStale(si)
+		sm.markStale(si)
 		failed := 0
 		for _, r := range res {
 			if r.Err != nil {
 				failed++
 			}
 		}
-		b.log.Info("batched submission", "site", b.names[si], "jobs", len(specs), "failed", failed,
+		sm.log.Info("batched submission", "site", sm.names[si], "jobs", len(specs), "failed", failed,
 			"took", time.Since(t0).Round(time.Millisecond))
 		for k, i := range idx {
 			if len(res) != len(idx) {
 				// A broken contract: nothing can be trusted, and any of
 				// them may be at the site.
 				errs[i] = fmt.Errorf("%w: %w: %s: SubmitBatch returned %d results for %d jobs",
-					backends.ErrUnavailable, backends.ErrOutcomeUnknown, b.names[si], len(res), len(idx))
+					backends.ErrUnavailable, backends.ErrOutcomeUnknown, sm.names[si], len(res), len(idx))
 				continue
 			}
 			rids[i], errs[i] = res[k].ID, res[k].Err
@@ -100,14 +108,14 @@ func (b *Broker) submitAll(ctx context.Context, reqs []submitReq) ([]backends.Jo
 	// concurrently (each site's requests stay in order, each slot of
 	// rids/errs is written by its own site only).
 	for i, r := range reqs {
-		if b.sites[r.site].Simulated && !batched[r.site] {
+		if sm.sites[r.site].Simulated && !batched[r.site] {
 			one(i)
 		}
 	}
 	sem := make(chan struct{}, MaxSiteSubmits)
 	var wg sync.WaitGroup
 	for _, si := range order {
-		if b.sites[si].Simulated {
+		if sm.sites[si].Simulated {
 			if batched[si] {
 				submitAt(si)
 			}
@@ -126,10 +134,10 @@ func (b *Broker) submitAll(ctx context.Context, reqs []submitReq) ([]backends.Jo
 // submitPending submits a cycle's dispatched jobs through submitAll, in
 // plan order, and settles each job as submitParts does, from its own
 // components' outcomes only: one job's refusal does not touch another's.
-func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendingSubmit, rep *CycleReport) {
+func (sm *submitter) submitPending(ctx context.Context, now time.Time, pend []pendingSubmit, rep *CycleReport) {
 	var data relays
 	defer data.close()
-	pend = b.stagePending(ctx, now, &data, pend, rep) // sitedata.go: inputs that lie at a site
+	pend = sm.stagePending(ctx, now, &data, pend, rep) // sitedata.go: inputs that lie at a site
 	if len(pend) == 0 {
 		return
 	}
@@ -139,21 +147,21 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 			reqs = append(reqs, submitReq{part.Site, ps.specs[k]})
 		}
 	}
-	ids, errs := b.submitAll(ctx, reqs)
+	ids, errs := sm.submitAll(ctx, reqs)
 	// The jobs' settled states are written together at the end (one
 	// commit for many; their intents are already stored).
-	b.mu.Lock()
-	b.startGroup()
-	b.mu.Unlock()
+	sm.mu.Lock()
+	sm.startGroup()
+	sm.mu.Unlock()
 	at := 0
 	for _, ps := range pend {
 		n := len(ps.d.Chosen.Parts)
-		b.finishParts(ctx, now, ps.id, ps.d, ids[at:at+n], errs[at:at+n], rep)
+		sm.finishParts(ctx, now, ps.id, ps.d, ids[at:at+n], errs[at:at+n], rep)
 		at += n
 	}
-	b.mu.Lock()
-	b.flushGroup(ctx)
-	b.mu.Unlock()
+	sm.mu.Lock()
+	sm.flushGroup(ctx)
+	sm.mu.Unlock()
 }
 
 // unknownParts handles a job one of whose components may or may not have
@@ -164,7 +172,7 @@ func (b *Broker) submitPending(ctx context.Context, now time.Time, pend []pendin
 // remote job found is adopted, and if any component is missing the found
 // ones are cancelled and the job queued again. It reports whether it took
 // the job. b.mu held.
-func (b *Broker) unknownParts(ctx context.Context, now time.Time, j *Job, comps []Component, errs []error, rep *CycleReport) bool {
+func (sm *submitter) unknownParts(ctx context.Context, now time.Time, j *Job, comps []Component, errs []error, rep *CycleReport) bool {
 	var unknown error
 	for _, err := range errs {
 		if err != nil && backends.OutcomeUnknown(err) {
@@ -179,17 +187,17 @@ func (b *Broker) unknownParts(ctx context.Context, now time.Time, j *Job, comps 
 		if errs[k] != nil {
 			comps[k].RemoteID = ""
 			comps[k].State = backends.StateUnknown
-			b.addEvent(j, now, "submit-unknown", comps[k].Site, errs[k].Error())
-		} else if !b.opts.NoHistory {
-			b.addEvent(j, now, "submitted-remote", comps[k].Site, fmt.Sprintf("remote job %s (%d node(s))", comps[k].RemoteID, comps[k].Nodes))
+			sm.addEvent(j, now, "submit-unknown", comps[k].Site, errs[k].Error())
+		} else if !sm.opts.NoHistory {
+			sm.addEvent(j, now, "submitted-remote", comps[k].Site, fmt.Sprintf("remote job %s (%d node(s))", comps[k].RemoteID, comps[k].Nodes))
 		}
 	}
 	j.Comps, j.State = comps, Submitting
-	b.addEvent(j, now, "reconcile-pending", "", "a submission's outcome is unknown; the sites are asked for its tag "+
+	sm.addEvent(j, now, "reconcile-pending", "", "a submission's outcome is unknown; the sites are asked for its tag "+
 		RemoteTag(j.ID, j.Attempts)+" before anything is submitted again")
-	b.dequeue(j.ID)
-	b.unresolved = append(b.unresolved, j.ID)
-	_ = b.persist(ctx, j)
+	sm.dequeue(j.ID)
+	sm.unresolved = append(sm.unresolved, j.ID)
+	_ = sm.persist(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, unknown))
 	return true
 }
