@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -237,15 +235,6 @@ func (b *Broker) Site(name string) (backends.Backend, bool) {
 	return b.sites[i].Backend, true
 }
 
-func (st *siteTable) checkSites(field string, names []string) error {
-	for _, n := range names {
-		if _, ok := st.siteIdx[n]; !ok {
-			return fmt.Errorf("%w: %s names %q; known sites: %s", ErrUnknownSite, field, n, strings.Join(st.names, ", "))
-		}
-	}
-	return nil
-}
-
 // Submit validates a request and queues it. It returns the new job (a copy).
 // Every client (the CLI, the HTTP API, a trace replay) comes through here,
 // so every job obeys the same rules (bridge/validate.go, bridge/jobrules):
@@ -391,68 +380,6 @@ func (b *Broker) Idle() bool {
 		!slices.ContainsFunc(b.reserved, func(id string) bool { j := b.jobs[id]; return j != nil && j.State == Reserved })
 }
 
-// addEvent appends an event to the job; b.mu must be held.
-func (l *ledger) addEvent(j *Job, t time.Time, kind, site, msg string) {
-	if l.noHistory {
-		return
-	}
-	e := Event{Time: t, Kind: kind, Site: site, Msg: msg}
-	j.Events = append(j.Events, e)
-	if l.onEvent != nil {
-		l.pending = append(l.pending, pendingEvent{j.Clone(), e})
-	}
-}
-
-func (l *ledger) flushEvents() {
-	if l.onEvent == nil {
-		return
-	}
-	l.mu.Lock()
-	p := l.pending
-	l.pending = nil
-	l.mu.Unlock()
-	for _, e := range p {
-		l.onEvent(e.job, e.ev)
-	}
-}
-
-// persist writes the job; b.mu must be held. A store failure is logged and
-// returned: the caller must not act on a change it could not record.
-func (l *ledger) persist(ctx context.Context, j *Job) error {
-	if l.drop != nil && j.State.Final() && j.final == nil {
-		l.toDrop = append(l.toDrop, j.ID)
-	}
-	l.writeMu.Lock()
-	err := l.store.Put(ctx, j)
-	l.writeMu.Unlock()
-	if err != nil {
-		l.log.Error("store write failed", "job", j.ID, "err", err)
-		return err
-	}
-	return nil
-}
-
-// dropEnded hands the jobs that ended to Options.Drop and forgets them.
-// Called last in a cycle (or cancel), once nothing refers to them any more.
-func (l *ledger) dropEnded() {
-	if l.drop == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.toDrop) == 0 {
-		return
-	}
-	// Every path that ends a live job compacts the live list itself.
-	for _, id := range l.toDrop {
-		if j, ok := l.jobs[id]; ok && j.State.Final() && j.final == nil {
-			l.drop(j)
-			delete(l.jobs, id)
-		}
-	}
-	l.toDrop = l.toDrop[:0]
-}
-
 // CycleReport says what one cycle did.
 type CycleReport struct {
 	Polled, Started, Replicated, Rejected, Ended int
@@ -500,132 +427,6 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	return rep, nil
 }
 
-// poll asks every site, in one batched call, for the state of the live
-// components it runs, and folds the answers into the jobs.
-func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
-	b.mu.Lock()
-	var ids [][]backends.JobID
-	if b.polling {
-		ids = make([][]backends.JobID, len(b.sites))
-		for _, id := range b.live {
-			for _, c := range b.jobs[id].Comps {
-				if s := b.siteIdx[c.Site]; !c.State.Final() && !b.sites[s].Pushes && c.RemoteID != "" {
-					ids[s] = append(ids[s], c.RemoteID)
-				}
-			}
-		}
-	}
-	b.mu.Unlock()
-
-	var results [][]backends.JobStatus
-	var errs []error
-	if ids != nil {
-		results = make([][]backends.JobStatus, len(b.sites))
-		errs = make([]error, len(b.sites))
-		b.eachSite(func(s int) {
-			if len(ids[s]) == 0 {
-				return
-			}
-			results[s], errs[s] = b.sites[s].Backend.Status(ctx, ids[s])
-			if errs[s] == nil && len(results[s]) != len(ids[s]) {
-				errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
-			}
-		})
-	}
-	b.notesMu.Lock()
-	notes := b.notes
-	b.notes = b.spareNotes[:0] // double-buffered: the next cycle's notes reuse this memory
-	b.spareNotes = nil
-	b.notesMu.Unlock()
-	defer func() {
-		b.notesMu.Lock()
-		b.spareNotes = notes[:0]
-		b.notesMu.Unlock()
-	}()
-
-	b.mu.Lock()
-	touched := b.detectDown(ctx, results, errs, now) // outage.go
-	for _, n := range notes {
-		if j := b.apply(n.site, n.st, now); j != nil {
-			touched = append(touched, j)
-		}
-	}
-	for s := range results {
-		if errs[s] != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: status: %w", b.sites[s].Name, errs[s]))
-			lvl := slog.LevelWarn
-			if b.outageGoesOn(s, now) { // copies.go: said once per outage
-				lvl = slog.LevelDebug
-			}
-			b.log.Log(ctx, lvl, "status poll failed", "site", b.sites[s].Name, "err", errs[s])
-			continue
-		}
-		rep.Polled += len(results[s])
-		for i, st := range results[s] {
-			st.ID = ids[s][i] // answers come in request order; trust the order, not the echo
-			if j := b.apply(s, st, now); j != nil {
-				touched = append(touched, j)
-			}
-		}
-	}
-	var cancels []cancelReq
-	b.startGroup() // the changes are written together below (persistgroup.go)
-	for _, j := range touched {
-		if j.touched { // once per job, in the order of first change
-			j.touched = false
-			cancels = append(cancels, b.trk.track(ctx, j, now, rep)...)
-		}
-	}
-	b.flushGroup(ctx)
-	// Only a job that left the live states needs the live list compacted
-	// (most changes are a start: dispatched -> running).
-	if slices.ContainsFunc(touched, func(j *Job) bool { return j.State != Dispatched && j.State != Running }) {
-		b.compactLive()
-	}
-	b.mu.Unlock()
-	b.duties.doCancels(ctx, now, cancels)
-	if len(b.ended) > 0 || b.fetch.fetchPending() {
-		b.fetch.fetchEnded(ctx, now) // fetch.go
-	}
-	b.resv.releaseNative(ctx, now)
-}
-
-// apply records one component status and returns its job the first time the
-// job changes in this cycle (nil otherwise). b.mu held.
-func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
-	id, ok := b.where[compKey{site, st.ID}]
-	if !ok {
-		return nil
-	}
-	b.rm.noteEstimate(site, st) // remap.go
-	j := b.jobs[id]
-	if j.State != Dispatched && j.State != Running {
-		return nil
-	}
-	name := b.sites[site].Name
-	for k := range j.Comps {
-		c := &j.Comps[k]
-		if c.Site != name || c.RemoteID != st.ID || c.State.Final() || st.State == c.State {
-			continue
-		}
-		c.State, c.Reason = st.State, st.Reason
-		if st.State.Final() {
-			c.ExitCode = st.ExitCode
-			c.End = orNow(st.End, now)
-			b.noteLoss(site, st, now) // losses.go
-		}
-		if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
-			c.Start = orNow(st.Start, now)
-		}
-		if !j.touched {
-			j.touched = true
-			return j
-		}
-		return nil
-	}
-	return nil
-}
-
 // Notify reports a component's new state from a site that pushes its changes
 // (SiteConfig.Pushes). It may be called from any goroutine, also from inside
 // a backend call the broker is making; the change is applied at the start of
@@ -641,455 +442,6 @@ func (b *Broker) Notify(site string, st backends.JobStatus) {
 	b.notesMu.Unlock()
 }
 
-type note struct {
-	site int
-	st   backends.JobStatus
-}
-
-type compKey struct {
-	site int
-	id   backends.JobID
-}
-
-// latest returns the latest component start and end: a co-allocated job runs
-// once its last part starts and ends when its last part ends. Unknown times
-// count as now.
-func latest(cs []Component, now time.Time) (start, end time.Time) {
-	for _, c := range cs {
-		if s := orNow(c.Start, now); s.After(start) {
-			start = s
-		}
-		if e := orNow(c.End, now); e.After(end) {
-			end = e
-		}
-	}
-	return start, end
-}
-
-// clampTimes keeps submit <= start <= end: batch systems report times in
-// whole seconds (SLURM truncates), so a start can seem to precede a submission
-// made a fraction of a second earlier.
-func clampTimes(submit, start, end time.Time) (time.Time, time.Time) {
-	if start.Before(submit) {
-		start = submit
-	}
-	if end.Before(start) {
-		end = start
-	}
-	return start, end
-}
-
-func orNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
-}
-
-// track folds component states into the job state. b.mu is held. It returns
-// the remote cancels to issue (siblings of a failed component, losing copies).
-func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
-	if hasCopies(j) {
-		return tk.trackCopies(ctx, j, now, rep) // copies.go
-	}
-	var cancels []cancelReq
-	if len(j.Comps) > 0 && j.Comps[0].Replica {
-		// Replicated job: the first copy to run wins, the others are withdrawn.
-		win := -1
-		for k, c := range j.Comps {
-			if c.State == backends.StateRunning || c.State == backends.StateCompleted {
-				win = k
-				break
-			}
-		}
-		if win >= 0 {
-			for k, c := range j.Comps {
-				if k != win && !c.State.Final() {
-					cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "copy withdrawn: " + j.Comps[win].Site + " started first"})
-				}
-			}
-			w := j.Comps[win]
-			w.Replica = false
-			for k, c := range j.Comps {
-				if k != win {
-					delete(tk.where, compKey{tk.siteIdx[c.Site], c.RemoteID})
-				}
-			}
-			j.Comps = []Component{w}
-			tk.addEvent(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
-		} else {
-			allFailed := true
-			for _, c := range j.Comps {
-				allFailed = allFailed && c.State.Final()
-			}
-			if !allFailed {
-				tk.persistLater(ctx, j)
-				return nil
-			}
-		}
-	}
-
-	allRunning, allDone, failedAt := true, true, -1
-	for k, c := range j.Comps {
-		if c.State != backends.StateRunning && c.State != backends.StateCompleted {
-			allRunning = false
-		}
-		if c.State != backends.StateCompleted {
-			allDone = false
-		}
-		if c.State.Final() && c.State != backends.StateCompleted && failedAt < 0 {
-			failedAt = k
-		}
-	}
-	switch {
-	case failedAt >= 0:
-		c := j.Comps[failedAt]
-		for _, o := range j.Comps {
-			if !o.State.Final() {
-				cancels = append(cancels, cancelReq{j.ID, o.Site, o.RemoteID, "sibling component at " + c.Site + " ended " + c.State.String()})
-			}
-		}
-		reason := fmt.Sprintf("component at %s ended %s", c.Site, c.State)
-		if c.State == backends.StateFailed {
-			reason += fmt.Sprintf(" with exit code %d", c.ExitCode)
-		}
-		if c.Reason != "" {
-			reason += " (" + c.Reason + ")"
-		}
-		if (c.State == backends.StateLost || tk.retries(j)) && j.Attempts-j.Moves < tk.opts.MaxAttempts {
-			tk.retryAfter(j, c, now, reason) // copies.go
-			break
-		}
-		f := outcome{state: Failed, reason: reason, exit: c.ExitCode, start: j.Start, end: orNow(c.End, now),
-			kind: "failed", site: c.Site, msg: reason}
-		if f.start.IsZero() && !c.Start.IsZero() {
-			f.start, _ = latest(j.Comps, now)
-		}
-		if !f.start.IsZero() {
-			f.start, f.end = clampTimes(j.Submit, f.start, f.end)
-		}
-		tk.finish(j, f, now)
-		rep.Ended++
-	case allDone:
-		f := outcome{state: Completed, kind: "completed", msg: "every component ended with exit code 0"}
-		f.start, f.end = latest(j.Comps, now)
-		f.start, f.end = clampTimes(j.Submit, f.start, f.end)
-		tk.finish(j, f, now)
-		rep.Ended++
-	case allRunning && j.State != Running:
-		j.State = Running
-		j.Start, _ = latest(j.Comps, now)
-		j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
-		if !tk.opts.NoHistory {
-			tk.addEvent(j, now, "running", "", "running on "+j.Sites())
-		}
-	}
-	tk.persistLater(ctx, j)
-	return cancels
-}
-
-// outcome is how a job ends, held back while its outputs are fetched.
-type outcome struct {
-	state           JobState
-	reason          string
-	exit            int
-	start, end      time.Time
-	kind, site, msg string // the final event
-}
-
-// finish ends a job with f. A job whose outputs are to be fetched ends only
-// once they are here (fetchEnded applies f then), so whoever sees the job
-// completed finds its outputs too. b.mu held.
-func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
-	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil && tk.fetchAllowed(j, now) {
-		j.final = &f
-		tk.ended = append(tk.ended, j.ID)
-		return
-	}
-	tk.end(j, f, now)
-}
-
-// end applies a final outcome. b.mu held.
-func (tk *tracker) end(j *Job, f outcome, now time.Time) {
-	j.State, j.Reason, j.ExitCode, j.final = f.state, f.reason, f.exit, nil
-	if !f.start.IsZero() {
-		j.Start = f.start
-	}
-	j.End = f.end
-	tk.addEvent(j, now, f.kind, f.site, f.msg)
-	tk.dropResv(j, ResvReleased, "")
-}
-
-// requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
-func (l *ledger) requeue(j *Job, now time.Time, why string) {
-	again := "queued again"
-	if j.Resv != nil && j.Resv.State == ResvBound {
-		again = "submitted into its reservation again"
-	}
-	l.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d lost: %s; %s", j.Attempts, why, again))
-}
-
-// requeueAs puts a job back at its FCFS place with an event of the given
-// kind — or, for a job in its bound reservation, back to wait for it. b.mu
-// held.
-func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
-	l.unindex(j)
-	j.Comps = nil
-	l.addEvent(j, now, kind, "", msg)
-	if j.Resv != nil && j.Resv.State == ResvBound {
-		l.waitReserved(j)
-		return
-	}
-	j.State = Queued
-	// FCFS: by submission time, then id.
-	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
-		q := l.jobs[id]
-		if c := q.Submit.Compare(t.Submit); c != 0 {
-			return c
-		}
-		return strings.Compare(q.ID, t.ID)
-	})
-	l.queue = slices.Insert(l.queue, pos, j.ID)
-	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
-}
-
-// unindex forgets the components of a job that left the live set. b.mu held.
-func (l *ledger) unindex(j *Job) {
-	for _, c := range j.Comps {
-		delete(l.where, compKey{l.st.siteIdx[c.Site], c.RemoteID})
-	}
-}
-
-// compactLive drops ended or requeued jobs from the live list. b.mu held.
-func (l *ledger) compactLive() {
-	l.live = slices.DeleteFunc(l.live, func(id string) bool {
-		j := l.jobs[id]
-		if j == nil {
-			return true // dropped (Options.Drop)
-		}
-		if j.State == Dispatched || j.State == Running {
-			return false
-		}
-		l.unindex(j)
-		return true
-	})
-}
-
-// eachSite runs fn for every site: concurrently for real sites, in order for
-// simulated ones (they answer at once, and order keeps replays deterministic).
-func (st *siteTable) eachSite(fn func(s int)) {
-	var wg sync.WaitGroup
-	for s := range st.sites {
-		if st.sites[s].Simulated {
-			fn(s)
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); fn(s) }()
-	}
-	wg.Wait()
-}
-
-// snapshot builds the policy's view of the world.
-func (b *Broker) snapshot(ctx context.Context, now time.Time, rep *CycleReport) (*policy.Snapshot, error) {
-	if b.snapSites == nil {
-		b.snapSites = make([]policy.Site, len(b.sites))
-		b.infoOK = make([]bool, len(b.sites))
-		b.infoErr = make([]error, len(b.sites))
-	}
-	b.notesMu.Lock()
-	stale := b.stale
-	b.stale = 0
-	b.notesMu.Unlock()
-	b.eachSite(func(s int) {
-		// A site that pushes its changes is asked again only when it changed
-		// (or when asking failed last time); the others every cycle.
-		if b.sites[s].Pushes && b.infoOK[s] && stale&(1<<uint(min(s, 63))) == 0 && s < 64 {
-			return
-		}
-		in, err := b.sites[s].Backend.Info(ctx)
-		b.infoErr[s] = err
-		b.infoOK[s] = err == nil && in != nil
-		ps := &b.snapSites[s]
-		*ps = policy.Site{Name: b.sites[s].Name, H: b.sites[s].H, Busy: ps.Busy[:0]}
-		if !b.infoOK[s] {
-			ps.Down = true
-			return
-		}
-		ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
-		ps.Shape = policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode}
-		ps.Trust = b.trust[s]
-		for _, a := range in.Busy {
-			ps.Busy = append(ps.Busy, policy.Hold{Nodes: a.Nodes, Until: a.Until})
-		}
-	})
-	b.mu.Lock()
-	for s := range b.sites {
-		if !b.infoOK[s] {
-			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", b.sites[s].Name, b.infoErr[s]))
-			b.downKeepsSize(s) // unreachable.go
-		} else if b.see(s, b.snapSites[s].Nodes, b.snapSites[s].Shape); b.capacity[s] != b.snapSites[s].Nodes {
-			b.resv.learned(ctx, now, s, b.snapSites[s].Nodes)
-		}
-	}
-	b.mu.Unlock()
-	// The snapshot and its buffers are reused from cycle to cycle: the
-	// policy reads them only during Plan and must not modify them.
-	up := b.uplinks()
-	b.snap = policy.Snapshot{Now: now, Sites: b.snapSites, Links: b.siteLinks(up), MultiSite: b.opts.MultiSite,
-		Quiet: b.opts.NoHistory, Uplinks: up}
-	b.mu.Lock()
-	// Only jobs submitted by the cycle's now: a submission that arrived while
-	// this cycle was polling the sites is planned by the next cycle, so no
-	// job is dispatched "before" it was submitted. Concurrent submissions
-	// may enter the queue in another order than their times (each takes its
-	// time before it is stored), so a late job may sit before an earlier
-	// one: every job is checked, and the queue is copied only when one is
-	// left out. The cap keeps an append by the policy from writing into the
-	// broker's own view of the queue.
-	b.snap.Queue = b.copies.tierOrder(b.submittedBy(now)) // tiers.go
-	b.mu.Unlock()
-	return &b.snap, nil
-}
-
-// submittedBy is the policy's view of the queue without the jobs submitted
-// after now, b.pq itself (capped) when there are none. Called with b.mu held.
-func (l *ledger) submittedBy(now time.Time) []policy.Job {
-	late := slices.IndexFunc(l.pq, func(j policy.Job) bool { return j.Submit.After(now) })
-	if late < 0 {
-		return l.pq[:len(l.pq):len(l.pq)]
-	}
-	l.byNow = append(l.byNow[:0], l.pq[:late]...)
-	for _, j := range l.pq[late+1:] {
-		if !j.Submit.After(now) {
-			l.byNow = append(l.byNow, j)
-		}
-	}
-	return l.byNow[:len(l.byNow):len(l.byNow)]
-}
-
-// uplinks is each site's measured transfer cost from this machine, for
-// jobs submitted from no site, or nil when no site has measured anything.
-// Measurements come from the sites' own transfers (backends.LinkEstimator).
-func (st *siteTable) uplinks() []policy.Link {
-	var out []policy.Link
-	for s, sc := range st.sites {
-		le, ok := backends.AsLinkEstimator(sc.Backend)
-		if !ok {
-			continue
-		}
-		spb, lat, ok := le.LinkEstimate()
-		if !ok {
-			continue
-		}
-		if out == nil {
-			if cap(st.uplinkBuf) < len(st.sites) {
-				st.uplinkBuf = make([]policy.Link, len(st.sites))
-			}
-			out = st.uplinkBuf[:len(st.sites)]
-			clear(out)
-		}
-		out[s] = policy.Link{SecPerByte: spb, Latency: lat}
-	}
-	return out
-}
-
-// markStale notes that a pushing site's Info has changed.
-func (st *siteTable) markStale(s int) {
-	st.notesMu.Lock()
-	st.stale |= 1 << uint(min(s, 63))
-	st.notesMu.Unlock()
-}
-
-// policyJob is the policy's view of a queued job. b.mu held.
-func (st *siteTable) policyJob(j *Job) policy.Job {
-	r := &j.Req
-	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
-		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit, BestEffort: r.DeadlinePolicy == DeadlineBestEffort}
-	if r.Worth != nil {
-		pj.Worth = *r.Worth
-	}
-	if r.Origin != "" {
-		pj.Origin = st.siteIdx[r.Origin]
-	}
-	for _, n := range r.Sites {
-		pj.Allowed = append(pj.Allowed, st.siteIdx[n])
-	}
-	for _, n := range r.Prefer {
-		pj.Preferred = append(pj.Preferred, st.siteIdx[n])
-	}
-	pj.PerNode = policy.NodeShape{Cores: r.CoresPerNode, MemBytes: r.MemPerNode, GPUs: r.GPUsPerNode}
-	if len(j.Refused) > 0 {
-		pj.Allowed = pj.Allowed[:0]
-		for _, n := range st.allowedLeft(j) {
-			pj.Allowed = append(pj.Allowed, st.siteIdx[n])
-		}
-	}
-	if len(j.Avoid) > 0 {
-		pj.Allowed = st.avoiding(j, pj.Allowed) // copies.go
-	}
-	return pj
-}
-
-// spec builds the JobSpec of component k of n of job j at a site. For
-// simulated sites the walltime and the real run time include the predicted
-// input transfer (the nodes are held while the data moves, as in paper 000).
-func (st *siteTable) spec(j *Job, k, n int, site string, nodes int, opt policy.Option) *backends.JobSpec {
-	r := &j.Req
-	sim := st.sites[st.siteIdx[site]].Simulated
-	sp := &backends.JobSpec{GridID: RemoteTag(j.ID, j.Attempts), Component: k, Components: n, Name: r.Name,
-		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Nodes: nodes, CoresPerNode: r.CoresPerNode,
-		Inputs: r.Inputs, Outputs: r.Outputs, MemPerNode: r.MemPerNode, GPUsPerNode: r.GPUsPerNode, Setup: r.Setup,
-		Partition: r.SiteOptions[site].Partition, Account: r.SiteOptions[site].Account}
-	if !sim { // a simulated site runs no command: it never reads the environment
-		sp.Env = make(map[string]string, len(r.Env)+3)
-		for key, v := range r.Env {
-			sp.Env[key] = v
-		}
-		sp.Env["GRIDSUB_JOB_ID"] = j.ID
-		sp.Env["GRIDSUB_COMPONENT"] = strconv.Itoa(k)
-		sp.Env["GRIDSUB_COMPONENTS"] = strconv.Itoa(n)
-	}
-	run := opt.Runtime
-	if run <= 0 {
-		run = r.Estimate
-	}
-	sp.Walltime = ceilSecond(run)
-	if sim {
-		wall, simRun := SimTimes(opt.Runtime, opt.Transfer, r.Estimate, r.Sim.Runtime)
-		sp.Sim = backends.SimHints{Runtime: simRun, ExitCode: r.Sim.ExitCode}
-		sp.Walltime = wall
-	}
-	return sp
-}
-
-// SimTimes is the walltime and the simulated run time the broker gives a
-// simulated site for a job with the given estimate (on the reference
-// machine) placed where the model predicts run (0 or less: the estimate)
-// after a transfer of xfer: the input transfer counts inside the
-// allocation, as in paper 000, and the job's actual run time on the
-// reference machine (0 or less: the estimate; it may exceed the estimate,
-// and the site then kills the job at its walltime) is scaled as the
-// estimate is. Both are rounded up to the second, as batch systems take
-// them. The trace replay's direct driver uses the same rule.
-func SimTimes(run, xfer, estimate, actual time.Duration) (walltime, simRuntime time.Duration) {
-	if run <= 0 {
-		run = estimate
-	}
-	if actual <= 0 {
-		actual = estimate
-	}
-	scale := float64(run) / float64(estimate)
-	return ceilSecond(run + xfer), ceilSecond(time.Duration(math.Round(float64(actual)*scale)) + xfer)
-}
-
-func ceilSecond(d time.Duration) time.Duration {
-	if r := d % time.Second; r != 0 {
-		d += time.Second - r
-	}
-	return d
-}
-
 // SetTrust sets the sites' trust scores the policy sees from the next cycle
 // on (policy.Site.Trust, in (0,1]); a site not in scores keeps its score,
 // and 0 means unset. A score outside [0,1] (or NaN) is ignored: the
@@ -1103,3 +455,55 @@ func (b *Broker) SetTrust(scores map[string]float64) {
 		}
 	}
 }
+
+// Cancel cancels a job: a queued job leaves the queue, a dispatched or
+// running job is cancelled at every site.
+func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
+	b.cycleMu.Lock()
+	defer b.cycleMu.Unlock()
+	defer b.flushEvents()
+	defer b.dropEnded()
+	b.mu.Lock()
+	j, ok := b.jobs[id]
+	if !ok {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if j.State.Final() {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: %s is %s", ErrFinal, id, j.State)
+	}
+	var cs []cancelReq
+	for _, c := range j.Comps {
+		if !c.State.Final() && c.RemoteID != "" { // a passive backup was never submitted
+			cs = append(cs, cancelReq{id, c.Site, c.RemoteID, "cancelled by the user"})
+		}
+	}
+	j.State, j.End, j.Reason, j.Waiting = Cancelled, now, "cancelled by the user", ""
+	b.addEvent(j, now, "cancelled", "", "cancelled by the user")
+	if j.Group != nil {
+		cs = append(cs, b.grp.cancelKids(ctx, j, now)...) // group.go
+	}
+	b.dequeue(id)
+	b.resv.dropResv(j, ResvReleased, "cancelled by the user")
+	b.compactLive()
+	err := b.persist(ctx, j)
+	b.mu.Unlock()
+	b.duties.doCancels(ctx, now, cs)
+	b.resv.releaseNative(ctx, now)
+	return err
+}
+
+func partsString(names []string, parts []policy.Part) string {
+	var sb strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			sb.WriteByte('+')
+		}
+		fmt.Fprintf(&sb, "%s:%d", names[p.Site], p.Nodes)
+	}
+	return sb.String()
+}
+
+// PartsString formats a placement as "Beijing:32+Shanghai:16".
+func PartsString(names []string, parts []policy.Part) string { return partsString(names, parts) }

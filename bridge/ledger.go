@@ -1,8 +1,13 @@
 package bridge
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/gridsub/gridsub/policy"
 )
@@ -71,4 +76,137 @@ func newLedger(opts *Options, st *siteTable, log *slog.Logger) *ledger {
 type pendingEvent struct {
 	job *Job
 	ev  Event
+}
+
+// addEvent appends an event to the job; b.mu must be held.
+func (l *ledger) addEvent(j *Job, t time.Time, kind, site, msg string) {
+	if l.noHistory {
+		return
+	}
+	e := Event{Time: t, Kind: kind, Site: site, Msg: msg}
+	j.Events = append(j.Events, e)
+	if l.onEvent != nil {
+		l.pending = append(l.pending, pendingEvent{j.Clone(), e})
+	}
+}
+
+func (l *ledger) flushEvents() {
+	if l.onEvent == nil {
+		return
+	}
+	l.mu.Lock()
+	p := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, e := range p {
+		l.onEvent(e.job, e.ev)
+	}
+}
+
+// persist writes the job; b.mu must be held. A store failure is logged and
+// returned: the caller must not act on a change it could not record.
+func (l *ledger) persist(ctx context.Context, j *Job) error {
+	if l.drop != nil && j.State.Final() && j.final == nil {
+		l.toDrop = append(l.toDrop, j.ID)
+	}
+	l.writeMu.Lock()
+	err := l.store.Put(ctx, j)
+	l.writeMu.Unlock()
+	if err != nil {
+		l.log.Error("store write failed", "job", j.ID, "err", err)
+		return err
+	}
+	return nil
+}
+
+// dropEnded hands the jobs that ended to Options.Drop and forgets them.
+// Called last in a cycle (or cancel), once nothing refers to them any more.
+func (l *ledger) dropEnded() {
+	if l.drop == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.toDrop) == 0 {
+		return
+	}
+	// Every path that ends a live job compacts the live list itself.
+	for _, id := range l.toDrop {
+		if j, ok := l.jobs[id]; ok && j.State.Final() && j.final == nil {
+			l.drop(j)
+			delete(l.jobs, id)
+		}
+	}
+	l.toDrop = l.toDrop[:0]
+}
+
+// requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
+func (l *ledger) requeue(j *Job, now time.Time, why string) {
+	again := "queued again"
+	if j.Resv != nil && j.Resv.State == ResvBound {
+		again = "submitted into its reservation again"
+	}
+	l.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d lost: %s; %s", j.Attempts, why, again))
+}
+
+// requeueAs puts a job back at its FCFS place with an event of the given
+// kind — or, for a job in its bound reservation, back to wait for it. b.mu
+// held.
+func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
+	l.unindex(j)
+	j.Comps = nil
+	l.addEvent(j, now, kind, "", msg)
+	if j.Resv != nil && j.Resv.State == ResvBound {
+		l.waitReserved(j)
+		return
+	}
+	j.State = Queued
+	// FCFS: by submission time, then id.
+	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
+		q := l.jobs[id]
+		if c := q.Submit.Compare(t.Submit); c != 0 {
+			return c
+		}
+		return strings.Compare(q.ID, t.ID)
+	})
+	l.queue = slices.Insert(l.queue, pos, j.ID)
+	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
+}
+
+// unindex forgets the components of a job that left the live set. b.mu held.
+func (l *ledger) unindex(j *Job) {
+	for _, c := range j.Comps {
+		delete(l.where, compKey{l.st.siteIdx[c.Site], c.RemoteID})
+	}
+}
+
+// compactLive drops ended or requeued jobs from the live list. b.mu held.
+func (l *ledger) compactLive() {
+	l.live = slices.DeleteFunc(l.live, func(id string) bool {
+		j := l.jobs[id]
+		if j == nil {
+			return true // dropped (Options.Drop)
+		}
+		if j.State == Dispatched || j.State == Running {
+			return false
+		}
+		l.unindex(j)
+		return true
+	})
+}
+
+// submittedBy is the policy's view of the queue without the jobs submitted
+// after now, b.pq itself (capped) when there are none. Called with b.mu held.
+func (l *ledger) submittedBy(now time.Time) []policy.Job {
+	late := slices.IndexFunc(l.pq, func(j policy.Job) bool { return j.Submit.After(now) })
+	if late < 0 {
+		return l.pq[:len(l.pq):len(l.pq)]
+	}
+	l.byNow = append(l.byNow[:0], l.pq[:late]...)
+	for _, j := range l.pq[late+1:] {
+		if !j.Submit.After(now) {
+			l.byNow = append(l.byNow, j)
+		}
+	}
+	return l.byNow[:len(l.byNow):len(l.byNow)]
 }

@@ -1,9 +1,14 @@
 package bridge
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/policy"
 )
 
@@ -44,4 +49,150 @@ type siteTable struct {
 	notes      []note // pushed changes not yet applied
 	spareNotes []note // the other buffer of notes
 	stale      uint64 // bit s: pushing site s changed since its Info was read
+}
+
+func (st *siteTable) checkSites(field string, names []string) error {
+	for _, n := range names {
+		if _, ok := st.siteIdx[n]; !ok {
+			return fmt.Errorf("%w: %s names %q; known sites: %s", ErrUnknownSite, field, n, strings.Join(st.names, ", "))
+		}
+	}
+	return nil
+}
+
+// eachSite runs fn for every site: concurrently for real sites, in order for
+// simulated ones (they answer at once, and order keeps replays deterministic).
+func (st *siteTable) eachSite(fn func(s int)) {
+	var wg sync.WaitGroup
+	for s := range st.sites {
+		if st.sites[s].Simulated {
+			fn(s)
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(s) }()
+	}
+	wg.Wait()
+}
+
+// uplinks is each site's measured transfer cost from this machine, for
+// jobs submitted from no site, or nil when no site has measured anything.
+// Measurements come from the sites' own transfers (backends.LinkEstimator).
+func (st *siteTable) uplinks() []policy.Link {
+	var out []policy.Link
+	for s, sc := range st.sites {
+		le, ok := backends.AsLinkEstimator(sc.Backend)
+		if !ok {
+			continue
+		}
+		spb, lat, ok := le.LinkEstimate()
+		if !ok {
+			continue
+		}
+		if out == nil {
+			if cap(st.uplinkBuf) < len(st.sites) {
+				st.uplinkBuf = make([]policy.Link, len(st.sites))
+			}
+			out = st.uplinkBuf[:len(st.sites)]
+			clear(out)
+		}
+		out[s] = policy.Link{SecPerByte: spb, Latency: lat}
+	}
+	return out
+}
+
+// markStale notes that a pushing site's Info has changed.
+func (st *siteTable) markStale(s int) {
+	st.notesMu.Lock()
+	st.stale |= 1 << uint(min(s, 63))
+	st.notesMu.Unlock()
+}
+
+// policyJob is the policy's view of a queued job. b.mu held.
+func (st *siteTable) policyJob(j *Job) policy.Job {
+	r := &j.Req
+	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
+		DataSize: r.DataSize, Deadline: r.Deadline, NoSplit: r.NoSplit, BestEffort: r.DeadlinePolicy == DeadlineBestEffort}
+	if r.Worth != nil {
+		pj.Worth = *r.Worth
+	}
+	if r.Origin != "" {
+		pj.Origin = st.siteIdx[r.Origin]
+	}
+	for _, n := range r.Sites {
+		pj.Allowed = append(pj.Allowed, st.siteIdx[n])
+	}
+	for _, n := range r.Prefer {
+		pj.Preferred = append(pj.Preferred, st.siteIdx[n])
+	}
+	pj.PerNode = policy.NodeShape{Cores: r.CoresPerNode, MemBytes: r.MemPerNode, GPUs: r.GPUsPerNode}
+	if len(j.Refused) > 0 {
+		pj.Allowed = pj.Allowed[:0]
+		for _, n := range st.allowedLeft(j) {
+			pj.Allowed = append(pj.Allowed, st.siteIdx[n])
+		}
+	}
+	if len(j.Avoid) > 0 {
+		pj.Allowed = st.avoiding(j, pj.Allowed) // copies.go
+	}
+	return pj
+}
+
+// spec builds the JobSpec of component k of n of job j at a site. For
+// simulated sites the walltime and the real run time include the predicted
+// input transfer (the nodes are held while the data moves, as in paper 000).
+func (st *siteTable) spec(j *Job, k, n int, site string, nodes int, opt policy.Option) *backends.JobSpec {
+	r := &j.Req
+	sim := st.sites[st.siteIdx[site]].Simulated
+	sp := &backends.JobSpec{GridID: RemoteTag(j.ID, j.Attempts), Component: k, Components: n, Name: r.Name,
+		Command: r.Command, Script: r.Script, WorkDir: r.WorkDir, Nodes: nodes, CoresPerNode: r.CoresPerNode,
+		Inputs: r.Inputs, Outputs: r.Outputs, MemPerNode: r.MemPerNode, GPUsPerNode: r.GPUsPerNode, Setup: r.Setup,
+		Partition: r.SiteOptions[site].Partition, Account: r.SiteOptions[site].Account}
+	if !sim { // a simulated site runs no command: it never reads the environment
+		sp.Env = make(map[string]string, len(r.Env)+3)
+		for key, v := range r.Env {
+			sp.Env[key] = v
+		}
+		sp.Env["GRIDSUB_JOB_ID"] = j.ID
+		sp.Env["GRIDSUB_COMPONENT"] = strconv.Itoa(k)
+		sp.Env["GRIDSUB_COMPONENTS"] = strconv.Itoa(n)
+	}
+	run := opt.Runtime
+	if run <= 0 {
+		run = r.Estimate
+	}
+	sp.Walltime = ceilSecond(run)
+	if sim {
+		wall, simRun := SimTimes(opt.Runtime, opt.Transfer, r.Estimate, r.Sim.Runtime)
+		sp.Sim = backends.SimHints{Runtime: simRun, ExitCode: r.Sim.ExitCode}
+		sp.Walltime = wall
+	}
+	return sp
+}
+
+// SimTimes is the walltime and the simulated run time the broker gives a
+// simulated site for a job with the given estimate (on the reference
+// machine) placed where the model predicts run (0 or less: the estimate)
+// after a transfer of xfer: the input transfer counts inside the
+// allocation, as in paper 000, and the job's actual run time on the
+// reference machine (0 or less: the estimate; it may exceed the estimate,
+// and the site then kills the job at its walltime) is scaled as the
+// estimate is. Both are rounded up to the second, as batch systems take
+// them. The trace replay's direct driver uses the same rule.
+func SimTimes(run, xfer, estimate, actual time.Duration) (walltime, simRuntime time.Duration) {
+	if run <= 0 {
+		run = estimate
+	}
+	if actual <= 0 {
+		actual = estimate
+	}
+	scale := float64(run) / float64(estimate)
+	return ceilSecond(run + xfer), ceilSecond(time.Duration(math.Round(float64(actual)*scale)) + xfer)
+}
+
+func ceilSecond(d time.Duration) time.Duration {
+	if r := d % time.Second; r != 0 {
+		d += time.Second - r
+	}
+	return d
 }

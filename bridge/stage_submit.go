@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -200,4 +201,101 @@ func (sm *submitter) unknownParts(ctx context.Context, now time.Time, j *Job, co
 	_ = sm.persist(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, unknown))
 	return true
+}
+
+// submitParts submits every component. If any submission fails, the ones that
+// succeeded are cancelled and the job goes back to the queue (or fails, when
+// the error cannot be cured by waiting or the attempts are used up). A
+// replicated job only needs one copy to be accepted.
+func (sm *submitter) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
+	reqs := make([]submitReq, len(specs))
+	for k, p := range d.Chosen.Parts {
+		reqs[k] = submitReq{p.Site, specs[k]}
+	}
+	rids, errs := sm.submitAll(ctx, reqs)
+	sm.finishParts(ctx, now, id, d, rids, errs, rep)
+}
+
+// finishParts settles a job once every component's submission has an
+// outcome (rids[k] or errs[k]), as submitParts says; a component whose
+// outcome is unknown holds the job for reconciliation by tag (unknownParts).
+func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, d policy.Decision, rids []backends.JobID, errs []error, rep *CycleReport) {
+	names := sm.names
+	comps := make([]Component, len(rids))
+	for k, p := range d.Chosen.Parts {
+		comps[k] = Component{Site: names[p.Site], Nodes: p.Nodes, RemoteID: rids[k], State: backends.StatePending, ExitCode: -1,
+			Replica: d.Action == policy.Replicate}
+	}
+	sm.mu.Lock()
+	j := sm.jobs[id]
+	if sm.unknownParts(ctx, now, j, comps, errs, rep) {
+		sm.mu.Unlock()
+		return
+	}
+	var ok []Component
+	var firstErr error
+	for k, c := range comps {
+		if errs[k] != nil {
+			sm.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
+			if firstErr == nil {
+				firstErr = errs[k]
+			}
+			continue
+		}
+		if !sm.opts.NoHistory {
+			sm.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
+		}
+		ok = append(ok, c)
+	}
+	if firstErr == nil || (d.Action == policy.Replicate && len(ok) > 0) {
+		j.Comps, j.State = ok, Dispatched
+		for _, c := range ok {
+			sm.where[compKey{sm.siteIdx[c.Site], c.RemoteID}] = id
+		}
+		sm.dequeue(id)
+		sm.live = append(sm.live, id)
+		sm.persistLater(ctx, j)
+		if d.Action == policy.Replicate {
+			rep.Replicated++
+		} else {
+			rep.Started++
+		}
+		sm.mu.Unlock()
+		return
+	}
+	// Undo the partial dispatch.
+	var undo []cancelReq
+	for _, c := range ok {
+		undo = append(undo, cancelReq{id, c.Site, c.RemoteID, "another component could not be submitted"})
+	}
+	j.Comps = nil
+	if sm.refuse(j, now, comps, errs) {
+		// A site said no for good: the job goes on at the others (refused.go).
+		j.State = Queued
+		sm.replan(j)
+	} else if backends.Retryable(firstErr) && j.Attempts-j.Moves < sm.opts.MaxAttempts {
+		if j.Resv != nil {
+			sm.waitReserved(j)
+			sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
+		} else {
+			j.State = Queued
+			sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
+		}
+	} else {
+		why := fmt.Sprintf("submission failed: %v", firstErr)
+		if len(j.Refused) > 1 {
+			why = "every allowed site refused the job: " + refusedText(j)
+		}
+		if !backends.Retryable(firstErr) && !errors.Is(firstErr, context.Canceled) {
+			why += " (not retryable)"
+		}
+		j.State, j.Reason, j.End = Failed, why, now
+		sm.addEvent(j, now, "failed", "", why)
+		sm.dequeue(id)
+		sm.dropResv(j, ResvFailed, why)
+	}
+	sm.persistLater(ctx, j)
+	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", id, firstErr))
+	sm.mu.Unlock()
+	sm.duties.doCancels(ctx, now, undo)
 }

@@ -1,0 +1,136 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// dispatch acts on a plan: every decision is recorded on the job before the
+// remote call, and the job's queue position is given up only once the
+// outcome is known. The submissions go out after the plan's last decision
+// is recorded, batched per site where a site can (submitPending).
+func (b *Broker) dispatch(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
+	names := b.names
+	var intents, pend []pendingSubmit
+	defer func() { b.sub.submitPending(ctx, now, pend, rep) }()
+	b.mu.Lock()
+	b.startGroup() // rejections and reservations are written after the intents, together
+	b.mu.Unlock()
+	for _, d := range plan.Decisions {
+		b.mu.Lock()
+		j, ok := b.jobs[d.Job]
+		if !ok || j.State != Queued {
+			b.mu.Unlock()
+			continue
+		}
+		switch d.Action {
+		case policy.Reject:
+			j.State, j.Reason, j.End = Rejected, strings.Join(d.Status.Reasons, "; "), now
+			if j.Reason == "" {
+				j.Reason = "rejected by policy " + b.opts.Planner.Name()
+			}
+			b.addEvent(j, now, "rejected", "", j.Reason)
+			b.dequeue(j.ID)
+			b.persistLater(ctx, j)
+			rep.Rejected++
+			b.mu.Unlock()
+		case policy.Reserve:
+			first := j.Predicted.Parts == nil
+			j.Predicted, j.SiteNames = d.Chosen, names
+			if first {
+				if !b.opts.NoHistory {
+					b.addEvent(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
+						partsString(names, d.Chosen.Parts), d.Chosen.Start.Format(time.RFC3339), d.Chosen.End().Format(time.RFC3339)))
+				}
+				b.persistLater(ctx, j)
+			}
+			b.mu.Unlock()
+		case policy.Start, policy.Replicate:
+			if b.copies.copiesFor(j) {
+				b.copies.dispatchCopies(ctx, now, j, d, rep) // copies.go; releases b.mu
+				continue
+			}
+			j.Attempts++
+			j.Predicted, j.Beaten, j.SiteNames = d.Chosen, d.Beaten, names
+			if !b.opts.NoHistory {
+				verb := "dispatching to "
+				if d.Action == policy.Replicate {
+					verb = "replicating to "
+				}
+				msg := verb + partsString(names, d.Chosen.Parts)
+				if d.Backfilled {
+					msg += " (backfilled)"
+				}
+				b.addEvent(j, now, "dispatch", "", fmt.Sprintf("attempt %d: %s", j.Attempts, msg))
+			}
+			// Write-ahead intent: the job says where it is about to be
+			// submitted (and under which tag) before any site hears of it.
+			j.State, j.Intent = Submitting, now
+			delete(b.restarted, j.ID) // a new intent of this process (recover.go: inFlight)
+			j.Comps = make([]Component, len(d.Chosen.Parts))
+			for k, p := range d.Chosen.Parts {
+				j.Comps[k] = Component{Site: names[p.Site], Nodes: p.Nodes, State: backends.StateUnknown, ExitCode: -1,
+					Replica: d.Action == policy.Replicate}
+			}
+			specs := make([]*backends.JobSpec, len(d.Chosen.Parts))
+			for k, p := range d.Chosen.Parts {
+				n := len(d.Chosen.Parts)
+				if d.Action == policy.Replicate {
+					// Each copy runs alone at its own site: its run time and
+					// transfer are that site's (equation 2), not the chosen
+					// (fastest) target's.
+					specs[k] = b.spec(j, 0, 1, names[p.Site], p.Nodes, b.alone(j, p, d.Chosen))
+				} else {
+					specs[k] = b.spec(j, k, n, names[p.Site], p.Nodes, d.Chosen)
+				}
+			}
+			b.mu.Unlock()
+			intents = append(intents, pendingSubmit{id: j.ID, d: d, specs: specs})
+		}
+	}
+	// The intents are written together (one store commit for many, not
+	// one fsync per job), before any site hears of the jobs; a job whose
+	// intent could not be recorded is not acted on and stays queued.
+	b.mu.Lock()
+	js := make([]*Job, len(intents))
+	for i, ps := range intents {
+		js[i] = b.jobs[ps.id]
+	}
+	for i, err := range b.writeCopies(ctx, js) {
+		if err != nil {
+			b.log.Error("store write failed", "job", js[i].ID, "err", err)
+			j := js[i]
+			j.State, j.Comps, j.Attempts = Queued, nil, j.Attempts-1
+			rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the dispatch intent: %w", j.ID, err))
+			continue
+		}
+		pend = append(pend, intents[i])
+	}
+	b.flushGroup(ctx)
+	b.mu.Unlock()
+}
+
+// alone is the prediction for job j running on part p by itself: the
+// option's times recomputed with the run-time model of the current
+// snapshot. b.mu held, inside a cycle.
+func (b *Broker) alone(j *Job, p policy.Part, o policy.Option) policy.Option {
+	pj := b.policyJob(j)
+	o.Parts = []policy.Part{p}
+	o.Runtime = b.snap.Runtime(&pj, o.Parts)
+	o.Transfer = b.snap.Transfer(&pj, o.Parts)
+	return o
+}
+
+// dequeue removes a job from the global queue. b.mu held.
+func (l *ledger) dequeue(id string) {
+	if i := slices.Index(l.queue, id); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		l.pq = slices.Delete(l.pq, i, i+1)
+	}
+}
