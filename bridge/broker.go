@@ -146,17 +146,14 @@ type Broker struct {
 	*ledger    // jobs, queue, indices, events, store writes (ledger.go)
 	*siteTable // sites, their capabilities and what was last seen of them (sitetable.go)
 
-	snap policy.Snapshot // the cycle's snapshot, reused (cycleMu held)
+	stages pipeline // the cycle's stages (cycle.go)
 
 	in     *intake       // Submit's rules (validate.go)
 	duties *duties       // owed cancels and late watches (duties.go); the cancel stage (stage_cancel.go)
-	sub    *submitter    // the submit stage (stage_submit.go)
-	trk    *tracker      // the track stage (stage_track.go)
 	resv   *reservations // advance reservations (reserve.go)
 	copies *copies       // QoS-tier copies (copies.go)
 	rm     *remapper     // moves of waiting jobs (remap.go)
 	grp    *groups       // groups and dependencies (group.go, deps.go)
-	fetch  *fetcher      // output fetches (fetch.go)
 	rec    *reconciler   // dispatch intents settled by tag (recover.go)
 }
 
@@ -209,18 +206,25 @@ func New(opts Options) (*Broker, error) {
 // wire builds the parts of the broker over its ledger and site table.
 func (b *Broker) wire() {
 	pt := part{b.ledger, b.siteTable, &b.opts}
+	p := &b.stages
 	b.in = &intake{part: pt}
 	b.duties = &duties{part: pt}
-	b.sub = &submitter{part: pt, duties: b.duties}
-	b.resv = &reservations{part: pt, duties: b.duties, submitter: b.sub, resFailed: make([]bool, len(b.sites))}
-	b.sub.reservations = b.resv
-	b.trk = &tracker{part: pt, reservations: b.resv, intake: b.in}
-	b.copies = &copies{part: pt, duties: b.duties, submitter: b.sub, tracker: b.trk, snap: &b.snap}
-	b.trk.copies = b.copies
-	b.rm = &remapper{part: pt, duties: b.duties, submitter: b.sub, snap: &b.snap}
+	p.cancel = b.duties
+	p.submit = &submitter{part: pt, duties: b.duties}
+	b.resv = &reservations{part: pt, duties: b.duties, submitter: p.submit, resFailed: make([]bool, len(b.sites))}
+	p.submit.reservations = b.resv
+	p.track = &tracker{part: pt, reservations: b.resv, intake: b.in}
+	p.snapshot = &snapshotter{part: pt, reservations: b.resv}
+	b.copies = &copies{part: pt, duties: b.duties, submitter: p.submit, tracker: p.track, snap: &p.snapshot.snap}
+	p.track.copies = b.copies
+	p.snapshot.copies = b.copies
+	b.rm = &remapper{part: pt, duties: b.duties, submitter: p.submit, snap: &p.snapshot.snap}
 	b.grp = &groups{part: pt, intake: b.in, reservations: b.resv}
-	b.fetch = &fetcher{part: pt, tracker: b.trk}
-	b.rec = &reconciler{part: pt, duties: b.duties, tracker: b.trk}
+	b.rec = &reconciler{part: pt, duties: b.duties, tracker: p.track}
+	p.poll = &poller{part: pt, duties: b.duties, remapper: b.rm}
+	p.fetch = &fetcher{part: pt, tracker: p.track}
+	p.plan = &planStage{part: pt, planner: b.opts.Planner}
+	p.dispatch = &dispatcher{part: pt, copies: b.copies, planner: b.opts.Planner}
 }
 
 // SiteNames lists the configured sites in order.
@@ -378,53 +382,6 @@ func (b *Broker) Idle() bool {
 	defer b.mu.Unlock()
 	return len(b.queue) == 0 && len(b.live) == 0 && len(b.held) == 0 && len(b.parents) == 0 &&
 		!slices.ContainsFunc(b.reserved, func(id string) bool { j := b.jobs[id]; return j != nil && j.State == Reserved })
-}
-
-// CycleReport says what one cycle did.
-type CycleReport struct {
-	Polled, Started, Replicated, Rejected, Ended int
-	Errors                                       []error
-}
-
-// Cycle runs one scheduling cycle at time now: poll, track, snapshot, plan,
-// dispatch. Per-site failures are reported in the CycleReport (and as job
-// events), not as an error: an error means the cycle itself could not run.
-func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
-	b.cycleMu.Lock()
-	defer b.cycleMu.Unlock()
-	defer b.flushEvents()
-	defer b.dropEnded()
-	var rep CycleReport
-	b.rec.retryUnresolved(ctx, now)
-	b.poll(ctx, now, &rep)
-	b.duties.watchLate(ctx, now)          // duties.go
-	b.grp.releaseHeld(ctx, now)           // deps.go
-	b.grp.advanceGroups(ctx, now)         // group.go
-	b.trk.expireDeadlines(ctx, now, &rep) // deadline.go
-	b.copies.submitCopies(ctx, now, &rep) // copies.go
-	b.mu.Lock()
-	queued := len(b.queue)
-	b.mu.Unlock()
-	remap := b.rm.remapWanted(now) // remap.go
-	if queued == 0 && !remap {
-		return rep, nil
-	}
-	snap, err := b.snapshot(ctx, now, &rep)
-	if err != nil {
-		return rep, err
-	}
-	var plan *policy.Plan
-	if queued > 0 {
-		b.holdUnreachable(ctx, now, snap) // unreachable.go
-		if plan, err = b.opts.Planner.Plan(ctx, snap); err != nil {
-			return rep, fmt.Errorf("policy %s: %w", b.opts.Planner.Name(), err)
-		}
-		b.dispatch(ctx, now, plan, &rep)
-	}
-	if remap {
-		b.rm.remap(ctx, now, plan, &rep)
-	}
-	return rep, nil
 }
 
 // Notify reports a component's new state from a site that pushes its changes

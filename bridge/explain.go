@@ -113,7 +113,7 @@ func (b *Broker) explain(ctx context.Context, j *Job, now time.Time, extra bool)
 	b.cycleMu.Lock()
 	defer b.cycleMu.Unlock()
 	var rep CycleReport
-	snap, err := b.snapshot(ctx, now, &rep)
+	snap, err := b.stages.snapshot.snapshot(ctx, now, &rep)
 	if err != nil {
 		return nil, err
 	}

@@ -95,25 +95,25 @@ func (d *duties) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 // StateLost (their jobs are returned to be tracked), and their cancel is
 // retried until the site answers. The first failed call of an outage is
 // reported to the Reliability model as down, every answer as up. b.mu held.
-func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus, errs []error, now time.Time) []*Job {
-	if b.opts.Tiers == nil || errs == nil {
+func (p *poller) detectDown(ctx context.Context, results [][]backends.JobStatus, errs []error, now time.Time) []*Job {
+	if p.opts.Tiers == nil || errs == nil {
 		return nil
 	}
-	if b.downSince == nil {
-		b.downSince = make([]time.Time, len(b.sites))
+	if p.downSince == nil {
+		p.downSince = make([]time.Time, len(p.sites))
 	}
-	rel := b.opts.Tiers.Reliability
+	rel := p.opts.Tiers.Reliability
 	var touched []*Job
-	for s := range b.sites {
-		name := b.sites[s].Name
+	for s := range p.sites {
+		name := p.sites[s].Name
 		if errs[s] == nil {
 			if results[s] == nil {
 				continue
 			}
-			if !b.downSince[s].IsZero() {
-				b.outageOver(s, now) // losses.go
+			if !p.downSince[s].IsZero() {
+				p.outageOver(s, now) // losses.go
 			}
-			b.downSince[s] = time.Time{}
+			p.downSince[s] = time.Time{}
 			if rel != nil {
 				// Every answer, not only the first after an outage: the
 				// model may hold the site down from an earlier run or a
@@ -122,18 +122,18 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 			}
 			continue
 		}
-		if b.downSince[s].IsZero() {
-			b.downSince[s] = now
+		if p.downSince[s].IsZero() {
+			p.downSince[s] = now
 			if rel != nil {
 				rel.Observe(name, false, now)
 			}
 		}
-		since := b.downSince[s]
-		if now.Sub(since) < b.opts.Tiers.downAfter() {
+		since := p.downSince[s]
+		if now.Sub(since) < p.opts.Tiers.downAfter() {
 			continue
 		}
-		for _, id := range b.live {
-			j := b.jobs[id]
+		for _, id := range p.live {
+			j := p.jobs[id]
 			if j == nil || (j.State != Dispatched && j.State != Running) {
 				continue
 			}
@@ -144,7 +144,7 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 				}
 				c.State, c.End = backends.StateLost, now
 				c.Reason = fmt.Sprintf("site %s has not answered since %s", name, since.UTC().Format(time.RFC3339))
-				b.duties.owe(cancelReq{j.ID, name, c.RemoteID, "given up while the site did not answer"})
+				p.duties.owe(cancelReq{j.ID, name, c.RemoteID, "given up while the site did not answer"})
 				if !j.touched {
 					j.touched = true
 					touched = append(touched, j)
@@ -153,7 +153,7 @@ func (b *Broker) detectDown(ctx context.Context, results [][]backends.JobStatus,
 		}
 	}
 	if len(touched) > 0 {
-		b.duties.saveDuties(ctx) // duties.go: the lost components' cancels
+		p.duties.saveDuties(ctx) // duties.go: the lost components' cancels
 	}
 	return touched
 }

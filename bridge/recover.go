@@ -105,7 +105,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			// while fetching its outputs): no poll asks about them again.
 			if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.State.Final() }) {
 				var crep CycleReport
-				cancels = append(cancels, b.trk.track(ctx, j, now, &crep)...)
+				cancels = append(cancels, b.stages.track.track(ctx, j, now, &crep)...)
 			}
 		case Submitting:
 			b.markRestarted(j)

@@ -46,14 +46,14 @@ func BenchmarkRemapPass(b *testing.B) {
 			}
 			now = t0.Add(time.Minute)
 			var rep CycleReport
-			if _, err := br.snapshot(context.Background(), now, &rep); err != nil {
+			if _, err := br.stages.snapshot.snapshot(context.Background(), now, &rep); err != nil {
 				b.Fatal(err)
 			}
 			free := make([]int, 50)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				for s := range free {
-					free[s] = br.snap.Sites[s].Free
+					free[s] = br.stages.snapshot.snap.Sites[s].Free
 				}
 				br.mu.Lock()
 				moves := br.rm.planMoves(now, free)

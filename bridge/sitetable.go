@@ -196,3 +196,22 @@ func ceilSecond(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// takeNotes takes the changes the pushing sites reported since the last
+// call. The notes are double-buffered: hand them back with spare once
+// applied, and the next cycle's notes reuse their memory.
+func (st *siteTable) takeNotes() []note {
+	st.notesMu.Lock()
+	defer st.notesMu.Unlock()
+	notes := st.notes
+	st.notes = st.spareNotes[:0]
+	st.spareNotes = nil
+	return notes
+}
+
+// spare hands back the notes takeNotes returned, once applied.
+func (st *siteTable) spare(notes []note) {
+	st.notesMu.Lock()
+	st.spareNotes = notes[:0]
+	st.notesMu.Unlock()
+}

@@ -16,6 +16,13 @@ type cancelReq struct {
 	why       string
 }
 
+// run is the cancel stage of a cycle: it sends the cancels the stages
+// before it handed on (cs.cancels), as doCancels does.
+func (d *duties) run(ctx context.Context, cs *cycleState) {
+	d.doCancels(ctx, cs.now, cs.cancels)
+	cs.cancels = nil
+}
+
 // doCancels is the cancel stage: it sends cs, each recorded in the duties
 // record before it is sent (duties.go), with a cancelled-remote (or
 // cancel-failed) event on its job; one that failed because the site did not

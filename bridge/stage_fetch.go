@@ -75,6 +75,13 @@ type fetchComp struct {
 	err   error
 }
 
+// run is the fetch stage of a cycle (see fetchEnded).
+func (ft *fetcher) run(ctx context.Context, cs *cycleState) {
+	if len(ft.ended) > 0 || ft.fetchPending() {
+		ft.fetchEnded(ctx, cs.now)
+	}
+}
+
 // fetchEnded applies the fetches that finished since the last cycle, and
 // starts the fetch of the outputs of completed and failed jobs that asked
 // for an output directory: inline for simulated sites, on the pool for
@@ -275,7 +282,7 @@ func (p *fetchPool) signal() {
 // WaitFetches waits until no output fetch is queued or running (the next
 // Cycle then applies their results), or ctx ends.
 func (b *Broker) WaitFetches(ctx context.Context) error {
-	p := &b.fetch.pool
+	p := &b.stages.fetch.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.idle == nil {

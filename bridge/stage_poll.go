@@ -4,115 +4,102 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
 
-// poll asks every site, in one batched call, for the state of the live
-// components it runs, and folds the answers into the jobs.
-func (b *Broker) poll(ctx context.Context, now time.Time, rep *CycleReport) {
-	b.mu.Lock()
+// poller is the poll stage. It asks every site that does not push its
+// changes, in one batched Status call, for the state of the live components
+// it runs, takes the changes the pushing sites reported (Notify), and folds
+// both into the components. The jobs that changed go to the track stage
+// (cycleState.touched), in the order of their first change. A site whose
+// status calls keep failing has lost the components it runs (detectDown,
+// outage.go).
+type poller struct {
+	part
+	*duties   // the cancels owed for the components a site lost
+	*remapper // the sites' estimated starts of waiting components
+}
+
+// run is the poll stage (see poller). It writes cs.touched, and a site's
+// failed status call to cs.rep.
+func (p *poller) run(ctx context.Context, cs *cycleState) {
+	now := cs.now
+	p.mu.Lock()
 	var ids [][]backends.JobID
-	if b.polling {
-		ids = make([][]backends.JobID, len(b.sites))
-		for _, id := range b.live {
-			for _, c := range b.jobs[id].Comps {
-				if s := b.siteIdx[c.Site]; !c.State.Final() && !b.sites[s].Pushes && c.RemoteID != "" {
+	if p.polling {
+		ids = make([][]backends.JobID, len(p.sites))
+		for _, id := range p.live {
+			for _, c := range p.jobs[id].Comps {
+				if s := p.siteIdx[c.Site]; !c.State.Final() && !p.sites[s].Pushes && c.RemoteID != "" {
 					ids[s] = append(ids[s], c.RemoteID)
 				}
 			}
 		}
 	}
-	b.mu.Unlock()
+	p.mu.Unlock()
 
 	var results [][]backends.JobStatus
 	var errs []error
 	if ids != nil {
-		results = make([][]backends.JobStatus, len(b.sites))
-		errs = make([]error, len(b.sites))
-		b.eachSite(func(s int) {
+		results = make([][]backends.JobStatus, len(p.sites))
+		errs = make([]error, len(p.sites))
+		p.eachSite(func(s int) {
 			if len(ids[s]) == 0 {
 				return
 			}
-			results[s], errs[s] = b.sites[s].Backend.Status(ctx, ids[s])
+			results[s], errs[s] = p.sites[s].Backend.Status(ctx, ids[s])
 			if errs[s] == nil && len(results[s]) != len(ids[s]) {
 				errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
 			}
 		})
 	}
-	b.notesMu.Lock()
-	notes := b.notes
-	b.notes = b.spareNotes[:0] // double-buffered: the next cycle's notes reuse this memory
-	b.spareNotes = nil
-	b.notesMu.Unlock()
-	defer func() {
-		b.notesMu.Lock()
-		b.spareNotes = notes[:0]
-		b.notesMu.Unlock()
-	}()
+	notes := p.takeNotes()
+	defer p.spare(notes)
 
-	b.mu.Lock()
-	touched := b.detectDown(ctx, results, errs, now) // outage.go
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	touched := p.detectDown(ctx, results, errs, now) // outage.go
 	for _, n := range notes {
-		if j := b.apply(n.site, n.st, now); j != nil {
+		if j := p.apply(n.site, n.st, now); j != nil {
 			touched = append(touched, j)
 		}
 	}
 	for s := range results {
 		if errs[s] != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: status: %w", b.sites[s].Name, errs[s]))
+			cs.rep.Errors = append(cs.rep.Errors, fmt.Errorf("site %s: status: %w", p.sites[s].Name, errs[s]))
 			lvl := slog.LevelWarn
-			if b.outageGoesOn(s, now) { // copies.go: said once per outage
+			if p.outageGoesOn(s, now) { // said once per outage
 				lvl = slog.LevelDebug
 			}
-			b.log.Log(ctx, lvl, "status poll failed", "site", b.sites[s].Name, "err", errs[s])
+			p.log.Log(ctx, lvl, "status poll failed", "site", p.sites[s].Name, "err", errs[s])
 			continue
 		}
-		rep.Polled += len(results[s])
+		cs.rep.Polled += len(results[s])
 		for i, st := range results[s] {
 			st.ID = ids[s][i] // answers come in request order; trust the order, not the echo
-			if j := b.apply(s, st, now); j != nil {
+			if j := p.apply(s, st, now); j != nil {
 				touched = append(touched, j)
 			}
 		}
 	}
-	var cancels []cancelReq
-	b.startGroup() // the changes are written together below (persistgroup.go)
-	for _, j := range touched {
-		if j.touched { // once per job, in the order of first change
-			j.touched = false
-			cancels = append(cancels, b.trk.track(ctx, j, now, rep)...)
-		}
-	}
-	b.flushGroup(ctx)
-	// Only a job that left the live states needs the live list compacted
-	// (most changes are a start: dispatched -> running).
-	if slices.ContainsFunc(touched, func(j *Job) bool { return j.State != Dispatched && j.State != Running }) {
-		b.compactLive()
-	}
-	b.mu.Unlock()
-	b.duties.doCancels(ctx, now, cancels)
-	if len(b.ended) > 0 || b.fetch.fetchPending() {
-		b.fetch.fetchEnded(ctx, now) // fetch.go
-	}
-	b.resv.releaseNative(ctx, now)
+	cs.touched = touched
 }
 
 // apply records one component status and returns its job the first time the
 // job changes in this cycle (nil otherwise). b.mu held.
-func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
-	id, ok := b.where[compKey{site, st.ID}]
+func (p *poller) apply(site int, st backends.JobStatus, now time.Time) *Job {
+	id, ok := p.where[compKey{site, st.ID}]
 	if !ok {
 		return nil
 	}
-	b.rm.noteEstimate(site, st) // remap.go
-	j := b.jobs[id]
+	p.noteEstimate(site, st) // remap.go
+	j := p.jobs[id]
 	if j.State != Dispatched && j.State != Running {
 		return nil
 	}
-	name := b.sites[site].Name
+	name := p.sites[site].Name
 	for k := range j.Comps {
 		c := &j.Comps[k]
 		if c.Site != name || c.RemoteID != st.ID || c.State.Final() || st.State == c.State {
@@ -122,7 +109,7 @@ func (b *Broker) apply(site int, st backends.JobStatus, now time.Time) *Job {
 		if st.State.Final() {
 			c.ExitCode = st.ExitCode
 			c.End = orNow(st.End, now)
-			b.noteLoss(site, st, now) // losses.go
+			p.noteLoss(site, st, now) // losses.go
 		}
 		if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
 			c.Start = orNow(st.Start, now)

@@ -132,6 +132,13 @@ func (sm *submitter) submitAll(ctx context.Context, reqs []submitReq) ([]backend
 	return rids, errs
 }
 
+// run is the submit stage of a cycle: it submits the jobs the dispatch
+// stage recorded intents for (cs.pend), as submitPending does.
+func (sm *submitter) run(ctx context.Context, cs *cycleState) {
+	sm.submitPending(ctx, cs.now, cs.pend, &cs.rep)
+	cs.pend = nil
+}
+
 // submitPending submits a cycle's dispatched jobs through submitAll, in
 // plan order, and settles each job as submitParts does, from its own
 // components' outcomes only: one job's refusal does not touch another's.

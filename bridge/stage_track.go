@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -15,6 +16,30 @@ type tracker struct {
 	*copies       // the copies of QoS-tiered jobs
 	*reservations // a job's reservation ends with it
 	*intake       // the output root, checked again before a fetch
+}
+
+// run is the track stage: it folds the components of every job the poll
+// stage changed (cs.touched) into the job's state, once per job in the
+// order of its first change, and hands the remote cancels that follows
+// (the siblings of a failed component, the losing copies) to the cancel
+// stage (cs.cancels). The jobs' writes go to the store together.
+func (tk *tracker) run(ctx context.Context, cs *cycleState) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	tk.startGroup() // written together below (ledger_writes.go)
+	for _, j := range cs.touched {
+		if j.touched { // once per job, in the order of first change
+			j.touched = false
+			cs.cancels = append(cs.cancels, tk.track(ctx, j, cs.now, &cs.rep)...)
+		}
+	}
+	tk.flushGroup(ctx)
+	// Only a job that left the live states needs the live list compacted
+	// (most changes are a start: dispatched -> running).
+	if slices.ContainsFunc(cs.touched, func(j *Job) bool { return j.State != Dispatched && j.State != Running }) {
+		tk.compactLive()
+	}
+	cs.touched = nil
 }
 
 // latest returns the latest component start and end: a co-allocated job runs

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -37,59 +38,78 @@ func (st *siteTable) downKeepsSize(s int) {
 	}
 }
 
+// planStage is the plan stage: it holds out of the snapshot's queue the
+// jobs no site they may use can be reached (holdUnreachable) and asks the
+// policy for a plan — pure and deterministic: a Snapshot in, a Plan out.
+type planStage struct {
+	part
+	planner policy.Planner
+}
+
+// run is the plan stage: it reads cs.snap and writes cs.plan.
+func (ps *planStage) run(ctx context.Context, cs *cycleState) error {
+	ps.holdUnreachable(ctx, cs.now, cs.snap)
+	plan, err := ps.planner.Plan(ctx, cs.snap)
+	if err != nil {
+		return fmt.Errorf("policy %s: %w", ps.planner.Name(), err)
+	}
+	cs.plan = plan
+	return nil
+}
+
 // holdUnreachable takes out of snap's queue the jobs whose every eligible
 // site (allowed, or all) is down, and marks them; it clears the mark of
 // the jobs planned again. Without a down site and a marked job it costs
 // one pass over the sites.
-func (b *Broker) holdUnreachable(ctx context.Context, now time.Time, snap *policy.Snapshot) {
+func (ps *planStage) holdUnreachable(ctx context.Context, now time.Time, snap *policy.Snapshot) {
 	down := 0
 	for i := range snap.Sites {
 		if snap.Sites[i].Down {
 			down++
 		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if down == 0 && len(b.unreachable) == 0 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if down == 0 && len(ps.unreachable) == 0 {
 		return
 	}
 	var keep []policy.Job
 	for k := range snap.Queue {
 		pj := &snap.Queue[k]
-		j := b.jobs[pj.ID]
+		j := ps.jobs[pj.ID]
 		if j == nil {
 			continue
 		}
-		if names, all := b.allDown(snap, pj); all {
+		if names, all := ps.allDown(snap, pj); all {
 			if keep == nil {
 				keep = append(make([]policy.Job, 0, len(snap.Queue)), snap.Queue[:k]...)
 			}
 			why := unreachableReason + " (" + strings.Join(names, ", ") + ")"
 			if j.Reason != why {
 				j.Reason = why
-				b.addEvent(j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
-				_ = b.persist(ctx, j)
+				ps.addEvent(j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
+				_ = ps.persist(ctx, j)
 			}
-			if b.unreachable == nil {
-				b.unreachable = map[string]bool{}
+			if ps.unreachable == nil {
+				ps.unreachable = map[string]bool{}
 			}
-			b.unreachable[j.ID] = true
+			ps.unreachable[j.ID] = true
 			continue
 		}
-		if b.unreachable[j.ID] {
-			delete(b.unreachable, j.ID)
+		if ps.unreachable[j.ID] {
+			delete(ps.unreachable, j.ID)
 			if strings.HasPrefix(j.Reason, unreachableReason) {
 				j.Reason = ""
-				_ = b.persist(ctx, j)
+				_ = ps.persist(ctx, j)
 			}
 		}
 		if keep != nil {
 			keep = append(keep, *pj)
 		}
 	}
-	for id := range b.unreachable {
-		if j := b.jobs[id]; j == nil || j.State != Queued {
-			delete(b.unreachable, id) // cancelled, or gone
+	for id := range ps.unreachable {
+		if j := ps.jobs[id]; j == nil || j.State != Queued {
+			delete(ps.unreachable, id) // cancelled, or gone
 		}
 	}
 	if keep != nil {
@@ -99,7 +119,7 @@ func (b *Broker) holdUnreachable(ctx context.Context, now time.Time, snap *polic
 
 // allDown reports whether every site job pj may use is down, with their
 // names.
-func (b *Broker) allDown(snap *policy.Snapshot, pj *policy.Job) ([]string, bool) {
+func (ps *planStage) allDown(snap *policy.Snapshot, pj *policy.Job) ([]string, bool) {
 	var names []string
 	for i := range snap.Sites {
 		if pj.Allowed != nil && !slices.Contains(pj.Allowed, i) {
