@@ -327,8 +327,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	b.jobs[j.ID] = j
 	switch j.State {
 	case Queued:
-		b.queue = append(b.queue, j.ID)
-		b.pq = append(b.pq, b.policyJob(j))
+		b.queueLast(j)
 	case Reserved:
 		b.reserved = append(b.reserved, j.ID)
 	}
@@ -436,8 +435,8 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 			cs = append(cs, cancelReq{id, c.Site, c.RemoteID, "cancelled by the user"})
 		}
 	}
-	j.State, j.End, j.Reason, j.Waiting = Cancelled, now, "cancelled by the user", ""
-	b.addEvent(j, now, "cancelled", "", "cancelled by the user")
+	j.Waiting = ""
+	b.endAs(j, now, Cancelled, "cancelled", "", "cancelled by the user")
 	if j.Group != nil {
 		cs = append(cs, b.grp.cancelKids(ctx, j, now)...) // group.go
 	}

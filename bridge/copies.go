@@ -264,8 +264,7 @@ func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d p
 			cp.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", first))
 		} else {
 			why := fmt.Sprintf("submission failed: %v", first)
-			j.State, j.Reason, j.End = Failed, why, now
-			cp.addEvent(j, now, "failed", "", why)
+			cp.endAs(j, now, Failed, "failed", "", why)
 			cp.dequeue(j.ID)
 		}
 		_ = cp.persist(ctx, j)

@@ -103,8 +103,7 @@ func (tk *tracker) expireDeadlines(ctx context.Context, now time.Time, rep *Cycl
 			_ = tk.persist(ctx, j)
 			continue
 		}
-		j.State, j.Reason, j.End = Rejected, "deadline missed while queued: "+why, now
-		tk.addEvent(j, now, EventDeadlineMissed, "", j.Reason)
+		tk.endAs(j, now, Rejected, EventDeadlineMissed, "", "deadline missed while queued: "+why)
 		_ = tk.persist(ctx, j)
 		rejected = append(rejected, id)
 		rep.Rejected++

@@ -315,8 +315,8 @@ func (gs *groups) releaseHeld(ctx context.Context, now time.Time) {
 		fail, wait := gs.verdict(ctx, &j.Req)
 		switch {
 		case fail != "":
-			j.State, j.End, j.Reason, j.Waiting = Cancelled, now, fail, ""
-			gs.addEvent(j, now, "cancelled", "", fail)
+			j.Waiting = ""
+			gs.endAs(j, now, Cancelled, "cancelled", "", fail)
 		case wait != "":
 			keep = append(keep, id)
 			if w := "waiting for " + wait; w != j.Waiting {
@@ -330,8 +330,7 @@ func (gs *groups) releaseHeld(ctx context.Context, now time.Time) {
 		default:
 			j.State, j.Waiting = Queued, ""
 			gs.addEvent(j, now, "released", "", "dependencies met; queued")
-			gs.queue = append(gs.queue, j.ID)
-			gs.pq = append(gs.pq, gs.policyJob(j))
+			gs.queueLast(j)
 		}
 		_ = gs.persist(ctx, j)
 	}

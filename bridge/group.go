@@ -307,8 +307,7 @@ func (gs *groups) makeElement(ctx context.Context, p *Job, indices []int, k int,
 	gs.jobs[e.ID] = e
 	switch e.State {
 	case Queued:
-		gs.queue = append(gs.queue, e.ID)
-		gs.pq = append(gs.pq, gs.policyJob(e))
+		gs.queueLast(e)
 	case Held:
 		gs.held = append(gs.held, e.ID)
 	}
@@ -355,8 +354,7 @@ func (gs *groups) cancelKids(ctx context.Context, p *Job, now time.Time) []cance
 				cs = append(cs, cancelReq{e.ID, c.Site, c.RemoteID, why})
 			}
 		}
-		e.State, e.End, e.Reason = Cancelled, now, why
-		gs.addEvent(e, now, "cancelled", "", why)
+		gs.endAs(e, now, Cancelled, "cancelled", "", why)
 		gs.dequeue(e.ID)
 		gs.dropResv(e, ResvReleased, why)
 		if p.Group.Counts == nil {

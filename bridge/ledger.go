@@ -210,3 +210,19 @@ func (l *ledger) submittedBy(now time.Time) []policy.Job {
 	}
 	return l.byNow[:len(l.byNow):len(l.byNow)]
 }
+
+// queueLast puts a new (or newly released) queued job at the end of the
+// queue: FCFS, as it was submitted (or released) last. mu held.
+func (l *ledger) queueLast(j *Job) {
+	l.queue = append(l.queue, j.ID)
+	l.pq = append(l.pq, l.st.policyJob(j))
+}
+
+// endAs ends a job that did not run to its end at a site — Failed,
+// Rejected or Cancelled by the broker — with why as its reason and the
+// event kind (at site, "" for none) saying so. The caller takes it out of
+// the queue or the live list, and writes it. mu held.
+func (l *ledger) endAs(j *Job, now time.Time, state JobState, kind, site, why string) {
+	j.State, j.Reason, j.End = state, why, now
+	l.addEvent(j, now, kind, site, why)
+}

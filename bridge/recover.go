@@ -85,11 +85,10 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		}
 		switch j.State {
 		case Queued:
-			b.queue = append(b.queue, j.ID)
-			b.pq = append(b.pq, b.policyJob(j))
+			b.queueLast(j)
 			rep.Queued++
 		case Dispatched, Running:
-			b.track0(j)
+			b.adopt(j)
 			rep.Live++
 			if hasCopies(j) { // a copy intent it holds was written before the restart
 				b.markRestarted(j)
@@ -140,8 +139,8 @@ func compSites(j *Job) []string {
 	return out
 }
 
-// track0 makes a dispatched or running job live again. b.mu held.
-func (l *ledger) track0(j *Job) {
+// adopt makes a dispatched or running job live again. b.mu held.
+func (l *ledger) adopt(j *Job) {
 	l.live = append(l.live, j.ID)
 	for _, c := range j.Comps {
 		if c.RemoteID != "" {
@@ -209,7 +208,7 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 	case missing == 0:
 		j.State = Dispatched
 		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
-		rc.track0(j)
+		rc.adopt(j)
 		rep.Live++
 		// The remote jobs may have run, or ended, while nobody watched: fold
 		// what the sites said into the job now. A poll would never do it for
@@ -234,8 +233,7 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 		}
 		j.State = Queued
 		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
-		rc.queue = append(rc.queue, j.ID)
-		rc.pq = append(rc.pq, rc.policyJob(j))
+		rc.queueLast(j)
 		rep.Queued++
 	}
 	_ = rc.persist(ctx, j)
@@ -284,8 +282,7 @@ func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time
 			continue
 		}
 		j.Resv.State, j.Resv.Reason = ResvFailed, why
-		j.State, j.Reason, j.End = Failed, "reservation failed: after a restart the admission test no longer holds it: "+why, now
-		rsv.addEvent(j, now, "failed", "", j.Reason)
+		rsv.endAs(j, now, Failed, "failed", "", "reservation failed: after a restart the admission test no longer holds it: "+why)
 		_ = rsv.persist(ctx, j)
 	}
 }

@@ -22,7 +22,7 @@ func (rc *reconciler) reconcileCopies(ctx context.Context, j *Job, now time.Time
 	}
 	j.State = Dispatched
 	rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
-	rc.track0(j)
+	rc.adopt(j)
 	rep.Live++
 	var crep CycleReport
 	return append(cancels, rc.trackCopies(ctx, j, now, &crep)...)
@@ -106,7 +106,7 @@ func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, 
 // unlive takes a job held for reconciliation out of the live set: a live
 // job found at Recover with an intent not settled yet is tracked again only
 // once its sites answered (retryUnresolved, reconcileCopies). Recover has
-// just appended it to b.live (track0). A Submitting job is left as it is.
+// just appended it to b.live (adopt). A Submitting job is left as it is.
 // b.mu held.
 func (l *ledger) unlive(j *Job) {
 	if j.State == Submitting {

@@ -66,7 +66,7 @@ func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep 
 		j.Moves--
 		rm.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d is still at %s; the move to %s is undone (attempt %d cancelled wherever it landed)",
 			mv.FromAttempt, j.Sites(), compsString(mv.To), mv.FromAttempt+1))
-		rm.track0(j)
+		rm.adopt(j)
 		_ = rm.persist(ctx, j)
 		rep.Live++
 		return true, cancels

@@ -162,9 +162,8 @@ func (rsv *reservations) admit(j *Job, now time.Time) {
 	j.Resv = &Reservation{Earliest: w.Earliest, Latest: w.Latest, Name: ResvName(j.ID)}
 	ok, why := rsv.graph().Admit(rsv.resvRequest(j))
 	if !ok {
-		j.State, j.End, j.Reason = Rejected, now, "reservation not admitted: "+why
 		j.Resv.State, j.Resv.Reason = ResvFailed, why
-		rsv.addEvent(j, now, "rejected", "", j.Reason)
+		rsv.endAs(j, now, Rejected, "rejected", "", "reservation not admitted: "+why)
 		return
 	}
 	j.State, j.Resv.State = Reserved, ResvAdmitted
@@ -335,8 +334,7 @@ func (rsv *reservations) refreshResources(ctx context.Context, now time.Time, re
 // failReserved fails a job still waiting for its reservation. b.mu held.
 func (rsv *reservations) failReserved(ctx context.Context, j *Job, now time.Time, why string) {
 	rsv.dropResv(j, ResvFailed, why)
-	j.State, j.Reason, j.End = Failed, "reservation failed: "+why, now
-	rsv.addEvent(j, now, "failed", j.Resv.Site, j.Reason)
+	rsv.endAs(j, now, Failed, "failed", j.Resv.Site, "reservation failed: "+why)
 	_ = rsv.persist(ctx, j)
 }
 
@@ -452,8 +450,7 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 		}
 		r.State = ResvFailed // nothing was created: nothing to delete
 		rsv.rrg.Remove(j.ID)
-		j.State, j.Reason, j.End = Failed, fmt.Sprintf("reservation failed: site %s refused it: %v", bd.Resource, err), now
-		rsv.addEvent(j, now, "failed", bd.Resource, j.Reason)
+		rsv.endAs(j, now, Failed, "failed", bd.Resource, fmt.Sprintf("reservation failed: site %s refused it: %v", bd.Resource, err))
 		_ = rsv.persist(ctx, j)
 		rep.Failed++
 		return

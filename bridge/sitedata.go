@@ -291,8 +291,7 @@ func (sm *submitter) dataFailed(ctx context.Context, now time.Time, j *Job, err 
 		if !backends.Retryable(err) && !errors.Is(err, context.Canceled) {
 			why += " (not retryable)"
 		}
-		j.State, j.Reason, j.End = Failed, why, now
-		sm.addEvent(j, now, "failed", "", why)
+		sm.endAs(j, now, Failed, "failed", "", why)
 		sm.dequeue(j.ID)
 	}
 	_ = sm.persist(ctx, j)

@@ -46,11 +46,11 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 		}
 		switch d.Action {
 		case policy.Reject:
-			j.State, j.Reason, j.End = Rejected, strings.Join(d.Status.Reasons, "; "), now
-			if j.Reason == "" {
-				j.Reason = "rejected by policy " + dp.planner.Name()
+			why := strings.Join(d.Status.Reasons, "; ")
+			if why == "" {
+				why = "rejected by policy " + dp.planner.Name()
 			}
-			dp.addEvent(j, now, "rejected", "", j.Reason)
+			dp.endAs(j, now, Rejected, "rejected", "", why)
 			dp.dequeue(j.ID)
 			dp.persistLater(ctx, j)
 			rep.Rejected++

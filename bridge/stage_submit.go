@@ -296,8 +296,7 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 		if !backends.Retryable(firstErr) && !errors.Is(firstErr, context.Canceled) {
 			why += " (not retryable)"
 		}
-		j.State, j.Reason, j.End = Failed, why, now
-		sm.addEvent(j, now, "failed", "", why)
+		sm.endAs(j, now, Failed, "failed", "", why)
 		sm.dequeue(id)
 		sm.dropResv(j, ResvFailed, why)
 	}
