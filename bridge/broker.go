@@ -248,7 +248,7 @@ func (b *Broker) Site(name string) (backends.Backend, bool) {
 func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, error) {
 	req = req.clone() // validate normalises paths in place
 	if req.grouped() || req.hasDeps() {
-		return b.grp.submitHeld(ctx, req, now) // deps.go
+		return b.grp.submitHeld(ctx, req, now)
 	}
 	if err := b.in.validate(&req, now); err != nil {
 		return nil, err
@@ -267,10 +267,10 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if err := b.checkSites("site_options", slices.Sorted(maps.Keys(req.SiteOptions))); err != nil {
 		return nil, err
 	}
-	if err := checkDeadlineFields(&req); err != nil { // deadline.go
+	if err := checkDeadlineFields(&req); err != nil {
 		return nil, err
 	}
-	warn, err := b.in.feasible(ctx, &req, now) // feasible.go: also the deadline rule
+	warn, err := b.in.feasible(ctx, &req, now) // also the deadline rule
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		ev = &Event{Time: now, Kind: "submitted", Msg: fmt.Sprintf("%d node(s), walltime %s", req.Nodes, req.Estimate)}
 		j.Events = append(j.Events, *ev)
 	}
-	b.in.assignTier(j, now) // tiers.go
+	b.in.assignTier(j, now)
 	if warn != "" {
 		j.DeadlineMissed = true
 		if !b.opts.NoHistory {
@@ -438,7 +438,7 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 	j.Waiting = ""
 	b.endAs(j, now, Cancelled, "cancelled", "", "cancelled by the user")
 	if j.Group != nil {
-		cs = append(cs, b.grp.cancelKids(ctx, j, now)...) // group.go
+		cs = append(cs, b.grp.cancelKids(ctx, j, now)...)
 	}
 	b.dequeue(id)
 	b.resv.dropResv(j, ResvReleased, "cancelled by the user")

@@ -33,21 +33,21 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 // they queue is planned in this cycle.
 func (b *Broker) cycle(ctx context.Context, cs *cycleState) error {
 	p, now := &b.stages, cs.now
-	b.rec.retryUnresolved(ctx, now) // recover.go: intents whose sites could not be asked
+	b.rec.retryUnresolved(ctx, now) // intents whose sites could not be asked
 	p.poll.run(ctx, cs)
 	p.track.run(ctx, cs)
 	p.cancel.run(ctx, cs)
 	p.fetch.run(ctx, cs)
-	b.resv.releaseNative(ctx, now)             // reserve.go: native reservations of ended jobs
-	b.duties.watchLate(ctx, now)               // duties.go: submissions that landed after the grace
-	b.grp.releaseHeld(ctx, now)                // deps.go: jobs whose dependencies are met
-	b.grp.advanceGroups(ctx, now)              // group.go: the elements a group has room for
-	p.track.expireDeadlines(ctx, now, &cs.rep) // deadline.go: jobs that can no longer meet theirs
-	b.copies.submitCopies(ctx, now, &cs.rep)   // copies.go: backups and copies whose time has come
+	b.resv.releaseNative(ctx, now)             // native reservations of ended jobs
+	b.duties.watchLate(ctx, now)               // submissions that landed after the grace
+	b.grp.releaseHeld(ctx, now)                // jobs whose dependencies are met
+	b.grp.advanceGroups(ctx, now)              // the elements a group has room for
+	p.track.expireDeadlines(ctx, now, &cs.rep) // jobs that can no longer meet theirs
+	b.copies.submitCopies(ctx, now, &cs.rep)   // backups and copies whose time has come
 	b.mu.Lock()
 	queued := len(b.queue) > 0
 	b.mu.Unlock()
-	remap := b.rm.remapWanted(now) // remap.go
+	remap := b.rm.remapWanted(now)
 	if !queued && !remap {
 		return nil
 	}

@@ -78,10 +78,10 @@ func (tk *tracker) expireDeadlines(ctx context.Context, now time.Time, rep *Cycl
 			return "", false
 		}
 		if m == nil {
-			m = tk.model(now, tk.opts.CheckFeasible) // feasible.go: what Submit knew
+			m = tk.model(now, tk.opts.CheckFeasible) // what Submit knew
 		}
 		cand, _ := eligible(&j.Req, m.Sites)
-		why := deadlineMiss(&j.Req, m, cand) // feasible.go: the rule Submit applied
+		why := deadlineMiss(&j.Req, m, cand) // the rule Submit applied
 		if why == "" {
 			return "", false
 		}

@@ -102,7 +102,7 @@ func (b *Broker) ExplainJob(ctx context.Context, id string, now time.Time) (*Exp
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	case c.State != Queued:
 		return nil, fmt.Errorf("%w: job %s is %s, not queued: only a queued job's placement is still open (`gridsub status %s` shows where it went)%s",
-			ErrBadRequest, id, c.State, id, moveNote(c)) // remap.go
+			ErrBadRequest, id, c.State, id, moveNote(c))
 	}
 	return b.explain(ctx, c, now, false)
 }

@@ -78,7 +78,7 @@ type pendingEvent struct {
 	ev  Event
 }
 
-// addEvent appends an event to the job; b.mu must be held.
+// addEvent appends an event to the job; the ledger's lock must be held.
 func (l *ledger) addEvent(j *Job, t time.Time, kind, site, msg string) {
 	if l.noHistory {
 		return
@@ -103,7 +103,7 @@ func (l *ledger) flushEvents() {
 	}
 }
 
-// persist writes the job; b.mu must be held. A store failure is logged and
+// persist writes the job; the ledger's lock must be held. A store failure is logged and
 // returned: the caller must not act on a change it could not record.
 func (l *ledger) persist(ctx context.Context, j *Job) error {
 	if l.drop != nil && j.State.Final() && j.final == nil {
@@ -140,7 +140,7 @@ func (l *ledger) dropEnded() {
 	l.toDrop = l.toDrop[:0]
 }
 
-// requeue puts a job whose attempt was lost back at its FCFS place. b.mu held.
+// requeue puts a job whose attempt was lost back at its FCFS place. the ledger's lock held.
 func (l *ledger) requeue(j *Job, now time.Time, why string) {
 	again := "queued again"
 	if j.Resv != nil && j.Resv.State == ResvBound {
@@ -150,7 +150,7 @@ func (l *ledger) requeue(j *Job, now time.Time, why string) {
 }
 
 // requeueAs puts a job back at its FCFS place with an event of the given
-// kind — or, for a job in its bound reservation, back to wait for it. b.mu
+// kind — or, for a job in its bound reservation, back to wait for it. the ledger's lock
 // held.
 func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
 	l.unindex(j)
@@ -173,14 +173,14 @@ func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
 	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
 }
 
-// unindex forgets the components of a job that left the live set. b.mu held.
+// unindex forgets the components of a job that left the live set. the ledger's lock held.
 func (l *ledger) unindex(j *Job) {
 	for _, c := range j.Comps {
 		delete(l.where, compKey{l.st.siteIdx[c.Site], c.RemoteID})
 	}
 }
 
-// compactLive drops ended or requeued jobs from the live list. b.mu held.
+// compactLive drops ended or requeued jobs from the live list. the ledger's lock held.
 func (l *ledger) compactLive() {
 	l.live = slices.DeleteFunc(l.live, func(id string) bool {
 		j := l.jobs[id]
@@ -196,7 +196,7 @@ func (l *ledger) compactLive() {
 }
 
 // submittedBy is the policy's view of the queue without the jobs submitted
-// after now, b.pq itself (capped) when there are none. Called with b.mu held.
+// after now, pq itself (capped) when there are none. Called with the ledger's lock held.
 func (l *ledger) submittedBy(now time.Time) []policy.Job {
 	late := slices.IndexFunc(l.pq, func(j policy.Job) bool { return j.Submit.After(now) })
 	if late < 0 {

@@ -42,7 +42,7 @@ func IsSiteLoss(st backends.JobStatus) bool {
 // once per site per cycle time (a site failure that loses ten jobs is one
 // failure, not ten). A site already counted down (its status calls fail)
 // is not reported again, nor are the losses found in its first answer after
-// an outage (outageOver). b.mu held.
+// an outage (outageOver). the ledger's lock held.
 func (t *siteTable) noteLoss(s int, st backends.JobStatus, now time.Time) {
 	if t.tiers == nil || t.tiers.Reliability == nil || !IsSiteLoss(st) {
 		return
@@ -59,7 +59,7 @@ func (t *siteTable) noteLoss(s int, st backends.JobStatus, now time.Time) {
 
 // outageOver is called when site s answers after an outage: the jobs it
 // reports lost in this answer were lost in the outage, already reported
-// as the site going down, so no loss is reported for them. b.mu held.
+// as the site going down, so no loss is reported for them. the ledger's lock held.
 func (st *siteTable) outageOver(s int, now time.Time) {
 	if st.lostAt == nil {
 		st.lostAt = make([]time.Time, len(st.sites))

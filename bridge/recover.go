@@ -55,19 +55,19 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	if resv {
 		b.resv.readmit(ctx, jobs, now)
 	}
-	b.duties.loadDuties(ctx, &rep) // duties.go: pending cancels and late watches
+	b.duties.loadDuties(ctx, &rep) // pending cancels and late watches
 	var cancels []cancelReq
 	for _, j := range jobs {
 		if _, dup := b.jobs[j.ID]; dup {
 			continue
 		}
 		b.jobs[j.ID] = j
-		b.duties.rewatch(j) // duties.go
+		b.duties.rewatch(j)
 		// How a job ends while its outputs are fetched lives in memory
 		// only; a store that hands back the struct (MemStore) must not
 		// make the recovered job skip its fetch.
 		j.final = nil
-		if j.Group != nil || j.State == Held { // group.go, deps.go
+		if j.Group != nil || j.State == Held {
 			if j.State == Held {
 				b.held = append(b.held, j.ID)
 			}
@@ -76,7 +76,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			}
 			continue
 		}
-		if j.Moving != nil { // remap.go
+		if j.Moving != nil {
 			took, cs := b.rm.recoverMove(ctx, j, now, &rep)
 			cancels = append(cancels, cs...)
 			if took {
@@ -93,7 +93,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			if hasCopies(j) { // a copy intent it holds was written before the restart
 				b.markRestarted(j)
 			}
-			if hasCopies(j) { // recover_copies.go
+			if hasCopies(j) {
 				ok, cs := b.rec.lookupIntents(ctx, j, now, &rep)
 				cancels = append(cancels, cs...)
 				if !ok {
@@ -122,7 +122,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 }
 
 // markRestarted records that j's intents were written by the process
-// before the restart (Options.SubmitGrace applies to them). b.mu held.
+// before the restart (Options.SubmitGrace applies to them). the ledger's lock held.
 func (l *ledger) markRestarted(j *Job) {
 	if l.restarted == nil {
 		l.restarted = map[string]bool{}
@@ -139,7 +139,7 @@ func compSites(j *Job) []string {
 	return out
 }
 
-// adopt makes a dispatched or running job live again. b.mu held.
+// adopt makes a dispatched or running job live again. the ledger's lock held.
 func (l *ledger) adopt(j *Job) {
 	l.live = append(l.live, j.ID)
 	for _, c := range j.Comps {
@@ -150,12 +150,12 @@ func (l *ledger) adopt(j *Job) {
 }
 
 // reconcile settles a job found in the Submitting state: for each intended
-// component it asks the site for remote jobs carrying the attempt's tag. b.mu
+// component it asks the site for remote jobs carrying the attempt's tag. the ledger's lock
 // held (the sites are asked with it held: recovery runs before any cycle). It
-// returns the remote cancels to issue once b.mu is released.
+// returns the remote cancels to issue once the ledger's lock is released.
 func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
 	if hasCopies(j) {
-		return rc.reconcileCopies(ctx, j, now, rep) // recover_copies.go
+		return rc.reconcileCopies(ctx, j, now, rep)
 	}
 	tag := RemoteTag(j.ID, j.Attempts)
 	found, missing, unknown := 0, 0, 0
@@ -221,7 +221,7 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
 			}
 			if c.RemoteID == "" {
-				rc.duties.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
+				rc.duties.abandon(ctx, j, c, tag, now) // cancelled if it lands after all
 			}
 		}
 		rep.NeverReached += missing
@@ -266,7 +266,7 @@ func (rc *reconciler) retryUnresolved(ctx context.Context, now time.Time) {
 // unfinished job with a live reservation is admitted again, earliest window
 // first. One still waiting that no longer passes (a site gone, or down at
 // the restart) fails with the test's reason; one already running in its
-// reservation stays, whatever the graph says. b.mu held.
+// reservation stays, whatever the graph says. the ledger's lock held.
 func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 	var rs []*Job
 	for _, j := range jobs {
@@ -294,7 +294,7 @@ func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time
 // in flight (inFlight) the job stays Submitting and is looked up again
 // every cycle (retryUnresolved), with one reconcile-wait event per
 // attempt; it reports true then. The one rule for single and co-allocated
-// jobs (reconcile) and for QoS copies (lookupIntents). b.mu held.
+// jobs (reconcile) and for QoS copies (lookupIntents). the ledger's lock held.
 func (d *duties) waitInFlight(ctx context.Context, j *Job, now time.Time, missing int, rep *RecoverReport) bool {
 	if missing == 0 || !d.inFlight(j, now) {
 		return false
@@ -316,7 +316,7 @@ func (d *duties) waitInFlight(ctx context.Context, j *Job, now time.Time, missin
 // before it stopped may still reach its site (Options.SubmitGrace). A
 // batch this process cut itself is not waited for: its remote shell stops
 // at the next marker it cannot write (backends/sshbatch). An intent
-// recorded before Intent existed (zero) is not waited for. b.mu held.
+// recorded before Intent existed (zero) is not waited for. the ledger's lock held.
 func (d *duties) inFlight(j *Job, now time.Time) bool {
 	return d.opts.SubmitGrace > 0 && d.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(d.opts.SubmitGrace))
 }

@@ -42,7 +42,7 @@ type reservations struct {
 const capacityWait = 5 * time.Second
 
 // learnCapacity asks every site its node count before admission decides on
-// it (b.mu not held): a site not known yet becomes a resource of the graph,
+// it (the ledger's lock not held): a site not known yet becomes a resource of the graph,
 // one that grew or shrank since it was last asked has its new count there
 // (the reservations a shrink can no longer hold fail now). A site that does
 // not answer within capacityWait keeps what the graph knows of it (a
@@ -61,7 +61,7 @@ func (rsv *reservations) learnCapacity(ctx context.Context, now time.Time) {
 	}
 }
 
-// siteNodes asks the sites that ask selects for their Info (b.mu not held):
+// siteNodes asks the sites that ask selects for their Info (the ledger's lock not held):
 // each one's node count, or why it could not be had.
 func (st *siteTable) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []error) {
 	nodes := make([]int, len(st.sites))
@@ -87,7 +87,7 @@ func (st *siteTable) siteNodes(ctx context.Context, ask func(s int) bool) ([]int
 // graph (again, after a failure). A site already in the graph whose count
 // changed (nodes drained or added) gets the new count there too, and the
 // jobs still waiting for the reservations a shrink dropped fail with the
-// reason. It returns how many failed. b.mu held.
+// reason. It returns how many failed. the ledger's lock held.
 func (rsv *reservations) learned(ctx context.Context, now time.Time, s, nodes int) int {
 	if nodes <= 0 || (rsv.capacity[s] == nodes && !rsv.resFailed[s]) {
 		return 0
@@ -111,7 +111,7 @@ func (rsv *reservations) learned(ctx context.Context, now time.Time, s, nodes in
 }
 
 // failDropped fails, with why, the jobs still waiting for the reservations
-// the graph dropped, and returns how many. b.mu held.
+// the graph dropped, and returns how many. the ledger's lock held.
 func (rsv *reservations) failDropped(ctx context.Context, now time.Time, dropped []string, why string) int {
 	n := 0
 	for _, id := range dropped {
@@ -125,7 +125,7 @@ func (rsv *reservations) failDropped(ctx context.Context, now time.Time, dropped
 	return n
 }
 
-// graph returns the resource–reservation graph, built on first use. b.mu held.
+// graph returns the resource–reservation graph, built on first use. the ledger's lock held.
 func (rsv *reservations) graph() *reserve.Graph {
 	if rsv.rrg == nil {
 		var res []reserve.Resource
@@ -156,7 +156,7 @@ func checkWindow(req *Request, now time.Time) error {
 }
 
 // admit runs the admission test for a new job that asked for a window and
-// sets its state: Reserved, or Rejected with the test's reason. b.mu held.
+// sets its state: Reserved, or Rejected with the test's reason. the ledger's lock held.
 func (rsv *reservations) admit(j *Job, now time.Time) {
 	w := j.Req.Window
 	j.Resv = &Reservation{Earliest: w.Earliest, Latest: w.Latest, Name: ResvName(j.ID)}
@@ -181,7 +181,7 @@ func (rsv *reservations) resvRequest(j *Job) reserve.Request {
 }
 
 // waitReserved puts a job back to wait for (or inside) its reservation.
-// b.mu held.
+// the ledger's lock held.
 func (l *ledger) waitReserved(j *Job) {
 	j.State = Reserved
 	if !slices.Contains(l.reserved, j.ID) {
@@ -190,7 +190,7 @@ func (l *ledger) waitReserved(j *Job) {
 }
 
 // dropResv ends a job's reservation: out of the graph and, once created,
-// deleted at its site (after the lock is released: releaseNative). b.mu held.
+// deleted at its site (after the lock is released: releaseNative). the ledger's lock held.
 func (rsv *reservations) dropResv(j *Job, st ResvState, why string) {
 	r := j.Resv
 	if r == nil || r.State == ResvReleased || r.State == ResvFailed {
@@ -217,7 +217,7 @@ type release struct {
 	id        backends.ResvID
 }
 
-// releaseNative deletes the native reservations of jobs that ended (b.mu
+// releaseNative deletes the native reservations of jobs that ended (the ledger's lock
 // not held).
 func (rsv *reservations) releaseNative(ctx context.Context, now time.Time) {
 	rsv.mu.Lock()
@@ -331,7 +331,7 @@ func (rsv *reservations) refreshResources(ctx context.Context, now time.Time, re
 	}
 }
 
-// failReserved fails a job still waiting for its reservation. b.mu held.
+// failReserved fails a job still waiting for its reservation. the ledger's lock held.
 func (rsv *reservations) failReserved(ctx context.Context, j *Job, now time.Time, why string) {
 	rsv.dropResv(j, ResvFailed, why)
 	rsv.endAs(j, now, Failed, "failed", j.Resv.Site, "reservation failed: "+why)
@@ -339,7 +339,7 @@ func (rsv *reservations) failReserved(ctx context.Context, j *Job, now time.Time
 }
 
 // gridRunning lists the running grid jobs at every site as the graph sees
-// non-reserved work: what binding may wait for or restart. b.mu held.
+// non-reserved work: what binding may wait for or restart. the ledger's lock held.
 func (rsv *reservations) gridRunning(now time.Time) []reserve.Running {
 	var out []reserve.Running
 	for _, id := range rsv.live {

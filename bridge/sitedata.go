@@ -141,7 +141,7 @@ func (r *relays) close() {
 
 // stageData makes the inputs that lie at a site available to sp, the spec
 // of a component to be submitted at site s: linked there in place, or
-// relayed (a spool file added to sp.Inputs). Outside b.mu.
+// relayed (a spool file added to sp.Inputs). Outside the ledger's lock.
 func (sm *submitter) stageData(ctx context.Context, r *relays, s int, sp *backends.JobSpec, ins []backends.SiteFile) ([]string, error) {
 	if len(ins) == 0 || sm.sites[s].Simulated {
 		return nil, nil
@@ -280,7 +280,7 @@ func (sm *submitter) stagePending(ctx context.Context, now time.Time, r *relays,
 }
 
 // dataFailed settles a job whose data could not be staged before any site
-// heard of it. b.mu held.
+// heard of it. the ledger's lock held.
 func (sm *submitter) dataFailed(ctx context.Context, now time.Time, j *Job, err error, rep *CycleReport) {
 	j.Comps = nil
 	if backends.Retryable(err) && j.Attempts < sm.opts.MaxAttempts {

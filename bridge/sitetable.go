@@ -108,7 +108,7 @@ func (st *siteTable) markStale(s int) {
 	st.notesMu.Unlock()
 }
 
-// policyJob is the policy's view of a queued job. b.mu held.
+// policyJob is the policy's view of a queued job. the ledger's lock held.
 func (st *siteTable) policyJob(j *Job) policy.Job {
 	r := &j.Req
 	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,
@@ -133,7 +133,7 @@ func (st *siteTable) policyJob(j *Job) policy.Job {
 		}
 	}
 	if len(j.Avoid) > 0 {
-		pj.Allowed = st.avoiding(j, pj.Allowed) // copies.go
+		pj.Allowed = st.avoiding(j, pj.Allowed)
 	}
 	return pj
 }

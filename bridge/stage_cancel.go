@@ -34,7 +34,7 @@ func (d *duties) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 		return
 	}
 	d.mu.Lock()
-	d.intendCancels(ctx, cs) // duties.go: recorded before they are sent
+	d.intendCancels(ctx, cs) // recorded before they are sent
 	d.mu.Unlock()
 	for _, c := range cs {
 		err := d.sendCancel(ctx, c)
@@ -50,7 +50,7 @@ func (d *duties) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 			_ = d.persist(ctx, j)
 		}
 		if err != nil {
-			d.retryCancel(c, err) // outage.go
+			d.retryCancel(c, err)
 		}
 		d.mu.Unlock()
 	}

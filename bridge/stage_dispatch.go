@@ -68,7 +68,7 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 			dp.mu.Unlock()
 		case policy.Start, policy.Replicate:
 			if dp.copiesFor(j) {
-				dp.dispatchCopies(ctx, now, j, d, rep) // copies.go; releases dp.mu
+				dp.dispatchCopies(ctx, now, j, d, rep) // releases dp.mu
 				continue
 			}
 			j.Attempts++
@@ -134,7 +134,7 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 
 // alone is the prediction for job j running on part p by itself: the
 // option's times recomputed with the run-time model of the current
-// snapshot. b.mu held, inside a cycle.
+// snapshot. the ledger's lock held, inside a cycle.
 func (dp *dispatcher) alone(j *Job, p policy.Part, o policy.Option) policy.Option {
 	pj := dp.policyJob(j)
 	o.Parts = []policy.Part{p}
@@ -143,7 +143,7 @@ func (dp *dispatcher) alone(j *Job, p policy.Part, o policy.Option) policy.Optio
 	return o
 }
 
-// dequeue removes a job from the global queue. b.mu held.
+// dequeue removes a job from the global queue. the ledger's lock held.
 func (l *ledger) dequeue(id string) {
 	if i := slices.Index(l.queue, id); i >= 0 {
 		l.queue = slices.Delete(l.queue, i, i+1)

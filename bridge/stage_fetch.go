@@ -153,7 +153,7 @@ func (ft *fetcher) fetchEnded(ctx context.Context, now time.Time) {
 }
 
 // fetchPending reports whether fetchEnded has something to do beyond
-// b.ended: finished fetches to apply, interrupted ones to queue again.
+// the ended list: finished fetches to apply, interrupted ones to queue again.
 func (ft *fetcher) fetchPending() bool {
 	p := &ft.pool
 	p.mu.Lock()
@@ -179,7 +179,7 @@ func (ft *fetcher) runFetch(ctx context.Context, t *fetchTask) {
 	}
 }
 
-// applyFetch records a finished fetch and ends its job. b.mu held.
+// applyFetch records a finished fetch and ends its job. the ledger's lock held.
 func (ft *fetcher) applyFetch(ctx context.Context, t *fetchTask, now time.Time) {
 	j := ft.jobs[t.job]
 	if j == nil {

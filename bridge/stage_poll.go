@@ -60,7 +60,7 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	touched := p.detectDown(ctx, results, errs, now) // outage.go
+	touched := p.detectDown(ctx, results, errs, now)
 	for _, n := range notes {
 		if j := p.apply(n.site, n.st, now); j != nil {
 			touched = append(touched, j)
@@ -88,13 +88,13 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 }
 
 // apply records one component status and returns its job the first time the
-// job changes in this cycle (nil otherwise). b.mu held.
+// job changes in this cycle (nil otherwise). the ledger's lock held.
 func (p *poller) apply(site int, st backends.JobStatus, now time.Time) *Job {
 	id, ok := p.where[compKey{site, st.ID}]
 	if !ok {
 		return nil
 	}
-	p.noteEstimate(site, st) // remap.go
+	p.noteEstimate(site, st)
 	j := p.jobs[id]
 	if j.State != Dispatched && j.State != Running {
 		return nil
@@ -109,7 +109,7 @@ func (p *poller) apply(site int, st backends.JobStatus, now time.Time) *Job {
 		if st.State.Final() {
 			c.ExitCode = st.ExitCode
 			c.End = orNow(st.End, now)
-			p.noteLoss(site, st, now) // losses.go
+			p.noteLoss(site, st, now)
 		}
 		if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
 			c.Start = orNow(st.Start, now)

@@ -66,7 +66,7 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 	for s := range sn.sites {
 		if !sn.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", sn.sites[s].Name, sn.infoErr[s]))
-			sn.downKeepsSize(s) // unreachable.go
+			sn.downKeepsSize(s)
 		} else if sn.see(s, sn.snapSites[s].Nodes, sn.snapSites[s].Shape); sn.capacity[s] != sn.snapSites[s].Nodes {
 			sn.learned(ctx, now, s, sn.snapSites[s].Nodes)
 		}
@@ -86,7 +86,7 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 	// one: every job is checked, and the queue is copied only when one is
 	// left out. The cap keeps an append by the policy from writing into the
 	// broker's own view of the queue.
-	sn.snap.Queue = sn.tierOrder(sn.submittedBy(now)) // tiers.go
+	sn.snap.Queue = sn.tierOrder(sn.submittedBy(now))
 	sn.mu.Unlock()
 	return &sn.snap, nil
 }

@@ -77,11 +77,11 @@ func orNow(t, now time.Time) time.Time {
 	return t
 }
 
-// track folds component states into the job state. b.mu is held. It returns
+// track folds component states into the job state. the ledger's lock is held. It returns
 // the remote cancels to issue (siblings of a failed component, losing copies).
 func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
 	if hasCopies(j) {
-		return tk.trackCopies(ctx, j, now, rep) // copies.go
+		return tk.trackCopies(ctx, j, now, rep)
 	}
 	var cancels []cancelReq
 	if len(j.Comps) > 0 && j.Comps[0].Replica {
@@ -148,7 +148,7 @@ func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleR
 			reason += " (" + c.Reason + ")"
 		}
 		if (c.State == backends.StateLost || tk.retries(j)) && j.Attempts-j.Moves < tk.opts.MaxAttempts {
-			tk.retryAfter(j, c, now, reason) // copies.go
+			tk.retryAfter(j, c, now, reason)
 			break
 		}
 		f := outcome{state: Failed, reason: reason, exit: c.ExitCode, start: j.Start, end: orNow(c.End, now),
@@ -190,7 +190,7 @@ type outcome struct {
 
 // finish ends a job with f. A job whose outputs are to be fetched ends only
 // once they are here (fetchEnded applies f then), so whoever sees the job
-// completed finds its outputs too. b.mu held.
+// completed finds its outputs too. the ledger's lock held.
 func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
 	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil && tk.fetchAllowed(j, now) {
 		j.final = &f
@@ -200,7 +200,7 @@ func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
 	tk.end(j, f, now)
 }
 
-// end applies a final outcome. b.mu held.
+// end applies a final outcome. the ledger's lock held.
 func (tk *tracker) end(j *Job, f outcome, now time.Time) {
 	j.State, j.Reason, j.ExitCode, j.final = f.state, f.reason, f.exit, nil
 	if !f.start.IsZero() {

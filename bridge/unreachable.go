@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -31,30 +30,11 @@ import (
 const unreachableReason = "waiting: every eligible site is unreachable"
 
 // downKeepsSize gives down site s its size and node shape as last seen (a
-// site never seen keeps 0: unknown). b.mu held.
+// site never seen keeps 0: unknown). the ledger's lock held.
 func (st *siteTable) downKeepsSize(s int) {
 	if st.seen != nil && st.seen[s] {
 		st.snapSites[s].Nodes, st.snapSites[s].Shape = st.known[s].Nodes, st.known[s].Shape
 	}
-}
-
-// planStage is the plan stage: it holds out of the snapshot's queue the
-// jobs no site they may use can be reached (holdUnreachable) and asks the
-// policy for a plan — pure and deterministic: a Snapshot in, a Plan out.
-type planStage struct {
-	part
-	planner policy.Planner
-}
-
-// run is the plan stage: it reads cs.snap and writes cs.plan.
-func (ps *planStage) run(ctx context.Context, cs *cycleState) error {
-	ps.holdUnreachable(ctx, cs.now, cs.snap)
-	plan, err := ps.planner.Plan(ctx, cs.snap)
-	if err != nil {
-		return fmt.Errorf("policy %s: %w", ps.planner.Name(), err)
-	}
-	cs.plan = plan
-	return nil
 }
 
 // holdUnreachable takes out of snap's queue the jobs whose every eligible

@@ -154,7 +154,7 @@ func (ik *intake) validate(req *Request, now time.Time) error {
 	p.add("Sim.ExitCode", jobrules.Count(int64(req.Sim.ExitCode), 0, jobrules.MaxExitCode, "a whole number 0..255"))
 	p.add("DataSize", jobrules.DataSize(req.DataSize))
 	p.add("QoS", jobrules.QoS(req.QoS))
-	ik.checkTier(&p, req) // tiers.go
+	ik.checkTier(&p, req)
 	if !req.Deadline.IsZero() {
 		p.add("Deadline", jobrules.Time(req.Deadline, now))
 	}
@@ -228,7 +228,7 @@ func (ik *intake) validateFiles(req *Request, p *problems) {
 			}
 		}
 	}
-	ik.validateSiteInputs(req, p) // sitedata.go
+	ik.validateSiteInputs(req, p)
 	if req.OutputDir != "" {
 		if dir, err := ik.outputDir(req.OutputDir); err != nil {
 			p.add("OutputDir", err)
@@ -277,7 +277,7 @@ func (ik *intake) outputDir(dir string) (string, error) {
 // that its output directory is inside the output root (a symbolic link may
 // have appeared since it was submitted, or the job was stored by an older
 // broker). When it is not, the refusal is recorded and nothing is fetched.
-// b.mu held.
+// the ledger's lock held.
 func (ik *intake) fetchAllowed(j *Job, now time.Time) bool {
 	if _, err := ik.outputDir(j.Req.OutputDir); err != nil {
 		msg := fmt.Sprintf("outputs not fetched: OutputDir: %v", err)
