@@ -402,77 +402,18 @@ func (cp *copies) applySubmits(ctx context.Context, now time.Time, j *Job, ids [
 	return undo
 }
 
-// copyState summarises one copy's components.
-type copyState struct {
-	has                   bool // the copy still has components
-	n                     int
-	done, failed, running bool
-	passive, intent       bool
-	site, reason          string
-	exit                  int
-}
-
-func copyStates(j *Job) []copyState {
-	var out []copyState
-	for _, c := range j.Comps {
-		for len(out) <= c.Copy {
-			out = append(out, copyState{n: len(out), done: true, running: true})
-		}
-		s := &out[c.Copy]
-		s.has = true
-		if s.site == "" {
-			s.site = c.Site
-		} else if !strings.Contains(s.site, c.Site) {
-			s.site += "+" + c.Site
-		}
-		s.done = s.done && c.State == backends.StateCompleted
-		s.running = s.running && (c.State == backends.StateRunning || c.State == backends.StateCompleted)
-		s.passive = s.passive || c.Passive
-		s.intent = s.intent || (!c.Passive && c.RemoteID == "" && !c.State.Final())
-		if c.State.Final() && c.State != backends.StateCompleted && !s.failed {
-			s.failed = true
-			s.reason = fmt.Sprintf("ended %s", c.State)
-			if c.State == backends.StateFailed && c.RemoteID != "" {
-				s.reason += fmt.Sprintf(" with exit code %d", c.ExitCode)
-			}
-			if c.Reason != "" {
-				s.reason += " (" + c.Reason + ")"
-			}
-			s.exit = c.ExitCode
-		}
-	}
-	return out
-}
-
 // trackCopies folds the copies' states into the job (see the top of this
-// file). It returns the remote cancels to issue. the ledger's lock held.
+// file): the first copy to succeed wins (winner, firstToSucceed). It
+// returns the remote cancels to issue. the ledger's lock held.
 func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
 	var cancels []cancelReq
 	cs := copyStates(j)
-	win := -1
-	for _, s := range cs {
-		if s.has && s.done && !s.passive {
-			win = s.n
-			break
-		}
-	}
+	win := winner(cs, firstToSucceed)
 	if win >= 0 {
-		live := false
-		for k := range j.Comps {
-			c := &j.Comps[k]
-			if c.Copy == win || c.State.Final() {
-				continue
-			}
-			switch {
-			case c.Passive || c.RemoteID == "":
-				// Never submitted: it never will be.
-				c.State, c.Reason, c.End = backends.StateCancelled, fmt.Sprintf("not submitted: copy %d succeeded", win), now
-			default:
-				live = true
-				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID,
-					fmt.Sprintf("%s copy %d withdrawn: copy %d at %s succeeded first", c.Role, c.Copy, win, cs[win].site)})
-			}
-		}
+		var live bool
+		cancels, live = withdrawLosers(j, win, now, func(c Component) string {
+			return fmt.Sprintf("%s copy %d withdrawn: copy %d at %s succeeded first", c.Role, c.Copy, win, cs[win].site)
+		})
 		if live {
 			if !j.won {
 				j.won = true

@@ -77,49 +77,16 @@ func orNow(t, now time.Time) time.Time {
 	return t
 }
 
-// track folds component states into the job state. the ledger's lock is held. It returns
-// the remote cancels to issue (siblings of a failed component, losing copies).
+// track folds component states into the job state: a copy set under its
+// rule first (trackSet), then one attempt, whose components all run, all
+// complete, or fail with the first to fail. It returns the remote cancels
+// to issue (siblings of a failed component, losing copies). the ledger's
+// lock held.
 func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
-	if hasCopies(j) {
-		return tk.trackCopies(ctx, j, now, rep)
+	cancels, settled := tk.trackSet(ctx, j, now, rep)
+	if settled {
+		return cancels
 	}
-	var cancels []cancelReq
-	if len(j.Comps) > 0 && j.Comps[0].Replica {
-		// Replicated job: the first copy to run wins, the others are withdrawn.
-		win := -1
-		for k, c := range j.Comps {
-			if c.State == backends.StateRunning || c.State == backends.StateCompleted {
-				win = k
-				break
-			}
-		}
-		if win >= 0 {
-			for k, c := range j.Comps {
-				if k != win && !c.State.Final() {
-					cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "copy withdrawn: " + j.Comps[win].Site + " started first"})
-				}
-			}
-			w := j.Comps[win]
-			w.Replica = false
-			for k, c := range j.Comps {
-				if k != win {
-					delete(tk.where, compKey{tk.siteIdx[c.Site], c.RemoteID})
-				}
-			}
-			j.Comps = []Component{w}
-			tk.addEvent(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
-		} else {
-			allFailed := true
-			for _, c := range j.Comps {
-				allFailed = allFailed && c.State.Final()
-			}
-			if !allFailed {
-				tk.persistLater(ctx, j)
-				return nil
-			}
-		}
-	}
-
 	allRunning, allDone, failedAt := true, true, -1
 	for k, c := range j.Comps {
 		if c.State != backends.StateRunning && c.State != backends.StateCompleted {
