@@ -166,40 +166,21 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 			found++
 			continue
 		}
-		f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
-		if !ok {
+		got, dups := rc.lookup(ctx, j, c, tag, now, rep)
+		cancels = append(cancels, dups...)
+		switch got {
+		case tagUnknowable:
 			unknown++
 			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
 			missing++
-			continue
-		}
-		sts, err := f.FindByGridID(ctx, tag)
-		if err != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
-			rep.Unresolved++
-			rc.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
-			_ = rc.persist(ctx, j)
+		case tagUnanswered:
 			rc.unresolved = append(rc.unresolved, j.ID)
 			return cancels
-		}
-		if len(sts) == 0 {
+		case tagMissing:
 			missing++
-			continue
+		case tagFound:
+			found++
 		}
-		st := sts[0]
-		c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
-		if c.State == backends.StateUnknown {
-			c.State = backends.StatePending
-		}
-		if !st.Start.IsZero() {
-			c.Start = st.Start
-		}
-		if c.State.Final() {
-			c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
-		}
-		found++
-		rep.Adopted++
-		cancels = append(cancels, duplicates(j.ID, c.Site, tag, sts[1:], rep)...)
 	}
 	if rc.duties.waitInFlight(ctx, j, now, missing, rep) {
 		return cancels
@@ -333,4 +314,52 @@ func duplicates(job, site, tag string, extra []backends.JobStatus, rep *RecoverR
 		rep.DuplicatesCancelled++
 	}
 	return cs
+}
+
+// tagLookup is what a site said of a dispatch intent's tag.
+type tagLookup int
+
+const (
+	tagFound      tagLookup = iota // a remote job carries it: adopted
+	tagMissing                     // no remote job carries it (yet)
+	tagUnknowable                  // the site cannot look jobs up by tag
+	tagUnanswered                  // the site did not answer
+)
+
+// lookup asks component c's site for the remote jobs carrying tag — the
+// one lookup of every dispatch intent after a restart, single jobs,
+// co-allocated parts, replicas and QoS copies alike. Found: the first is
+// adopted into c (its id, state and times), any other is a duplicate
+// whose cancel is returned. Unanswered: the failure is recorded in rep and
+// on the job (written), and the caller holds the job for the next cycle.
+// the ledger's lock held.
+func (rc *reconciler) lookup(ctx context.Context, j *Job, c *Component, tag string, now time.Time, rep *RecoverReport) (tagLookup, []cancelReq) {
+	f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
+	if !ok {
+		return tagUnknowable, nil
+	}
+	sts, err := f.FindByGridID(ctx, tag)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
+		rep.Unresolved++
+		rc.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
+		_ = rc.persist(ctx, j)
+		return tagUnanswered, nil
+	}
+	if len(sts) == 0 {
+		return tagMissing, nil
+	}
+	st := sts[0]
+	c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
+	if c.State == backends.StateUnknown {
+		c.State = backends.StatePending
+	}
+	if !st.Start.IsZero() {
+		c.Start = st.Start
+	}
+	if c.State.Final() {
+		c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
+	}
+	rep.Adopted++
+	return tagFound, duplicates(j.ID, c.Site, tag, sts[1:], rep)
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/gridsub/gridsub/backends"
 )
 
 // reconcileCopies settles a QoS-tiered job found Submitting after a
@@ -44,43 +42,24 @@ func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, 
 		if c.RemoteID != "" || c.Passive || c.State.Final() {
 			continue
 		}
-		f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
-		if !ok {
+		got, dups := rc.lookup(ctx, j, c, c.Tag, now, rep)
+		cancels = append(cancels, dups...)
+		switch got {
+		case tagUnknowable:
 			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
 			resubmit = true
 			rep.NeverReached++
-			continue
-		}
-		sts, err := f.FindByGridID(ctx, c.Tag)
-		if err != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
-			rep.Unresolved++
-			rc.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", c.Tag, err))
-			_ = rc.persist(ctx, j)
+		case tagUnanswered:
 			rc.unlive(j)
 			rc.unresolved = append(rc.unresolved, j.ID)
 			return false, cancels
-		}
-		if len(sts) == 0 {
+		case tagMissing:
 			missing = append(missing, k)
-			continue
+		case tagFound:
+			if j.State != Submitting {
+				rc.where[compKey{rc.siteIdx[c.Site], c.RemoteID}] = j.ID
+			}
 		}
-		st := sts[0]
-		c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
-		if c.State == backends.StateUnknown {
-			c.State = backends.StatePending
-		}
-		if !st.Start.IsZero() {
-			c.Start = st.Start
-		}
-		if c.State.Final() {
-			c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
-		}
-		if j.State != Submitting {
-			rc.where[compKey{rc.siteIdx[c.Site], c.RemoteID}] = j.ID
-		}
-		rep.Adopted++
-		cancels = append(cancels, duplicates(j.ID, c.Site, c.Tag, sts[1:], rep)...)
 	}
 	if rc.duties.waitInFlight(ctx, j, now, len(missing), rep) { // the same grace as a single job's
 		rc.unlive(j)
