@@ -129,16 +129,19 @@ type Options struct {
 	Remap *RemapOptions
 }
 
-// Broker is the grid broker. It is safe for concurrent use; cycles are
-// serialised.
 // part is what every part of the broker works on: the ledger, the site
-// table and the options.
+// table and the options. The parts name the other parts they use by
+// embedding them, so each type's dependencies are its fields.
 type part struct {
 	*ledger
 	*siteTable
 	opts *Options
 }
 
+// Broker is the grid broker. It is safe for concurrent use; cycles are
+// serialised. It holds the ledger and the site table, the cycle's stages,
+// and the features that are not stages; its methods are the broker's API
+// and the order of the cycle.
 type Broker struct {
 	opts    Options
 	cycleMu sync.Mutex // one cycle (or cancel) at a time

@@ -78,7 +78,7 @@ func hasCopies(j *Job) bool {
 // retried: the none tier's rule.
 func (cp *copies) retries(j *Job) bool { return cp.opts.Tiers != nil && j.Tier == TierNone }
 
-// avoid records that an attempt failed at site. the ledger's lock held.
+// avoid records that an attempt failed at site. The ledger's lock held.
 func (cp *copies) avoid(j *Job, site string) {
 	if cp.opts.Tiers != nil && !slices.Contains(j.Avoid, site) {
 		j.Avoid = append(j.Avoid, site)
@@ -86,7 +86,7 @@ func (cp *copies) avoid(j *Job, site string) {
 }
 
 // avoiding narrows a job's allowed sites (nil: all) by Job.Avoid, unless
-// that would leave none. the ledger's lock held.
+// that would leave none. The ledger's lock held.
 func (st *siteTable) avoiding(j *Job, allowed []int) []int {
 	var out []int
 	for s := range st.sites {
@@ -106,7 +106,7 @@ func (st *siteTable) avoiding(j *Job, allowed []int) []int {
 // the whole job: one with the nodes free now first, then least RC when a
 // model is set, then earliest predicted end, then configuration order
 // (deterministic); else a disjoint placement the planner beat. nil second:
-// no other placement can hold the job. the ledger's lock held, inside a cycle.
+// no other placement can hold the job. The ledger's lock held, inside a cycle.
 func (cp *copies) placeCopies(j *Job, d policy.Decision) (first, second []policy.Part) {
 	pj := cp.policyJob(j)
 	first = d.Chosen.Parts
@@ -173,7 +173,7 @@ func (cp *copies) placeCopies(j *Job, d policy.Decision) (first, second []policy
 // backupMode decides whether a low job's backup is active or passive
 // (submitted only if the primary fails), and says why. An active backup
 // is submitted as late as the rule allows: at due, its latest start (now
-// when that has passed). the ledger's lock held, inside a cycle.
+// when that has passed). The ledger's lock held, inside a cycle.
 func (cp *copies) backupMode(j *Job, now time.Time, primary policy.Option, backup []policy.Part) (passive bool, due time.Time, why string) {
 	if j.Req.Deadline.IsZero() {
 		return true, time.Time{}, "passive: no deadline, so the backup waits for the primary to fail"
@@ -198,7 +198,7 @@ func (cp *copies) backupMode(j *Job, now time.Time, primary policy.Option, backu
 }
 
 // dispatchCopies starts a high or low job: it records every copy as a
-// write-ahead intent, then submits the copies that start now. the ledger's lock held on
+// write-ahead intent, then submits the copies that start now. The ledger's lock held on
 // entry, released on return.
 func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d policy.Decision, rep *CycleReport) {
 	names := cp.names
@@ -299,7 +299,7 @@ func firstErr(errs []error) error {
 
 // copySpecs builds the JobSpec of every component to submit now (nil for
 // passive or already submitted ones): each copy runs alone on its own
-// placement, under its own tag. the ledger's lock held.
+// placement, under its own tag. The ledger's lock held.
 func (cp *copies) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 	specs := make([]*backends.JobSpec, len(j.Comps))
 	top := -1
@@ -371,7 +371,7 @@ func (cp *copies) submitSpecs(ctx context.Context, comps []Component, specs []*b
 
 // applySubmits records submission outcomes in the job's components: a
 // copy with a part that could not be submitted fails as a whole, and its
-// parts that were submitted are returned to cancel. the ledger's lock held.
+// parts that were submitted are returned to cancel. The ledger's lock held.
 func (cp *copies) applySubmits(ctx context.Context, now time.Time, j *Job, ids []backends.JobID, errs []error) []cancelReq {
 	failedCopy := map[int]bool{}
 	for k := range j.Comps {
@@ -404,7 +404,7 @@ func (cp *copies) applySubmits(ctx context.Context, now time.Time, j *Job, ids [
 
 // trackCopies folds the copies' states into the job (see the top of this
 // file): the first copy to succeed wins (winner, firstToSucceed). It
-// returns the remote cancels to issue. the ledger's lock held.
+// returns the remote cancels to issue. The ledger's lock held.
 func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
 	var cancels []cancelReq
 	cs := copyStates(j)
@@ -561,7 +561,7 @@ func (cp *copies) submitCopies(ctx context.Context, now time.Time, rep *CycleRep
 
 // retryAfter queues a job again after attempt failure c: a lost job as
 // before, any other failure of the none tier as a retry avoiding the site.
-// the ledger's lock held.
+// The ledger's lock held.
 func (tk *tracker) retryAfter(j *Job, c Component, now time.Time, reason string) {
 	tk.avoid(j, c.Site)
 	if c.State == backends.StateLost {
@@ -573,7 +573,7 @@ func (tk *tracker) retryAfter(j *Job, c Component, now time.Time, reason string)
 }
 
 // dueBackups makes the active backups whose latest start has come intents
-// to submit now (recorded first). the ledger's lock held.
+// to submit now (recorded first). The ledger's lock held.
 func (cp *copies) dueBackups(ctx context.Context, now time.Time) {
 	if len(cp.due) == 0 {
 		return

@@ -136,7 +136,7 @@ func withdrawLosers(j *Job, win int, now time.Time, why func(c Component) string
 // the remote cancels to issue and whether it settled the job; when it did
 // not, the job's remaining components — the winner of a first-to-start
 // set, or a set whose every copy ended without starting — are tracked as
-// one attempt. the ledger's lock held.
+// one attempt. The ledger's lock held.
 func (tk *tracker) trackSet(ctx context.Context, j *Job, now time.Time, rep *CycleReport) ([]cancelReq, bool) {
 	rule, ok := setRule(j)
 	switch {

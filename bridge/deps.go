@@ -45,7 +45,7 @@ type depStatus struct {
 }
 
 // depOf looks a dependency up: in memory, else in the store (a job that
-// ended before a restart). the ledger's lock held.
+// ended before a restart). The ledger's lock held.
 func (gs *groups) depOf(ctx context.Context, id string) depStatus {
 	if j, ok := gs.jobs[id]; ok {
 		return depStatus{j.State, !j.Start.IsZero(), j.Reason, true}
@@ -58,7 +58,7 @@ func (gs *groups) depOf(ctx context.Context, id string) depStatus {
 }
 
 // verdict says whether a job's dependencies are met (""), can never be
-// met (fail: why), or are still awaited (wait: what). the ledger's lock held.
+// met (fail: why), or are still awaited (wait: what). The ledger's lock held.
 func (gs *groups) verdict(ctx context.Context, r *Request) (fail, wait string) {
 	var waits []string
 	for _, k := range depKinds {
@@ -88,7 +88,7 @@ func (gs *groups) verdict(ctx context.Context, r *Request) (fail, wait string) {
 
 // checkDeps refuses dependencies that cannot be held: an unknown id, too
 // many, or one that can never be met any more. names are the step names a
-// pipeline step may also use (resolved to ids by the caller). the ledger's lock held.
+// pipeline step may also use (resolved to ids by the caller). The ledger's lock held.
 func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *problems) {
 	n := 0
 	for _, k := range depKinds {
@@ -119,7 +119,7 @@ func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *pr
 
 // resolveSteps turns the step names in a pipeline's dependencies into
 // element ids and checks them: a step may depend on earlier steps (by
-// name) and on existing jobs (by id). the ledger's lock held.
+// name) and on existing jobs (by id). The ledger's lock held.
 func (gs *groups) resolveSteps(ctx context.Context, parent string, steps []Request, p *problems) {
 	names := map[string]int{}
 	for i := range steps {

@@ -87,7 +87,7 @@ type duties struct {
 func (d *duties) lateMargin() time.Duration { return max(d.opts.SubmitGrace, time.Minute) }
 
 // saveDuties stores the duties when they changed since the last save. A
-// failed write is logged and retried at the next change. the ledger's lock held.
+// failed write is logged and retried at the next change. The ledger's lock held.
 func (d *duties) saveDuties(ctx context.Context) {
 	vs, ok := d.store.(ValueStore)
 	if !ok {
@@ -117,7 +117,7 @@ func (d *duties) saveDuties(ctx context.Context) {
 // loadDuties reads the duties a previous process left: its cancels are
 // retried from the first cycle on, its watches go on. An entry naming a
 // site this configuration lacks is dropped with an error; an unreadable
-// record is reported and ignored. the ledger's lock held.
+// record is reported and ignored. The ledger's lock held.
 func (d *duties) loadDuties(ctx context.Context, rep *RecoverReport) {
 	vs, ok := d.store.(ValueStore)
 	if !ok {
@@ -152,14 +152,14 @@ func (d *duties) loadDuties(ctx context.Context, rep *RecoverReport) {
 	}
 }
 
-// intendCancels records cancels about to be sent (doCancels). the ledger's lock held.
+// intendCancels records cancels about to be sent (doCancels). The ledger's lock held.
 func (d *duties) intendCancels(ctx context.Context, cs []cancelReq) {
 	d.issuing = append(d.issuing, cs...)
 	d.saveDuties(ctx)
 }
 
 // cancelSent drops a cancel from those being sent: the site took it, or
-// retryCancel keeps it to retry. the ledger's lock held.
+// retryCancel keeps it to retry. The ledger's lock held.
 func (d *duties) cancelSent(c cancelReq) {
 	if k := slices.Index(d.issuing, c); k >= 0 {
 		d.issuing = slices.Delete(d.issuing, k, k+1)
@@ -168,14 +168,14 @@ func (d *duties) cancelSent(c cancelReq) {
 
 // mayLand reports whether an intent of j may still be landing at its
 // sites after the grace: it was written by the process before a restart
-// and the broker allows for submissions in flight at all. the ledger's lock held.
+// and the broker allows for submissions in flight at all. The ledger's lock held.
 func (d *duties) mayLand(j *Job) bool {
 	return d.opts.SubmitGrace > 0 && d.restarted[j.ID] && !j.Intent.IsZero()
 }
 
 // abandon gives up the tag of component c of j after the grace: it is
 // recorded with the job and watched (see the top of this file). Only a
-// site that can look jobs up by tag can be watched. the ledger's lock held.
+// site that can look jobs up by tag can be watched. The ledger's lock held.
 func (d *duties) abandon(ctx context.Context, j *Job, c Component, tag string, now time.Time) {
 	if !d.mayLand(j) {
 		return
@@ -196,7 +196,7 @@ func (d *duties) abandon(ctx context.Context, j *Job, c Component, tag string, n
 
 // rewatch rebuilds the watches of the unfinished jobs Recover loaded from
 // their Abandoned tags (a crash between the job's write and the duties'
-// loses none). the ledger's lock held.
+// loses none). The ledger's lock held.
 func (d *duties) rewatch(j *Job) {
 	for _, key := range j.Abandoned {
 		tag, site, ok := strings.Cut(key, "@")

@@ -189,7 +189,7 @@ func fastest(req *Request, m *policy.Snapshot, cand []int) (time.Duration, strin
 // model is what the broker knows of its sites for Feasible at now: each
 // site's size and node shape as last seen when sizes is set (a site not
 // seen yet, or every site without sizes, counts as not known), its h, the
-// configured links and the multi-site factor. the ledger's lock held.
+// configured links and the multi-site factor. The ledger's lock held.
 func (st *siteTable) model(now time.Time, sizes bool) *policy.Snapshot {
 	m := &policy.Snapshot{Now: now, Links: st.links, MultiSite: st.multiSite, Sites: make([]policy.Site, len(st.sites))}
 	for s := range st.sites {
@@ -253,7 +253,7 @@ func (ik *intake) feasible(ctx context.Context, req *Request, now time.Time) (st
 }
 
 // see records what a site's Info says of its size and node shape, for
-// feasible. the ledger's lock held.
+// feasible. The ledger's lock held.
 func (st *siteTable) see(s, nodes int, shape policy.NodeShape) {
 	if st.known == nil {
 		st.known = make([]policy.Site, len(st.sites))
@@ -270,7 +270,7 @@ func (st *siteTable) see(s, nodes int, shape policy.NodeShape) {
 // sites (nil: all) less those whose nodes, as last seen, lack what it asks
 // per node. Nil when nothing is left out (or everything would be: Submit's
 // feasibility check refused that case; the sites' own answer decides).
-// the ledger's lock held.
+// The ledger's lock held.
 func (st *siteTable) shapeAllowed(j *Job) []string {
 	ask := policy.NodeShape{Cores: j.Req.CoresPerNode, MemBytes: j.Req.MemPerNode, GPUs: j.Req.GPUsPerNode}
 	if ask.Zero() || st.known == nil {

@@ -155,7 +155,7 @@ func newGroup(req *Request, p *problems) (*Group, []int) {
 	}
 }
 
-// element builds the request of a group's element at position k. the ledger's lock
+// element builds the request of a group's element at position k. The ledger's lock
 // held (or the job not shared).
 func element(parent *Job, indices []int, k int) (Request, error) {
 	pr := &parent.Req
@@ -233,7 +233,7 @@ func (gs *groups) advanceGroups(ctx context.Context, now time.Time) {
 	gs.parents = keep
 }
 
-// advanceGroup advances one running group. the ledger's lock held.
+// advanceGroup advances one running group. The ledger's lock held.
 func (gs *groups) advanceGroup(ctx context.Context, p *Job, now time.Time, budget *int) {
 	g, gi := p.Group, gs.groups[p.ID]
 	dirty := false
@@ -281,7 +281,7 @@ func (gs *groups) advanceGroup(ctx context.Context, p *Job, now time.Time, budge
 }
 
 // makeElement creates, stores and queues (or holds) the element at
-// position k. the ledger's lock held.
+// position k. The ledger's lock held.
 func (gs *groups) makeElement(ctx context.Context, p *Job, indices []int, k int, now time.Time) (*Job, error) {
 	req, err := element(p, indices, k)
 	if err != nil {
@@ -314,7 +314,7 @@ func (gs *groups) makeElement(ctx context.Context, p *Job, indices []int, k int,
 	return e, nil
 }
 
-// endGroup ends a group whose elements have all ended. the ledger's lock held.
+// endGroup ends a group whose elements have all ended. The ledger's lock held.
 func (gs *groups) endGroup(p *Job, now time.Time) {
 	g := p.Group
 	ok := g.Counts[Completed]
@@ -336,7 +336,7 @@ func (gs *groups) endGroup(p *Job, now time.Time) {
 }
 
 // cancelKids cancels the unfinished elements of a cancelled parent and
-// returns the remote cancels to issue. the ledger's lock held.
+// returns the remote cancels to issue. The ledger's lock held.
 func (gs *groups) cancelKids(ctx context.Context, p *Job, now time.Time) []cancelReq {
 	gi := gs.groups[p.ID]
 	if gi == nil {
@@ -370,7 +370,7 @@ func (gs *groups) cancelKids(ctx context.Context, p *Job, now time.Time) []cance
 
 // recoverGroups rebuilds the live groups after a restart from the store:
 // the elements made (Filter.Parent), the ones unfinished, the counts of
-// the ended ones. the ledger's lock held; runs inside Recover.
+// the ended ones. The ledger's lock held; runs inside Recover.
 func (gs *groups) recoverGroups(ctx context.Context, now time.Time, rep *RecoverReport) {
 	for _, id := range gs.parents {
 		p := gs.jobs[id]

@@ -140,7 +140,7 @@ func (l *ledger) dropEnded() {
 	l.toDrop = l.toDrop[:0]
 }
 
-// requeue puts a job whose attempt was lost back at its FCFS place. the ledger's lock held.
+// requeue puts a job whose attempt was lost back at its FCFS place. The ledger's lock held.
 func (l *ledger) requeue(j *Job, now time.Time, why string) {
 	again := "queued again"
 	if j.Resv != nil && j.Resv.State == ResvBound {
@@ -150,7 +150,7 @@ func (l *ledger) requeue(j *Job, now time.Time, why string) {
 }
 
 // requeueAs puts a job back at its FCFS place with an event of the given
-// kind — or, for a job in its bound reservation, back to wait for it. the ledger's lock
+// kind — or, for a job in its bound reservation, back to wait for it. The ledger's lock
 // held.
 func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
 	l.unindex(j)
@@ -173,14 +173,14 @@ func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
 	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
 }
 
-// unindex forgets the components of a job that left the live set. the ledger's lock held.
+// unindex forgets the components of a job that left the live set. The ledger's lock held.
 func (l *ledger) unindex(j *Job) {
 	for _, c := range j.Comps {
 		delete(l.where, compKey{l.st.siteIdx[c.Site], c.RemoteID})
 	}
 }
 
-// compactLive drops ended or requeued jobs from the live list. the ledger's lock held.
+// compactLive drops ended or requeued jobs from the live list. The ledger's lock held.
 func (l *ledger) compactLive() {
 	l.live = slices.DeleteFunc(l.live, func(id string) bool {
 		j := l.jobs[id]

@@ -19,7 +19,7 @@ type writeGroup struct {
 }
 
 // startGroup makes persistLater note jobs instead of writing each at once,
-// until flushGroup. Only cycle code (under cycleMu) uses it. the ledger's lock held.
+// until flushGroup. Only cycle code (under cycleMu) uses it. The ledger's lock held.
 func (l *ledger) startGroup() {
 	if l.group == nil {
 		l.group = &writeGroup{seen: map[string]bool{}}
@@ -33,7 +33,7 @@ func (l *ledger) startGroup() {
 // flush loses nothing that cannot be recovered: the write-ahead intent is
 // already stored (persisted one by one, see putAll), and Recover
 // reconciles such a job by its tag, or the next poll sees the change
-// again. the ledger's lock held.
+// again. The ledger's lock held.
 func (l *ledger) persistLater(ctx context.Context, j *Job) {
 	if l.group == nil {
 		_ = l.persist(ctx, j)
@@ -49,7 +49,7 @@ func (l *ledger) persistLater(ctx context.Context, j *Job) {
 }
 
 // flushGroup writes every job noted since startGroup, as it is now,
-// concurrently, and closes the group. the ledger's lock held by the caller; it is let go
+// concurrently, and closes the group. The ledger's lock held by the caller; it is let go
 // while the store writes (Submit and the API are not held up for a whole
 // flush) and taken again before flushGroup returns.
 func (l *ledger) flushGroup(ctx context.Context) {
@@ -72,7 +72,7 @@ func (l *ledger) flushGroup(ctx context.Context) {
 }
 
 // writeCopies writes copies of jobs as they are now, concurrently, and
-// returns each one's error. the ledger's lock held by the caller; it is let go while
+// returns each one's error. The ledger's lock held by the caller; it is let go while
 // the store writes and taken again before writeCopies returns. writeMu,
 // taken before the copies are made and kept until they are written,
 // orders these writes before any later persist of the same jobs (persist

@@ -42,24 +42,24 @@ func IsSiteLoss(st backends.JobStatus) bool {
 // once per site per cycle time (a site failure that loses ten jobs is one
 // failure, not ten). A site already counted down (its status calls fail)
 // is not reported again, nor are the losses found in its first answer after
-// an outage (outageOver). the ledger's lock held.
-func (t *siteTable) noteLoss(s int, st backends.JobStatus, now time.Time) {
-	if t.tiers == nil || t.tiers.Reliability == nil || !IsSiteLoss(st) {
+// an outage (outageOver). The ledger's lock held.
+func (st *siteTable) noteLoss(s int, status backends.JobStatus, now time.Time) {
+	if st.tiers == nil || st.tiers.Reliability == nil || !IsSiteLoss(status) {
 		return
 	}
-	if t.lostAt == nil {
-		t.lostAt = make([]time.Time, len(t.sites))
+	if st.lostAt == nil {
+		st.lostAt = make([]time.Time, len(st.sites))
 	}
-	if t.lostAt[s].Equal(now) || (t.downSince != nil && !t.downSince[s].IsZero()) {
+	if st.lostAt[s].Equal(now) || (st.downSince != nil && !st.downSince[s].IsZero()) {
 		return
 	}
-	t.lostAt[s] = now
-	t.tiers.Reliability.Lost(t.sites[s].Name, now)
+	st.lostAt[s] = now
+	st.tiers.Reliability.Lost(st.sites[s].Name, now)
 }
 
 // outageOver is called when site s answers after an outage: the jobs it
 // reports lost in this answer were lost in the outage, already reported
-// as the site going down, so no loss is reported for them. the ledger's lock held.
+// as the site going down, so no loss is reported for them. The ledger's lock held.
 func (st *siteTable) outageOver(s int, now time.Time) {
 	if st.lostAt == nil {
 		st.lostAt = make([]time.Time, len(st.sites))

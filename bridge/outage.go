@@ -21,7 +21,7 @@ import (
 // for many seconds (~9 s for squeue) and must not hold up the cycle.
 // Without tiers (no outage detection) every retry waits the DownAfter
 // period. Durable: the duties record (duties.go) keeps them across a
-// restart. the ledger's lock held; remote calls run with it released.
+// restart. The ledger's lock held; remote calls run with it released.
 func (d *duties) retryOrphans(ctx context.Context, now time.Time) {
 	if len(d.orphans) == 0 {
 		return
@@ -94,7 +94,7 @@ func (d *duties) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 // TierOptions.DownAfter as having lost the components it runs: they become
 // StateLost (their jobs are returned to be tracked), and their cancel is
 // retried until the site answers. The first failed call of an outage is
-// reported to the Reliability model as down, every answer as up. the ledger's lock held.
+// reported to the Reliability model as down, every answer as up. The ledger's lock held.
 func (p *poller) detectDown(ctx context.Context, results [][]backends.JobStatus, errs []error, now time.Time) []*Job {
 	if p.opts.Tiers == nil || errs == nil {
 		return nil
@@ -160,14 +160,14 @@ func (p *poller) detectDown(ctx context.Context, results [][]backends.JobStatus,
 
 // retryCancel keeps a cancel that failed because the site did not answer,
 // to be retried (retryOrphans); durable once the caller saves the duties
-// (duties.go). the ledger's lock held.
+// (duties.go). The ledger's lock held.
 func (d *duties) retryCancel(c cancelReq, err error) {
 	if backends.Retryable(err) {
 		d.owe(c)
 	}
 }
 
-// owe keeps a cancel to retry, once per remote job. the ledger's lock held.
+// owe keeps a cancel to retry, once per remote job. The ledger's lock held.
 func (d *duties) owe(cs ...cancelReq) {
 	for _, c := range cs {
 		if !slices.ContainsFunc(d.orphans, func(o cancelReq) bool { return o.site == c.site && o.id == c.id }) {
@@ -177,7 +177,7 @@ func (d *duties) owe(cs ...cancelReq) {
 }
 
 // outageGoesOn reports whether site s was already failing before this
-// cycle (its failure was reported then). the ledger's lock held.
+// cycle (its failure was reported then). The ledger's lock held.
 func (st *siteTable) outageGoesOn(s int, now time.Time) bool {
 	return st.downSince != nil && !st.downSince[s].IsZero() && st.downSince[s].Before(now)
 }

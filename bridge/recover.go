@@ -122,7 +122,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 }
 
 // markRestarted records that j's intents were written by the process
-// before the restart (Options.SubmitGrace applies to them). the ledger's lock held.
+// before the restart (Options.SubmitGrace applies to them). The ledger's lock held.
 func (l *ledger) markRestarted(j *Job) {
 	if l.restarted == nil {
 		l.restarted = map[string]bool{}
@@ -139,7 +139,7 @@ func compSites(j *Job) []string {
 	return out
 }
 
-// adopt makes a dispatched or running job live again. the ledger's lock held.
+// adopt makes a dispatched or running job live again. The ledger's lock held.
 func (l *ledger) adopt(j *Job) {
 	l.live = append(l.live, j.ID)
 	for _, c := range j.Comps {
@@ -150,7 +150,7 @@ func (l *ledger) adopt(j *Job) {
 }
 
 // reconcile settles a job found in the Submitting state: for each intended
-// component it asks the site for remote jobs carrying the attempt's tag. the ledger's lock
+// component it asks the site for remote jobs carrying the attempt's tag. The ledger's lock
 // held (the sites are asked with it held: recovery runs before any cycle). It
 // returns the remote cancels to issue once the ledger's lock is released.
 func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
@@ -247,7 +247,7 @@ func (rc *reconciler) retryUnresolved(ctx context.Context, now time.Time) {
 // unfinished job with a live reservation is admitted again, earliest window
 // first. One still waiting that no longer passes (a site gone, or down at
 // the restart) fails with the test's reason; one already running in its
-// reservation stays, whatever the graph says. the ledger's lock held.
+// reservation stays, whatever the graph says. The ledger's lock held.
 func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 	var rs []*Job
 	for _, j := range jobs {
@@ -275,7 +275,7 @@ func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time
 // in flight (inFlight) the job stays Submitting and is looked up again
 // every cycle (retryUnresolved), with one reconcile-wait event per
 // attempt; it reports true then. The one rule for single and co-allocated
-// jobs (reconcile) and for QoS copies (lookupIntents). the ledger's lock held.
+// jobs (reconcile) and for QoS copies (lookupIntents). The ledger's lock held.
 func (d *duties) waitInFlight(ctx context.Context, j *Job, now time.Time, missing int, rep *RecoverReport) bool {
 	if missing == 0 || !d.inFlight(j, now) {
 		return false
@@ -297,7 +297,7 @@ func (d *duties) waitInFlight(ctx context.Context, j *Job, now time.Time, missin
 // before it stopped may still reach its site (Options.SubmitGrace). A
 // batch this process cut itself is not waited for: its remote shell stops
 // at the next marker it cannot write (backends/sshbatch). An intent
-// recorded before Intent existed (zero) is not waited for. the ledger's lock held.
+// recorded before Intent existed (zero) is not waited for. The ledger's lock held.
 func (d *duties) inFlight(j *Job, now time.Time) bool {
 	return d.opts.SubmitGrace > 0 && d.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(d.opts.SubmitGrace))
 }
@@ -332,7 +332,7 @@ const (
 // adopted into c (its id, state and times), any other is a duplicate
 // whose cancel is returned. Unanswered: the failure is recorded in rep and
 // on the job (written), and the caller holds the job for the next cycle.
-// the ledger's lock held.
+// The ledger's lock held.
 func (rc *reconciler) lookup(ctx context.Context, j *Job, c *Component, tag string, now time.Time, rep *RecoverReport) (tagLookup, []cancelReq) {
 	f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
 	if !ok {

@@ -12,7 +12,7 @@ import (
 // adopted, one that never reached its site is submitted again under the
 // same tag by the next cycle (it was not there, so nothing runs twice), and
 // a passive backup stays passive. Then the copies are tracked as usual, so
-// a winner found is kept and the losers cancelled. the ledger's lock held.
+// a winner found is kept and the losers cancelled. The ledger's lock held.
 func (rc *reconciler) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
 	ok, cancels := rc.lookupIntents(ctx, j, now, rep)
 	if !ok {
@@ -32,7 +32,7 @@ func (rc *reconciler) reconcileCopies(ctx context.Context, j *Job, now time.Time
 // Options.SubmitGrace): the job is then held and looked up again every
 // cycle, as a single job is. Past the grace a copy not found is submitted
 // again under its tag. It returns the cancels of duplicates found under a
-// tag, for the cancel stage. the ledger's lock held.
+// tag, for the cancel stage. The ledger's lock held.
 func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
 	resubmit := false
 	var cancels []cancelReq
@@ -86,7 +86,7 @@ func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, 
 // job found at Recover with an intent not settled yet is tracked again only
 // once its sites answered (retryUnresolved, reconcileCopies). Recover has
 // just appended it to the live list (adopt). A Submitting job is left as it is.
-// the ledger's lock held.
+// The ledger's lock held.
 func (l *ledger) unlive(j *Job) {
 	if j.State == Submitting {
 		return

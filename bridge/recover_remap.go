@@ -10,7 +10,7 @@ import (
 
 // recoverMove resolves a move a restart found under way (remap.go). It
 // reports whether it took the job (Recover skips it then) and returns the
-// remote cancels to issue once the ledger's lock is released. the ledger's lock held, in Recover.
+// remote cancels to issue once the ledger's lock is released. The ledger's lock held, in Recover.
 func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
 	mv := j.Moving
 	switch {

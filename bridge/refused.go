@@ -30,7 +30,7 @@ func refusedBy(err error) bool {
 // refuse records the sites whose submission errs refused for good and
 // reports whether the job may still run elsewhere: some allowed site has
 // not refused it. An advance-reservation job is bound to its one site and
-// never falls through. the ledger's lock held.
+// never falls through. The ledger's lock held.
 func (sm *submitter) refuse(j *Job, now time.Time, comps []Component, errs []error) bool {
 	if j.Resv != nil {
 		return false
@@ -60,7 +60,7 @@ func (sm *submitter) refuse(j *Job, now time.Time, comps []Component, errs []err
 }
 
 // allowedLeft lists the sites the job may still use: its allowed sites
-// (all without a list) less those that refused it. the ledger's lock held.
+// (all without a list) less those that refused it. The ledger's lock held.
 func (st *siteTable) allowedLeft(j *Job) []string {
 	names := j.Req.Sites
 	if names == nil {
@@ -85,7 +85,7 @@ func refusedText(j *Job) string {
 }
 
 // replan refreshes the policy's view of a queued job after its refusals
-// changed. the ledger's lock held.
+// changed. The ledger's lock held.
 func (sm *submitter) replan(j *Job) {
 	if i := slices.Index(sm.queue, j.ID); i >= 0 {
 		sm.pq[i] = sm.policyJob(j)

@@ -127,7 +127,7 @@ type remapper struct {
 }
 
 // noteEstimate records the start a site estimates for a waiting
-// component (only while remapping is on). the ledger's lock held.
+// component (only while remapping is on). The ledger's lock held.
 func (rm *remapper) noteEstimate(site int, st backends.JobStatus) {
 	if rm.opts.Remap == nil {
 		return
@@ -180,7 +180,7 @@ func (rm *remapper) remapWanted(now time.Time) bool {
 	return slices.ContainsFunc(rm.live, func(id string) bool { j := rm.jobs[id]; return j != nil && j.State == Dispatched })
 }
 
-// remapLater: the interval since the last pass has not passed. the ledger's lock held.
+// remapLater: the interval since the last pass has not passed. The ledger's lock held.
 func (rm *remapper) remapLater(now time.Time) bool {
 	iv := rm.opts.Remap.Interval
 	return iv > 0 && !rm.last.IsZero() && now.Before(rm.last.Add(iv))
@@ -238,7 +238,7 @@ type plannedMove struct {
 }
 
 // movable says whether a job may be moved now (see the top of this file).
-// the ledger's lock held.
+// The ledger's lock held.
 func (rm *remapper) movable(j *Job, now time.Time, o RemapOptions) bool {
 	if j.State != Dispatched || j.Moving != nil || j.Moves >= o.MaxMoves || j.Resv != nil || j.Group != nil ||
 		len(j.Req.Sites) == 1 || hasCopies(j) || !j.Intent.Before(now) || len(j.Comps) == 0 {
@@ -256,7 +256,7 @@ func (rm *remapper) movable(j *Job, now time.Time, o RemapOptions) bool {
 }
 
 // planMoves picks the moves of this pass and takes their nodes from free.
-// the ledger's lock held, inside a cycle (the snapshot is this cycle's).
+// The ledger's lock held, inside a cycle (the snapshot is this cycle's).
 func (rm *remapper) planMoves(now time.Time, free []int) []plannedMove {
 	o := rm.remapOptions()
 	var out []plannedMove
@@ -540,7 +540,7 @@ func (rm *remapper) giveBack(free []int, fresh bool, to []Component) {
 	}
 }
 
-// enqueue puts a queued job at its FCFS place in the queue. the ledger's lock held.
+// enqueue puts a queued job at its FCFS place in the queue. The ledger's lock held.
 func (l *ledger) enqueue(j *Job) {
 	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
 		q := l.jobs[id]

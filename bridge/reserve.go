@@ -87,7 +87,7 @@ func (st *siteTable) siteNodes(ctx context.Context, ask func(s int) bool) ([]int
 // graph (again, after a failure). A site already in the graph whose count
 // changed (nodes drained or added) gets the new count there too, and the
 // jobs still waiting for the reservations a shrink dropped fail with the
-// reason. It returns how many failed. the ledger's lock held.
+// reason. It returns how many failed. The ledger's lock held.
 func (rsv *reservations) learned(ctx context.Context, now time.Time, s, nodes int) int {
 	if nodes <= 0 || (rsv.capacity[s] == nodes && !rsv.resFailed[s]) {
 		return 0
@@ -111,7 +111,7 @@ func (rsv *reservations) learned(ctx context.Context, now time.Time, s, nodes in
 }
 
 // failDropped fails, with why, the jobs still waiting for the reservations
-// the graph dropped, and returns how many. the ledger's lock held.
+// the graph dropped, and returns how many. The ledger's lock held.
 func (rsv *reservations) failDropped(ctx context.Context, now time.Time, dropped []string, why string) int {
 	n := 0
 	for _, id := range dropped {
@@ -125,7 +125,7 @@ func (rsv *reservations) failDropped(ctx context.Context, now time.Time, dropped
 	return n
 }
 
-// graph returns the resource–reservation graph, built on first use. the ledger's lock held.
+// graph returns the resource–reservation graph, built on first use. The ledger's lock held.
 func (rsv *reservations) graph() *reserve.Graph {
 	if rsv.rrg == nil {
 		var res []reserve.Resource
@@ -156,7 +156,7 @@ func checkWindow(req *Request, now time.Time) error {
 }
 
 // admit runs the admission test for a new job that asked for a window and
-// sets its state: Reserved, or Rejected with the test's reason. the ledger's lock held.
+// sets its state: Reserved, or Rejected with the test's reason. The ledger's lock held.
 func (rsv *reservations) admit(j *Job, now time.Time) {
 	w := j.Req.Window
 	j.Resv = &Reservation{Earliest: w.Earliest, Latest: w.Latest, Name: ResvName(j.ID)}
@@ -181,7 +181,7 @@ func (rsv *reservations) resvRequest(j *Job) reserve.Request {
 }
 
 // waitReserved puts a job back to wait for (or inside) its reservation.
-// the ledger's lock held.
+// The ledger's lock held.
 func (l *ledger) waitReserved(j *Job) {
 	j.State = Reserved
 	if !slices.Contains(l.reserved, j.ID) {
@@ -190,7 +190,7 @@ func (l *ledger) waitReserved(j *Job) {
 }
 
 // dropResv ends a job's reservation: out of the graph and, once created,
-// deleted at its site (after the lock is released: releaseNative). the ledger's lock held.
+// deleted at its site (after the lock is released: releaseNative). The ledger's lock held.
 func (rsv *reservations) dropResv(j *Job, st ResvState, why string) {
 	r := j.Resv
 	if r == nil || r.State == ResvReleased || r.State == ResvFailed {
@@ -331,7 +331,7 @@ func (rsv *reservations) refreshResources(ctx context.Context, now time.Time, re
 	}
 }
 
-// failReserved fails a job still waiting for its reservation. the ledger's lock held.
+// failReserved fails a job still waiting for its reservation. The ledger's lock held.
 func (rsv *reservations) failReserved(ctx context.Context, j *Job, now time.Time, why string) {
 	rsv.dropResv(j, ResvFailed, why)
 	rsv.endAs(j, now, Failed, "failed", j.Resv.Site, "reservation failed: "+why)
@@ -339,7 +339,7 @@ func (rsv *reservations) failReserved(ctx context.Context, j *Job, now time.Time
 }
 
 // gridRunning lists the running grid jobs at every site as the graph sees
-// non-reserved work: what binding may wait for or restart. the ledger's lock held.
+// non-reserved work: what binding may wait for or restart. The ledger's lock held.
 func (rsv *reservations) gridRunning(now time.Time) []reserve.Running {
 	var out []reserve.Running
 	for _, id := range rsv.live {

@@ -280,7 +280,7 @@ func (sm *submitter) stagePending(ctx context.Context, now time.Time, r *relays,
 }
 
 // dataFailed settles a job whose data could not be staged before any site
-// heard of it. the ledger's lock held.
+// heard of it. The ledger's lock held.
 func (sm *submitter) dataFailed(ctx context.Context, now time.Time, j *Job, err error, rep *CycleReport) {
 	j.Comps = nil
 	if backends.Retryable(err) && j.Attempts < sm.opts.MaxAttempts {

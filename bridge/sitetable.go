@@ -108,7 +108,7 @@ func (st *siteTable) markStale(s int) {
 	st.notesMu.Unlock()
 }
 
-// policyJob is the policy's view of a queued job. the ledger's lock held.
+// policyJob is the policy's view of a queued job. The ledger's lock held.
 func (st *siteTable) policyJob(j *Job) policy.Job {
 	r := &j.Req
 	pj := policy.Job{ID: j.ID, Width: r.Nodes, Estimate: r.Estimate, Submit: j.Submit, Origin: -1,

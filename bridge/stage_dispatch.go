@@ -134,7 +134,7 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 
 // alone is the prediction for job j running on part p by itself: the
 // option's times recomputed with the run-time model of the current
-// snapshot. the ledger's lock held, inside a cycle.
+// snapshot. The ledger's lock held, inside a cycle.
 func (dp *dispatcher) alone(j *Job, p policy.Part, o policy.Option) policy.Option {
 	pj := dp.policyJob(j)
 	o.Parts = []policy.Part{p}
@@ -143,7 +143,7 @@ func (dp *dispatcher) alone(j *Job, p policy.Part, o policy.Option) policy.Optio
 	return o
 }
 
-// dequeue removes a job from the global queue. the ledger's lock held.
+// dequeue removes a job from the global queue. The ledger's lock held.
 func (l *ledger) dequeue(id string) {
 	if i := slices.Index(l.queue, id); i >= 0 {
 		l.queue = slices.Delete(l.queue, i, i+1)

@@ -179,7 +179,7 @@ func (ft *fetcher) runFetch(ctx context.Context, t *fetchTask) {
 	}
 }
 
-// applyFetch records a finished fetch and ends its job. the ledger's lock held.
+// applyFetch records a finished fetch and ends its job. The ledger's lock held.
 func (ft *fetcher) applyFetch(ctx context.Context, t *fetchTask, now time.Time) {
 	j := ft.jobs[t.job]
 	if j == nil {

@@ -88,7 +88,7 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 }
 
 // apply records one component status and returns its job the first time the
-// job changes in this cycle (nil otherwise). the ledger's lock held.
+// job changes in this cycle (nil otherwise). The ledger's lock held.
 func (p *poller) apply(site int, st backends.JobStatus, now time.Time) *Job {
 	id, ok := p.where[compKey{site, st.ID}]
 	if !ok {

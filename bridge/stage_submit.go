@@ -179,7 +179,7 @@ func (sm *submitter) submitPending(ctx context.Context, now time.Time, pend []pe
 // at the start of the next cycle (retryUnresolved, as after a restart): a
 // remote job found is adopted, and if any component is missing the found
 // ones are cancelled and the job queued again. It reports whether it took
-// the job. the ledger's lock held.
+// the job. The ledger's lock held.
 func (sm *submitter) unknownParts(ctx context.Context, now time.Time, j *Job, comps []Component, errs []error, rep *CycleReport) bool {
 	var unknown error
 	for _, err := range errs {

@@ -157,7 +157,7 @@ type outcome struct {
 
 // finish ends a job with f. A job whose outputs are to be fetched ends only
 // once they are here (fetchEnded applies f then), so whoever sees the job
-// completed finds its outputs too. the ledger's lock held.
+// completed finds its outputs too. The ledger's lock held.
 func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
 	if j.Req.OutputDir != "" && j.Outputs == nil && len(j.Comps) > 0 && j.final == nil && tk.fetchAllowed(j, now) {
 		j.final = &f
@@ -167,7 +167,7 @@ func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
 	tk.end(j, f, now)
 }
 
-// end applies a final outcome. the ledger's lock held.
+// end applies a final outcome. The ledger's lock held.
 func (tk *tracker) end(j *Job, f outcome, now time.Time) {
 	j.State, j.Reason, j.ExitCode, j.final = f.state, f.reason, f.exit, nil
 	if !f.start.IsZero() {

@@ -143,7 +143,7 @@ func tierRank(t string) int {
 
 // tierOrder serves the queue high → low → none, FCFS inside a tier (the
 // queue is in FCFS order already). It returns q itself when no queued job
-// is above none. the ledger's lock held.
+// is above none. The ledger's lock held.
 func (cp *copies) tierOrder(q []policy.Job) []policy.Job {
 	if cp.opts.Tiers == nil {
 		return q

@@ -30,7 +30,7 @@ import (
 const unreachableReason = "waiting: every eligible site is unreachable"
 
 // downKeepsSize gives down site s its size and node shape as last seen (a
-// site never seen keeps 0: unknown). the ledger's lock held.
+// site never seen keeps 0: unknown). The ledger's lock held.
 func (st *siteTable) downKeepsSize(s int) {
 	if st.seen != nil && st.seen[s] {
 		st.snapSites[s].Nodes, st.snapSites[s].Shape = st.known[s].Nodes, st.known[s].Shape

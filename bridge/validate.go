@@ -277,7 +277,7 @@ func (ik *intake) outputDir(dir string) (string, error) {
 // that its output directory is inside the output root (a symbolic link may
 // have appeared since it was submitted, or the job was stored by an older
 // broker). When it is not, the refusal is recorded and nothing is fetched.
-// the ledger's lock held.
+// The ledger's lock held.
 func (ik *intake) fetchAllowed(j *Job, now time.Time) bool {
 	if _, err := ik.outputDir(j.Req.OutputDir); err != nil {
 		msg := fmt.Sprintf("outputs not fetched: OutputDir: %v", err)
