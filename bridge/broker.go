@@ -101,7 +101,7 @@ type Options struct {
 	InputRoots []string
 	// FetchWorkers bounds the output fetches of real sites running at once
 	// (default DefaultFetchWorkers); FetchTimeout bounds each job's fetch
-	// (default DefaultFetchTimeout). See fetch.go.
+	// (default DefaultFetchTimeout). See stage_fetch.go.
 	FetchWorkers int
 	FetchTimeout time.Duration
 	// SubmitGrace: after a restart, a dispatch intent written by the

@@ -17,6 +17,11 @@
 //	           the links, and what was last seen of each site: size and node
 //	           shape, node count, trust, outages, pushed changes
 //
+// Both are types of this package rather than packages of their own: their
+// transitions read and write the job's in-memory state (the outcome held
+// back while outputs are fetched, the track stage's marks), which is not
+// part of the stored Job.
+//
 // # The cycle
 //
 // One cycle, Cycle(ctx, now), runs a pipeline of stages (cycle.go), each a

@@ -19,7 +19,7 @@ import (
 // writes to the Store. Its lock, mu, guards all of it; the site table's
 // per-site observations and the features' bookkeeping are guarded by the
 // same lock, so that one transition sees one consistent state. writeMu,
-// taken after mu, orders the store writes of one job (persistgroup.go).
+// taken after mu, orders the store writes of one job (ledger_writes.go).
 //
 // The transition operations (addEvent, persist, persistLater, enqueue,
 // dequeue, requeueAs, waitReserved, index, unindex, compactLive, adopt,
@@ -52,8 +52,8 @@ type ledger struct {
 	unreachable map[string]bool
 	pending     []pendingEvent // events to hand to OnEvent once the lock is released
 
-	group   *writeGroup // a cycle phase's writes, flushed together (persistgroup.go)
-	writeMu sync.Mutex  // orders job writes: persist and writeCopies (persistgroup.go); taken after mu
+	group   *writeGroup // a cycle phase's writes, flushed together (ledger_writes.go)
+	writeMu sync.Mutex  // orders job writes: persist and writeCopies (ledger_writes.go); taken after mu
 	store   Store
 	log     *slog.Logger
 
