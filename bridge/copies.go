@@ -273,9 +273,7 @@ func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d p
 		cp.duties.doCancels(ctx, now, undo)
 		return
 	}
-	j.State = Dispatched
-	cp.dequeue(j.ID)
-	cp.live = append(cp.live, j.ID)
+	cp.goLive(j)
 	if j.Tier == TierHigh {
 		rep.Replicated++
 	} else {
@@ -386,7 +384,7 @@ func (cp *copies) applySubmits(ctx context.Context, now time.Time, j *Job, ids [
 			cp.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
 		case ids[k] != "":
 			c.RemoteID, c.State = ids[k], backends.StatePending
-			cp.where[compKey{cp.siteIdx[c.Site], c.RemoteID}] = j.ID
+			cp.index(j.ID, *c)
 			cp.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("%s copy %d: remote job %s (%d node(s)), tag %s", c.Role, c.Copy, c.RemoteID, c.Nodes, c.Tag))
 		}
 	}
@@ -427,7 +425,7 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 			if c.Copy == win {
 				keep = append(keep, c)
 			} else {
-				delete(cp.where, compKey{cp.siteIdx[c.Site], c.RemoteID})
+				cp.forget(c)
 				j.Withdrawn = append(j.Withdrawn, c)
 			}
 		}
@@ -459,7 +457,7 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 			if !c.State.Final() && c.RemoteID != "" {
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, fmt.Sprintf("another part of copy %d failed", s.n)})
 			}
-			delete(cp.where, compKey{cp.siteIdx[c.Site], c.RemoteID})
+			cp.forget(c)
 			j.Withdrawn = append(j.Withdrawn, c)
 			cp.avoid(j, c.Site)
 		}

@@ -160,7 +160,7 @@ func (tk *tracker) trackSet(ctx context.Context, j *Job, now time.Time, rep *Cyc
 	w.Replica = false
 	for k, c := range j.Comps {
 		if k != win {
-			delete(tk.where, compKey{tk.siteIdx[c.Site], c.RemoteID})
+			tk.forget(c)
 		}
 	}
 	j.Comps = []Component{w}

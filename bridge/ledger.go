@@ -173,10 +173,30 @@ func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
 	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
 }
 
+// index records that component c of job id runs at its site under its
+// remote id, for the poll stage to find. The ledger's lock held.
+func (l *ledger) index(id string, c Component) {
+	l.where[compKey{l.st.siteIdx[c.Site], c.RemoteID}] = id
+}
+
+// forget drops component c from the index (index). The ledger's lock held.
+func (l *ledger) forget(c Component) {
+	delete(l.where, compKey{l.st.siteIdx[c.Site], c.RemoteID})
+}
+
+// goLive makes a job whose components were submitted live: Dispatched,
+// out of the queue, last in the live list. Its components are indexed by
+// the caller (index). The ledger's lock held.
+func (l *ledger) goLive(j *Job) {
+	j.State = Dispatched
+	l.dequeue(j.ID)
+	l.live = append(l.live, j.ID)
+}
+
 // unindex forgets the components of a job that left the live set. The ledger's lock held.
 func (l *ledger) unindex(j *Job) {
 	for _, c := range j.Comps {
-		delete(l.where, compKey{l.st.siteIdx[c.Site], c.RemoteID})
+		l.forget(c)
 	}
 }
 

@@ -144,7 +144,7 @@ func (l *ledger) adopt(j *Job) {
 	l.live = append(l.live, j.ID)
 	for _, c := range j.Comps {
 		if c.RemoteID != "" {
-			l.where[compKey{l.st.siteIdx[c.Site], c.RemoteID}] = j.ID
+			l.index(j.ID, c)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, 
 			missing = append(missing, k)
 		case tagFound:
 			if j.State != Submitting {
-				rc.where[compKey{rc.siteIdx[c.Site], c.RemoteID}] = j.ID
+				rc.index(j.ID, *c)
 			}
 		}
 	}

@@ -427,7 +427,7 @@ func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, fre
 		// Lost the race with the start: the job stays where it is.
 		j.Moving = nil
 		for _, c := range j.Comps {
-			rm.where[compKey{rm.siteIdx[c.Site], c.RemoteID}] = id
+			rm.index(id, c)
 		}
 		rm.addEvent(j, now, EventMoveAbandoned, "", fmt.Sprintf("the move to %s was abandoned: the job started at %s before it could be withdrawn (%s); it stays there",
 			compsString(mv.To), compsString(j.Comps), strings.Join(started, "; ")))

@@ -255,12 +255,11 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 		ok = append(ok, c)
 	}
 	if firstErr == nil || (d.Action == policy.Replicate && len(ok) > 0) {
-		j.Comps, j.State = ok, Dispatched
+		j.Comps = ok
 		for _, c := range ok {
-			sm.where[compKey{sm.siteIdx[c.Site], c.RemoteID}] = id
+			sm.index(id, c)
 		}
-		sm.dequeue(id)
-		sm.live = append(sm.live, id)
+		sm.goLive(j)
 		sm.persistLater(ctx, j)
 		if d.Action == policy.Replicate {
 			rep.Replicated++
