@@ -327,13 +327,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	if ev != nil && b.opts.OnEvent != nil {
 		b.pending = append(b.pending, pendingEvent{j.Clone(), *ev})
 	}
-	b.jobs[j.ID] = j
-	switch j.State {
-	case Queued:
-		b.queueLast(j)
-	case Reserved:
-		b.reserved = append(b.reserved, j.ID)
-	}
+	b.add(j)
 	c := j.Clone()
 	b.mu.Unlock()
 	b.flushEvents()

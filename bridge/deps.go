@@ -282,10 +282,7 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 		return nil, fmt.Errorf("storing job: %w", err)
 	}
 	gs.mu.Lock()
-	gs.jobs[j.ID] = j
-	if j.State == Held {
-		gs.held = append(gs.held, j.ID)
-	}
+	gs.add(j)
 	if g != nil {
 		_, idx := newGroup(&j.Req, &problems{})
 		gs.groups[j.ID] = &groupInfo{indices: idx}

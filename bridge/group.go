@@ -304,13 +304,7 @@ func (gs *groups) makeElement(ctx context.Context, p *Job, indices []int, k int,
 		e.Events = nil
 		return nil, err
 	}
-	gs.jobs[e.ID] = e
-	switch e.State {
-	case Queued:
-		gs.queueLast(e)
-	case Held:
-		gs.held = append(gs.held, e.ID)
-	}
+	gs.add(e)
 	return e, nil
 }
 

@@ -231,6 +231,21 @@ func (l *ledger) submittedBy(now time.Time) []policy.Job {
 	return l.byNow[:len(l.byNow):len(l.byNow)]
 }
 
+// add takes a new job, already stored, into the ledger: a queued job at
+// the end of the queue, a held one among the held, one waiting for its
+// reservation among the reserved. The ledger's lock held.
+func (l *ledger) add(j *Job) {
+	l.jobs[j.ID] = j
+	switch j.State {
+	case Queued:
+		l.queueLast(j)
+	case Held:
+		l.held = append(l.held, j.ID)
+	case Reserved:
+		l.reserved = append(l.reserved, j.ID)
+	}
+}
+
 // queueLast puts a new (or newly released) queued job at the end of the
 // queue: FCFS, as it was submitted (or released) last. mu held.
 func (l *ledger) queueLast(j *Job) {
