@@ -595,8 +595,7 @@ func (cp *copies) dueBackups(ctx context.Context, now time.Time) {
 			c.Passive, fired = false, true
 		}
 		if fired {
-			cp.addEvent(j, now, "backup-due", "", "the backup's latest start has come: it is submitted now, beside the primary")
-			_ = cp.persist(ctx, j)
+			cp.record(ctx, j, now, "backup-due", "", "the backup's latest start has come: it is submitted now, beside the primary")
 			cp.toSubmit = append(cp.toSubmit, id)
 		}
 		if waiting {

@@ -99,8 +99,7 @@ func (tk *tracker) expireDeadlines(ctx context.Context, now time.Time, rep *Cycl
 		}
 		j.DeadlineMissed = true
 		if j.Req.DeadlinePolicy == DeadlineBestEffort {
-			tk.addEvent(j, now, EventDeadlineMissed, "", why+"; best-effort: it stays queued and will run late")
-			_ = tk.persist(ctx, j)
+			tk.record(ctx, j, now, EventDeadlineMissed, "", why+"; best-effort: it stays queued and will run late")
 			continue
 		}
 		tk.endAs(j, now, Rejected, EventDeadlineMissed, "", "deadline missed while queued: "+why)
@@ -118,8 +117,7 @@ func (tk *tracker) expireDeadlines(ctx context.Context, now time.Time, rep *Cycl
 		}
 		if why, late := check(j); late {
 			j.DeadlineMissed = true
-			tk.addEvent(j, now, EventDeadlineMissed, "", why+" (it waits in a site's queue: reported, not withdrawn)")
-			_ = tk.persist(ctx, j)
+			tk.record(ctx, j, now, EventDeadlineMissed, "", why+" (it waits in a site's queue: reported, not withdrawn)")
 		}
 	}
 }

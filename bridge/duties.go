@@ -283,8 +283,7 @@ func (d *duties) watchLate(ctx context.Context, now time.Time) {
 				cancels = append(cancels, cancelReq{w.Job, w.Site, st.ID, fmt.Sprintf("remote job %s: late submission of attempt %d (tag %s)", st.ID, w.Attempt, w.Tag)})
 			}
 			if j != nil {
-				d.addEvent(j, now, EventLateSubmission, w.Site, msg)
-				_ = d.persist(ctx, j)
+				d.record(ctx, j, now, EventLateSubmission, w.Site, msg)
 			}
 			d.log.Warn(msg, "job", w.Job, "remote", st.ID, "tag", w.Tag)
 		}

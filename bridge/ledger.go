@@ -103,6 +103,14 @@ func (l *ledger) flushEvents() {
 	}
 }
 
+// record adds an event to the job and writes it, for a change the caller
+// does not act on further (a failed write is logged by persist). The
+// ledger's lock held.
+func (l *ledger) record(ctx context.Context, j *Job, t time.Time, kind, site, msg string) {
+	l.addEvent(j, t, kind, site, msg)
+	_ = l.persist(ctx, j)
+}
+
 // persist writes the job; the ledger's lock must be held. A store failure is logged and
 // returned: the caller must not act on a change it could not record.
 func (l *ledger) persist(ctx context.Context, j *Job) error {

@@ -342,8 +342,7 @@ func (rc *reconciler) lookup(ctx context.Context, j *Job, c *Component, tag stri
 	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
 		rep.Unresolved++
-		rc.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
-		_ = rc.persist(ctx, j)
+		rc.record(ctx, j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
 		return tagUnanswered, nil
 	}
 	if len(sts) == 0 {

@@ -143,7 +143,7 @@ func (rm *remapper) noteEstimate(site int, st backends.JobStatus) {
 	rm.est[k] = st.Start
 }
 
-// Crash points of a move, for tests (remapState.hook).
+// Crash points of a move, for tests (remapper.hook).
 const (
 	crashBeforeWithdraw = "before-withdraw" // intent stored, nothing withdrawn
 	crashAfterWithdraw  = "after-withdraw"  // withdrawn at the old site, the new intent not stored

@@ -444,8 +444,7 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 		if backends.Retryable(err) && !errors.Is(err, backends.ErrRejected) {
 			// The site could not be asked: the intent stays, settled next time.
 			rep.Errors = append(rep.Errors, fmt.Errorf("job %s: reserving at %s: %w", j.ID, bd.Resource, err))
-			rsv.addEvent(j, now, "binding-retry", bd.Resource, fmt.Sprintf("creating the reservation: %v; asked again at the next binding", err))
-			_ = rsv.persist(ctx, j)
+			rsv.record(ctx, j, now, "binding-retry", bd.Resource, fmt.Sprintf("creating the reservation: %v; asked again at the next binding", err))
 			return
 		}
 		r.State = ResvFailed // nothing was created: nothing to delete
@@ -456,8 +455,7 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 		return
 	}
 	r.State, r.Native = ResvBound, id
-	rsv.addEvent(j, now, "bound", bd.Resource, fmt.Sprintf("reservation %s at %s: %d node(s) from %s for %s", id, bd.Resource, j.Req.Nodes, start.Format(time.RFC3339), ceilSecond(j.Req.Estimate)))
-	_ = rsv.persist(ctx, j)
+	rsv.record(ctx, j, now, "bound", bd.Resource, fmt.Sprintf("reservation %s at %s: %d node(s) from %s for %s", id, bd.Resource, j.Req.Nodes, start.Format(time.RFC3339), ceilSecond(j.Req.Estimate)))
 	rep.Bound++
 }
 

@@ -132,8 +132,7 @@ func (ft *fetcher) fetchEnded(ctx context.Context, now time.Time) {
 			inline = append(inline, t)
 		} else {
 			queued = append(queued, t)
-			ft.addEvent(j, now, "fetching", "", fmt.Sprintf("the job has ended; fetching its outputs into %s (the job ends once they are here)", j.Req.OutputDir))
-			_ = ft.persist(ctx, j)
+			ft.record(ctx, j, now, "fetching", "", fmt.Sprintf("the job has ended; fetching its outputs into %s (the job ends once they are here)", j.Req.OutputDir))
 		}
 	}
 	ft.mu.Unlock()

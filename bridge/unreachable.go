@@ -67,8 +67,7 @@ func (ps *planStage) holdUnreachable(ctx context.Context, now time.Time, snap *p
 			why := unreachableReason + " (" + strings.Join(names, ", ") + ")"
 			if j.Reason != why {
 				j.Reason = why
-				ps.addEvent(j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
-				_ = ps.persist(ctx, j)
+				ps.record(ctx, j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
 			}
 			if ps.unreachable == nil {
 				ps.unreachable = map[string]bool{}
