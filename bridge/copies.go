@@ -85,21 +85,6 @@ func (cp *copies) avoid(j *Job, site string) {
 	}
 }
 
-// avoiding narrows a job's allowed sites (nil: all) by Job.Avoid, unless
-// that would leave none. The ledger's lock held.
-func (st *siteTable) avoiding(j *Job, allowed []int) []int {
-	var out []int
-	for s := range st.sites {
-		if (allowed == nil || slices.Contains(allowed, s)) && !slices.Contains(j.Avoid, st.sites[s].Name) {
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
-		return allowed
-	}
-	return out
-}
-
 // placeCopies chooses the copies' placements: copy 0 is the planner's
 // choice — or, with a Reliability model and a job that fits one site, the
 // least-RC site with room — and copy 1 the best other site big enough for

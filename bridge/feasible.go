@@ -186,21 +186,6 @@ func fastest(req *Request, m *policy.Snapshot, cand []int) (time.Duration, strin
 	return snap.Runtime(&pj, parts) + snap.Transfer(&pj, parts), partsString(names, parts)
 }
 
-// model is what the broker knows of its sites for Feasible at now: each
-// site's size and node shape as last seen when sizes is set (a site not
-// seen yet, or every site without sizes, counts as not known), its h, the
-// configured links and the multi-site factor. The ledger's lock held.
-func (st *siteTable) model(now time.Time, sizes bool) *policy.Snapshot {
-	m := &policy.Snapshot{Now: now, Links: st.links, MultiSite: st.multiSite, Sites: make([]policy.Site, len(st.sites))}
-	for s := range st.sites {
-		m.Sites[s] = policy.Site{Name: st.names[s], H: st.sites[s].H}
-		if sizes && st.known != nil && st.seen[s] {
-			m.Sites[s].Nodes, m.Sites[s].Shape = st.known[s].Nodes, st.known[s].Shape
-		}
-	}
-	return m
-}
-
 // feasible checks a request at submission (Feasible): with Options.
 // CheckFeasible against the sites as last seen — sites never seen yet are
 // asked for their Info first (bounded by capacityWait), except those whose
@@ -250,45 +235,4 @@ func (ik *intake) feasible(ctx context.Context, req *Request, now time.Time) (st
 	m := ik.model(now, true)
 	ik.mu.Unlock()
 	return Feasible(req, m)
-}
-
-// see records what a site's Info says of its size and node shape, for
-// feasible. The ledger's lock held.
-func (st *siteTable) see(s, nodes int, shape policy.NodeShape) {
-	if st.known == nil {
-		st.known = make([]policy.Site, len(st.sites))
-		st.seen = make([]bool, len(st.sites))
-		for i := range st.sites {
-			st.known[i] = policy.Site{Name: st.names[i], H: st.sites[i].H}
-		}
-	}
-	st.seen[s] = true
-	st.known[s].Nodes, st.known[s].Shape = nodes, shape
-}
-
-// shapeAllowed is the sites a reservation may be bound to: its allowed
-// sites (nil: all) less those whose nodes, as last seen, lack what it asks
-// per node. Nil when nothing is left out (or everything would be: Submit's
-// feasibility check refused that case; the sites' own answer decides).
-// The ledger's lock held.
-func (st *siteTable) shapeAllowed(j *Job) []string {
-	ask := policy.NodeShape{Cores: j.Req.CoresPerNode, MemBytes: j.Req.MemPerNode, GPUs: j.Req.GPUsPerNode}
-	if ask.Zero() || st.known == nil {
-		return slices.Clone(j.Req.Sites)
-	}
-	names := j.Req.Sites
-	if names == nil {
-		names = st.names
-	}
-	var out []string
-	for _, n := range names {
-		s := st.siteIdx[n]
-		if !st.seen[s] || st.known[s].Shape.Lacks(ask) == "" {
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 || len(out) == len(names) {
-		return slices.Clone(j.Req.Sites)
-	}
-	return out
 }

@@ -269,3 +269,66 @@ func (l *ledger) endAs(j *Job, now time.Time, state JobState, kind, site, why st
 	j.State, j.Reason, j.End = state, why, now
 	l.addEvent(j, now, kind, site, why)
 }
+
+// markRestarted records that j's intents were written by the process
+// before the restart (Options.SubmitGrace applies to them). The ledger's lock held.
+func (l *ledger) markRestarted(j *Job) {
+	if l.restarted == nil {
+		l.restarted = map[string]bool{}
+	}
+	l.restarted[j.ID] = true
+}
+
+// adopt makes a dispatched or running job live again. The ledger's lock held.
+func (l *ledger) adopt(j *Job) {
+	l.live = append(l.live, j.ID)
+	for _, c := range j.Comps {
+		if c.RemoteID != "" {
+			l.index(j.ID, c)
+		}
+	}
+}
+
+// unlive takes a job held for reconciliation out of the live set: a live
+// job found at Recover with an intent not settled yet is tracked again only
+// once its sites answered (retryUnresolved, reconcileCopies). Recover has
+// just appended it to the live list (adopt). A Submitting job is left as it is.
+// The ledger's lock held.
+func (l *ledger) unlive(j *Job) {
+	if j.State == Submitting {
+		return
+	}
+	l.live = l.live[:len(l.live)-1]
+	l.unindex(j)
+	j.State = Submitting
+}
+
+// enqueue puts a queued job at its FCFS place in the queue. The ledger's lock held.
+func (l *ledger) enqueue(j *Job) {
+	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
+		q := l.jobs[id]
+		if c := q.Submit.Compare(t.Submit); c != 0 {
+			return c
+		}
+		return strings.Compare(q.ID, t.ID)
+	})
+	l.queue = slices.Insert(l.queue, pos, j.ID)
+	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
+}
+
+// waitReserved puts a job back to wait for (or inside) its reservation.
+// The ledger's lock held.
+func (l *ledger) waitReserved(j *Job) {
+	j.State = Reserved
+	if !slices.Contains(l.reserved, j.ID) {
+		l.reserved = append(l.reserved, j.ID)
+	}
+}
+
+// dequeue removes a job from the global queue. The ledger's lock held.
+func (l *ledger) dequeue(id string) {
+	if i := slices.Index(l.queue, id); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		l.pq = slices.Delete(l.pq, i, i+1)
+	}
+}

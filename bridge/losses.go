@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"strings"
-	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -36,33 +35,4 @@ func IsSiteLoss(st backends.JobStatus) bool {
 		}
 	}
 	return false
-}
-
-// noteLoss reports a site loss at site s to the Reliability model, at most
-// once per site per cycle time (a site failure that loses ten jobs is one
-// failure, not ten). A site already counted down (its status calls fail)
-// is not reported again, nor are the losses found in its first answer after
-// an outage (outageOver). The ledger's lock held.
-func (st *siteTable) noteLoss(s int, status backends.JobStatus, now time.Time) {
-	if st.tiers == nil || st.tiers.Reliability == nil || !IsSiteLoss(status) {
-		return
-	}
-	if st.lostAt == nil {
-		st.lostAt = make([]time.Time, len(st.sites))
-	}
-	if st.lostAt[s].Equal(now) || (st.downSince != nil && !st.downSince[s].IsZero()) {
-		return
-	}
-	st.lostAt[s] = now
-	st.tiers.Reliability.Lost(st.sites[s].Name, now)
-}
-
-// outageOver is called when site s answers after an outage: the jobs it
-// reports lost in this answer were lost in the outage, already reported
-// as the site going down, so no loss is reported for them. The ledger's lock held.
-func (st *siteTable) outageOver(s int, now time.Time) {
-	if st.lostAt == nil {
-		st.lostAt = make([]time.Time, len(st.sites))
-	}
-	st.lostAt[s] = now
 }

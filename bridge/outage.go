@@ -175,9 +175,3 @@ func (d *duties) owe(cs ...cancelReq) {
 		}
 	}
 }
-
-// outageGoesOn reports whether site s was already failing before this
-// cycle (its failure was reported then). The ledger's lock held.
-func (st *siteTable) outageGoesOn(s int, now time.Time) bool {
-	return st.downSince != nil && !st.downSince[s].IsZero() && st.downSince[s].Before(now)
-}

@@ -121,15 +121,6 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	return rep, nil
 }
 
-// markRestarted records that j's intents were written by the process
-// before the restart (Options.SubmitGrace applies to them). The ledger's lock held.
-func (l *ledger) markRestarted(j *Job) {
-	if l.restarted == nil {
-		l.restarted = map[string]bool{}
-	}
-	l.restarted[j.ID] = true
-}
-
 // compSites lists the sites a job's components name.
 func compSites(j *Job) []string {
 	var out []string
@@ -137,16 +128,6 @@ func compSites(j *Job) []string {
 		out = append(out, c.Site)
 	}
 	return out
-}
-
-// adopt makes a dispatched or running job live again. The ledger's lock held.
-func (l *ledger) adopt(j *Job) {
-	l.live = append(l.live, j.ID)
-	for _, c := range j.Comps {
-		if c.RemoteID != "" {
-			l.index(j.ID, c)
-		}
-	}
 }
 
 // reconcile settles a job found in the Submitting state: for each intended

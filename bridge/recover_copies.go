@@ -81,17 +81,3 @@ func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, 
 	_ = rc.persist(ctx, j)
 	return true, cancels
 }
-
-// unlive takes a job held for reconciliation out of the live set: a live
-// job found at Recover with an intent not settled yet is tracked again only
-// once its sites answered (retryUnresolved, reconcileCopies). Recover has
-// just appended it to the live list (adopt). A Submitting job is left as it is.
-// The ledger's lock held.
-func (l *ledger) unlive(j *Job) {
-	if j.State == Submitting {
-		return
-	}
-	l.live = l.live[:len(l.live)-1]
-	l.unindex(j)
-	j.State = Submitting
-}

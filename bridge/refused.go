@@ -59,22 +59,6 @@ func (sm *submitter) refuse(j *Job, now time.Time, comps []Component, errs []err
 	return true
 }
 
-// allowedLeft lists the sites the job may still use: its allowed sites
-// (all without a list) less those that refused it. The ledger's lock held.
-func (st *siteTable) allowedLeft(j *Job) []string {
-	names := j.Req.Sites
-	if names == nil {
-		names = st.names
-	}
-	var left []string
-	for _, n := range names {
-		if !slices.ContainsFunc(j.Refused, func(r Refusal) bool { return r.Site == n }) {
-			left = append(left, n)
-		}
-	}
-	return left
-}
-
 // refusedText is every refusal of the job: "siteA: ...; siteB: ...".
 func refusedText(j *Job) string {
 	var p []string

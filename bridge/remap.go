@@ -540,19 +540,6 @@ func (rm *remapper) giveBack(free []int, fresh bool, to []Component) {
 	}
 }
 
-// enqueue puts a queued job at its FCFS place in the queue. The ledger's lock held.
-func (l *ledger) enqueue(j *Job) {
-	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
-		q := l.jobs[id]
-		if c := q.Submit.Compare(t.Submit); c != 0 {
-			return c
-		}
-		return strings.Compare(q.ID, t.ID)
-	})
-	l.queue = slices.Insert(l.queue, pos, j.ID)
-	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
-}
-
 // snapRuntime and snapTransfer use this cycle's snapshot, or the
 // estimate alone when the cycle has none.
 func (rm *remapper) snapRuntime(pj *policy.Job, parts []policy.Part) time.Duration {

@@ -61,28 +61,6 @@ func (rsv *reservations) learnCapacity(ctx context.Context, now time.Time) {
 	}
 }
 
-// siteNodes asks the sites that ask selects for their Info (the ledger's lock not held):
-// each one's node count, or why it could not be had.
-func (st *siteTable) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []error) {
-	nodes := make([]int, len(st.sites))
-	errs := make([]error, len(st.sites))
-	st.eachSite(func(s int) {
-		if !ask(s) {
-			return
-		}
-		in, err := st.sites[s].Backend.Info(ctx)
-		if err == nil && in == nil {
-			err = fmt.Errorf("%w: no site info", backends.ErrBadOutput)
-		}
-		if err != nil {
-			errs[s] = err
-			return
-		}
-		nodes[s] = in.Nodes
-	})
-	return nodes, errs
-}
-
 // learned records a site's node count and makes the site a resource of the
 // graph (again, after a failure). A site already in the graph whose count
 // changed (nodes drained or added) gets the new count there too, and the
@@ -178,15 +156,6 @@ func (rsv *reservations) admit(j *Job, now time.Time) {
 func (rsv *reservations) resvRequest(j *Job) reserve.Request {
 	return reserve.Request{ID: j.ID, ET: j.Resv.Earliest, LT: j.Resv.Latest, Dur: j.Req.Estimate,
 		Width: j.Req.Nodes, Allowed: rsv.shapeAllowed(j)}
-}
-
-// waitReserved puts a job back to wait for (or inside) its reservation.
-// The ledger's lock held.
-func (l *ledger) waitReserved(j *Job) {
-	j.State = Reserved
-	if !slices.Contains(l.reserved, j.ID) {
-		l.reserved = append(l.reserved, j.ID)
-	}
 }
 
 // dropResv ends a job's reservation: out of the graph and, once created,

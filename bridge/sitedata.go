@@ -351,35 +351,3 @@ func rateText(bps float64) string {
 	}
 	return strings.TrimSuffix(strconv.FormatFloat(bps, 'f', 1, 64), ".0") + " " + units[u]
 }
-
-// siteLinks is the site-to-site matrix of a snapshot. Data moves from site
-// to site through the broker (relay), so where both sites' links to the
-// broker are measured (up, from backends.LinkEstimator; downloads and
-// uploads alike) the path i → j costs both legs in sequence: SecPerByte
-// and Latency are the sums. Elsewhere the configured links (network:)
-// stand. Without any measurement it is Options.Links itself.
-func (st *siteTable) siteLinks(up []policy.Link) [][]policy.Link {
-	measured := func(i int) bool { return i < len(up) && up[i].SecPerByte > 0 }
-	n := 0
-	for i := range up {
-		if measured(i) {
-			n++
-		}
-	}
-	if n < 2 {
-		return st.links
-	}
-	out := make([][]policy.Link, len(st.sites))
-	for i := range out {
-		out[i] = make([]policy.Link, len(st.sites))
-		if st.links != nil {
-			copy(out[i], st.links[i])
-		}
-		for j := range out[i] {
-			if i != j && measured(i) && measured(j) {
-				out[i][j] = policy.Link{SecPerByte: up[i].SecPerByte + up[j].SecPerByte, Latency: up[i].Latency + up[j].Latency}
-			}
-		}
-	}
-	return out
-}

@@ -1,8 +1,10 @@
 package bridge
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,4 +216,188 @@ func (st *siteTable) spare(notes []note) {
 	st.notesMu.Lock()
 	st.spareNotes = notes[:0]
 	st.notesMu.Unlock()
+}
+
+// avoiding narrows a job's allowed sites (nil: all) by Job.Avoid, unless
+// that would leave none. The ledger's lock held.
+func (st *siteTable) avoiding(j *Job, allowed []int) []int {
+	var out []int
+	for s := range st.sites {
+		if (allowed == nil || slices.Contains(allowed, s)) && !slices.Contains(j.Avoid, st.sites[s].Name) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return allowed
+	}
+	return out
+}
+
+// model is what the broker knows of its sites for Feasible at now: each
+// site's size and node shape as last seen when sizes is set (a site not
+// seen yet, or every site without sizes, counts as not known), its h, the
+// configured links and the multi-site factor. The ledger's lock held.
+func (st *siteTable) model(now time.Time, sizes bool) *policy.Snapshot {
+	m := &policy.Snapshot{Now: now, Links: st.links, MultiSite: st.multiSite, Sites: make([]policy.Site, len(st.sites))}
+	for s := range st.sites {
+		m.Sites[s] = policy.Site{Name: st.names[s], H: st.sites[s].H}
+		if sizes && st.known != nil && st.seen[s] {
+			m.Sites[s].Nodes, m.Sites[s].Shape = st.known[s].Nodes, st.known[s].Shape
+		}
+	}
+	return m
+}
+
+// see records what a site's Info says of its size and node shape, for
+// feasible. The ledger's lock held.
+func (st *siteTable) see(s, nodes int, shape policy.NodeShape) {
+	if st.known == nil {
+		st.known = make([]policy.Site, len(st.sites))
+		st.seen = make([]bool, len(st.sites))
+		for i := range st.sites {
+			st.known[i] = policy.Site{Name: st.names[i], H: st.sites[i].H}
+		}
+	}
+	st.seen[s] = true
+	st.known[s].Nodes, st.known[s].Shape = nodes, shape
+}
+
+// shapeAllowed is the sites a reservation may be bound to: its allowed
+// sites (nil: all) less those whose nodes, as last seen, lack what it asks
+// per node. Nil when nothing is left out (or everything would be: Submit's
+// feasibility check refused that case; the sites' own answer decides).
+// The ledger's lock held.
+func (st *siteTable) shapeAllowed(j *Job) []string {
+	ask := policy.NodeShape{Cores: j.Req.CoresPerNode, MemBytes: j.Req.MemPerNode, GPUs: j.Req.GPUsPerNode}
+	if ask.Zero() || st.known == nil {
+		return slices.Clone(j.Req.Sites)
+	}
+	names := j.Req.Sites
+	if names == nil {
+		names = st.names
+	}
+	var out []string
+	for _, n := range names {
+		s := st.siteIdx[n]
+		if !st.seen[s] || st.known[s].Shape.Lacks(ask) == "" {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 || len(out) == len(names) {
+		return slices.Clone(j.Req.Sites)
+	}
+	return out
+}
+
+// noteLoss reports a site loss at site s to the Reliability model, at most
+// once per site per cycle time (a site failure that loses ten jobs is one
+// failure, not ten). A site already counted down (its status calls fail)
+// is not reported again, nor are the losses found in its first answer after
+// an outage (outageOver). The ledger's lock held.
+func (st *siteTable) noteLoss(s int, status backends.JobStatus, now time.Time) {
+	if st.tiers == nil || st.tiers.Reliability == nil || !IsSiteLoss(status) {
+		return
+	}
+	if st.lostAt == nil {
+		st.lostAt = make([]time.Time, len(st.sites))
+	}
+	if st.lostAt[s].Equal(now) || (st.downSince != nil && !st.downSince[s].IsZero()) {
+		return
+	}
+	st.lostAt[s] = now
+	st.tiers.Reliability.Lost(st.sites[s].Name, now)
+}
+
+// outageOver is called when site s answers after an outage: the jobs it
+// reports lost in this answer were lost in the outage, already reported
+// as the site going down, so no loss is reported for them. The ledger's lock held.
+func (st *siteTable) outageOver(s int, now time.Time) {
+	if st.lostAt == nil {
+		st.lostAt = make([]time.Time, len(st.sites))
+	}
+	st.lostAt[s] = now
+}
+
+// outageGoesOn reports whether site s was already failing before this
+// cycle (its failure was reported then). The ledger's lock held.
+func (st *siteTable) outageGoesOn(s int, now time.Time) bool {
+	return st.downSince != nil && !st.downSince[s].IsZero() && st.downSince[s].Before(now)
+}
+
+// allowedLeft lists the sites the job may still use: its allowed sites
+// (all without a list) less those that refused it. The ledger's lock held.
+func (st *siteTable) allowedLeft(j *Job) []string {
+	names := j.Req.Sites
+	if names == nil {
+		names = st.names
+	}
+	var left []string
+	for _, n := range names {
+		if !slices.ContainsFunc(j.Refused, func(r Refusal) bool { return r.Site == n }) {
+			left = append(left, n)
+		}
+	}
+	return left
+}
+
+// siteNodes asks the sites that ask selects for their Info (the ledger's lock not held):
+// each one's node count, or why it could not be had.
+func (st *siteTable) siteNodes(ctx context.Context, ask func(s int) bool) ([]int, []error) {
+	nodes := make([]int, len(st.sites))
+	errs := make([]error, len(st.sites))
+	st.eachSite(func(s int) {
+		if !ask(s) {
+			return
+		}
+		in, err := st.sites[s].Backend.Info(ctx)
+		if err == nil && in == nil {
+			err = fmt.Errorf("%w: no site info", backends.ErrBadOutput)
+		}
+		if err != nil {
+			errs[s] = err
+			return
+		}
+		nodes[s] = in.Nodes
+	})
+	return nodes, errs
+}
+
+// siteLinks is the site-to-site matrix of a snapshot. Data moves from site
+// to site through the broker (relay), so where both sites' links to the
+// broker are measured (up, from backends.LinkEstimator; downloads and
+// uploads alike) the path i → j costs both legs in sequence: SecPerByte
+// and Latency are the sums. Elsewhere the configured links (network:)
+// stand. Without any measurement it is Options.Links itself.
+func (st *siteTable) siteLinks(up []policy.Link) [][]policy.Link {
+	measured := func(i int) bool { return i < len(up) && up[i].SecPerByte > 0 }
+	n := 0
+	for i := range up {
+		if measured(i) {
+			n++
+		}
+	}
+	if n < 2 {
+		return st.links
+	}
+	out := make([][]policy.Link, len(st.sites))
+	for i := range out {
+		out[i] = make([]policy.Link, len(st.sites))
+		if st.links != nil {
+			copy(out[i], st.links[i])
+		}
+		for j := range out[i] {
+			if i != j && measured(i) && measured(j) {
+				out[i][j] = policy.Link{SecPerByte: up[i].SecPerByte + up[j].SecPerByte, Latency: up[i].Latency + up[j].Latency}
+			}
+		}
+	}
+	return out
+}
+
+// downKeepsSize gives down site s its size and node shape as last seen (a
+// site never seen keeps 0: unknown). The ledger's lock held.
+func (st *siteTable) downKeepsSize(s int) {
+	if st.seen != nil && st.seen[s] {
+		st.snapSites[s].Nodes, st.snapSites[s].Shape = st.known[s].Nodes, st.known[s].Shape
+	}
 }

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -141,12 +140,4 @@ func (dp *dispatcher) alone(j *Job, p policy.Part, o policy.Option) policy.Optio
 	o.Runtime = dp.snap.Runtime(&pj, o.Parts)
 	o.Transfer = dp.snap.Transfer(&pj, o.Parts)
 	return o
-}
-
-// dequeue removes a job from the global queue. The ledger's lock held.
-func (l *ledger) dequeue(id string) {
-	if i := slices.Index(l.queue, id); i >= 0 {
-		l.queue = slices.Delete(l.queue, i, i+1)
-		l.pq = slices.Delete(l.pq, i, i+1)
-	}
 }

@@ -80,7 +80,7 @@ func orNow(t, now time.Time) time.Time {
 // track folds component states into the job state: a copy set under its
 // rule first (trackSet), then one attempt, whose components all run, all
 // complete, or fail with the first to fail. It returns the remote cancels
-// to issue (siblings of a failed component, losing copies). the ledger's
+// to issue (siblings of a failed component, losing copies). The ledger's
 // lock held.
 func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
 	cancels, settled := tk.trackSet(ctx, j, now, rep)

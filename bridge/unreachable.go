@@ -29,14 +29,6 @@ import (
 // unreachableReason starts the Reason of a job held by holdUnreachable.
 const unreachableReason = "waiting: every eligible site is unreachable"
 
-// downKeepsSize gives down site s its size and node shape as last seen (a
-// site never seen keeps 0: unknown). The ledger's lock held.
-func (st *siteTable) downKeepsSize(s int) {
-	if st.seen != nil && st.seen[s] {
-		st.snapSites[s].Nodes, st.snapSites[s].Shape = st.known[s].Nodes, st.known[s].Shape
-	}
-}
-
 // holdUnreachable takes out of snap's queue the jobs whose every eligible
 // site (allowed, or all) is down, and marks them; it clears the mark of
 // the jobs planned again. Without a down site and a marked job it costs
