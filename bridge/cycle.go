@@ -14,8 +14,9 @@ type CycleReport struct {
 }
 
 // Cycle runs one scheduling cycle at time now: the stages poll, track,
-// cancel, fetch, snapshot, plan, dispatch and submit (cycle). Per-site failures are reported in the CycleReport (and as job
-// events), not as an error: an error means the cycle itself could not run.
+// cancel, fetch, snapshot, plan, dispatch and submit (cycle). Per-site
+// failures are reported in the CycleReport (and as job events), not as an
+// error: an error means the cycle itself could not run.
 func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) {
 	b.cycleMu.Lock()
 	defer b.cycleMu.Unlock()
