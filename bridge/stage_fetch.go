@@ -38,6 +38,14 @@ const (
 	DefaultFetchTimeout = 6 * time.Hour
 )
 
+// fetcher fetches the outputs of ended jobs and ends them once the
+// outputs are here.
+type fetcher struct {
+	part
+	*tracker // how a job ends (end)
+	pool     fetchPool
+}
+
 // fetchPool is the queue and workers of the output fetches of real sites.
 type fetchPool struct {
 	mu       sync.Mutex
@@ -67,26 +75,33 @@ type fetchComp struct {
 	err   error
 }
 
+// run is the fetch stage of a cycle (see fetchEnded).
+func (ft *fetcher) run(ctx context.Context, cs *cycleState) {
+	if len(ft.ended) > 0 || ft.fetchPending() {
+		ft.fetchEnded(ctx, cs.now)
+	}
+}
+
 // fetchEnded applies the fetches that finished since the last cycle, and
 // starts the fetch of the outputs of completed and failed jobs that asked
 // for an output directory: inline for simulated sites, on the pool for
 // real ones. Jobs whose fetch is done end now.
-func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
-	p := &b.fetch
+func (ft *fetcher) fetchEnded(ctx context.Context, now time.Time) {
+	p := &ft.pool
 	p.mu.Lock()
 	done, retry := p.done, p.retry
 	p.done, p.retry = nil, nil
 	p.mu.Unlock()
 
 	var inline, queued []*fetchTask
-	b.mu.Lock()
+	ft.mu.Lock()
 	for _, t := range done {
-		b.applyFetch(ctx, t, now)
+		ft.applyFetch(ctx, t, now)
 	}
-	ended := append(b.ended, retry...)
-	b.ended = nil
+	ended := append(ft.ended, retry...)
+	ft.ended = nil
 	for _, id := range ended {
-		j := b.jobs[id]
+		j := ft.jobs[id]
 		if j == nil {
 			continue // dropped
 		}
@@ -97,8 +112,8 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 		t := &fetchTask{ctx: ctx, job: j.ID}
 		sim := true
 		for k, c := range j.Comps {
-			s := b.siteIdx[c.Site]
-			fe, ok := backends.AsFetcher(b.sites[s].Backend)
+			s := ft.siteIdx[c.Site]
+			fe, ok := backends.AsFetcher(ft.sites[s].Backend)
 			if !ok {
 				continue
 			}
@@ -106,49 +121,48 @@ func (b *Broker) fetchEnded(ctx context.Context, now time.Time) {
 			if len(j.Comps) > 1 {
 				dir = filepath.Join(dir, fmt.Sprintf("%d-%s", k, c.Site))
 			}
-			sp := b.spec(j, k, len(j.Comps), c.Site, c.Nodes, policy.Option{})
+			sp := ft.spec(j, k, len(j.Comps), c.Site, c.Nodes, policy.Option{})
 			if c.Tag != "" { // a QoS-tier copy: its own tag, its own remote directory
 				sp.GridID = c.Tag
 			}
 			t.comps = append(t.comps, fetchComp{site: c.Site, id: c.RemoteID, dir: dir, fe: fe, spec: sp})
-			sim = sim && b.sites[s].Simulated
+			sim = sim && ft.sites[s].Simulated
 		}
 		if sim {
 			inline = append(inline, t)
 		} else {
 			queued = append(queued, t)
-			b.addEvent(j, now, "fetching", "", fmt.Sprintf("the job has ended; fetching its outputs into %s (the job ends once they are here)", j.Req.OutputDir))
-			_ = b.persist(ctx, j)
+			ft.record(ctx, j, now, "fetching", "", fmt.Sprintf("the job has ended; fetching its outputs into %s (the job ends once they are here)", j.Req.OutputDir))
 		}
 	}
-	b.mu.Unlock()
+	ft.mu.Unlock()
 
 	for _, t := range inline {
-		b.runFetch(ctx, t)
-		b.mu.Lock()
-		b.applyFetch(ctx, t, now)
-		b.mu.Unlock()
+		ft.runFetch(ctx, t)
+		ft.mu.Lock()
+		ft.applyFetch(ctx, t, now)
+		ft.mu.Unlock()
 	}
 	if len(queued) > 0 {
-		b.enqueueFetches(queued)
+		ft.enqueueFetches(queued)
 	}
-	b.mu.Lock()
-	b.compactLive()
-	b.mu.Unlock()
+	ft.mu.Lock()
+	ft.compactLive()
+	ft.mu.Unlock()
 }
 
 // fetchPending reports whether fetchEnded has something to do beyond
-// b.ended: finished fetches to apply, interrupted ones to queue again.
-func (b *Broker) fetchPending() bool {
-	p := &b.fetch
+// the ended list: finished fetches to apply, interrupted ones to queue again.
+func (ft *fetcher) fetchPending() bool {
+	p := &ft.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.done) > 0 || len(p.retry) > 0
 }
 
 // runFetch fetches every component of t, under the fetch deadline.
-func (b *Broker) runFetch(ctx context.Context, t *fetchTask) {
-	timeout := b.opts.FetchTimeout
+func (ft *fetcher) runFetch(ctx context.Context, t *fetchTask) {
+	timeout := ft.opts.FetchTimeout
 	if timeout <= 0 {
 		timeout = DefaultFetchTimeout
 	}
@@ -164,9 +178,9 @@ func (b *Broker) runFetch(ctx context.Context, t *fetchTask) {
 	}
 }
 
-// applyFetch records a finished fetch and ends its job. b.mu held.
-func (b *Broker) applyFetch(ctx context.Context, t *fetchTask, now time.Time) {
-	j := b.jobs[t.job]
+// applyFetch records a finished fetch and ends its job. The ledger's lock held.
+func (ft *fetcher) applyFetch(ctx context.Context, t *fetchTask, now time.Time) {
+	j := ft.jobs[t.job]
 	if j == nil {
 		return // dropped meanwhile
 	}
@@ -175,27 +189,27 @@ func (b *Broker) applyFetch(ctx context.Context, t *fetchTask, now time.Time) {
 		j.Outputs = append(j.Outputs, c.paths...) // what arrived, even when something else did not
 		if c.err != nil {
 			j.FetchErrors = append(j.FetchErrors, c.err.Error())
-			b.addEvent(j, now, "fetch-failed", c.site, c.err.Error())
+			ft.addEvent(j, now, "fetch-failed", c.site, c.err.Error())
 		} else {
-			b.addEvent(j, now, "outputs", c.site, fmt.Sprintf("%d file(s) in %s", len(c.paths), c.dir))
+			ft.addEvent(j, now, "outputs", c.site, fmt.Sprintf("%d file(s) in %s", len(c.paths), c.dir))
 		}
 	}
 	// The job ends now that its outputs are here (or could not be), in
 	// the same store write as the outputs.
 	if j.final != nil && !j.State.Final() {
-		b.end(j, *j.final, now)
+		ft.end(j, *j.final, now)
 	}
 	j.final = nil
-	_ = b.persist(ctx, j)
+	_ = ft.persist(ctx, j)
 }
 
 // enqueueFetches queues tasks and starts workers up to the pool's size.
-func (b *Broker) enqueueFetches(ts []*fetchTask) {
-	n := b.opts.FetchWorkers
+func (ft *fetcher) enqueueFetches(ts []*fetchTask) {
+	n := ft.opts.FetchWorkers
 	if n <= 0 {
 		n = DefaultFetchWorkers
 	}
-	p := &b.fetch
+	p := &ft.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.inflight == nil {
@@ -210,13 +224,13 @@ func (b *Broker) enqueueFetches(ts []*fetchTask) {
 	}
 	for p.running < n && p.running < len(p.queue) {
 		p.running++
-		go b.fetchWorker()
+		go ft.fetchWorker()
 	}
 }
 
 // fetchWorker runs queued fetches until the queue is empty.
-func (b *Broker) fetchWorker() {
-	p := &b.fetch
+func (ft *fetcher) fetchWorker() {
+	p := &ft.pool
 	for {
 		p.mu.Lock()
 		if len(p.queue) == 0 {
@@ -230,7 +244,7 @@ func (b *Broker) fetchWorker() {
 		p.queue = p.queue[1:]
 		p.mu.Unlock()
 
-		b.runFetch(t.ctx, t)
+		ft.runFetch(t.ctx, t)
 
 		p.mu.Lock()
 		delete(p.inflight, t.job)
@@ -238,7 +252,7 @@ func (b *Broker) fetchWorker() {
 			// Stopped from outside (the daemon stopping), not by the
 			// fetch's own deadline: not the job's outcome. Fetch again.
 			p.retry = append(p.retry, t.job)
-			b.log.Warn("output fetch interrupted; will fetch again", "job", t.job, "err", err)
+			ft.log.Warn("output fetch interrupted; will fetch again", "job", t.job, "err", err)
 		} else {
 			p.done = append(p.done, t)
 		}
@@ -267,7 +281,7 @@ func (p *fetchPool) signal() {
 // WaitFetches waits until no output fetch is queued or running (the next
 // Cycle then applies their results), or ctx ends.
 func (b *Broker) WaitFetches(ctx context.Context) error {
-	p := &b.fetch
+	p := &b.stages.fetch.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.idle == nil {

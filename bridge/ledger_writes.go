@@ -19,10 +19,10 @@ type writeGroup struct {
 }
 
 // startGroup makes persistLater note jobs instead of writing each at once,
-// until flushGroup. Only cycle code (under cycleMu) uses it. b.mu held.
-func (b *Broker) startGroup() {
-	if b.group == nil {
-		b.group = &writeGroup{seen: map[string]bool{}}
+// until flushGroup. Only cycle code (under cycleMu) uses it. The ledger's lock held.
+func (l *ledger) startGroup() {
+	if l.group == nil {
+		l.group = &writeGroup{seen: map[string]bool{}}
 	}
 }
 
@@ -33,73 +33,73 @@ func (b *Broker) startGroup() {
 // flush loses nothing that cannot be recovered: the write-ahead intent is
 // already stored (persisted one by one, see putAll), and Recover
 // reconciles such a job by its tag, or the next poll sees the change
-// again. b.mu held.
-func (b *Broker) persistLater(ctx context.Context, j *Job) {
-	if b.group == nil {
-		_ = b.persist(ctx, j)
+// again. The ledger's lock held.
+func (l *ledger) persistLater(ctx context.Context, j *Job) {
+	if l.group == nil {
+		_ = l.persist(ctx, j)
 		return
 	}
-	if b.opts.Drop != nil && j.State.Final() && j.final == nil {
-		b.toDrop = append(b.toDrop, j.ID)
+	if l.drop != nil && j.State.Final() && j.final == nil {
+		l.toDrop = append(l.toDrop, j.ID)
 	}
-	if !b.group.seen[j.ID] {
-		b.group.seen[j.ID] = true
-		b.group.ids = append(b.group.ids, j.ID)
+	if !l.group.seen[j.ID] {
+		l.group.seen[j.ID] = true
+		l.group.ids = append(l.group.ids, j.ID)
 	}
 }
 
 // flushGroup writes every job noted since startGroup, as it is now,
-// concurrently, and closes the group. b.mu held by the caller; it is let go
+// concurrently, and closes the group. The ledger's lock held by the caller; it is let go
 // while the store writes (Submit and the API are not held up for a whole
 // flush) and taken again before flushGroup returns.
-func (b *Broker) flushGroup(ctx context.Context) {
-	g := b.group
-	b.group = nil
+func (l *ledger) flushGroup(ctx context.Context) {
+	g := l.group
+	l.group = nil
 	if g == nil || len(g.ids) == 0 {
 		return
 	}
 	js := make([]*Job, 0, len(g.ids))
 	for _, id := range g.ids {
-		if j, ok := b.jobs[id]; ok {
+		if j, ok := l.jobs[id]; ok {
 			js = append(js, j)
 		}
 	}
-	for i, err := range b.writeCopies(ctx, js) {
+	for i, err := range l.writeCopies(ctx, js) {
 		if err != nil {
-			b.log.Error("store write failed", "job", js[i].ID, "err", err)
+			l.log.Error("store write failed", "job", js[i].ID, "err", err)
 		}
 	}
 }
 
 // writeCopies writes copies of jobs as they are now, concurrently, and
-// returns each one's error. b.mu held by the caller; it is let go while
+// returns each one's error. The ledger's lock held by the caller; it is let go while
 // the store writes and taken again before writeCopies returns. writeMu,
 // taken before the copies are made and kept until they are written,
 // orders these writes before any later persist of the same jobs (persist
 // takes it too), so a stored job is never older than one written before.
-func (b *Broker) writeCopies(ctx context.Context, js []*Job) []error {
-	b.writeMu.Lock()
+func (l *ledger) writeCopies(ctx context.Context, js []*Job) []error {
+	l.writeMu.Lock()
 	errs := make([]error, 0, len(js))
 	for lo := 0; lo < len(js); lo += writeChunk {
 		// Copies of one chunk at a time: a cycle of thousands of jobs
 		// does not hold a second copy of all of them at once.
 		if lo > 0 {
-			b.mu.Lock()
+			l.mu.Lock()
 		}
 		chunk := js[lo:min(lo+writeChunk, len(js))]
 		cs := make([]*Job, len(chunk))
 		for i, j := range chunk {
 			cs[i] = j.Clone()
 		}
-		b.mu.Unlock()
-		errs = append(errs, b.putAll(ctx, cs)...)
+		l.mu.Unlock()
+		errs = append(errs, l.putAll(ctx, cs)...)
 	}
 	if len(js) == 0 {
-		b.mu.Unlock()
+		l.mu.Unlock()
 	}
 	// writeMu before mu: a persist waiting for writeMu holds mu.
-	b.writeMu.Unlock()
-	b.mu.Lock()
+	l.writeMu.Unlock()
+	l.mu.Lock()
 	return errs
 }
 
@@ -109,10 +109,10 @@ const writeChunk = 256
 // putAll writes jobs concurrently (at most maxParallelPuts at once) and
 // returns each one's error. The store reads each job while it is written:
 // nothing may change them meanwhile (writeCopies gives it copies).
-func (b *Broker) putAll(ctx context.Context, js []*Job) []error {
+func (l *ledger) putAll(ctx context.Context, js []*Job) []error {
 	errs := make([]error, len(js))
 	if len(js) == 1 {
-		errs[0] = b.store.Put(ctx, js[0])
+		errs[0] = l.store.Put(ctx, js[0])
 		return errs
 	}
 	sem := make(chan struct{}, maxParallelPuts)
@@ -121,7 +121,7 @@ func (b *Broker) putAll(ctx context.Context, js []*Job) []error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = b.store.Put(ctx, j)
+			errs[i] = l.store.Put(ctx, j)
 		})
 	}
 	wg.Wait()
