@@ -11,31 +11,16 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // Every parser here is pure: bytes in, records out, no clock and no I/O.
 // Unreadable output is an error wrapping backends.ErrBadOutput that quotes
 // the text.
 
-func badOutput(what string, raw []byte, detail string) error {
-	const max = 2000
-	s := string(raw)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return fmt.Errorf("%w: %s: %s; raw output: %q", backends.ErrBadOutput, what, detail, s)
-}
+var badOutput = sshbatch.BadOutput
 
-func lines(out []byte) []string {
-	var ls []string
-	for _, l := range strings.Split(string(out), "\n") {
-		l = strings.TrimRight(l, "\r")
-		if strings.TrimSpace(l) != "" {
-			ls = append(ls, l)
-		}
-	}
-	return ls
-}
+var lines = sshbatch.Lines
 
 var (
 	// jobIDRe: "12.server", "10[].server", "10[3].server".
@@ -578,4 +563,9 @@ func UnknownJobIDs(stderr []byte) []string {
 		ids = append(ids, string(m[1]))
 	}
 	return ids
+}
+
+// Owner reports whether user owns the job (Job_Owner is <user>@<host>).
+func (r *JobRecord) Owner(user string) bool {
+	return strings.HasPrefix(r.Attrs["Job_Owner"], user+"@")
 }

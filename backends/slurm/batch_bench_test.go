@@ -11,6 +11,7 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // BenchmarkSubmitBatch submits the same number of jobs to siteB over one
@@ -24,7 +25,7 @@ import (
 //	go test -run '^$' -bench SubmitBatch -benchtime 1x ./backends/slurm/
 //
 // GRIDSUB_BENCH_JOBS overrides 500, GRIDSUB_BENCH_SESSIONS the batches
-// run at once (slurm.DefaultBatchSessions).
+// run at once (sshbatch.DefaultBatchSessions).
 func BenchmarkSubmitBatch(b *testing.B) {
 	s := testSite(b, "siteB")
 	if os.Getenv("GRIDSUB_SSH_KEY") == "" {
@@ -34,7 +35,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 	c := dial(b, s)
 	cnt := &counter{Runner: c}
 	be := slurm.New(slurm.Config{Name: s.name, RemoteDir: s.scratch, User: s.ssh.User,
-		BatchSessions: envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions)}, cnt, nil)
+		BatchSessions: envInt("GRIDSUB_BENCH_SESSIONS", sshbatch.DefaultBatchSessions)}, cnt, nil)
 	ctx := context.Background()
 	resv, err := be.CreateReservation(ctx, &backends.ReservationSpec{Name: "r-" + gridID("bbench"),
 		Start: time.Now().Add(time.Hour), Duration: 10 * time.Minute, Nodes: 1})
@@ -97,7 +98,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		b.ReportMetric(rb/rs, "ratio")
 		b.Logf("%d submissions to siteB over one SSH connection: one command per job %s (%.1f jobs/s, %d remote commands), batched %s (%.1f jobs/s, %d remote commands, %d sessions at once), ratio %.2fx",
 			jobs, ts.Round(time.Millisecond), rs, single["sbatch"], tb.Round(time.Millisecond), rb, batched["batch"]+batched["mkdir"],
-			envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions), rb/rs)
+			envInt("GRIDSUB_BENCH_SESSIONS", sshbatch.DefaultBatchSessions), rb/rs)
 	}
 }
 

@@ -1,4 +1,4 @@
-package slurm
+package sshbatch
 
 import (
 	"context"
@@ -15,17 +15,17 @@ import (
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
-// Staging: inputs in before sbatch, outputs back after the end. What the
-// Stager enforces on each remote file is in backends/transport (confine.go);
-// this file adds the job's byte budget, the directory listing, and the local
-// side (backends.OutputDir).
+// Staging: inputs in before the submission, outputs back after the end,
+// logs and site files. What the Stager enforces on each remote file is in
+// backends/transport (confine.go); this file adds the job's byte budget,
+// the directory listing, and the local side (backends.OutputDir).
 
 // put stages one input and returns its size. The local file must be a
 // regular file (opened without blocking, so a FIFO named as an input is
 // refused instead of hanging) no larger than what is left of the job's
 // budget; the Stager confines and bounds the remote side.
 func (b *Backend) put(ctx context.Context, dir string, in backends.StageFile, budget int64) (int64, error) {
-	rel, err := relPath("input", in.Remote)
+	rel, err := RelPath("input", in.Remote)
 	if err != nil {
 		return 0, err
 	}
@@ -142,7 +142,7 @@ func (b *Backend) FetchOutputs(ctx context.Context, id backends.JobID, spec *bac
 		}
 	}
 	for _, o := range spec.Outputs {
-		rel, err := relPath("output", o)
+		rel, err := RelPath("output", o)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -220,13 +220,10 @@ func (b *Backend) maxFileSize() int64 {
 // as paths relative to dir, sorted, and the entries that are neither
 // regular files nor directories (links are listed, never followed).
 func (b *Backend) listFiles(ctx context.Context, dir string) ([]string, []FileEntry, error) {
-	argv := ListFilesArgv(path.Join(b.remoteDir(), dir))
-	r, err := b.exec(ctx, argv, nil)
+	argv := ListFilesArgv(path.Join(b.RemoteDir(), dir))
+	r, err := b.x.Output(ctx, argv)
 	if err != nil {
 		return nil, nil, err
-	}
-	if r.ExitCode != 0 {
-		return nil, nil, b.commandErr(argv, r)
 	}
 	ents, err := ParseFileList(r.Stdout)
 	if err != nil {
@@ -244,4 +241,54 @@ func (b *Backend) listFiles(ctx context.Context, dir string) ([]string, []FileEn
 		}
 	}
 	return files, special, nil
+}
+
+// rangeReader is the Stager capability of reading part of a growing file
+// (transport.Stager.ReadRange).
+type rangeReader interface {
+	ReadRange(ctx context.Context, remote string, offset int64, max int) ([]byte, int64, error)
+}
+
+// ReadLog implements backends.LogReader: it reads the job's gridsub.out or
+// gridsub.err in its job directory over SFTP (confined to the staging root,
+// no link followed). Under a batch system that spools a running job's
+// output elsewhere (PBS), the streams read as empty until the job ends.
+func (b *Backend) ReadLog(ctx context.Context, id backends.JobID, spec *backends.JobSpec, stream string, offset int64, max int) ([]byte, int64, error) {
+	name := backends.LogFile(stream)
+	if name == "" {
+		return nil, 0, fmt.Errorf("%w: log stream %q (want %s or %s)", backends.ErrInvalidSpec, stream, backends.StreamStdout, backends.StreamStderr)
+	}
+	rr, ok := b.stage.(rangeReader)
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %s cannot read a job's output while it runs (no SFTP stager)", backends.ErrUnsupported, b.cfg.Name)
+	}
+	data, size, err := rr.ReadRange(ctx, path.Join(JobDir(spec), name), offset, max)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil // not written yet
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: reading %s of job %s: %w", b.cfg.Name, name, id, err)
+	}
+	return data, size, nil
+}
+
+// ReadData copies a file that lies below the site's remote directory
+// (backends.DataHolder; confinement and bounds are the Stager's).
+func (b *Backend) ReadData(ctx context.Context, p string, dst io.Writer, limit int64) (backends.Transfer, error) {
+	if b.stage == nil {
+		return backends.Transfer{}, fmt.Errorf("%w: %s has no stager", backends.ErrUnsupported, b.cfg.Name)
+	}
+	return ReadData(ctx, b.cfg.Name, b.stage, p, dst, limit)
+}
+
+// LinkData links a file that lies below the site's remote directory into
+// spec's job directory (backends.DataHolder).
+func (b *Backend) LinkData(ctx context.Context, spec *backends.JobSpec, p, remote string) (int64, error) {
+	if b.stage == nil {
+		return 0, fmt.Errorf("%w: %s has no stager", backends.ErrUnsupported, b.cfg.Name)
+	}
+	if err := b.checkSpec(spec); err != nil {
+		return 0, err
+	}
+	return LinkData(ctx, b.cfg.Name, b.stage, JobDir(spec), p, remote)
 }

@@ -1,4 +1,4 @@
-package slurm
+package sshbatch
 
 import (
 	"context"
@@ -6,16 +6,16 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
-	"github.com/gridsub/gridsub/backends/sshbatch"
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
-// Connect dials the site's login node over SSH (one connection, shared by
-// every command and by SFTP) and returns the backend driving it. cfg.User
-// defaults to ssh.User. Close the backend to close the connection. With
+// Dial connects to the site's login node over SSH (one connection, shared
+// by every command and by SFTP) and returns the backend of dialect d
+// driving it. cfg.User defaults to ssh.User, cfg.MaxFileSize to
+// ssh.MaxFileSize. Close the backend to close the connection. With
 // ssh.Lazy an unreachable site is not an error: the backend connects on
 // first use and ConnErr says why it cannot yet.
-func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, error) {
+func Dial(ctx context.Context, cfg Config, d Dialect, ssh transport.Config) (*Backend, error) {
 	if cfg.User == "" {
 		cfg.User = ssh.User
 	}
@@ -27,20 +27,15 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 	}
 	c, err := transport.Dial(ctx, ssh)
 	if err != nil {
-		return nil, fmt.Errorf("slurm site %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("%s site %s: %w", d.Traits().Kind, cfg.Name, err)
 	}
-	b := New(cfg, c, func(root string) backends.Stager { return c.Stager(root) })
-	b.link = sshbatch.NewLink(c)
+	b := New(cfg, d, c, func(root string) backends.Stager { return c.Stager(root) })
+	b.link = NewLink(c)
 	return b, nil
 }
 
-var (
-	_ backends.LinkEstimator = (*Backend)(nil)
-	_ backends.Connectivity  = (*Backend)(nil)
-)
-
-// ConnErr implements backends.Connectivity: why the connection Connect made
-// is down (with transport.Config.Lazy, Connect succeeds while the site is
+// ConnErr implements backends.Connectivity: why the connection Dial made
+// is down (with transport.Config.Lazy, Dial succeeds while the site is
 // unreachable), nil while it is up or for a Backend built with New.
 func (b *Backend) ConnErr() error { return b.link.ConnErr() }
 
@@ -49,6 +44,6 @@ func (b *Backend) ConnErr() error { return b.link.ConnErr() }
 // built with New or before the first transfer.
 func (b *Backend) LinkEstimate() (float64, time.Duration, bool) { return b.link.LinkEstimate() }
 
-// Close releases the connection Connect made (a no-op for a Backend built
+// Close releases the connection Dial made (a no-op for a Backend built
 // with New, whose Runner belongs to the caller).
 func (b *Backend) Close() error { return b.link.Close() }
