@@ -404,7 +404,7 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 	}
 	byGrid := map[string]backends.JobID{}
 	for _, rec := range recs {
-		g := gridFromTag(rec.Vars[TagVar])
+		g := GridFromTag(rec.Vars[TagVar])
 		if _, dup := byGrid[g]; g != "" && !dup && rec.Owner(x.User) {
 			byGrid[g] = rec.ID
 		}

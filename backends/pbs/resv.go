@@ -103,7 +103,7 @@ func (d *dialect) Show(ctx context.Context, x *sshbatch.Exec, id backends.ResvID
 	if err != nil {
 		return nil, err
 	}
-	if strings.Contains(string(r.Stderr), "Unknown Reservation Id") {
+	if unknownResv(string(r.Stderr)) {
 		return nil, fmt.Errorf("%w: reservation %s not found on %s", backends.ErrRejected, id, d.cfg.Name)
 	}
 	if r.ExitCode != 0 {
@@ -137,10 +137,14 @@ func (d *dialect) Delete(ctx context.Context, x *sshbatch.Exec, id backends.Resv
 		return err
 	}
 	if r.ExitCode != 0 {
-		if r.ExitCode == 236 || strings.Contains(Message(r), "Unknown Reservation Id") {
+		if r.ExitCode == 236 || unknownResv(Message(r)) {
 			return nil
 		}
 		return x.Fail(argv, r)
 	}
 	return nil
 }
+
+// unknownResv reports pbs_rstat's and pbs_rdel's words for a reservation
+// the server does not have (never made, denied, deleted, or ended).
+func unknownResv(msg string) bool { return strings.Contains(msg, "Unknown Reservation Id") }
