@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/pbs"
 )
 
 // pbsQueue is the default queue of a PBS-dialect site.
@@ -21,13 +22,9 @@ const pbsQueue = "workq"
 // pbsVersion is what the dialect reports as pbs_version.
 const pbsVersion = "23.06.06"
 
-// pbsCtime is how PBS prints times (server local time).
-const pbsCtime = "Mon Jan _2 15:04:05 2006"
-
 var (
 	pbsNameRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,235}$`)
 	selectRe    = regexp.MustCompile(`^select=([0-9]+)(?::ncpus=([0-9]+))?$`)
-	pbsWallRe   = regexp.MustCompile(`^(?:(?:([0-9]+):)?([0-9]+):)?([0-9]+)$`)
 	pbsNumberRe = regexp.MustCompile(`^(?:0|-?[1-9][0-9]{0,17})$`)
 )
 
@@ -158,10 +155,10 @@ func (s *Site) qsub(o *out, a []string, req request) int {
 	j.vars["PBS_O_WORKDIR"] = req.Cwd
 	j.vars["PBS_O_SYSTEM"] = "Linux"
 	j.vars["PBS_O_HOST"] = s.cfg.Name
-	for k, v := range parseVarList(varList) {
+	for k, v := range pbs.ParseVariableList(varList) {
 		j.vars[k] = v
 	}
-	j.gridID = strings.TrimPrefix(j.vars["GRIDSUB_TAG"], "g:")
+	j.gridID = pbs.GridFromTag(j.vars[pbs.TagVar])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j.queue != pbsQueue {
@@ -205,43 +202,10 @@ func pbsJobName(script string) string {
 	return n
 }
 
-// parseVarList splits qsub -v "A=x,B=y" ("\," is a comma inside a value).
-func parseVarList(s string) map[string]string {
-	m := map[string]string{}
-	var cur strings.Builder
-	flush := func() {
-		if k, v, ok := strings.Cut(cur.String(), "="); ok && k != "" {
-			m[k] = v
-		}
-		cur.Reset()
-	}
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '\\' && i+1 < len(s) && s[i+1] == ',':
-			cur.WriteByte(',')
-			i++
-		case s[i] == ',':
-			flush()
-		default:
-			cur.WriteByte(s[i])
-		}
-	}
-	if s != "" {
-		flush()
-	}
-	return m
-}
-
+// pbsDuration reads a walltime or duration as PBS does ([[HH:]MM:]SS);
+// ok is false for one that is unreadable or not positive.
 func pbsDuration(v string) (time.Duration, bool) {
-	m := pbsWallRe.FindStringSubmatch(v)
-	if m == nil {
-		return 0, false
-	}
-	var n [3]int64
-	for i := 1; i <= 3; i++ {
-		n[i-1], _ = strconv.ParseInt(m[i], 10, 64)
-	}
-	d := time.Duration(n[0]*3600+n[1]*60+n[2]) * time.Second
+	d := pbs.ParseDuration(v)
 	return d, d > 0
 }
 
@@ -264,7 +228,7 @@ func (s *Site) pbsAttrs(j *job, st backends.JobStatus) []kv {
 	case st.State.Final():
 		state, substate = "F", "92"
 	}
-	ct := func(t time.Time) string { return t.Local().Format(pbsCtime) }
+	ct := func(t time.Time) string { return t.Local().Format(pbs.CtimeLayout) }
 	a := []kv{{"Job_Name", j.name}, {"Job_Owner", j.user + "@" + s.cfg.Name}, {"job_state", state},
 		{"queue", j.queue}, {"server", s.cfg.Name}, {"ctime", ct(j.submit)},
 		{"Error_Path", s.cfg.Name + ":" + j.err}, {"Output_Path", s.cfg.Name + ":" + j.out}}
@@ -350,7 +314,7 @@ func jsonJob(attrs []kv) map[string]any {
 	for _, a := range attrs {
 		if a.k == "Variable_List" {
 			vars := map[string]any{}
-			for k, v := range parseVarList(a.v) {
+			for k, v := range pbs.ParseVariableList(a.v) {
 				vars[k] = jsonValue(v)
 			}
 			m[a.k] = vars
