@@ -23,13 +23,10 @@ type Config struct {
 	Queue string // queue to submit into; "" = the server's default_queue
 	// Account is the account (qsub -A) of a job that names none; "" = none.
 	Account string
-	// RemoteDir holds the job directories (<RemoteDir>/gridsub/<grid id>).
-	// Relative paths are relative to the login directory; "" is the login
-	// directory itself. The Stager is rooted here.
-	RemoteDir string
-	// User is the login user: FindByGridID lists its jobs, and reservations
-	// are made for it when a ReservationSpec names no users.
-	User string
+	// RemoteDir, User, Logger, MaxJobBytes and BatchSessions are
+	// sshbatch.Config's; FindByGridID lists User's jobs, and reservations
+	// are made for User when a ReservationSpec names no users.
+	RemoteDir, User string
 	// BinDir is the absolute directory of the PBS client commands
 	// (DefaultBinDir when ""). They are never called by bare name.
 	BinDir string
@@ -41,14 +38,9 @@ type Config struct {
 	// deleted and the request rejected.
 	ResvWait time.Duration
 	// Now is the clock for reservation start times; nil = time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
-	// MaxJobBytes bounds the bytes staged in for one job, and those
-	// fetched back, each way (staging.max_job_bytes); 0 means
-	// sshbatch.DefaultMaxJobBytes (50 GiB).
-	MaxJobBytes int64
-	// BatchSessions is how many batches of one SubmitBatch run at once,
-	// each in its own SSH session (0 means sshbatch.DefaultBatchSessions).
+	Now           func() time.Time
+	Logger        *slog.Logger
+	MaxJobBytes   int64
 	BatchSessions int
 }
 

@@ -21,13 +21,10 @@ type Config struct {
 	Name      string // site name (Backend.Name)
 	Partition string // partition to submit into; "" = the cluster's default
 	Account   string // account to charge when the job names none; "" = the user's default
-	// RemoteDir holds the job directories (<RemoteDir>/gridsub/<grid id>).
-	// Relative paths are relative to the login directory; "" is the login
-	// directory itself. The Stager is rooted here.
-	RemoteDir string
-	// User is the login user; reservations are made for it when a
+	// RemoteDir, User, Logger, MaxJobBytes, MaxFileSize and BatchSessions
+	// are sshbatch.Config's; reservations are made for User when a
 	// ReservationSpec names no users.
-	User string
+	RemoteDir, User string
 	// JobCompFile is the jobcomp/filetxt log; "" = read JobCompLoc from
 	// `scontrol show config` on first need; "-" = do not use one.
 	JobCompFile string
@@ -36,17 +33,10 @@ type Config struct {
 	Location *time.Location
 	// Now is the clock for reservation start times and sacct bounds; nil =
 	// time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
-	// MaxJobBytes bounds the bytes staged in for one job, and those
-	// fetched back, each way (staging.max_job_bytes); 0 means
-	// sshbatch.DefaultMaxJobBytes (50 GiB).
-	MaxJobBytes int64
-	// MaxFileSize is the Stager's per-file limit (staging.max_file_size),
-	// for messages; 0 means transport.DefaultMaxFileSize.
-	MaxFileSize int64
-	// BatchSessions is how many batches of one SubmitBatch run at once,
-	// each in its own SSH session (0 means sshbatch.DefaultBatchSessions).
+	Now           func() time.Time
+	Logger        *slog.Logger
+	MaxJobBytes   int64
+	MaxFileSize   int64
 	BatchSessions int
 }
 
@@ -215,11 +205,7 @@ func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInf
 		info.MemPerNode = max(info.MemPerNode, n.MemMiB<<20)
 		info.GPUsPerNode = max(info.GPUsPerNode, n.GPUs)
 	}
-	r, err = x.Output(ctx, SqueueActiveArgv())
-	if err != nil {
-		return nil, err
-	}
-	jobs, err := ParseSqueue(r.Stdout)
+	jobs, err := squeue(ctx, x, SqueueActiveArgv())
 	if err != nil {
 		return nil, err
 	}
@@ -394,11 +380,7 @@ func (d *dialect) Ended(msg string) bool {
 // (the tag is in --comment), plus finished ones in the jobcomp log whose
 // working directory is one of the grid job's directories.
 func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]sshbatch.Found, error) {
-	r, err := x.Output(ctx, SqueueMineArgv())
-	if err != nil {
-		return nil, err
-	}
-	recs, err := ParseSqueue(r.Stdout)
+	recs, err := squeue(ctx, x, SqueueMineArgv())
 	if err != nil {
 		return nil, err
 	}
@@ -414,7 +396,7 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	if err != nil || file == "" {
 		return out, err
 	}
-	r, err = x.Run(ctx, JobCompGridArgv(file, gridID), nil)
+	r, err := x.Run(ctx, JobCompGridArgv(file, gridID), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -443,6 +425,15 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	return out, nil
 }
 
+// squeue runs a listing of jobs (SqueueArgv and kin) and reads it.
+func squeue(ctx context.Context, x *sshbatch.Exec, argv []string) ([]QueueRecord, error) {
+	r, err := x.Output(ctx, argv)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSqueue(r.Stdout)
+}
+
 // ownDir maps an absolute job directory to the same directory under
 // RemoteDir when it lies there (only possible when RemoteDir is absolute).
 func (d *dialect) ownDir(abs string) (string, bool) {
@@ -456,11 +447,7 @@ func (d *dialect) ownDir(abs string) (string, bool) {
 // Live maps the grid ids of the login user's jobs squeue knows to their
 // ids (one squeue; a job just submitted is surely there).
 func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backends.JobID, error) {
-	r, err := x.Output(ctx, SqueueMineArgv())
-	if err != nil {
-		return nil, err
-	}
-	recs, err := ParseSqueue(r.Stdout)
+	recs, err := squeue(ctx, x, SqueueMineArgv())
 	if err != nil {
 		return nil, err
 	}

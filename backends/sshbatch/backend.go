@@ -423,3 +423,7 @@ func (b *Backend) mkdirs(ctx context.Context, dirs []string) error {
 	}
 	return nil
 }
+
+// MkdirBatch reports whether SubmitBatch makes the job directories in one
+// command before the batch (the dialect's Traits.MkdirBatch).
+func (b *Backend) MkdirBatch() bool { return b.d.Traits().MkdirBatch }

@@ -150,3 +150,7 @@ func (x *Exec) Message(r backends.Result) string {
 	msg, _ := x.d.Failure(r)
 	return msg
 }
+
+// Command names the batch-system command argv runs (the dialect's name for
+// it, as in messages).
+func (x *Exec) Command(argv []string) string { return x.d.Command(argv) }
