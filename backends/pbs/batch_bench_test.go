@@ -37,14 +37,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		b.Fatalf("CreateReservation: %v", err)
 	}
 	b.Cleanup(func() { _ = be.DeleteReservation(context.Background(), resv) })
-	specs := func() []*backends.JobSpec {
-		out := make([]*backends.JobSpec, jobs)
-		for i := range out {
-			out[i] = &backends.JobSpec{GridID: gridID("bench"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
-				Command: []string{"true"}, Reservation: string(resv)}
-		}
-		return out
-	}
+	specs := func() []*backends.JobSpec { return sshbatchtest.PendingSpecs(gridID, "bench", jobs, resv) }
 	// The site's shape is asked once (pbsnodes) before timing.
 	if _, err := be.Info(ctx); err != nil {
 		b.Fatal(err)

@@ -55,14 +55,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		cancelAll()
 		_ = be.DeleteReservation(context.Background(), resv)
 	})
-	specs := func() []*backends.JobSpec {
-		out := make([]*backends.JobSpec, jobs)
-		for i := range out {
-			out[i] = &backends.JobSpec{GridID: gridID("bench"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
-				Command: []string{"true"}, Reservation: string(resv)}
-		}
-		return out
-	}
+	specs := func() []*backends.JobSpec { return sshbatchtest.PendingSpecs(gridID, "bench", jobs, resv) }
 	b.ResetTimer()
 	for range b.N {
 		waitRoom(b, c, 2*jobs)

@@ -2,14 +2,13 @@ package slurm
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 )
 
 // Native fuzz targets of the parsers of SLURM's output: the output comes
@@ -22,21 +21,7 @@ import (
 // addCaptures adds every captured output (stdout and stderr) as a seed.
 func addCaptures(f *testing.F) {
 	f.Helper()
-	files, err := filepath.Glob("testdata/*.out")
-	if err != nil {
-		f.Fatal(err)
-	}
-	errFiles, _ := filepath.Glob("testdata/*.err")
-	if len(files) < 20 {
-		f.Fatalf("found %d captured outputs in testdata, want at least 20", len(files))
-	}
-	for _, file := range append(files, errFiles...) {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	sshbatchtest.SeedFiles(f, 20, "testdata/*.out", "testdata/*.err")
 }
 
 // maxErrLen bounds an error's text: badOutput quotes at most 2000 bytes of

@@ -28,28 +28,16 @@ var (
 	pbsNumberRe = regexp.MustCompile(`^(?:0|-?[1-9][0-9]{0,17})$`)
 )
 
-// pbs runs one PBS command.
-func (s *Site) pbs(o *out, name string, req request) int {
-	a := req.Argv[1:]
-	switch name {
-	case "qsub":
-		return s.qsub(o, a, req)
-	case "qstat":
-		return s.qstat(o, a)
-	case "qselect":
-		return s.qselect(o, a)
-	case "qdel":
-		return s.qdel(o, a)
-	case "pbsnodes":
-		return s.pbsnodes(o, a)
-	case "pbs_rsub":
-		return s.rsub(o, a, req)
-	case "pbs_rstat":
-		return s.rstat(o, a)
-	case "pbs_rdel":
-		return s.rdel(o, a)
-	}
-	return o.errf(127, "%s: command not found", name)
+// pbsAnswers answer the PBS dialect's commands (pbsCmds).
+var pbsAnswers = map[string]cmdFunc{
+	"qsub":      (*Site).qsub,
+	"qstat":     func(s *Site, o *out, a []string, _ request) int { return s.qstat(o, a) },
+	"qselect":   func(s *Site, o *out, a []string, _ request) int { return s.qselect(o, a) },
+	"qdel":      func(s *Site, o *out, a []string, _ request) int { return s.qdel(o, a) },
+	"pbsnodes":  func(s *Site, o *out, a []string, _ request) int { return s.pbsnodes(o, a) },
+	"pbs_rsub":  (*Site).rsub,
+	"pbs_rstat": func(s *Site, o *out, a []string, _ request) int { return s.rstat(o, a) },
+	"pbs_rdel":  func(s *Site, o *out, a []string, _ request) int { return s.rdel(o, a) },
 }
 
 const qsubUsage = `usage: qsub [-a date_time] [-A account_string] [-c interval]

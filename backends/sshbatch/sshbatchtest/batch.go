@@ -146,11 +146,7 @@ func BatchCut(t *testing.T, s Site) {
 	mark := filepath.Join(s.Root, "cut-"+s.GridID("m"))
 	t.Cleanup(func() { os.Remove(mark) })
 	cut := s.New(&cutRunner{Runner: s.Client, after: 3, mark: mark})
-	specs := make([]*backends.JobSpec, 8)
-	for i := range specs {
-		specs[i] = &backends.JobSpec{GridID: s.GridID("bc"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
-			Command: []string{"true"}, Reservation: string(resv)}
-	}
+	specs := PendingSpecs(s.GridID, "bc", 8, resv)
 	ctx := context.Background()
 	res := cut.SubmitBatch(ctx, specs)
 	var again []*backends.JobSpec

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -213,5 +215,45 @@ func StatusOneCommandPerPoll(t *testing.T, s Site) {
 			}
 		}
 		t.Logf("poll %d: %d jobs in one %s, %s", poll, len(ids), s.PollCommand, time.Since(t1).Round(time.Millisecond))
+	}
+}
+
+// PendingSpecs returns n one-node jobs of `true`, each with its own grid id
+// (gridID(prefix)), in reservation resv: on a reservation that starts
+// later, they stay pending and cost the site nothing.
+func PendingSpecs(gridID func(string) string, prefix string, n int, resv backends.ResvID) []*backends.JobSpec {
+	specs := make([]*backends.JobSpec, n)
+	for i := range specs {
+		specs[i] = &backends.JobSpec{GridID: gridID(prefix), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
+			Command: []string{"true"}, Reservation: string(resv)}
+	}
+	return specs
+}
+
+// SeedFiles adds every file the globs match (but READMEs and directories)
+// as a seed of f, and fails when there are fewer than min: the fuzz
+// targets of a dialect's parsers start from its captured outputs.
+func SeedFiles(f *testing.F, min int, globs ...string) {
+	f.Helper()
+	n := 0
+	for _, g := range globs {
+		files, err := filepath.Glob(g)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, p := range files {
+			if fi, err := os.Stat(p); err != nil || fi.IsDir() || filepath.Base(p) == "README.md" {
+				continue
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+			n++
+		}
+	}
+	if n < min {
+		f.Fatalf("%d captured outputs match %q, want at least %d", n, globs, min)
 	}
 }
