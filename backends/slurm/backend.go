@@ -453,8 +453,8 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 	}
 	byGrid := map[string]backends.JobID{}
 	for _, rec := range recs {
-		g, ok := strings.CutPrefix(rec.Comment, GridTag(""))
-		if _, dup := byGrid[g]; ok && !dup {
+		g := GridFromTag(rec.Comment)
+		if _, dup := byGrid[g]; g != "" && !dup {
 			byGrid[g] = rec.Status.ID
 		}
 	}

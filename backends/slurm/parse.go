@@ -99,6 +99,15 @@ type QueueRecord struct {
 // GridTag is the --comment value that tags a job with its grid id.
 func GridTag(gridID string) string { return "gridsub:" + gridID }
 
+// GridFromTag inverts GridTag ("" when comment is not a tag).
+func GridFromTag(comment string) string {
+	g, ok := strings.CutPrefix(comment, GridTag(""))
+	if !ok {
+		return ""
+	}
+	return g
+}
+
 // ParseSqueue reads `squeue -h -O <SqueueFormat()>` run with
 // SLURM_TIME_FORMAT=%s.
 func ParseSqueue(out []byte) ([]QueueRecord, error) {
@@ -121,10 +130,7 @@ func ParseSqueue(out []byte) ([]QueueRecord, error) {
 		r.Status = backends.JobStatus{ID: backends.JobID(id), State: st, Reason: strings.TrimSpace(f[2]),
 			ExitCode: -1, NodeList: strings.TrimSpace(f[8])}
 		r.Status.Name = r.Name
-		r.Status.GridID, _ = strings.CutPrefix(r.Comment, "gridsub:")
-		if r.Status.GridID == r.Comment {
-			r.Status.GridID = ""
-		}
+		r.Status.GridID = GridFromTag(r.Comment)
 		if st.Final() {
 			// squeue's exit_code is the raw wait status: code<<8 | signal.
 			ws, err := strconv.Atoi(strings.TrimSpace(f[3]))

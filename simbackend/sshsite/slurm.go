@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/slurm"
 )
 
 // out collects a command's output.
@@ -167,7 +168,7 @@ func (s *Site) sbatch(o *out, a []string, req request) int {
 	if errp == "" {
 		errp = outp
 	}
-	j.gridID, _ = strings.CutPrefix(j.comment, "gridsub:")
+	j.gridID = slurm.GridFromTag(j.comment)
 	if j.name == "" {
 		j.name = filepath.Base(j.script)
 	}
