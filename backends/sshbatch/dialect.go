@@ -20,6 +20,8 @@ import (
 //   - ValidJobID and CheckSpec are pure; the Backend calls no other method
 //     with an id ValidJobID refuses or a spec CheckSpec (after
 //     sshbatch.CheckSpec) refuses.
+//   - Info reports the site's size, queues and load (SiteInfo.Kind is
+//     Traits.Kind).
 //   - SubmitCommand returns the command that submits spec from the job
 //     directory dir (as the login shell sees it) with the wrapper on its
 //     stdin, and may ask the site whether it can ever run the job (an
@@ -65,9 +67,9 @@ type Dialect interface {
 // at least one user) and returns the reservation once the batch system has
 // decided, with the nodes it granted (the Backend withdraws a reservation
 // granted fewer nodes than asked; a Reservation returned with an error
-// names one that was made but not read back); Show reads one back (an unknown one is
-// an error wrapping backends.ErrRejected), Delete removes one (an unknown
-// one is not an error).
+// names one that was made but not read back); Show reads one back (an
+// unknown one is an error wrapping backends.ErrRejected), Delete removes
+// one (an unknown one is not an error).
 type Reserver interface {
 	Reserve(ctx context.Context, x *Exec, rs *backends.ReservationSpec) (*backends.Reservation, error)
 	Show(ctx context.Context, x *Exec, id backends.ResvID) (*backends.Reservation, error)
