@@ -45,40 +45,24 @@ type Config struct {
 // MaxIDsPerCommand bounds the job ids put into one qstat/grep argv.
 const MaxIDsPerCommand = 2000
 
-// Backend drives one PBS server: the shared SSH batch backend
-// (sshbatch.Backend) in the PBS dialect.
-type Backend struct {
-	*sshbatch.Backend
-}
+// Backend drives one PBS server: the shared SSH batch backend in the PBS
+// dialect.
+type Backend = sshbatch.Backend
 
 var (
-	_ backends.Backend  = (*Backend)(nil)
-	_ backends.Finder   = (*Backend)(nil)
-	_ backends.Fetcher  = (*Backend)(nil)
-	_ backends.Reserver = (*Backend)(nil)
 	_ sshbatch.Dialect  = (*dialect)(nil)
 	_ sshbatch.Reserver = (*dialect)(nil)
 )
 
-// New builds the backend. run executes commands at the login node; stage,
-// if not nil, is called once with cfg.RemoteDir and must return a Stager
-// confined to it (without it, inputs and FetchOutputs are unsupported).
+// New builds the backend over run and stage as sshbatch.New does.
 func New(cfg Config, run backends.Runner, stage func(root string) backends.Stager) *Backend {
-	return &Backend{sshbatch.New(shared(cfg), newDialect(cfg), run, stage)}
+	return sshbatch.New(shared(cfg), newDialect(cfg), run, stage)
 }
 
-// Connect dials the site's login node over SSH (sshbatch.Dial) and returns
-// the backend driving it; cfg.User defaults to ssh.User. Close the backend
-// to close the connection.
+// Connect dials the site's login node as sshbatch.Dial does (cfg.User
+// defaults to ssh.User); Close the backend to close the connection.
 func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, error) {
-	if cfg.User == "" {
-		cfg.User = ssh.User
-	}
-	b, err := sshbatch.Dial(ctx, shared(cfg), newDialect(cfg), ssh)
-	if err != nil {
-		return nil, err
-	}
-	return &Backend{b}, nil
+	return sshbatch.Dial(ctx, shared(cfg), newDialect(cfg), ssh)
 }
 
 func shared(cfg Config) sshbatch.Config {

@@ -74,7 +74,7 @@ func TestRealSite(t *testing.T) {
 	}
 	sshbatchtest.Run(t, sshbatchtest.Site{
 		Name: "pbs", Client: c, Root: s.home + "/gridsub-test", GridID: gridID,
-		New: func(run backends.Runner) *sshbatch.Backend { return newBackend(s, c, run).Backend },
+		New: func(run backends.Runner) *sshbatch.Backend { return newBackend(s, c, run) },
 		// qsub refuses most punctuation in -N: the name is cleaned, so the
 		// hostile name does not come back verbatim.
 		Harness: backendtest.Harness{JobTimeout: 3 * time.Minute, TimeoutWall: 15 * time.Second, NamesReported: false,

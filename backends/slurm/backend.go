@@ -46,42 +46,27 @@ const MaxIDsPerCommand = 5000
 // Backend drives one SLURM cluster: the shared SSH batch backend
 // (sshbatch.Backend) in the SLURM dialect, plus the withdrawal of a job
 // that has not started (Withdraw).
-type Backend struct {
-	*sshbatch.Backend
-	d *dialect
-}
+type Backend struct{ *sshbatch.Backend }
 
 var (
-	_ backends.Backend    = (*Backend)(nil)
-	_ backends.Finder     = (*Backend)(nil)
-	_ backends.Fetcher    = (*Backend)(nil)
-	_ backends.Reserver   = (*Backend)(nil)
-	_ backends.Withdrawer = (*Backend)(nil)
-	_ sshbatch.Dialect    = (*dialect)(nil)
-	_ sshbatch.Reserver   = (*dialect)(nil)
+	_ backends.Backend  = (*Backend)(nil)
+	_ sshbatch.Dialect  = (*dialect)(nil)
+	_ sshbatch.Reserver = (*dialect)(nil)
 )
 
-// New builds the backend. run executes commands at the login node; stage,
-// if not nil, is called once with cfg.RemoteDir and must return a Stager
-// confined to it (without it, inputs and FetchOutputs are unsupported).
+// New builds the backend over run and stage as sshbatch.New does.
 func New(cfg Config, run backends.Runner, stage func(root string) backends.Stager) *Backend {
-	d := newDialect(cfg)
-	return &Backend{Backend: sshbatch.New(shared(cfg), d, run, stage), d: d}
+	return &Backend{sshbatch.New(shared(cfg), newDialect(cfg), run, stage)}
 }
 
-// Connect dials the site's login node over SSH (sshbatch.Dial) and returns
-// the backend driving it; cfg.User defaults to ssh.User. Close the backend
-// to close the connection.
+// Connect dials the cluster's login node as sshbatch.Dial does (cfg.User
+// defaults to ssh.User); Close the backend to close the connection.
 func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, error) {
-	if cfg.User == "" {
-		cfg.User = ssh.User
-	}
-	d := newDialect(cfg)
-	b, err := sshbatch.Dial(ctx, shared(cfg), d, ssh)
+	b, err := sshbatch.Dial(ctx, shared(cfg), newDialect(cfg), ssh)
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Backend: b, d: d}, nil
+	return &Backend{b}, nil
 }
 
 func shared(cfg Config) sshbatch.Config {
