@@ -61,8 +61,8 @@ type SSHConfig struct {
 }
 
 // StagingConfig is the configuration's staging limits (transport.Config
-// MaxFileSize, MinTransferRate, MinTransferTime; slurm.Config
-// MaxJobBytes). Zero fields are the backend's defaults.
+// MaxFileSize, MinTransferRate, MinTransferTime; slurm.Config and
+// pbs.Config MaxJobBytes). Zero fields are the backend's defaults.
 type StagingConfig struct {
 	MaxFileSize int64         `json:"max_file_size,omitempty"` // bytes per file
 	MaxJobBytes int64         `json:"max_job_bytes,omitempty"` // bytes per job, each way
@@ -355,6 +355,9 @@ func resolvePBS(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Reso
 	}
 	cfg := &pbs.Config{Name: c.Name, Queue: c.Partition, Account: c.Account, RemoteDir: c.RemoteDir, User: c.SSH.User,
 		BinDir: c.BinDir, Logger: ssh.Logger}
+	if c.Staging != nil {
+		cfg.MaxJobBytes = c.Staging.MaxJobBytes
+	}
 	return &Resolved{Config: *c, SSH: ssh, PBS: cfg}, nil
 }
 

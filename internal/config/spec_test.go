@@ -72,8 +72,7 @@ var routes = map[string]route{
 	"plugin.start_timeout": {other: "backend.StartTimeout", only: plugins.ModeExternal},
 
 	"staging.max_file_size": {wire: "Staging.MaxFileSize", native: kinds("SSH.MaxFileSize,Slurm.MaxFileSize", "SSH.MaxFileSize", "")},
-	// pbs.Config has no per-job limit: a PBS site bounds each file only.
-	"staging.max_job_bytes": {wire: "Staging.MaxJobBytes", native: kinds("Slurm.MaxJobBytes", "", "")},
+	"staging.max_job_bytes": {wire: "Staging.MaxJobBytes", native: kinds("Slurm.MaxJobBytes", "PBS.MaxJobBytes", "")},
 	"staging.min_rate":      {wire: "Staging.MinRate", native: kinds("SSH.MinTransferRate", "SSH.MinTransferRate", "")},
 	"staging.min_time":      {wire: "Staging.MinTime", native: kinds("SSH.MinTransferTime", "SSH.MinTransferTime", "")},
 	"staging.fetch_workers": {other: "spec.FetchWorkers"}, // the broker's output fetching
