@@ -74,3 +74,69 @@ func remote(x ast.Expr) bool {
 	}
 	return false
 }
+
+// TestOnlyTheLedgerRecords checks that features and stages change and
+// record a job only through the ledger's transitions (note, record,
+// commit, save, saveLater, endAs, requeueAs…): outside ledger.go and
+// ledger_writes.go nothing calls the ledger's helpers addEvent and
+// persist, nor writes to the Store itself except through putNew.
+func TestOnlyTheLedgerRecords(t *testing.T) {
+	helpers := []string{"addEvent", "persist"}
+	ledgerFiles := []string{"ledger.go", "ledger_writes.go"}
+	fset := token.NewFileSet()
+	ents, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			var callee string
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				callee = fn.Sel.Name
+				if callee == "Put" && isStore(fn.X) && !slices.Contains(ledgerFiles, name) {
+					t.Errorf("%s: writes to the Store directly; only the ledger's transitions write a job", fset.Position(call.Pos()))
+				}
+			case *ast.Ident:
+				callee = fn.Name
+			}
+			if !slices.Contains(helpers, callee) {
+				return true
+			}
+			seen[callee]++
+			if !slices.Contains(ledgerFiles, name) {
+				t.Errorf("%s: calls the ledger's %s; use its transitions (note, record, commit, save, saveLater…)", fset.Position(call.Pos()), callee)
+			}
+			return true
+		})
+	}
+	for _, h := range helpers {
+		if seen[h] == 0 {
+			t.Errorf("no call of %s found: the test no longer sees the ledger's helpers", h)
+		}
+	}
+}
+
+// isStore reports whether x names the ledger's Store (store, or x.store).
+func isStore(x ast.Expr) bool {
+	switch x := x.(type) {
+	case *ast.SelectorExpr:
+		return x.Sel.Name == "store"
+	case *ast.Ident:
+		return x.Name == "store"
+	}
+	return false
+}

@@ -306,8 +306,8 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		// Admission answers at once (DRRM): the job is Reserved or
 		// Rejected before anyone sees it.
 		b.mu.Lock()
-		if ev != nil && b.opts.OnEvent != nil {
-			b.pending = append(b.pending, pendingEvent{j.Clone(), *ev})
+		if ev != nil {
+			b.announce(j, *ev)
 		}
 		ev = nil // handed out above, before the admission's own event
 		b.resv.admit(j, now)
@@ -316,7 +316,7 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 	// Stored before anyone can see it, and outside the broker's lock: the job
 	// is not shared yet, and concurrent submissions can then share the
 	// store's commits instead of queueing for one each.
-	if err := b.store.Put(ctx, j); err != nil {
+	if err := b.putNew(ctx, j); err != nil {
 		if j.State == Reserved {
 			b.mu.Lock()
 			b.resv.rrg.Remove(j.ID)
@@ -325,8 +325,8 @@ func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, 
 		return nil, fmt.Errorf("storing job: %w", err)
 	}
 	b.mu.Lock()
-	if ev != nil && b.opts.OnEvent != nil {
-		b.pending = append(b.pending, pendingEvent{j.Clone(), *ev})
+	if ev != nil {
+		b.announce(j, *ev)
 	}
 	b.add(j)
 	c := j.Clone()
@@ -444,7 +444,7 @@ func (b *Broker) Cancel(ctx context.Context, id string, now time.Time) error {
 	b.dequeue(id)
 	b.resv.dropResv(j, ResvReleased, "cancelled by the user")
 	b.compactLive()
-	err := b.persist(ctx, j)
+	err := b.save(ctx, j)
 	b.mu.Unlock()
 	b.duties.doCancels(ctx, now, cs)
 	b.resv.releaseNative(ctx, now)

@@ -158,9 +158,9 @@ func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d p
 		msg = fmt.Sprintf("attempt %d: replicating: copy 0 at %s, copy 1 at %s, both now; the first to succeed wins",
 			j.Attempts, partsString(names, first), partsString(names, second))
 	}
-	cp.addEvent(j, now, "dispatch", "", msg)
+	cp.note(j, now, "dispatch", "", msg)
 	j.State, j.Intent = Submitting, now // Intent: SubmitGrace after a restart (recover.go)
-	if err := cp.persist(ctx, j); err != nil {
+	if err := cp.save(ctx, j); err != nil {
 		j.State, j.Comps, j.Attempts = Queued, nil, j.Attempts-1
 		cp.mu.Unlock()
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the dispatch intent: %w", j.ID, err))
@@ -179,13 +179,13 @@ func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d p
 		j.Comps = nil
 		if backends.Retryable(first) && j.Attempts < cp.opts.MaxAttempts {
 			j.State = Queued
-			cp.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", first))
+			cp.note(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", first))
 		} else {
 			why := fmt.Sprintf("submission failed: %v", first)
 			cp.endAs(j, now, Failed, "failed", "", why)
 			cp.dequeue(j.ID)
 		}
-		_ = cp.persist(ctx, j)
+		_ = cp.save(ctx, j)
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, first))
 		cp.mu.Unlock()
 		cp.duties.doCancels(ctx, now, undo)
@@ -299,11 +299,11 @@ func (cp *copies) applySubmits(ctx context.Context, now time.Time, j *Job, ids [
 		case errs[k] != nil:
 			c.State, c.Reason, c.End = backends.StateFailed, "submission failed: "+errs[k].Error(), now
 			failedCopy[c.Copy] = true
-			cp.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
+			cp.note(j, now, "submit-failed", c.Site, errs[k].Error())
 		case ids[k] != "":
 			c.RemoteID, c.State = ids[k], backends.StatePending
 			cp.index(j.ID, *c)
-			cp.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("%s copy %d: remote job %s (%d node(s)), tag %s", c.Role, c.Copy, c.RemoteID, c.Nodes, c.Tag))
+			cp.note(j, now, "submitted-remote", c.Site, fmt.Sprintf("%s copy %d: remote job %s (%d node(s)), tag %s", c.Role, c.Copy, c.RemoteID, c.Nodes, c.Tag))
 		}
 	}
 	var undo []cancelReq
@@ -314,7 +314,7 @@ func (cp *copies) applySubmits(ctx context.Context, now time.Time, j *Job, ids [
 			c.State, c.End = backends.StateCancelled, now
 		}
 	}
-	_ = cp.persist(ctx, j)
+	_ = cp.save(ctx, j)
 	return undo
 }
 
@@ -333,9 +333,9 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 		if live {
 			if !j.won {
 				j.won = true
-				cp.addEvent(j, now, "copy-won", cs[win].site, fmt.Sprintf("copy %d at %s succeeded first; withdrawing the others", win, cs[win].site))
+				cp.note(j, now, "copy-won", cs[win].site, fmt.Sprintf("copy %d at %s succeeded first; withdrawing the others", win, cs[win].site))
 			}
-			_ = cp.persist(ctx, j)
+			_ = cp.save(ctx, j)
 			return cancels
 		}
 		var keep []Component
@@ -354,7 +354,7 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 		f.start, f.end = clampTimes(j.Submit, f.start, f.end)
 		cp.finish(j, f, now)
 		rep.Ended++
-		_ = cp.persist(ctx, j)
+		_ = cp.save(ctx, j)
 		return nil
 	}
 
@@ -386,9 +386,9 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 				j.Comps[k].Passive = false
 			}
 			cp.toSubmit = append(cp.toSubmit, j.ID)
-			cp.addEvent(j, now, "backup-activated", s.site, what+"; the passive backup is submitted now")
+			cp.note(j, now, "backup-activated", s.site, what+"; the passive backup is submitted now")
 		} else if len(j.Comps) > 0 {
-			cp.addEvent(j, now, "copy-failed", s.site, what+"; the other copy goes on")
+			cp.note(j, now, "copy-failed", s.site, what+"; the other copy goes on")
 		}
 	}
 	if len(j.Comps) == 0 {
@@ -400,7 +400,7 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 				kind: "failed", site: last.site, msg: reason}, now)
 			rep.Ended++
 		}
-		_ = cp.persist(ctx, j)
+		_ = cp.save(ctx, j)
 		return cancels
 	}
 	for _, s := range copyStates(j) {
@@ -414,11 +414,11 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 			j.State = Running
 			j.Start, _ = latest(comps, now)
 			j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
-			cp.addEvent(j, now, "running", "", fmt.Sprintf("copy %d running on %s", s.n, s.site))
+			cp.note(j, now, "running", "", fmt.Sprintf("copy %d running on %s", s.n, s.site))
 			break
 		}
 	}
-	_ = cp.persist(ctx, j)
+	_ = cp.save(ctx, j)
 	return cancels
 }
 
@@ -442,7 +442,7 @@ func (cp *copies) submitCopies(ctx context.Context, now time.Time, rep *CycleRep
 		}
 		comps := slices.Clone(j.Comps)
 		j.Intent = now // a restart gives these submissions SubmitGrace to land (recover.go)
-		_ = cp.persist(ctx, j)
+		_ = cp.save(ctx, j)
 		cp.mu.Unlock()
 		rids, errs := cp.submitSpecs(ctx, comps, specs, j.Req.SiteInputs)
 		cp.mu.Lock()

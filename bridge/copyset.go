@@ -149,7 +149,7 @@ func (tk *tracker) trackSet(ctx context.Context, j *Job, now time.Time, rep *Cyc
 	win := winner(cs, rule)
 	if win < 0 {
 		if slices.ContainsFunc(j.Comps, func(c Component) bool { return !c.State.Final() }) {
-			tk.persistLater(ctx, j)
+			tk.saveLater(ctx, j)
 			return nil, true
 		}
 		return nil, false // every replica ended without starting: the attempt failed
@@ -164,6 +164,6 @@ func (tk *tracker) trackSet(ctx context.Context, j *Job, now time.Time, rep *Cyc
 		}
 	}
 	j.Comps = []Component{w}
-	tk.addEvent(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
+	tk.note(j, now, "replica-won", w.Site, "the copy at "+w.Site+" started first; the others are withdrawn")
 	return cancels, false
 }

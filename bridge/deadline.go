@@ -102,7 +102,7 @@ func (tk *tracker) expireDeadlines(ctx context.Context, now time.Time, rep *Cycl
 			continue
 		}
 		tk.endAs(j, now, Rejected, EventDeadlineMissed, "", "deadline missed while queued: "+why)
-		_ = tk.persist(ctx, j)
+		_ = tk.save(ctx, j)
 		rejected = append(rejected, id)
 		rep.Rejected++
 	}

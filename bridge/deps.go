@@ -276,9 +276,9 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 		j.State = Running
 	}
 	gs.mu.Lock()
-	gs.addEvent(j, now, "submitted", "", msg)
+	gs.note(j, now, "submitted", "", msg)
 	gs.mu.Unlock()
-	if err := gs.store.Put(ctx, j); err != nil {
+	if err := gs.putNew(ctx, j); err != nil {
 		return nil, fmt.Errorf("storing job: %w", err)
 	}
 	gs.mu.Lock()
@@ -318,18 +318,18 @@ func (gs *groups) releaseHeld(ctx context.Context, now time.Time) {
 			keep = append(keep, id)
 			if w := "waiting for " + wait; w != j.Waiting {
 				j.Waiting = w
-				_ = gs.persist(ctx, j)
+				_ = gs.save(ctx, j)
 			}
 			continue
 		case j.Group != nil:
 			j.State, j.Waiting = Running, ""
-			gs.addEvent(j, now, "released", "", "dependencies met; making its elements")
+			gs.note(j, now, "released", "", "dependencies met; making its elements")
 		default:
 			j.State, j.Waiting = Queued, ""
-			gs.addEvent(j, now, "released", "", "dependencies met; queued")
+			gs.note(j, now, "released", "", "dependencies met; queued")
 			gs.queueLast(j)
 		}
-		_ = gs.persist(ctx, j)
+		_ = gs.save(ctx, j)
 	}
 	clear(gs.held[len(keep):])
 	gs.held = keep

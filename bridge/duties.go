@@ -189,7 +189,7 @@ func (d *duties) abandon(ctx context.Context, j *Job, c Component, tag string, n
 	}
 	j.Abandoned = append(j.Abandoned, key)
 	d.watches = append(d.watches, lateWatch{Job: j.ID, Site: c.Site, Tag: tag, Attempt: j.Attempts})
-	d.addEvent(j, now, "abandoned", c.Site, fmt.Sprintf("attempt %d (tag %s) not found at %s after the grace: counted as never sent; a late submission under that tag will be cancelled",
+	d.note(j, now, "abandoned", c.Site, fmt.Sprintf("attempt %d (tag %s) not found at %s after the grace: counted as never sent; a late submission under that tag will be cancelled",
 		j.Attempts, tag, c.Site))
 	d.saveDuties(ctx)
 }

@@ -276,7 +276,7 @@ func (gs *groups) advanceGroup(ctx context.Context, p *Job, now time.Time, budge
 		dirty = true
 	}
 	if dirty {
-		_ = gs.persist(ctx, p)
+		_ = gs.save(ctx, p)
 	}
 }
 
@@ -299,8 +299,7 @@ func (gs *groups) makeElement(ctx context.Context, p *Job, indices []int, k int,
 	if p.Group.Kind == KindPipeline {
 		what = fmt.Sprintf("step %d (%s) of pipeline %s", idx, req.Name, p.ID)
 	}
-	gs.addEvent(e, now, "submitted", "", fmt.Sprintf("%s: %d node(s), walltime %s", what, req.Nodes, req.Estimate))
-	if err := gs.persist(ctx, e); err != nil {
+	if err := gs.commit(ctx, e, now, "submitted", "", fmt.Sprintf("%s: %d node(s), walltime %s", what, req.Nodes, req.Estimate)); err != nil {
 		e.Events = nil
 		return nil, err
 	}
@@ -315,7 +314,7 @@ func (gs *groups) endGroup(p *Job, now time.Time) {
 	p.End, p.ExitCode = now, 0
 	if ok == g.Total {
 		p.State, p.Reason = Completed, ""
-		gs.addEvent(p, now, "completed", "", fmt.Sprintf("all %d elements completed", g.Total))
+		gs.note(p, now, "completed", "", fmt.Sprintf("all %d elements completed", g.Total))
 		return
 	}
 	p.State, p.ExitCode = Failed, 1
@@ -326,7 +325,7 @@ func (gs *groups) endGroup(p *Job, now time.Time) {
 		}
 	}
 	p.Reason = fmt.Sprintf("%d of %d elements did not complete (%s); first: %s", g.Total-ok, g.Total, strings.Join(parts, ", "), p.Reason)
-	gs.addEvent(p, now, "failed", "", p.Reason)
+	gs.note(p, now, "failed", "", p.Reason)
 }
 
 // cancelKids cancels the unfinished elements of a cancelled parent and
@@ -355,7 +354,7 @@ func (gs *groups) cancelKids(ctx context.Context, p *Job, now time.Time) []cance
 			p.Group.Counts = map[JobState]int{}
 		}
 		p.Group.Counts[Cancelled]++
-		_ = gs.persist(ctx, e)
+		_ = gs.save(ctx, e)
 	}
 	gi.kids = nil
 	gs.compactLive()
@@ -403,12 +402,12 @@ func (gs *groups) recoverGroups(ctx context.Context, now time.Time, rep *Recover
 			rep.Errors = append(rep.Errors, fmt.Errorf("group %s: %d made elements are neither stored nor counted", id, missing))
 		}
 		if made != p.Group.Made || !maps.Equal(counts, p.Group.Counts) {
-			gs.addEvent(p, now, "reconciled", "", fmt.Sprintf("after a restart: %d of %d elements made, %d ended", made, p.Group.Total, made-len(gi.kids)))
+			gs.note(p, now, "reconciled", "", fmt.Sprintf("after a restart: %d of %d elements made, %d ended", made, p.Group.Total, made-len(gi.kids)))
 		}
 		p.Group.Made, p.Group.Counts = made, counts
 		if len(counts) == 0 {
 			p.Group.Counts = nil
 		}
-		_ = gs.persist(ctx, p)
+		_ = gs.save(ctx, p)
 	}
 }

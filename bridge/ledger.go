@@ -21,10 +21,19 @@ import (
 // same lock, so that one transition sees one consistent state. writeMu,
 // taken after mu, orders the store writes of one job (ledger_writes.go).
 //
-// The transition operations (addEvent, persist, persistLater, enqueue,
-// dequeue, requeueAs, waitReserved, index, unindex, compactLive, adopt,
-// unlive) keep the queue, the live list and the indices in step with the
-// jobs' states; they are called with mu held and never do remote I/O.
+// Features and stages change a job and record the change only through
+// the ledger's transitions, called with mu held and never doing remote
+// I/O. Those that record: note (an event within a change), record and
+// commit (an event and its write), save and saveLater (the write that
+// closes a change), endAs and requeueAs (an ending or a requeue with its
+// event). Those that keep the queue, the live list and the indices in
+// step with the jobs' states: putNew and announce (a new job), add, queueLast, enqueue, dequeue, requeue,
+// waitReserved, goLive, adopt, unlive, index, forget, unindex,
+// compactLive, markRestarted, dropEnded. The rule every recording
+// transition keeps: a change is written to the Store before anything acts
+// on it (a submission, a cancel, a reply), and a job's writes reach the
+// Store in the order they were made. Only the ledger's own files call its
+// helpers addEvent and persist (TestOnlyTheLedgerRecords).
 type ledger struct {
 	mu      sync.Mutex
 	jobs    map[string]*Job    // every job the broker knows, live or ended
@@ -78,7 +87,9 @@ type pendingEvent struct {
 	ev  Event
 }
 
-// addEvent appends an event to the job; the ledger's lock must be held.
+// addEvent appends an event to the job and holds it for OnEvent, with a
+// copy of the job as it is now. A helper of the transitions below; the
+// ledger's lock held.
 func (l *ledger) addEvent(j *Job, t time.Time, kind, site, msg string) {
 	if l.noHistory {
 		return
@@ -103,16 +114,63 @@ func (l *ledger) flushEvents() {
 	}
 }
 
-// record adds an event to the job and writes it, for a change the caller
-// does not act on further (a failed write is logged by persist). The
-// ledger's lock held.
+// note adds an event to a change the caller is making to j, at this
+// point of it: OnEvent sees the job as it is now. The event is not
+// written by itself: the caller closes the change with save, saveLater,
+// record or commit under the same hold of the lock, before anything acts
+// on it. The ledger's lock held.
+func (l *ledger) note(j *Job, t time.Time, kind, site, msg string) {
+	l.addEvent(j, t, kind, site, msg)
+}
+
+// record adds an event to j and writes j at once, for a change the caller
+// does not act on further: a failed write is logged (persist) and not
+// returned. The ledger's lock held.
 func (l *ledger) record(ctx context.Context, j *Job, t time.Time, kind, site, msg string) {
 	l.addEvent(j, t, kind, site, msg)
 	_ = l.persist(ctx, j)
 }
 
-// persist writes the job; the ledger's lock must be held. A store failure is logged and
-// returned: the caller must not act on a change it could not record.
+// commit adds an event to j and writes j at once, returning the write's
+// error: the write-ahead record of a change the caller acts on next (a
+// dispatch intent, a move, a binding). On an error the caller undoes the
+// change in memory and does not act on it; the failure is logged. The
+// ledger's lock held.
+func (l *ledger) commit(ctx context.Context, j *Job, t time.Time, kind, site, msg string) error {
+	l.addEvent(j, t, kind, site, msg)
+	return l.persist(ctx, j)
+}
+
+// save writes j at once, as it is now — its fields and every event noted
+// since its last write — and closes the change the caller made. A failure
+// is logged and returned: the caller must not act on a change it could
+// not record. The ledger's lock held.
+func (l *ledger) save(ctx context.Context, j *Job) error {
+	return l.persist(ctx, j)
+}
+
+// putNew writes a new job that is not in the ledger yet (Submit, a
+// group's parent), before add takes it in: nobody else sees the job, so
+// the ledger's lock is not held, and concurrent submissions share the
+// store's commits. Its error is returned, not logged: the job is not
+// taken in.
+func (l *ledger) putNew(ctx context.Context, j *Job) error {
+	return l.store.Put(ctx, j)
+}
+
+// announce hands an event already in a new job's history to OnEvent, with
+// a copy of the job as it is now (Submit, whose first events are written
+// with the job by putNew). The ledger's lock held.
+func (l *ledger) announce(j *Job, e Event) {
+	if l.onEvent != nil {
+		l.pending = append(l.pending, pendingEvent{j.Clone(), e})
+	}
+}
+
+// persist writes the job; a helper of the writing transitions (record,
+// commit, save, saveLater, with the grouped writes of ledger_writes.go)
+// that hands an ended job to Options.Drop later. The ledger's lock held.
+// A store failure is logged and returned.
 func (l *ledger) persist(ctx context.Context, j *Job) error {
 	if l.drop != nil && j.State.Final() && j.final == nil {
 		l.toDrop = append(l.toDrop, j.ID)
@@ -158,8 +216,9 @@ func (l *ledger) requeue(j *Job, now time.Time, why string) {
 }
 
 // requeueAs puts a job back at its FCFS place with an event of the given
-// kind — or, for a job in its bound reservation, back to wait for it. The ledger's lock
-// held.
+// kind, noted as by note — or, for a job in its bound reservation, back to
+// wait for it. The caller closes the change (save, saveLater). The
+// ledger's lock held.
 func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
 	l.unindex(j)
 	j.Comps = nil
@@ -263,8 +322,9 @@ func (l *ledger) queueLast(j *Job) {
 
 // endAs ends a job that did not run to its end at a site — Failed,
 // Rejected or Cancelled by the broker — with why as its reason and the
-// event kind (at site, "" for none) saying so. The caller takes it out of
-// the queue or the live list, and writes it. mu held.
+// event kind (at site, "" for none) saying so, noted as by note. The
+// caller takes it out of the queue or the live list, and closes the
+// change (save, saveLater). mu held.
 func (l *ledger) endAs(j *Job, now time.Time, state JobState, kind, site, why string) {
 	j.State, j.Reason, j.End = state, why, now
 	l.addEvent(j, now, kind, site, why)

@@ -18,7 +18,7 @@ type writeGroup struct {
 	seen map[string]bool
 }
 
-// startGroup makes persistLater note jobs instead of writing each at once,
+// startGroup makes saveLater note jobs instead of writing each at once,
 // until flushGroup. Only cycle code (under cycleMu) uses it. The ledger's lock held.
 func (l *ledger) startGroup() {
 	if l.group == nil {
@@ -26,15 +26,16 @@ func (l *ledger) startGroup() {
 	}
 }
 
-// persistLater is persist for the places whose caller does not act on the
+// saveLater is save for the places whose caller does not act on the
 // write's error (a job settled after submission, a status change): while
 // a group is open the job is only noted, and flushGroup writes its state
-// of that moment; otherwise it is written at once. A crash before the
+// (and every event noted since its last write) of that moment; otherwise
+// it is written at once, as by save. A crash before the
 // flush loses nothing that cannot be recovered: the write-ahead intent is
 // already stored (persisted one by one, see putAll), and Recover
 // reconciles such a job by its tag, or the next poll sees the change
 // again. The ledger's lock held.
-func (l *ledger) persistLater(ctx context.Context, j *Job) {
+func (l *ledger) saveLater(ctx context.Context, j *Job) {
 	if l.group == nil {
 		_ = l.persist(ctx, j)
 		return

@@ -153,7 +153,7 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 		switch got {
 		case tagUnknowable:
 			unknown++
-			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
+			rc.note(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
 			missing++
 		case tagUnanswered:
 			rc.unresolved = append(rc.unresolved, j.ID)
@@ -170,7 +170,7 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 	switch {
 	case missing == 0:
 		j.State = Dispatched
-		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
+		rc.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
 		rc.adopt(j)
 		rep.Live++
 		// The remote jobs may have run, or ended, while nobody watched: fold
@@ -190,16 +190,16 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 		rep.NeverReached += missing
 		j.Comps = nil
 		if j.Resv != nil && j.Resv.State == ResvBound {
-			rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached its reservation; submitted into it again", j.Attempts))
+			rc.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached its reservation; submitted into it again", j.Attempts))
 			rc.waitReserved(j)
 			break
 		}
 		j.State = Queued
-		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
+		rc.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
 		rc.queueLast(j)
 		rep.Queued++
 	}
-	_ = rc.persist(ctx, j)
+	_ = rc.save(ctx, j)
 	return cancels
 }
 
@@ -248,7 +248,7 @@ func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time
 		}
 		j.Resv.State, j.Resv.Reason = ResvFailed, why
 		rsv.endAs(j, now, Failed, "failed", "", "reservation failed: after a restart the admission test no longer holds it: "+why)
-		_ = rsv.persist(ctx, j)
+		_ = rsv.save(ctx, j)
 	}
 }
 
@@ -267,9 +267,8 @@ func (d *duties) waitInFlight(ctx context.Context, j *Job, now time.Time, missin
 	if !slices.ContainsFunc(j.Events, func(e Event) bool {
 		return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts))
 	}) {
-		d.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
+		d.record(ctx, j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
 			j.Attempts, missing, j.Intent.Add(d.opts.SubmitGrace).Format(time.RFC3339)))
-		_ = d.persist(ctx, j)
 	}
 	rep.Unresolved++
 	d.unresolved = append(d.unresolved, j.ID)

@@ -19,7 +19,7 @@ func (rc *reconciler) reconcileCopies(ctx context.Context, j *Job, now time.Time
 		return cancels
 	}
 	j.State = Dispatched
-	rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
+	rc.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
 	rc.adopt(j)
 	rep.Live++
 	var crep CycleReport
@@ -46,7 +46,7 @@ func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, 
 		cancels = append(cancels, dups...)
 		switch got {
 		case tagUnknowable:
-			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
+			rc.note(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
 			resubmit = true
 			rep.NeverReached++
 		case tagUnanswered:
@@ -78,6 +78,6 @@ func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, 
 	if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Passive && !c.Due.IsZero() }) {
 		rc.copies.due = append(rc.copies.due, j.ID)
 	}
-	_ = rc.persist(ctx, j)
+	_ = rc.save(ctx, j)
 	return true, cancels
 }

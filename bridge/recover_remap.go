@@ -23,9 +23,8 @@ func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep 
 		// read a withdrawn component as a failure.
 		rm.live = append(rm.live, j.ID)
 		rm.moving = append(rm.moving, j.ID)
-		rm.addEvent(j, now, "reconcile", "", fmt.Sprintf("after a restart: attempt %d was being withdrawn from %s to move it to %s; the withdrawal is checked (and redone) before anything is submitted",
+		rm.record(ctx, j, now, "reconcile", "", fmt.Sprintf("after a restart: attempt %d was being withdrawn from %s to move it to %s; the withdrawal is checked (and redone) before anything is submitted",
 			mv.FromAttempt, compsString(mv.From), compsString(mv.To)))
-		_ = rm.persist(ctx, j)
 		rep.Live++
 		return true, nil
 	case mv.Phase == MoveSubmit && j.State == Submitting:
@@ -64,10 +63,10 @@ func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep 
 		}
 		j.Attempts, j.State, j.Moving = mv.FromAttempt, Dispatched, nil
 		j.Moves--
-		rm.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d is still at %s; the move to %s is undone (attempt %d cancelled wherever it landed)",
+		rm.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d is still at %s; the move to %s is undone (attempt %d cancelled wherever it landed)",
 			mv.FromAttempt, j.Sites(), compsString(mv.To), mv.FromAttempt+1))
 		rm.adopt(j)
-		_ = rm.persist(ctx, j)
+		_ = rm.save(ctx, j)
 		rep.Live++
 		return true, cancels
 	default:

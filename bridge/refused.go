@@ -54,7 +54,7 @@ func (sm *submitter) refuse(j *Job, now time.Time, comps []Component, errs []err
 	if len(left) == 0 {
 		return false
 	}
-	sm.addEvent(j, now, "refused", "", fmt.Sprintf("%s refused the job; it is placed on the other allowed sites (%s) instead",
+	sm.note(j, now, "refused", "", fmt.Sprintf("%s refused the job; it is placed on the other allowed sites (%s) instead",
 		strings.Join(refused, ", "), strings.Join(left, ", ")))
 	return true
 }

@@ -307,9 +307,8 @@ func (rm *remapper) startMove(ctx context.Context, now time.Time, mv plannedMove
 	}
 	j.Moving = &Move{Phase: MoveWithdraw, FromAttempt: j.Attempts, From: slices.Clone(j.Comps), To: to, Since: now,
 		FromStart: mv.fromStart, Gain: mv.gain}
-	rm.addEvent(j, now, EventMoving, "", fmt.Sprintf("attempt %d waits at %s (predicted start %s); %s can start it now: gain %s; withdrawing it from %s first",
-		j.Attempts, compsString(j.Comps), clock(mv.fromStart, now), compsString(to), gainString(mv.gain), compsString(j.Comps)))
-	if err := rm.persist(ctx, j); err != nil {
+	if err := rm.commit(ctx, j, now, EventMoving, "", fmt.Sprintf("attempt %d waits at %s (predicted start %s); %s can start it now: gain %s; withdrawing it from %s first",
+		j.Attempts, compsString(j.Comps), clock(mv.fromStart, now), compsString(to), gainString(mv.gain), compsString(j.Comps))); err != nil {
 		j.Moving = nil // not recorded, so not acted on
 		rm.mu.Unlock()
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the move intent: %w", j.ID, err))
@@ -382,16 +381,14 @@ func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, fre
 		for _, c := range j.Comps {
 			rm.index(id, c)
 		}
-		rm.addEvent(j, now, EventMoveAbandoned, "", fmt.Sprintf("the move to %s was abandoned: the job started at %s before it could be withdrawn (%s); it stays there",
+		rm.record(ctx, j, now, EventMoveAbandoned, "", fmt.Sprintf("the move to %s was abandoned: the job started at %s before it could be withdrawn (%s); it stays there",
 			compsString(mv.To), compsString(j.Comps), strings.Join(started, "; ")))
-		_ = rm.persist(ctx, j)
 		rm.mu.Unlock()
 		rm.giveBack(free, fresh, mv.To)
 		return
 	case len(unknown) > 0:
-		rm.addEvent(j, now, EventMoveWait, "", fmt.Sprintf("withdrawing attempt %d not confirmed (%s); tried again next cycle before anything is submitted elsewhere",
+		rm.record(ctx, j, now, EventMoveWait, "", fmt.Sprintf("withdrawing attempt %d not confirmed (%s); tried again next cycle before anything is submitted elsewhere",
 			mv.FromAttempt, strings.Join(unknown, "; ")))
-		_ = rm.persist(ctx, j)
 		rm.moving = append(rm.moving, id)
 		rm.mu.Unlock()
 		rm.giveBack(free, fresh, mv.To)
@@ -408,7 +405,7 @@ func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, fre
 		rm.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d was withdrawn from %s to move the job to %s, which has no room any more; queued again",
 			mv.FromAttempt, compsString(from), compsString(mv.To)))
 		rm.compactLive()
-		_ = rm.persist(ctx, j)
+		_ = rm.save(ctx, j)
 		rm.mu.Unlock()
 		rm.duties.doCancels(ctx, now, cancels)
 		return
@@ -432,8 +429,7 @@ func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, fre
 	if len(started) > 0 {
 		msg += "; the share that had started is cancelled: " + strings.Join(started, "; ")
 	}
-	rm.addEvent(j, now, EventMoved, "", msg)
-	if err := rm.persist(ctx, j); err != nil {
+	if err := rm.commit(ctx, j, now, EventMoved, "", msg); err != nil {
 		// Not recorded: nothing is submitted. The old attempt is gone,
 		// so the job waits in the queue for the planner.
 		j.Attempts--
@@ -467,7 +463,7 @@ func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, fre
 		if j.State == Queued && !slices.Contains(rm.queue, id) {
 			rm.enqueue(j)
 		}
-		_ = rm.persist(ctx, j)
+		_ = rm.save(ctx, j)
 	}
 	rm.mu.Unlock()
 }

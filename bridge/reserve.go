@@ -151,7 +151,7 @@ func (rsv *reservations) admit(j *Job, now time.Time) {
 	if span := w.Latest.Sub(w.Earliest); span > 0 {
 		flex = float64(span-j.Req.Estimate) / float64(span)
 	}
-	rsv.addEvent(j, now, "admitted", "", fmt.Sprintf("advance reservation admitted: %d node(s) for %s within %s..%s (flexibility %.2f); a site is chosen when the window opens",
+	rsv.note(j, now, "admitted", "", fmt.Sprintf("advance reservation admitted: %d node(s) for %s within %s..%s (flexibility %.2f); a site is chosen when the window opens",
 		j.Req.Nodes, j.Req.Estimate, w.Earliest.Format(time.RFC3339), w.Latest.Format(time.RFC3339), flex))
 }
 
@@ -209,11 +209,11 @@ func (rsv *reservations) releaseNative(ctx context.Context, now time.Time) {
 		rsv.mu.Lock()
 		if j := rsv.jobs[r.job]; j != nil {
 			if err != nil {
-				rsv.addEvent(j, now, "release-failed", r.site, fmt.Sprintf("deleting reservation %s: %v", r.id, err))
+				rsv.note(j, now, "release-failed", r.site, fmt.Sprintf("deleting reservation %s: %v", r.id, err))
 			} else {
-				rsv.addEvent(j, now, "released", r.site, fmt.Sprintf("reservation %s deleted", r.id))
+				rsv.note(j, now, "released", r.site, fmt.Sprintf("reservation %s deleted", r.id))
 			}
-			_ = rsv.persist(ctx, j)
+			_ = rsv.save(ctx, j)
 		}
 		rsv.mu.Unlock()
 	}
@@ -306,7 +306,7 @@ func (rsv *reservations) refreshResources(ctx context.Context, now time.Time, re
 func (rsv *reservations) failReserved(ctx context.Context, j *Job, now time.Time, why string) {
 	rsv.dropResv(j, ResvFailed, why)
 	rsv.endAs(j, now, Failed, "failed", j.Resv.Site, "reservation failed: "+why)
-	_ = rsv.persist(ctx, j)
+	_ = rsv.save(ctx, j)
 }
 
 // gridRunning lists the running grid jobs at every site as the graph sees
@@ -368,8 +368,7 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 	if bd.Reason != "" {
 		msg += ": " + bd.Reason
 	}
-	rsv.addEvent(j, now, "binding", bd.Resource, msg)
-	if err := rsv.persist(ctx, j); err != nil {
+	if err := rsv.commit(ctx, j, now, "binding", bd.Resource, msg); err != nil {
 		r.State, r.Site = ResvAdmitted, ""
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the binding intent: %w", j.ID, err))
 		rsv.mu.Unlock()
@@ -421,7 +420,7 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 		r.State = ResvFailed // nothing was created: nothing to delete
 		rsv.rrg.Remove(j.ID)
 		rsv.endAs(j, now, Failed, "failed", bd.Resource, fmt.Sprintf("reservation failed: site %s refused it: %v", bd.Resource, err))
-		_ = rsv.persist(ctx, j)
+		_ = rsv.save(ctx, j)
 		rep.Failed++
 		return
 	}
@@ -455,7 +454,7 @@ func (rsv *reservations) settleBinding(ctx context.Context, j *Job, now time.Tim
 	switch {
 	case err == nil:
 		r.State, r.Native = ResvBound, got.ID
-		rsv.addEvent(j, now, "bound", site, fmt.Sprintf("reservation %s found at %s after a restart", got.ID, site))
+		rsv.note(j, now, "bound", site, fmt.Sprintf("reservation %s found at %s after a restart", got.ID, site))
 		rep.Bound++
 	case errors.Is(err, backends.ErrRejected):
 		// Never created: bind again (the graph still holds it admitted
@@ -469,12 +468,12 @@ func (rsv *reservations) settleBinding(ctx context.Context, j *Job, now time.Tim
 			rep.Failed++
 			return
 		}
-		rsv.addEvent(j, now, "binding-retry", site, "the reservation never reached the site; bound again at the next binding")
+		rsv.note(j, now, "binding-retry", site, "the reservation never reached the site; bound again at the next binding")
 	default:
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: looking up reservation %s at %s: %w", j.ID, name, site, err))
 		return
 	}
-	_ = rsv.persist(ctx, j)
+	_ = rsv.save(ctx, j)
 }
 
 // submitReserved submits a job into its bound reservation, with the same
@@ -486,10 +485,10 @@ func (rsv *reservations) submitReserved(ctx context.Context, j *Job, now time.Ti
 	j.Attempts++
 	opt := policy.Option{Parts: []policy.Part{{Site: s, Nodes: j.Req.Nodes}}, Start: r.Start, Runtime: j.Req.Estimate}
 	j.Predicted, j.SiteNames = opt, rsv.names
-	rsv.addEvent(j, now, "dispatch", "", fmt.Sprintf("attempt %d: submitting into reservation %s at %s", j.Attempts, r.Native, r.Site))
+	rsv.note(j, now, "dispatch", "", fmt.Sprintf("attempt %d: submitting into reservation %s at %s", j.Attempts, r.Native, r.Site))
 	j.State = Submitting
 	j.Comps = []Component{{Site: r.Site, Nodes: j.Req.Nodes, State: backends.StateUnknown, ExitCode: -1}}
-	if err := rsv.persist(ctx, j); err != nil {
+	if err := rsv.save(ctx, j); err != nil {
 		j.State, j.Comps, j.Attempts = Reserved, nil, j.Attempts-1
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the dispatch intent: %w", j.ID, err))
 		rsv.mu.Unlock()

@@ -266,7 +266,7 @@ func (sm *submitter) stagePending(ctx context.Context, now time.Time, r *relays,
 		}
 		sm.mu.Lock()
 		for _, n := range notes {
-			sm.addEvent(j, now, "data", "", n)
+			sm.note(j, now, "data", "", n)
 		}
 		if err == nil {
 			sm.mu.Unlock()
@@ -285,7 +285,7 @@ func (sm *submitter) dataFailed(ctx context.Context, now time.Time, j *Job, err 
 	j.Comps = nil
 	if backends.Retryable(err) && j.Attempts < sm.opts.MaxAttempts {
 		j.State = Queued
-		sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("staging its data failed (%v); stays queued", err))
+		sm.note(j, now, "retry-later", "", fmt.Sprintf("staging its data failed (%v); stays queued", err))
 	} else {
 		why := fmt.Sprintf("staging its data failed: %v", err)
 		if !backends.Retryable(err) && !errors.Is(err, context.Canceled) {
@@ -294,7 +294,7 @@ func (sm *submitter) dataFailed(ctx context.Context, now time.Time, j *Job, err 
 		sm.endAs(j, now, Failed, "failed", "", why)
 		sm.dequeue(j.ID)
 	}
-	_ = sm.persist(ctx, j)
+	_ = sm.save(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, err))
 }
 

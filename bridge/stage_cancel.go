@@ -43,11 +43,11 @@ func (d *duties) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 		d.cancelSent(c)
 		if j := d.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
 			if err != nil {
-				d.addEvent(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
+				d.note(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
 			} else {
-				d.addEvent(j, now, "cancelled-remote", c.site, c.why)
+				d.note(j, now, "cancelled-remote", c.site, c.why)
 			}
-			_ = d.persist(ctx, j)
+			_ = d.save(ctx, j)
 		}
 		if err != nil {
 			d.retryCancel(c, err)

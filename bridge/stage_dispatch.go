@@ -51,7 +51,7 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 			}
 			dp.endAs(j, now, Rejected, "rejected", "", why)
 			dp.dequeue(j.ID)
-			dp.persistLater(ctx, j)
+			dp.saveLater(ctx, j)
 			rep.Rejected++
 			dp.mu.Unlock()
 		case policy.Reserve:
@@ -59,10 +59,10 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 			j.Predicted, j.SiteNames = d.Chosen, names
 			if first {
 				if !dp.opts.NoHistory {
-					dp.addEvent(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
+					dp.note(j, now, "waiting", "", fmt.Sprintf("no placement free now; reserved %s from %s (predicted end %s)",
 						partsString(names, d.Chosen.Parts), d.Chosen.Start.Format(time.RFC3339), d.Chosen.End().Format(time.RFC3339)))
 				}
-				dp.persistLater(ctx, j)
+				dp.saveLater(ctx, j)
 			}
 			dp.mu.Unlock()
 		case policy.Start, policy.Replicate:
@@ -81,7 +81,7 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 				if d.Backfilled {
 					msg += " (backfilled)"
 				}
-				dp.addEvent(j, now, "dispatch", "", fmt.Sprintf("attempt %d: %s", j.Attempts, msg))
+				dp.note(j, now, "dispatch", "", fmt.Sprintf("attempt %d: %s", j.Attempts, msg))
 			}
 			// Write-ahead intent: the job says where it is about to be
 			// submitted (and under which tag) before any site hears of it.

@@ -189,9 +189,9 @@ func (ft *fetcher) applyFetch(ctx context.Context, t *fetchTask, now time.Time) 
 		j.Outputs = append(j.Outputs, c.paths...) // what arrived, even when something else did not
 		if c.err != nil {
 			j.FetchErrors = append(j.FetchErrors, c.err.Error())
-			ft.addEvent(j, now, "fetch-failed", c.site, c.err.Error())
+			ft.note(j, now, "fetch-failed", c.site, c.err.Error())
 		} else {
-			ft.addEvent(j, now, "outputs", c.site, fmt.Sprintf("%d file(s) in %s", len(c.paths), c.dir))
+			ft.note(j, now, "outputs", c.site, fmt.Sprintf("%d file(s) in %s", len(c.paths), c.dir))
 		}
 	}
 	// The job ends now that its outputs are here (or could not be), in
@@ -200,7 +200,7 @@ func (ft *fetcher) applyFetch(ctx context.Context, t *fetchTask, now time.Time) 
 		ft.end(j, *j.final, now)
 	}
 	j.final = nil
-	_ = ft.persist(ctx, j)
+	_ = ft.save(ctx, j)
 }
 
 // enqueueFetches queues tasks and starts workers up to the pool's size.

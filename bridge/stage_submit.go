@@ -195,17 +195,17 @@ func (sm *submitter) unknownParts(ctx context.Context, now time.Time, j *Job, co
 		if errs[k] != nil {
 			comps[k].RemoteID = ""
 			comps[k].State = backends.StateUnknown
-			sm.addEvent(j, now, "submit-unknown", comps[k].Site, errs[k].Error())
+			sm.note(j, now, "submit-unknown", comps[k].Site, errs[k].Error())
 		} else if !sm.opts.NoHistory {
-			sm.addEvent(j, now, "submitted-remote", comps[k].Site, fmt.Sprintf("remote job %s (%d node(s))", comps[k].RemoteID, comps[k].Nodes))
+			sm.note(j, now, "submitted-remote", comps[k].Site, fmt.Sprintf("remote job %s (%d node(s))", comps[k].RemoteID, comps[k].Nodes))
 		}
 	}
 	j.Comps, j.State = comps, Submitting
-	sm.addEvent(j, now, "reconcile-pending", "", "a submission's outcome is unknown; the sites are asked for its tag "+
+	sm.note(j, now, "reconcile-pending", "", "a submission's outcome is unknown; the sites are asked for its tag "+
 		RemoteTag(j.ID, j.Attempts)+" before anything is submitted again")
 	sm.dequeue(j.ID)
 	sm.unresolved = append(sm.unresolved, j.ID)
-	_ = sm.persist(ctx, j)
+	_ = sm.save(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, unknown))
 	return true
 }
@@ -243,14 +243,14 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 	var firstErr error
 	for k, c := range comps {
 		if errs[k] != nil {
-			sm.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
+			sm.note(j, now, "submit-failed", c.Site, errs[k].Error())
 			if firstErr == nil {
 				firstErr = errs[k]
 			}
 			continue
 		}
 		if !sm.opts.NoHistory {
-			sm.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
+			sm.note(j, now, "submitted-remote", c.Site, fmt.Sprintf("remote job %s (%d node(s))", c.RemoteID, c.Nodes))
 		}
 		ok = append(ok, c)
 	}
@@ -260,7 +260,7 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 			sm.index(id, c)
 		}
 		sm.goLive(j)
-		sm.persistLater(ctx, j)
+		sm.saveLater(ctx, j)
 		if d.Action == policy.Replicate {
 			rep.Replicated++
 		} else {
@@ -282,10 +282,10 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 	} else if backends.Retryable(firstErr) && j.Attempts-j.Moves < sm.opts.MaxAttempts {
 		if j.Resv != nil {
 			sm.waitReserved(j)
-			sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
+			sm.note(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
 		} else {
 			j.State = Queued
-			sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
+			sm.note(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
 		}
 	} else {
 		why := fmt.Sprintf("submission failed: %v", firstErr)
@@ -299,7 +299,7 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 		sm.dequeue(id)
 		sm.dropResv(j, ResvFailed, why)
 	}
-	sm.persistLater(ctx, j)
+	sm.saveLater(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", id, firstErr))
 	sm.mu.Unlock()
 	sm.duties.doCancels(ctx, now, undo)

@@ -139,10 +139,10 @@ func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleR
 		j.Start, _ = latest(j.Comps, now)
 		j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
 		if !tk.opts.NoHistory {
-			tk.addEvent(j, now, "running", "", "running on "+j.Sites())
+			tk.note(j, now, "running", "", "running on "+j.Sites())
 		}
 	}
-	tk.persistLater(ctx, j)
+	tk.saveLater(ctx, j)
 	return cancels
 }
 
@@ -174,6 +174,6 @@ func (tk *tracker) end(j *Job, f outcome, now time.Time) {
 		j.Start = f.start
 	}
 	j.End = f.end
-	tk.addEvent(j, now, f.kind, f.site, f.msg)
+	tk.note(j, now, f.kind, f.site, f.msg)
 	tk.dropResv(j, ResvReleased, "")
 }

@@ -71,7 +71,7 @@ func (ps *planStage) holdUnreachable(ctx context.Context, now time.Time, snap *p
 			delete(ps.unreachable, j.ID)
 			if strings.HasPrefix(j.Reason, unreachableReason) {
 				j.Reason = ""
-				_ = ps.persist(ctx, j)
+				_ = ps.save(ctx, j)
 			}
 		}
 		if keep != nil {

@@ -282,7 +282,7 @@ func (ik *intake) fetchAllowed(j *Job, now time.Time) bool {
 	if _, err := ik.outputDir(j.Req.OutputDir); err != nil {
 		msg := fmt.Sprintf("outputs not fetched: OutputDir: %v", err)
 		j.FetchErrors = append(j.FetchErrors, msg)
-		ik.addEvent(j, now, "fetch-failed", "", msg)
+		ik.note(j, now, "fetch-failed", "", msg)
 		return false
 	}
 	return true
