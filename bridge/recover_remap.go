@@ -63,10 +63,9 @@ func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep 
 		}
 		j.Attempts, j.State, j.Moving = mv.FromAttempt, Dispatched, nil
 		j.Moves--
-		rm.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d is still at %s; the move to %s is undone (attempt %d cancelled wherever it landed)",
-			mv.FromAttempt, j.Sites(), compsString(mv.To), mv.FromAttempt+1))
 		rm.adopt(j)
-		_ = rm.save(ctx, j)
+		rm.record(ctx, j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d is still at %s; the move to %s is undone (attempt %d cancelled wherever it landed)",
+			mv.FromAttempt, j.Sites(), compsString(mv.To), mv.FromAttempt+1))
 		rep.Live++
 		return true, cancels
 	default:

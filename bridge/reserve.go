@@ -208,12 +208,11 @@ func (rsv *reservations) releaseNative(ctx context.Context, now time.Time) {
 		rsv.markStale(s)
 		rsv.mu.Lock()
 		if j := rsv.jobs[r.job]; j != nil {
+			kind, msg := "released", fmt.Sprintf("reservation %s deleted", r.id)
 			if err != nil {
-				rsv.note(j, now, "release-failed", r.site, fmt.Sprintf("deleting reservation %s: %v", r.id, err))
-			} else {
-				rsv.note(j, now, "released", r.site, fmt.Sprintf("reservation %s deleted", r.id))
+				kind, msg = "release-failed", fmt.Sprintf("deleting reservation %s: %v", r.id, err)
 			}
-			_ = rsv.save(ctx, j)
+			rsv.record(ctx, j, now, kind, r.site, msg)
 		}
 		rsv.mu.Unlock()
 	}

@@ -42,12 +42,11 @@ func (d *duties) doCancels(ctx context.Context, now time.Time, cs []cancelReq) {
 		d.mu.Lock()
 		d.cancelSent(c)
 		if j := d.jobs[c.job]; j != nil { // nil: dropped (Options.Drop)
+			kind, msg := "cancelled-remote", c.why
 			if err != nil {
-				d.note(j, now, "cancel-failed", c.site, fmt.Sprintf("cancelling %s: %v", c.id, err))
-			} else {
-				d.note(j, now, "cancelled-remote", c.site, c.why)
+				kind, msg = "cancel-failed", fmt.Sprintf("cancelling %s: %v", c.id, err)
 			}
-			_ = d.save(ctx, j)
+			d.record(ctx, j, now, kind, c.site, msg)
 		}
 		if err != nil {
 			d.retryCancel(c, err)
