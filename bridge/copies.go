@@ -178,8 +178,7 @@ func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d p
 		first := firstErr(errs)
 		j.Comps = nil
 		if backends.Retryable(first) && j.Attempts < cp.opts.MaxAttempts {
-			j.State = Queued
-			cp.note(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", first))
+			cp.transition(j, Queued, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", first))
 		} else {
 			why := fmt.Sprintf("submission failed: %v", first)
 			cp.endAs(j, now, Failed, "failed", "", why)
@@ -411,10 +410,9 @@ func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *C
 					comps = append(comps, c)
 				}
 			}
-			j.State = Running
 			j.Start, _ = latest(comps, now)
 			j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
-			cp.note(j, now, "running", "", fmt.Sprintf("copy %d running on %s", s.n, s.site))
+			cp.transition(j, Running, now, "running", "", fmt.Sprintf("copy %d running on %s", s.n, s.site))
 			break
 		}
 	}

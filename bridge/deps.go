@@ -322,11 +322,11 @@ func (gs *groups) releaseHeld(ctx context.Context, now time.Time) {
 			}
 			continue
 		case j.Group != nil:
-			j.State, j.Waiting = Running, ""
-			gs.note(j, now, "released", "", "dependencies met; making its elements")
+			j.Waiting = ""
+			gs.transition(j, Running, now, "released", "", "dependencies met; making its elements")
 		default:
-			j.State, j.Waiting = Queued, ""
-			gs.note(j, now, "released", "", "dependencies met; queued")
+			j.Waiting = ""
+			gs.transition(j, Queued, now, "released", "", "dependencies met; queued")
 			gs.queueLast(j)
 		}
 		_ = gs.save(ctx, j)

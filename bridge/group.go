@@ -313,11 +313,11 @@ func (gs *groups) endGroup(p *Job, now time.Time) {
 	ok := g.Counts[Completed]
 	p.End, p.ExitCode = now, 0
 	if ok == g.Total {
-		p.State, p.Reason = Completed, ""
-		gs.note(p, now, "completed", "", fmt.Sprintf("all %d elements completed", g.Total))
+		p.Reason = ""
+		gs.transition(p, Completed, now, "completed", "", fmt.Sprintf("all %d elements completed", g.Total))
 		return
 	}
-	p.State, p.ExitCode = Failed, 1
+	p.ExitCode = 1
 	var parts []string
 	for _, st := range slices.Sorted(maps.Keys(g.Counts)) {
 		if st != Completed {
@@ -325,7 +325,7 @@ func (gs *groups) endGroup(p *Job, now time.Time) {
 		}
 	}
 	p.Reason = fmt.Sprintf("%d of %d elements did not complete (%s); first: %s", g.Total-ok, g.Total, strings.Join(parts, ", "), p.Reason)
-	gs.note(p, now, "failed", "", p.Reason)
+	gs.transition(p, Failed, now, "failed", "", p.Reason)
 }
 
 // cancelKids cancels the unfinished elements of a cancelled parent and

@@ -23,7 +23,8 @@ import (
 //
 // Features and stages change a job and record the change only through
 // the ledger's transitions, called with mu held and never doing remote
-// I/O. Those that record: note (an event within a change), record and
+// I/O. Those that record: transition (a state and its event), note (an
+// event within a change), record and
 // commit (an event and its write), save and saveLater (the write that
 // closes a change), endAs and requeueAs (an ending or a requeue with its
 // event). Those that keep the queue, the live list and the indices in
@@ -121,6 +122,16 @@ func (l *ledger) flushEvents() {
 // on it. The ledger's lock held.
 func (l *ledger) note(j *Job, t time.Time, kind, site, msg string) {
 	l.addEvent(j, t, kind, site, msg)
+}
+
+// transition moves j to the state to, with the event (at site, "" for
+// none) that says why, noted as by note. The caller puts the job where
+// the state wants it (queueLast, enqueue, adopt, goLive) and closes the
+// change (save, saveLater). For an ending see endAs. The ledger's lock
+// held.
+func (l *ledger) transition(j *Job, to JobState, now time.Time, kind, site, msg string) {
+	j.State = to
+	l.addEvent(j, now, kind, site, msg)
 }
 
 // record adds an event to j and writes j at once, for a change the caller

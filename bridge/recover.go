@@ -169,8 +169,7 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 	}
 	switch {
 	case missing == 0:
-		j.State = Dispatched
-		rc.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
+		rc.transition(j, Dispatched, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
 		rc.adopt(j)
 		rep.Live++
 		// The remote jobs may have run, or ended, while nobody watched: fold
@@ -194,8 +193,7 @@ func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep 
 			rc.waitReserved(j)
 			break
 		}
-		j.State = Queued
-		rc.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
+		rc.transition(j, Queued, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
 		rc.queueLast(j)
 		rep.Queued++
 	}

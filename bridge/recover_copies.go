@@ -18,8 +18,7 @@ func (rc *reconciler) reconcileCopies(ctx context.Context, j *Job, now time.Time
 	if !ok {
 		return cancels
 	}
-	j.State = Dispatched
-	rc.note(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
+	rc.transition(j, Dispatched, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
 	rc.adopt(j)
 	rep.Live++
 	var crep CycleReport

@@ -284,8 +284,7 @@ func (sm *submitter) stagePending(ctx context.Context, now time.Time, r *relays,
 func (sm *submitter) dataFailed(ctx context.Context, now time.Time, j *Job, err error, rep *CycleReport) {
 	j.Comps = nil
 	if backends.Retryable(err) && j.Attempts < sm.opts.MaxAttempts {
-		j.State = Queued
-		sm.note(j, now, "retry-later", "", fmt.Sprintf("staging its data failed (%v); stays queued", err))
+		sm.transition(j, Queued, now, "retry-later", "", fmt.Sprintf("staging its data failed (%v); stays queued", err))
 	} else {
 		why := fmt.Sprintf("staging its data failed: %v", err)
 		if !backends.Retryable(err) && !errors.Is(err, context.Canceled) {

@@ -200,8 +200,8 @@ func (sm *submitter) unknownParts(ctx context.Context, now time.Time, j *Job, co
 			sm.note(j, now, "submitted-remote", comps[k].Site, fmt.Sprintf("remote job %s (%d node(s))", comps[k].RemoteID, comps[k].Nodes))
 		}
 	}
-	j.Comps, j.State = comps, Submitting
-	sm.note(j, now, "reconcile-pending", "", "a submission's outcome is unknown; the sites are asked for its tag "+
+	j.Comps = comps
+	sm.transition(j, Submitting, now, "reconcile-pending", "", "a submission's outcome is unknown; the sites are asked for its tag "+
 		RemoteTag(j.ID, j.Attempts)+" before anything is submitted again")
 	sm.dequeue(j.ID)
 	sm.unresolved = append(sm.unresolved, j.ID)
@@ -284,8 +284,7 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 			sm.waitReserved(j)
 			sm.note(j, now, "retry-later", "", fmt.Sprintf("submission into the reservation failed (%v); tried again at the next binding", firstErr))
 		} else {
-			j.State = Queued
-			sm.note(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
+			sm.transition(j, Queued, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", firstErr))
 		}
 	} else {
 		why := fmt.Sprintf("submission failed: %v", firstErr)
