@@ -453,7 +453,7 @@ func (rsv *reservations) settleBinding(ctx context.Context, j *Job, now time.Tim
 	switch {
 	case err == nil:
 		r.State, r.Native = ResvBound, got.ID
-		rsv.note(j, now, "bound", site, fmt.Sprintf("reservation %s found at %s after a restart", got.ID, site))
+		rsv.record(ctx, j, now, "bound", site, fmt.Sprintf("reservation %s found at %s after a restart", got.ID, site))
 		rep.Bound++
 	case errors.Is(err, backends.ErrRejected):
 		// Never created: bind again (the graph still holds it admitted
@@ -467,12 +467,10 @@ func (rsv *reservations) settleBinding(ctx context.Context, j *Job, now time.Tim
 			rep.Failed++
 			return
 		}
-		rsv.note(j, now, "binding-retry", site, "the reservation never reached the site; bound again at the next binding")
+		rsv.record(ctx, j, now, "binding-retry", site, "the reservation never reached the site; bound again at the next binding")
 	default:
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: looking up reservation %s at %s: %w", j.ID, name, site, err))
-		return
 	}
-	_ = rsv.save(ctx, j)
 }
 
 // submitReserved submits a job into its bound reservation, with the same

@@ -169,11 +169,11 @@ func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
 
 // end applies a final outcome. The ledger's lock held.
 func (tk *tracker) end(j *Job, f outcome, now time.Time) {
-	j.State, j.Reason, j.ExitCode, j.final = f.state, f.reason, f.exit, nil
+	j.Reason, j.ExitCode, j.final = f.reason, f.exit, nil
 	if !f.start.IsZero() {
 		j.Start = f.start
 	}
 	j.End = f.end
-	tk.note(j, now, f.kind, f.site, f.msg)
+	tk.transition(j, f.state, now, f.kind, f.site, f.msg)
 	tk.dropResv(j, ResvReleased, "")
 }
