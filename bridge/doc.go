@@ -11,11 +11,34 @@
 //	           policy's view of it, the live list, the indices (remote job →
 //	           grid job, held, group parents, reserved, to reconcile), the
 //	           events for Options.OnEvent and the writes to the Store, behind
-//	           its own lock, with the transitions (enqueue, queueLast,
-//	           requeueAs, endAs, adopt, compactLive…) that keep them in step
+//	           its own lock, changed and recorded only through its
+//	           transitions (below)
 //	site table (sitetable.go) the sites' configuration and capabilities,
 //	           the links, and what was last seen of each site: size and node
 //	           shape, node count, trust, outages, pushed changes
+//
+// The ledger's transitions are the only way a feature or a stage changes a
+// job's state and records it (TestOnlyTheLedgerRecords holds the rule):
+//
+//	transition  a new state and the event that says why
+//	endAs       an ending by the broker (Failed, Rejected, Cancelled) and its event
+//	requeueAs   back to the queue (or to its bound reservation) with its event
+//	note        an event within a change the caller is making
+//	record      an event and the job's write, for a change nothing acts on
+//	commit      an event and the job's write, whose error the caller acts on:
+//	            the write-ahead intent of a dispatch, a move, a binding
+//	save        the job's write that closes a change; its error returned
+//	saveLater   the same, gathered into the cycle phase's group
+//	            (flushGroup) when one is open
+//	putNew      the write of a new job before add takes it in; announce
+//	            hands its first events to OnEvent
+//
+// and, to keep the queue, the live list and the indices in step with the
+// states: add, queueLast, enqueue, dequeue, requeue, waitReserved,
+// goLive, adopt, unlive, index, forget, unindex, compactLive, dropEnded.
+// transition, endAs, requeueAs and note leave the write to the caller,
+// who closes the change with save, saveLater, record or commit under the
+// same hold of the lock; nothing acts on a change before it is written.
 //
 // Both are types of this package rather than packages of their own: their
 // transitions read and write the job's in-memory state (the outcome held
