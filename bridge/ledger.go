@@ -22,19 +22,20 @@ import (
 // taken after mu, orders the store writes of one job (ledger_writes.go).
 //
 // Features and stages change a job and record the change only through
-// the ledger's transitions, called with mu held and never doing remote
-// I/O. Those that record: transition (a state and its event), note (an
-// event within a change), record and
-// commit (an event and its write), save and saveLater (the write that
-// closes a change), endAs and requeueAs (an ending or a requeue with its
-// event). Those that keep the queue, the live list and the indices in
-// step with the jobs' states: putNew and announce (a new job), add, queueLast, enqueue, dequeue, requeue,
-// waitReserved, goLive, adopt, unlive, index, forget, unindex,
-// compactLive, markRestarted, dropEnded. The rule every recording
-// transition keeps: a change is written to the Store before anything acts
-// on it (a submission, a cancel, a reply), and a job's writes reach the
-// Store in the order they were made. Only the ledger's own files call its
-// helpers addEvent and persist (TestOnlyTheLedgerRecords).
+// the ledger's transitions, which never do remote I/O and, but for
+// putNew, are called with mu held. Those that record: transition (a
+// state and its event), endAs and requeueAs (an ending or a requeue with
+// its event), note (an event within a change), record and commit (an
+// event and its write), save and saveLater (the write that closes a
+// change), putNew and announce (a new job). Those that keep the queue,
+// the live list and the indices in step with the jobs' states: add,
+// queueLast, enqueue, dequeue, requeue, waitReserved, goLive, adopt,
+// unlive, index, forget, unindex, compactLive, markRestarted, dropEnded.
+// The rule every recording transition keeps: a change is written to the
+// Store before anything acts on it (a submission, a cancel, a reply), and
+// a job's writes reach the Store in the order they were made. Only the
+// ledger's own files call its helpers addEvent and persist
+// (TestOnlyTheLedgerRecords).
 type ledger struct {
 	mu      sync.Mutex
 	jobs    map[string]*Job    // every job the broker knows, live or ended
