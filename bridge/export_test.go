@@ -2,6 +2,10 @@ package bridge
 
 // Test hooks for the external test package (bridge_test).
 
+// Every test of the package checks that each event added to a job is
+// written with it before the operation ends (flushEvents).
+func init() { checkWrites = true }
+
 // Crash points of a move (remap.go), for tests outside the package.
 const (
 	CrashAfterWithdraw = crashAfterWithdraw

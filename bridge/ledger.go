@@ -62,6 +62,9 @@ type ledger struct {
 	// they may use is down (unreachable.go).
 	unreachable map[string]bool
 	pending     []pendingEvent // events to hand to OnEvent once the lock is released
+	// unwritten, with checkWrites: the jobs with an event added and not
+	// written since, each with that event's kind.
+	unwritten map[*Job]string
 
 	group   *writeGroup // a cycle phase's writes, flushed together (ledger_writes.go)
 	writeMu sync.Mutex  // orders job writes: persist and writeCopies (ledger_writes.go); taken after mu
@@ -98,19 +101,51 @@ func (l *ledger) addEvent(j *Job, t time.Time, kind, site, msg string) {
 	}
 	e := Event{Time: t, Kind: kind, Site: site, Msg: msg}
 	j.Events = append(j.Events, e)
+	if checkWrites {
+		if l.unwritten == nil {
+			l.unwritten = map[*Job]string{}
+		}
+		l.unwritten[j] = kind
+	}
 	if l.onEvent != nil {
 		l.pending = append(l.pending, pendingEvent{j.Clone(), e})
 	}
 }
 
+// checkWrites, set by the package's tests, makes flushEvents panic when
+// an operation ends with an event added to a job that was not written
+// since: the contract of note, transition, endAs and requeueAs, whose
+// caller closes the change with a write.
+var checkWrites bool
+
+// written records that j was written, or handed to a write, as it is now
+// (checkWrites). The ledger's lock held.
+func (l *ledger) written(j *Job) {
+	if checkWrites {
+		delete(l.unwritten, j)
+	}
+}
+
+// flushEvents hands the events added since the last flush to OnEvent.
+// Called once an operation (Submit, Cycle, Cancel, Recover, binding) has
+// let the ledger's lock go.
 func (l *ledger) flushEvents() {
-	if l.onEvent == nil {
+	if l.onEvent == nil && !checkWrites {
 		return
 	}
 	l.mu.Lock()
+	var lost []string
+	for j, kind := range l.unwritten {
+		lost = append(lost, j.ID+" ("+kind+")")
+	}
+	clear(l.unwritten)
 	p := l.pending
 	l.pending = nil
 	l.mu.Unlock()
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		panic("bridge: events added and never written: " + strings.Join(lost, ", "))
+	}
 	for _, e := range p {
 		l.onEvent(e.job, e.ev)
 	}
@@ -167,6 +202,11 @@ func (l *ledger) save(ctx context.Context, j *Job) error {
 // store's commits. Its error is returned, not logged: the job is not
 // taken in.
 func (l *ledger) putNew(ctx context.Context, j *Job) error {
+	if checkWrites {
+		l.mu.Lock()
+		l.written(j)
+		l.mu.Unlock()
+	}
 	return l.store.Put(ctx, j)
 }
 
@@ -187,6 +227,7 @@ func (l *ledger) persist(ctx context.Context, j *Job) error {
 	if l.drop != nil && j.State.Final() && j.final == nil {
 		l.toDrop = append(l.toDrop, j.ID)
 	}
+	l.written(j)
 	l.writeMu.Lock()
 	err := l.store.Put(ctx, j)
 	l.writeMu.Unlock()

@@ -43,6 +43,7 @@ func (l *ledger) saveLater(ctx context.Context, j *Job) {
 	if l.drop != nil && j.State.Final() && j.final == nil {
 		l.toDrop = append(l.toDrop, j.ID)
 	}
+	l.written(j) // by flushGroup, as it is then
 	if !l.group.seen[j.ID] {
 		l.group.seen[j.ID] = true
 		l.group.ids = append(l.group.ids, j.ID)
@@ -91,6 +92,7 @@ func (l *ledger) writeCopies(ctx context.Context, js []*Job) []error {
 		cs := make([]*Job, len(chunk))
 		for i, j := range chunk {
 			cs[i] = j.Clone()
+			l.written(j)
 		}
 		l.mu.Unlock()
 		errs = append(errs, l.putAll(ctx, cs)...)
