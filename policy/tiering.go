@@ -1,0 +1,71 @@
+package policy
+
+import "time"
+
+// Tier is a job's dependability tier (SPEC.md §5).
+type Tier string
+
+// Tiers: high runs two copies at once (replication), low a primary and a
+// backup (primary–backup), none one copy retried after a failure.
+const (
+	TierHigh Tier = "high"
+	TierLow  Tier = "low"
+	TierNone Tier = "none"
+)
+
+// TierDemand is what the tier rule reads of a request.
+type TierDemand struct {
+	Asked    Tier          // an explicit tier from the job file; "" = decide
+	Deadline time.Time     // zero = none
+	Estimate time.Duration // on the reference machine
+	Sites    []string      // allowed sites by name; nil = all
+	Submit   time.Time     // t_a
+	Lambda   float64       // the configured λ; 0 = the policy's default
+}
+
+// Reliability is an availability model's reliability cost: (1 − r)·ct of
+// running for ct at a site; lower is better. Deterministic for the same
+// observations.
+type Reliability interface {
+	RC(site string, ct time.Duration) float64
+}
+
+// CopyInput is what a copy plan reads: the cycle's snapshot, the job, the
+// planner's decision for it, and the reliability model (nil: none).
+type CopyInput struct {
+	Snapshot    *Snapshot
+	Job         *Job
+	Decision    Decision
+	Reliability Reliability
+}
+
+// BackupInput is what the backup rule of a low-tier job reads.
+type BackupInput struct {
+	Snapshot *Snapshot
+	Job      *Job // Job.Deadline zero = none
+	Now      time.Time
+	Primary  Option // the primary's placement as planned
+	Backup   []Part
+}
+
+// Backup says when a low-tier job's backup runs.
+type Backup struct {
+	Passive bool      // submitted only if the primary fails
+	Due     time.Time // an active backup's submission time
+	Why     string
+}
+
+// Tiering is the QoS rule (SPEC.md §5): which tier a job gets, where its
+// copies go, and when a backup starts.
+//
+// Contract: pure and deterministic; must not modify its inputs. Tier
+// always answers (a tier and why). Copies returns the first copy's parts
+// and the second's (nil: no other placement holds the job). The sites of
+// s.Sites are those of the snapshot; Copies must not pick a Down site or
+// one the job may not use.
+type Tiering interface {
+	Name() string
+	Tier(d *TierDemand, sites []Site) (Tier, string)
+	Copies(in *CopyInput) (first, second []Part)
+	Backup(in *BackupInput) Backup
+}
