@@ -1,6 +1,8 @@
 package plannerrpc
 
 import (
+	"time"
+
 	pb "github.com/gridsub/gridsub/bridge/plugins/proto/v1"
 	"github.com/gridsub/gridsub/policy"
 )
@@ -45,3 +47,10 @@ func PlanToProto(p *policy.Plan) *pb.PlannerPlan { return planToProto(p) }
 
 // PlanFromProto decodes a policy.Plan.
 func PlanFromProto(p *pb.PlannerPlan) (*policy.Plan, error) { return planFromProto(p) }
+
+// TimeToWire encodes a time as planner.proto's X_sec, X_nanos pair (the
+// zero time is 0, 0).
+func TimeToWire(t time.Time) (int64, int32) { return timeToWire(t) }
+
+// TimeFromWire decodes an X_sec, X_nanos pair (in UTC).
+func TimeFromWire(sec int64, nanos int32) time.Time { return timeFromWire(sec, nanos) }
