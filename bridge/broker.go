@@ -16,7 +16,6 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge/jobrules"
 	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/reserve"
 )
 
 // IDPlaceholder in Request.OutputDir is replaced by the job's id when it is
@@ -64,6 +63,7 @@ type SiteConfig struct {
 type Options struct {
 	Sites     []SiteConfig
 	Planner   policy.Planner
+	Policies  Policies
 	Store     Store           // nil = a MemStore
 	Links     [][]policy.Link // Links[i][j] between Sites[i] and Sites[j]; nil = free
 	MultiSite float64         // p >= 1
@@ -165,7 +165,7 @@ type Broker struct {
 	unreachable map[string]bool
 
 	// Advance reservations (reserve.go).
-	rrg       *reserve.Graph // admitted reservations over the sites; built on first use
+	rrg       admissionsBook // admitted reservations over the sites (policies.go); built on first use
 	capacity  []int          // nodes per site as last seen; 0 = not known yet
 	resFailed []bool         // site taken out of the graph after it failed
 	reserved  []string       // ids of Reserved jobs (may hold stale ones; pruned at binding)

@@ -80,8 +80,7 @@ func (b *Broker) expireDeadlines(ctx context.Context, now time.Time, rep *CycleR
 		if m == nil {
 			m = b.model(now, b.opts.CheckFeasible) // feasible.go: what Submit knew
 		}
-		cand, _ := eligible(&j.Req, m.Sites)
-		why := deadlineMiss(&j.Req, m, cand) // feasible.go: the rule Submit applied
+		why := b.late(&j.Req, m) // the rule Submit applied (policies.go)
 		if why == "" {
 			return "", false
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/policy"
 )
 
 // RecoverReport says what Recover found.
@@ -273,7 +274,8 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 	slices.SortStableFunc(rs, func(x, y *Job) int { return x.Resv.Earliest.Compare(y.Resv.Earliest) })
 	g := b.graph()
 	for _, j := range rs {
-		ok, why := g.Admit(b.resvRequest(j))
+		st := g.Admit(b.resvRequest(j), now, b.gridRunning(now))
+		ok, why := st.Code == policy.Success, strings.Join(st.Reasons, "; ")
 		if ok || j.State != Reserved || j.Resv.State != ResvAdmitted {
 			continue
 		}

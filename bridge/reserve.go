@@ -10,6 +10,7 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/reserve"
+	"strings"
 )
 
 // Advance reservations (SPEC.md §2, DRRM). A job that asks for a window is
@@ -113,7 +114,7 @@ func (b *Broker) failDropped(ctx context.Context, now time.Time, dropped []strin
 }
 
 // graph returns the resource–reservation graph, built on first use. b.mu held.
-func (b *Broker) graph() *reserve.Graph {
+func (b *Broker) graph() policy.ReservationBook {
 	if b.rrg == nil {
 		var res []reserve.Resource
 		for s, n := range b.capacity {
@@ -121,7 +122,7 @@ func (b *Broker) graph() *reserve.Graph {
 				res = append(res, reserve.Resource{Name: b.names[s], Capacity: n, Cost: 1})
 			}
 		}
-		b.rrg = reserve.New(res)
+		b.rrg = b.admission().NewBook(res, 0)
 	}
 	return b.rrg
 }
@@ -147,7 +148,8 @@ func checkWindow(req *Request, now time.Time) error {
 func (b *Broker) admit(j *Job, now time.Time) {
 	w := j.Req.Window
 	j.Resv = &Reservation{Earliest: w.Earliest, Latest: w.Latest, Name: ResvName(j.ID)}
-	ok, why := b.graph().Admit(b.resvRequest(j))
+	st := b.graph().Admit(b.resvRequest(j), now, b.gridRunning(now))
+	ok, why := st.Code == policy.Success, strings.Join(st.Reasons, "; ")
 	if !ok {
 		j.State, j.End, j.Reason = Rejected, now, "reservation not admitted: "+why
 		j.Resv.State, j.Resv.Reason = ResvFailed, why
@@ -484,7 +486,8 @@ func (b *Broker) settleBinding(ctx context.Context, j *Job, now time.Time, rep *
 		// re-admitted first).
 		r.State, r.Site = ResvAdmitted, ""
 		b.rrg.Remove(j.ID)
-		if ok, why := b.rrg.Admit(b.resvRequest(j)); !ok {
+		if st := b.rrg.Admit(b.resvRequest(j), now, b.gridRunning(now)); st.Code != policy.Success {
+			why := strings.Join(st.Reasons, "; ")
 			b.failReserved(ctx, j, now, "re-admission after a binding that never reached the site: "+why)
 			rep.Failed++
 			return

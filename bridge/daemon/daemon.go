@@ -24,7 +24,6 @@ import (
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/bridge/assemble"
-	"github.com/gridsub/gridsub/policy/trust"
 )
 
 // Sentinel errors of the daemon.
@@ -106,8 +105,6 @@ type Daemon struct {
 	stop     chan struct{}
 	workDone chan struct{}
 	busy     atomic.Int64 // unix ns since a task started, 0 when idle
-
-	trustModel trust.Model // the trust task's model (paper 002)
 
 	scale     float64
 	v0, w0    time.Time // virtual and wall time of the simulated clock's last advance
@@ -205,7 +202,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{lock: lock, opts: opts, log: log, errc: make(chan error, 4), trig: make(chan string, len(Tasks)),
-		pending: map[string]*atomic.Bool{}, stop: make(chan struct{}), workDone: make(chan struct{}), trustModel: trust.DefaultModel()}
+		pending: map[string]*atomic.Bool{}, stop: make(chan struct{}), workDone: make(chan struct{})}
 	for _, t := range Tasks {
 		d.pending[t] = new(atomic.Bool)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/store"
-	"github.com/gridsub/gridsub/policy/trust"
+	"github.com/gridsub/gridsub/policy"
 )
 
 // DefaultTrustHalfLife is how fast outcomes age for trust unless
@@ -29,22 +29,26 @@ func (d *Daemon) recomputeTrust(ctx context.Context) error {
 	for _, r := range recs {
 		byName[r.Site] = r
 	}
-	var nodes []trust.Node
-	out := map[trust.Key]trust.Outcomes{}
+	tp := d.env.Broker.TrustPolicy()
+	var nodes []policy.TrustNode
+	out := map[policy.TrustKey]policy.Outcomes{}
 	now := time.Now()
 	rec := map[string]store.Recent{}
 	for _, s := range d.env.Sites {
 		r := byName[s.Name]
-		n := trust.Node{Name: s.Name, Power: power(s.Nodes, r.Nodes, s.H)}
+		n := policy.TrustNode{Name: s.Name, Power: power(s.Nodes, r.Nodes, s.H)}
 		if r.Link != nil {
 			n.Bandwidth = r.Link.BytesPerSec
 		}
 		nodes = append(nodes, n)
-		c := recent(r, now, d.opts.TrustHalfLife)
+		c := recent(tp, r, now, d.opts.TrustHalfLife)
 		rec[s.Name] = c
-		out[trust.Key{From: "", To: s.Name}] = trust.Outcomes{Completed: c.Completed, Failed: c.Failed, Unreachable: c.Outages}
+		out[policy.TrustKey{From: "", To: s.Name}] = policy.Outcomes{Completed: c.Completed, Failed: c.Failed, Unreachable: c.Outages}
 	}
-	scores := d.trustModel.Scores(trust.Node{Name: ""}, nodes, out)
+	scores, err := tp.Scores(&policy.TrustInput{Observer: policy.TrustNode{Name: ""}, Sites: nodes, Outcomes: out})
+	if err != nil {
+		return fmt.Errorf("trust policy %s: %w", tp.Name(), err)
+	}
 	for _, n := range nodes {
 		v, ok := scores[n.Name]
 		if !ok {
@@ -61,10 +65,11 @@ func (d *Daemon) recomputeTrust(ctx context.Context) error {
 }
 
 // recent decays a site's outcome counts to now: the counts as the last
-// recomputation left them, aged by the time since (trust.Decay), plus the
+// recomputation left them, aged by the time since (the trust policy's
+// Decay), plus the
 // outcomes counted since. The first time (or when the raw counts went
 // backwards: a store replaced) every outcome counted so far weighs fully.
-func recent(r store.SiteHealth, now time.Time, halfLife time.Duration) store.Recent {
+func recent(tp policy.Trust, r store.SiteHealth, now time.Time, halfLife time.Duration) store.Recent {
 	raw := store.Counts{Completed: r.Completed, Failed: r.Failed, Outages: r.Outages}
 	var prev store.Recent
 	if r.Recent != nil && r.Recent.Folded.Completed <= raw.Completed && r.Recent.Folded.Failed <= raw.Failed && r.Recent.Folded.Outages <= raw.Outages {
@@ -74,10 +79,11 @@ func recent(r store.SiteHealth, now time.Time, halfLife time.Duration) store.Rec
 	if !prev.At.IsZero() {
 		age = now.Sub(prev.At)
 	}
+	aged := tp.Decay(policy.Outcomes{Completed: prev.Completed, Failed: prev.Failed, Unreachable: prev.Outages}, age, halfLife)
 	return store.Recent{
-		Completed: trust.Decay(prev.Completed, age, halfLife) + float64(raw.Completed-prev.Folded.Completed),
-		Failed:    trust.Decay(prev.Failed, age, halfLife) + float64(raw.Failed-prev.Folded.Failed),
-		Outages:   trust.Decay(prev.Outages, age, halfLife) + float64(raw.Outages-prev.Folded.Outages),
+		Completed: aged.Completed + float64(raw.Completed-prev.Folded.Completed),
+		Failed:    aged.Failed + float64(raw.Failed-prev.Folded.Failed),
+		Outages:   aged.Unreachable + float64(raw.Outages-prev.Folded.Outages),
 		At:        now,
 		Folded:    raw,
 	}

@@ -6,25 +6,16 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gridsub/gridsub/policy"
 )
 
-// Running is a non-reserved job occupying nodes of a resource at binding time.
-type Running struct {
-	Resource string
-	Job      string
-	Nodes    int           // 0 means 1
-	Expected time.Duration // its expected run time et_kj
-	Elapsed  time.Duration // elapsed pt_kj
-}
+// Running is a non-reserved job occupying nodes of a resource at binding
+// time (Nodes 0 means 1; Expected is et_kj, Elapsed pt_kj).
+type Running = policy.ResvRunning
 
 // Binding is deleteEdge's answer for one reservation at its start.
-type Binding struct {
-	Resource string
-	Start    time.Time // et, or later when delaying within the slack avoids preemption
-	Preempt  []string  // jobs to preempt (restart, not resume); empty when delayed or free
-	Cost     float64   // w_j * sum of preempted jobs' elapsed seconds; 0 when none
-	Reason   string    // human words: why this resource, why delayed / who is preempted
-}
+type Binding = policy.ResvBinding
 
 // hold is a block of nodes a bound reservation holds over [start, end).
 type hold struct {
@@ -76,7 +67,7 @@ type option struct {
 // seconds of the preempted jobs at s0 (Elapsed + s0-now), an exact minimum by
 // a covering knapsack over nodes.
 func place(r Resource, holds []hold, w int, s0, latest time.Time, dur time.Duration, now time.Time, running []Running) option {
-	c := r.capacity()
+	c := capacityOf(r)
 	var jobs []job
 	for _, x := range running {
 		if x.Resource != r.Name {
@@ -163,7 +154,7 @@ func place(r Resource, holds []hold, w int, s0, latest time.Time, dur time.Durat
 		}
 	}
 	need := total - (c - w - hp) // > 0, or a start without preemption would have fit
-	unit := r.cost()
+	unit := costOf(r)
 	inf := math.Inf(1)
 	dp := make([]float64, need+1)
 	for x := 1; x <= need; x++ {

@@ -8,54 +8,49 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gridsub/gridsub/policy"
 )
 
-// Sentinel errors of Bind (and Static.Bind). Callers test them with errors.Is;
-// the wrapping error carries the reason in words.
+// Sentinel errors of Bind (and Static.Bind): the policy package's, so a
+// caller of policy.ReservationBook and of this package test the same values.
+// The wrapping error carries the reason in words.
 var (
 	// ErrUnknown: no admitted reservation has that id.
-	ErrUnknown = errors.New("reserve: unknown reservation")
+	ErrUnknown = policy.ErrResvUnknown
 	// ErrBound: the reservation is already bound to a resource.
-	ErrBound = errors.New("reserve: reservation already bound")
+	ErrBound = policy.ErrResvBound
 	// ErrTooLate: now is past the reservation's latest start (LT - Dur).
-	ErrTooLate = errors.New("reserve: reservation window already over")
+	ErrTooLate = policy.ErrResvTooLate
 	// ErrNoResource: no candidate resource can take the reservation within
 	// its window, not even by preempting non-reserved jobs (bound
 	// reservations are never preempted).
-	ErrNoResource = errors.New("reserve: no candidate resource can take the reservation")
+	ErrNoResource = policy.ErrResvNoResource
 )
 
-// Resource is one schedulable resource of the resource–reservation graph.
-type Resource struct {
-	Name     string
-	Capacity int     // nodes it has; the paper's model is 1; 0 or less means 1
-	Level    int     // capability level; a reservation is a candidate iff Level >= its Demand
-	Cost     float64 // unit preemption cost w_j; 0 (or less) means 1
-}
+// Resource is one schedulable resource of the resource–reservation graph
+// (Capacity 0 or less means 1, Cost 0 or less means 1; a reservation is a
+// candidate iff Level >= its Demand).
+type Resource = policy.ResvResource
 
-func (r Resource) capacity() int {
+func capacityOf(r Resource) int {
 	if r.Capacity < 1 {
 		return 1
 	}
 	return r.Capacity
 }
 
-func (r Resource) cost() float64 {
+func costOf(r Resource) float64 {
 	if r.Cost <= 0 {
 		return 1
 	}
 	return r.Cost
 }
 
-// Request is one advance-reservation request q.
-type Request struct {
-	ID      string
-	ET, LT  time.Time     // window [earliest start, latest end]
-	Dur     time.Duration // run time to hold, 0 < Dur <= LT-ET
-	Width   int           // nodes, all on one resource; 0 means 1
-	Demand  int           // capability level needed
-	Allowed []string      // resource names it may use; nil (or empty) = every resource
-}
+// Request is one advance-reservation request q: window [ET, LT], Dur to
+// hold (0 < Dur <= LT-ET), Width nodes on one resource (0 means 1), the
+// capability level Demand, the resource names Allowed (nil: all).
+type Request = policy.ResvRequest
 
 // normalize checks q and fills its defaults; the error names the problem.
 func normalize(q Request) (Request, error) {
@@ -81,7 +76,7 @@ func normalize(q Request) (Request, error) {
 
 // satisfies reports whether r meets q's requirements (an edge of the RRG).
 func satisfies(r Resource, q Request) bool {
-	if r.Level < q.Demand || r.capacity() < q.Width {
+	if r.Level < q.Demand || capacityOf(r) < q.Width {
 		return false
 	}
 	return len(q.Allowed) == 0 || slices.Contains(q.Allowed, r.Name)
@@ -154,6 +149,8 @@ type resource struct {
 	Resource
 	alive bool
 }
+
+func (r resource) capacity() int { return capacityOf(r.Resource) }
 
 // resv is one reservation node of the graph.
 type resv struct {

@@ -358,7 +358,7 @@ func TestPreemptIsCheapest(t *testing.T) {
 			for i, x := range run {
 				if mask&(1<<i) != 0 {
 					freed += x.Nodes
-					cost += r.cost() * x.Elapsed.Seconds()
+					cost += costOf(r) * x.Elapsed.Seconds()
 				}
 			}
 			if busy-freed+w <= r.Capacity {
@@ -415,7 +415,7 @@ func TestSetCapacityInvariant(t *testing.T) {
 		g := New(res)
 		apply(g, genOps(t, res), false)
 		k := rapid.IntRange(0, len(res)-1).Draw(t, "resource")
-		name, old := res[k].Name, res[k].capacity()
+		name, old := res[k].Name, capacityOf(res[k])
 		capacity := rapid.IntRange(1, 2*old+1).Draw(t, "capacity")
 		before := g.Reservations()
 		state := g.dump()

@@ -210,3 +210,84 @@ func (s *Static) FailResource(name string) (dropped []string) {
 	s.books[i] = nil
 	return dropped
 }
+
+// AddResource adds a resource that takes bookings from now on, or revives a
+// failed one of that name (with r's capacity, level and cost). A live name
+// is a no-op, as for Graph.AddResource.
+func (s *Static) AddResource(r Resource) {
+	i := slices.IndexFunc(s.res, func(x Resource) bool { return x.Name == r.Name })
+	switch {
+	case i < 0:
+		s.res = append(s.res, r)
+		s.dead = append(s.dead, false)
+		s.books = append(s.books, nil)
+	case s.dead[i]:
+		s.res[i], s.dead[i] = r, false
+	}
+}
+
+// SetCapacity changes the node count of resource name. A shrink keeps the
+// bookings there, in booking order, while they still fit beside the ones
+// kept before them, and drops the others (nothing is moved elsewhere: SRRM
+// binds at admission). It returns the dropped ids; an unknown or failed
+// name, or an unchanged capacity, returns nil.
+func (s *Static) SetCapacity(name string, capacity int) (dropped []string) {
+	i := slices.IndexFunc(s.res, func(x Resource) bool { return x.Name == name })
+	if i < 0 || s.dead[i] {
+		return nil
+	}
+	old := capacityOf(s.res[i])
+	s.res[i].Capacity = capacity
+	c := capacityOf(s.res[i])
+	if c >= old {
+		return nil
+	}
+	var kept []*booking
+	for _, b := range s.books[i] {
+		if peak(kept, b)+b.q.Width <= c {
+			kept = append(kept, b)
+			continue
+		}
+		dropped = append(dropped, b.q.ID)
+		delete(s.byID, b.q.ID)
+	}
+	s.books[i] = kept
+	return dropped
+}
+
+// peak is the most nodes the bookings hold at once over b's hold.
+func peak(books []*booking, b *booking) int {
+	most := 0
+	for _, x := range books {
+		if !x.start.Before(b.end) || !x.end.After(b.start) {
+			continue
+		}
+		at := x.start
+		if at.Before(b.start) {
+			at = b.start
+		}
+		n := 0
+		for _, y := range books {
+			if !y.start.After(at) && y.end.After(at) {
+				n += y.q.Width
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// Reservations returns the booked ids by booked start (ties: booking order
+// on one resource, then resource order).
+func (s *Static) Reservations() []string {
+	var all []*booking
+	for _, bs := range s.books {
+		all = append(all, bs...)
+	}
+	slices.SortStableFunc(all, func(x, y *booking) int { return x.start.Compare(y.start) })
+	out := make([]string, len(all))
+	for i, b := range all {
+		out[i] = b.q.ID
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package bridge
+
+import (
+	"fmt"
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/feasible"
+	"github.com/gridsub/gridsub/policy/reserve"
+	"github.com/gridsub/gridsub/policy/trust"
+	"strings"
+)
+
+// Policies are the broker's extension points beside the planner
+// (policy/doc.go lists them). A nil field is the built-in default.
+type Policies struct {
+	// Feasibility refuses at submission a request no site can ever run,
+	// and finds the waiting jobs that can no longer meet their deadline.
+	Feasibility policy.Feasibility
+	// Admission decides advance reservations: admission at submission,
+	// binding when the window opens (nil: DRRM).
+	Admission policy.Admission
+	// Trust turns the outcomes the daemon counts into the sites' trust
+	// scores (bridge/daemon; nil: paper 002's model).
+	Trust policy.Trust
+	// Tiering gives jobs their dependability tier and places their copies
+	// (with Options.Tiers; nil: paper 004's rule).
+	Tiering policy.Tiering
+	// Remap picks the waiting jobs worth moving (with Options.Remap;
+	// nil: the least-gain rule).
+	Remap policy.Remap
+}
+
+// admission is the reservation mechanism in use.
+func (b *Broker) admission() policy.Admission {
+	if a := b.opts.Policies.Admission; a != nil {
+		return a
+	}
+	return reserve.DRRM{}
+}
+
+// admissionsBook is the reservations the broker admitted.
+type admissionsBook = policy.ReservationBook
+
+// feasibility is the feasibility check in use.
+func (b *Broker) feasibility() policy.Feasibility {
+	if f := b.opts.Policies.Feasibility; f != nil {
+		return f
+	}
+	return feasible.Check{}
+}
+
+// demandOf is a request as the feasibility check reads it.
+func demandOf(req *Request) *policy.Demand {
+	return &policy.Demand{Width: req.Nodes, Estimate: req.Estimate, DataSize: req.DataSize, Origin: req.Origin,
+		Sites: req.Sites, PerNode: policy.NodeShape{Cores: req.CoresPerNode, MemBytes: req.MemPerNode, GPUs: req.GPUsPerNode},
+		NoSplit: req.NoSplit, Deadline: req.Deadline, BestEffort: req.DeadlinePolicy == DeadlineBestEffort, Window: req.Window != nil}
+}
+
+// feasibleBy asks f about req on m: a refusal is an error wrapping
+// ErrInfeasible (and ErrDeadline when the deadline refused it), an
+// acceptance may carry a warning.
+func feasibleBy(f policy.Feasibility, req *Request, m *policy.Snapshot) (string, error) {
+	v, err := f.Feasible(demandOf(req), m)
+	if err != nil {
+		return "", fmt.Errorf("feasibility check %s: %w", f.Name(), err)
+	}
+	if v.Feasible() {
+		return v.Warning, nil
+	}
+	return "", infeasible(v.Cause == policy.CauseDeadline, strings.Join(v.Status.Reasons, "; "))
+}
+
+// late is why a waiting request can no longer meet its deadline on m, ""
+// when it can. A check that broke says so in the log and counts as not
+// late: a job is never rejected for a policy's fault. b.mu held.
+func (b *Broker) late(req *Request, m *policy.Snapshot) string {
+	f := b.feasibility()
+	why, err := f.Late(demandOf(req), m)
+	if err != nil {
+		b.log.Warn("deadline check failed", "policy", f.Name(), "err", err)
+		return ""
+	}
+	return why
+}
+
+// TrustPolicy is the trust policy in use: Options.Policies.Trust, else
+// paper 002's model (the daemon's trust task asks it).
+func (b *Broker) TrustPolicy() policy.Trust {
+	if t := b.opts.Policies.Trust; t != nil {
+		return t
+	}
+	return trust.Policy{Model: trust.DefaultModel()}
+}
