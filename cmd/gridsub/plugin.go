@@ -74,7 +74,7 @@ func newPluginCmd() *cobra.Command {
 process. gridsub starts it itself for a site with "isolate: true"; run by
 hand it only says that it is a plugin and exits.`,
 	}
-	serve := &cobra.Command{Use: "serve", Short: "Serve a built-in backend or planner over the plugin protocol"}
+	serve := &cobra.Command{Use: "serve", Short: "Serve a built-in backend or policy (of any kind) over the plugin protocol"}
 	serve.AddCommand(&cobra.Command{
 		Use:       "backend NAME",
 		Short:     "Serve the built-in backend NAME (" + strings.Join(plugins.BuiltinBackends(), ", ") + ")",
@@ -90,8 +90,9 @@ hand it only says that it is a plugin and exits.`,
 		},
 	})
 	serve.AddCommand(&cobra.Command{
-		Use:   "planner NAME",
-		Short: "Serve the built-in planner NAME",
+		Use:     "planner NAME",
+		Aliases: []string{plugins.KindPlacement},
+		Short:   "Serve the built-in planner (placement policy) NAME",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			p, err := registry.ByName(args[0])
@@ -102,12 +103,13 @@ hand it only says that it is a plugin and exits.`,
 			return nil
 		},
 	})
+	serve.AddCommand(servePolicyCmds()...)
 	c.AddCommand(serve)
 	return c
 }
 
 func newPluginsCmd(g *globals) *cobra.Command {
-	var embedded bool
+	var embedded, builtins bool
 	c := &cobra.Command{
 		Use:   "plugins",
 		Short: "List the plugins the configuration loads: mode, version, checksum, pid and health",
@@ -134,11 +136,21 @@ daemon has loaded (GET /v1/plugins), restarts and crash loops included.
 Without one, or with --embedded, it loads the configuration's sites here,
 lists them and stops them again.
 
---output json prints the same records.`,
+The table ends with the six policy kinds (placement, feasibility,
+admission, trust, tiering, remap) and their built-ins, each of which
+"gridsub plugin serve KIND NAME" runs out of process. --builtins prints
+only that list, without loading the configuration.
+
+--output json prints the same records (the loaded plugins; with
+--builtins, the kinds).`,
 		Example: `  gridsub --config site.yaml plugins
-  gridsub --config site.yaml plugins --output json`,
+  gridsub --config site.yaml plugins --output json
+  gridsub plugins --builtins`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if builtins {
+				return writeKinds(g.stdout, g.json())
+			}
 			if !embedded {
 				c, err := connect(cmd.Context(), g)
 				var ee *exitError
@@ -192,6 +204,7 @@ lists them and stops them again.
 		},
 	}
 	c.Flags().BoolVar(&embedded, "embedded", false, "load the configuration's plugins here even when a daemon runs")
+	c.Flags().BoolVar(&builtins, "builtins", false, "list the policy kinds and their built-ins only (no configuration needed)")
 	return c
 }
 
@@ -221,5 +234,6 @@ func writePlugins(w io.Writer, rows []plugins.Listing) error {
 	for _, n := range notes {
 		fmt.Fprintln(w, n)
 	}
-	return nil
+	fmt.Fprintln(w)
+	return writeKinds(w, false)
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
+	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
+	"github.com/gridsub/gridsub/policy/feasible"
+	"github.com/gridsub/gridsub/policy/registry"
+	"github.com/gridsub/gridsub/policy/reserve"
+	"github.com/gridsub/gridsub/policy/trust"
+)
+
+// policyKind is one policy extension point as the CLI serves and lists it:
+// its built-ins by name.
+type policyKind struct {
+	kind   string
+	names  func() []string
+	byName func(string) (any, error)
+}
+
+// policyKinds are the six policy extension points, placement first. A kind
+// whose built-ins have not moved behind its interface yet lists none.
+func policyKinds() []policyKind {
+	wrap := func(f func(string) (any, error)) func(string) (any, error) { return f }
+	return []policyKind{
+		{plugins.KindPlacement, registry.Names, wrap(func(n string) (any, error) { return registry.ByName(n) })},
+		{plugins.KindFeasibility, feasible.Names, wrap(func(n string) (any, error) { return feasible.ByName(n) })},
+		{plugins.KindAdmission, reserve.Names, wrap(func(n string) (any, error) { return reserve.ByName(n) })},
+		{plugins.KindTrust, trust.Names, wrap(func(n string) (any, error) { return trust.ByName(n) })},
+		{plugins.KindTiering, func() []string { return nil }, nil},
+		{plugins.KindRemap, func() []string { return nil }, nil},
+	}
+}
+
+// servePolicyCmds are `gridsub plugin serve KIND NAME` for the five
+// policy kinds beside placement (served by `serve planner`).
+func servePolicyCmds() []*cobra.Command {
+	var out []*cobra.Command
+	for _, k := range policyKinds() {
+		if k.kind == plugins.KindPlacement {
+			continue
+		}
+		out = append(out, &cobra.Command{
+			Use:       k.kind + " NAME",
+			Short:     "Serve the built-in " + k.kind + " policy NAME (" + orNone(k.names()) + ")",
+			Args:      cobra.ExactArgs(1),
+			ValidArgs: k.names(),
+			RunE: func(_ *cobra.Command, args []string) error {
+				if k.byName == nil {
+					return usageErr(fmt.Errorf("%w: no built-in %s policy %q: there are none yet", plugins.ErrUnknownPlugin, k.kind, args[0]))
+				}
+				impl, err := k.byName(args[0])
+				if err != nil {
+					return usageErr(fmt.Errorf("%w: %w", plugins.ErrUnknownPlugin, err))
+				}
+				return policyrpc.Serve(k.kind, impl, plugins.Version())
+			},
+		})
+	}
+	return out
+}
+
+func orNone(v []string) string {
+	if len(v) == 0 {
+		return "none yet"
+	}
+	return strings.Join(v, ", ")
+}
+
+// kindListing is one policy kind in `gridsub plugins --builtins`.
+type kindListing struct {
+	Kind     string   `json:"kind"`
+	Builtins []string `json:"builtins"`
+	// Serve is how gridsub runs one of them out of process.
+	Serve string `json:"serve"`
+	// Ref is how a configuration names one run out of process (placement
+	// only, so far).
+	Ref string `json:"ref,omitempty"`
+}
+
+func kindListings() []kindListing {
+	var out []kindListing
+	for _, k := range policyKinds() {
+		l := kindListing{Kind: k.kind, Builtins: k.names(), Serve: "gridsub plugin serve " + k.kind + " NAME"}
+		if l.Builtins == nil {
+			l.Builtins = []string{}
+		}
+		if k.kind == plugins.KindPlacement {
+			l.Serve = "gridsub plugin serve planner NAME"
+			l.Ref = plannerrpc.RefPrefix + "builtin:NAME"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// writeKinds prints the policy kinds and their built-ins.
+func writeKinds(w io.Writer, asJSON bool) error {
+	rows := kindListings()
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY KIND\tOUT OF PROCESS\tBUILT-INS")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Kind, r.Serve, orNone(r.Builtins))
+	}
+	return tw.Flush()
+}
