@@ -108,65 +108,11 @@ func (b *Broker) avoiding(j *Job, allowed []int) []int {
 // no other placement can hold the job. b.mu held, inside a cycle.
 func (b *Broker) placeCopies(j *Job, d policy.Decision) (first, second []policy.Part) {
 	pj := b.policyJob(j)
-	first = d.Chosen.Parts
-	if d.Action == policy.Replicate && len(first) > 1 {
-		first = first[:1] // a replicating planner lists whole copies, not shares: take its best
+	in := &policy.CopyInput{Snapshot: &b.snap, Job: &pj, Decision: d}
+	if r := b.opts.Tiers.Reliability; r != nil {
+		in.Reliability = r
 	}
-	type cand struct {
-		s    int
-		room bool
-		rc   float64
-		end  time.Duration
-	}
-	var cs []cand
-	for s := range b.sites {
-		var si *policy.Site
-		if s < len(b.snap.Sites) {
-			si = &b.snap.Sites[s]
-		}
-		if si == nil || si.Down || si.Nodes < pj.Width || (pj.Allowed != nil && !slices.Contains(pj.Allowed, s)) {
-			continue
-		}
-		parts := []policy.Part{{Site: s, Nodes: pj.Width}}
-		c := cand{s: s, room: si.Free >= pj.Width, end: b.snap.Runtime(&pj, parts) + b.snap.Transfer(&pj, parts)}
-		if r := b.opts.Tiers.Reliability; r != nil {
-			c.rc = r.RC(b.sites[s].Name, c.end)
-		}
-		cs = append(cs, c)
-	}
-	slices.SortStableFunc(cs, func(x, y cand) int {
-		if x.room != y.room {
-			if x.room {
-				return -1
-			}
-			return 1
-		}
-		if x.rc != y.rc {
-			if x.rc < y.rc {
-				return -1
-			}
-			return 1
-		}
-		return int(x.end - y.end)
-	})
-	if b.opts.Tiers.Reliability != nil && len(first) == 1 && len(cs) >= 2 && cs[0].room && cs[1].room {
-		return []policy.Part{{Site: cs[0].s, Nodes: pj.Width}}, []policy.Part{{Site: cs[1].s, Nodes: pj.Width}}
-	}
-	for _, c := range cs {
-		if !slices.ContainsFunc(first, func(p policy.Part) bool { return p.Site == c.s }) {
-			return first, []policy.Part{{Site: c.s, Nodes: pj.Width}}
-		}
-	}
-	// No single other site: a co-allocated alternative the planner beat,
-	// disjoint from the first.
-	for _, o := range d.Beaten {
-		if !slices.ContainsFunc(o.Parts, func(p policy.Part) bool {
-			return slices.ContainsFunc(first, func(q policy.Part) bool { return q.Site == p.Site })
-		}) {
-			return first, o.Parts
-		}
-	}
-	return first, nil
+	return b.tiering().Copies(in)
 }
 
 // backupMode decides whether a low job's backup is active or passive
@@ -174,26 +120,9 @@ func (b *Broker) placeCopies(j *Job, d policy.Decision) (first, second []policy.
 // is submitted as late as the rule allows: at due, its latest start (now
 // when that has passed). b.mu held, inside a cycle.
 func (b *Broker) backupMode(j *Job, now time.Time, primary policy.Option, backup []policy.Part) (passive bool, due time.Time, why string) {
-	if j.Req.Deadline.IsZero() {
-		return true, time.Time{}, "passive: no deadline, so the backup waits for the primary to fail"
-	}
 	pj := b.policyJob(j)
-	run := b.snap.Runtime(&pj, backup) + b.snap.Transfer(&pj, backup)
-	latest := j.Req.Deadline.Add(-run)
-	if primary.Start.Before(now) {
-		primary.Start = now
-	}
-	if primary.Runtime <= 0 {
-		primary.Runtime = b.snap.Runtime(&pj, primary.Parts)
-		primary.Transfer = b.snap.Transfer(&pj, primary.Parts)
-	}
-	end := primary.End()
-	if !latest.After(end) {
-		return false, latest, fmt.Sprintf("active: its latest start %s is not after the primary's expected end %s, so it starts then",
-			latest.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
-	}
-	return true, time.Time{}, fmt.Sprintf("passive: its latest start %s is after the primary's expected end %s",
-		latest.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+	bk := b.tiering().Backup(&policy.BackupInput{Snapshot: &b.snap, Job: &pj, Now: now, Primary: primary, Backup: backup})
+	return bk.Passive, bk.Due, bk.Why
 }
 
 // dispatchCopies starts a high or low job: it records every copy as a

@@ -3,7 +3,9 @@ package bridge
 import (
 	"fmt"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/dependable"
 	"github.com/gridsub/gridsub/policy/feasible"
+	"github.com/gridsub/gridsub/policy/remap"
 	"github.com/gridsub/gridsub/policy/reserve"
 	"github.com/gridsub/gridsub/policy/trust"
 	"strings"
@@ -89,4 +91,20 @@ func (b *Broker) TrustPolicy() policy.Trust {
 		return t
 	}
 	return trust.Policy{Model: trust.DefaultModel()}
+}
+
+// tiering is the tier rule and copy plan in use (with Options.Tiers).
+func (b *Broker) tiering() policy.Tiering {
+	if t := b.opts.Policies.Tiering; t != nil {
+		return t
+	}
+	return dependable.Tiering{}
+}
+
+// remapPolicy is the remapping policy in use (with Options.Remap).
+func (b *Broker) remapPolicy() policy.Remap {
+	if r := b.opts.Policies.Remap; r != nil {
+		return r
+	}
+	return remap.Gain{}
 }

@@ -253,84 +253,37 @@ func (b *Broker) movable(j *Job, now time.Time, o RemapOptions) bool {
 // b.mu held, inside a cycle (b.snap is this cycle's).
 func (b *Broker) planMoves(now time.Time, free []int) []plannedMove {
 	o := b.remapOptions()
-	var out []plannedMove
-	sorted := make([][]policy.Hold, len(b.sites)) // each site's busy profile by end, sorted once per pass
+	in := &policy.RemapInput{Now: now, Snapshot: &b.snap, Free: free, MinGain: o.MinGain}
 	for _, id := range b.live {
 		j := b.jobs[id]
 		if j == nil || !b.movable(j, now, o) {
 			continue
 		}
-		pj := b.policyJob(j)
-		cur := make([]policy.Part, len(j.Comps))
-		fromStart, known := now, true
+		w := policy.Waiting{Job: b.policyJob(j), Parts: make([]policy.Part, len(j.Comps)), Estimates: make([]time.Time, len(j.Comps))}
 		for k, c := range j.Comps {
 			s := b.siteIdx[c.Site]
-			cur[k] = policy.Part{Site: s, Nodes: c.Nodes}
-			if sorted[s] == nil {
-				sorted[s] = slices.Clone(b.snap.Sites[s].Busy)
-				slices.SortStableFunc(sorted[s], func(x, y policy.Hold) int { return x.Until.Compare(y.Until) })
-			}
-			t, ok := earliestFree(b.snap.Sites[s].Free, sorted[s], c.Nodes, now)
-			if e, said := b.rm.est[compKey{s, c.RemoteID}]; said {
-				// The batch system's own estimate sees the jobs queued
-				// ahead, which the profile does not: it wins when given.
-				t, ok = e, true
-			}
-			known = known && ok
-			if t.After(fromStart) {
-				fromStart = t
-			}
+			w.Parts[k] = policy.Part{Site: s, Nodes: c.Nodes}
+			w.Estimates[k] = b.rm.est[compKey{s, c.RemoteID}]
 		}
-		if !known || !fromStart.After(now) {
-			continue // starts now where it is, or its wait cannot be told
+		in.Waiting = append(in.Waiting, w)
+	}
+	if len(in.Waiting) == 0 {
+		return nil
+	}
+	rp := b.remapPolicy()
+	moves, err := rp.Moves(in)
+	if err != nil {
+		b.log.Warn("remapping pass failed", "policy", rp.Name(), "err", err)
+		return nil
+	}
+	out := make([]plannedMove, 0, len(moves))
+	for _, mv := range moves {
+		for _, p := range mv.To.Parts {
+			free[p.Site] -= p.Nodes
 		}
-		fromEnd := fromStart.Add(b.snap.Runtime(&pj, cur))
-		misfits := b.snap.Misfits(&pj)
-		best := policy.Option{}
-		for s := range b.sites {
-			if free[s] < pj.Width || (pj.Allowed != nil && !slices.Contains(pj.Allowed, s)) ||
-				(len(cur) == 1 && cur[0].Site == s) || slices.ContainsFunc(misfits, func(m policy.Misfit) bool { return m.Site == s }) {
-				continue
-			}
-			parts := []policy.Part{{Site: s, Nodes: pj.Width}}
-			opt := policy.Option{Parts: parts, Start: now, Runtime: b.snap.Runtime(&pj, parts), Transfer: b.snap.Transfer(&pj, parts), Immediate: true}
-			if best.Parts == nil || opt.End().Before(best.End()) {
-				best = opt
-			}
-		}
-		if best.Parts == nil {
-			continue
-		}
-		gain := fromEnd.Sub(best.End())
-		if gain < o.MinGain {
-			continue
-		}
-		free[best.Parts[0].Site] -= pj.Width
-		out = append(out, plannedMove{id: id, to: best, fromStart: fromStart, gain: gain})
+		out = append(out, plannedMove{id: mv.Job, to: mv.To, fromStart: mv.FromStart, gain: mv.Gain})
 	}
 	return out
-}
-
-// earliestFree is when a site with free nodes now and holds (its busy
-// profile, sorted by end) first has nodes free: now when they are free,
-// else the end of the running job whose release frees enough (an end
-// already past counts as now). ok is false when even every release
-// together does not free them (nodes held by something the profile does
-// not list).
-func earliestFree(free int, holds []policy.Hold, nodes int, now time.Time) (time.Time, bool) {
-	if free >= nodes {
-		return now, true
-	}
-	for _, h := range holds {
-		free += h.Nodes
-		if free >= nodes {
-			if h.Until.Before(now) {
-				return now, true
-			}
-			return h.Until, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // startMove records a move's intent, then carries it out. The target's

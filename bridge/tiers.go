@@ -89,28 +89,13 @@ func (b *Broker) checkTier(p *problems, req *Request) {
 // CT_min is the estimate on the fastest allowed site (run time only: the
 // queue and the transfer are not known at submission).
 func (b *Broker) tierOf(r *Request, now time.Time) (tier, why string) {
-	switch r.QoS {
-	case TierHigh, TierLow, TierNone:
-		return r.QoS, "asked for in the job file (scheduling.qos: " + r.QoS + ")"
-	}
-	if r.Deadline.IsZero() {
-		return TierNone, "auto: no deadline"
-	}
-	h := 0.0
+	sites := make([]policy.Site, len(b.sites))
 	for i, s := range b.sites {
-		if len(r.Sites) == 0 || slices.Contains(r.Sites, s.Name) {
-			h = max(h, b.sites[i].H)
-		}
+		sites[i] = policy.Site{Name: s.Name, H: s.H}
 	}
-	ctMin := time.Duration(float64(r.Estimate) / h)
-	lam := b.opts.Tiers.lambda()
-	limit := now.Add(time.Duration((1 + lam) * float64(ctMin)))
-	if !r.Deadline.After(limit) {
-		return TierHigh, fmt.Sprintf("auto: deadline %s is within submit + (1+λ)·CT_min = %s (λ=%g, CT_min=%s)",
-			r.Deadline.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339), lam, ctMin.Round(time.Second))
-	}
-	return TierLow, fmt.Sprintf("auto: deadline %s is after submit + (1+λ)·CT_min = %s (λ=%g, CT_min=%s)",
-		r.Deadline.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339), lam, ctMin.Round(time.Second))
+	t, why := b.tiering().Tier(&policy.TierDemand{Asked: policy.Tier(r.QoS), Deadline: r.Deadline, Estimate: r.Estimate,
+		Sites: r.Sites, Submit: now, Lambda: b.opts.Tiers.lambda()}, sites)
+	return string(t), why
 }
 
 // assignTier gives a new job its tier and the submission event saying so.

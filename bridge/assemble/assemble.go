@@ -75,6 +75,10 @@ type Spec struct {
 	// Remap turns on moves of jobs waiting in a site's queue
 	// (bridge.Options.Remap, broker.remap); nil: off.
 	Remap *bridge.RemapOptions
+
+	// Policies names the built-in of each extension point beside the
+	// planner (policies.go); "" = the kind's default.
+	Policies PolicyNames
 }
 
 // Options are knobs of the caller, not of the configuration.
@@ -128,6 +132,10 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	}
 	if nsim > 0 && nsim < len(spec.Sites) {
 		return nil, fmt.Errorf("%w: %d simulated and %d real sites in one configuration; use one kind per configuration", ErrConfig, nsim, len(spec.Sites)-nsim)
+	}
+	policies, err := spec.Policies.build() // policies.go
+	if err != nil {
+		return nil, err
 	}
 	if nsim > 0 {
 		epoch := spec.Epoch
@@ -205,7 +213,8 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links, SubmitGrace: grace,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
-		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap})
+		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap,
+		Policies: policies})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

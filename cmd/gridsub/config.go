@@ -33,6 +33,8 @@ func specFromConfig(cfg *config.Config, log *slog.Logger) (assemble.Spec, error)
 		spec.Remap = &bridge.RemapOptions{MinGain: r.MinGain, MaxMoves: r.MaxMoves, Interval: r.Interval}
 	}
 	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = cfg.Broker.PolicySHA256, cfg.Broker.FallbackPolicy, cfg.Broker.PolicyTimeout
+	spec.Policies = assemble.PolicyNames{Feasibility: cfg.Broker.Feasibility, Admission: cfg.Broker.Admission,
+		Trust: cfg.Broker.Trust, Tiering: cfg.Broker.Tiering, Remap: cfg.Broker.Remap.Policy}
 	for i := range cfg.Sites {
 		s := &cfg.Sites[i]
 		ss := assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,

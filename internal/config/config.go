@@ -169,6 +169,15 @@ type Broker struct {
 	// Remap moves jobs waiting in a site's queue to a site that can start
 	// them now (bridge.RemapOptions, docs/remap.md). Off by default.
 	Remap Remap `mapstructure:"remap"`
+
+	// The built-in of each extension point beside the planner (policy
+	// registry names; policies.go): the feasibility check at submission,
+	// the advance-reservation mechanism, the trust model, the tier rule
+	// and copy plan. broker.remap.policy names the remapping policy.
+	Feasibility string `mapstructure:"feasibility"`
+	Admission   string `mapstructure:"admission"`
+	Trust       string `mapstructure:"trust"`
+	Tiering     string `mapstructure:"tiering"`
 }
 
 // Remap configures repetitive mapping of waiting jobs. Enabled turns it
@@ -179,6 +188,7 @@ type Broker struct {
 // stages its inputs again, which only the user's centre can judge worth it.
 type Remap struct {
 	Enabled  bool          `mapstructure:"enabled"`
+	Policy   string        `mapstructure:"policy"` // the remapping policy's name; "" = gain
 	MinGain  time.Duration `mapstructure:"min_gain"`
 	MaxMoves int           `mapstructure:"max_moves"`
 	Interval time.Duration `mapstructure:"interval"`
@@ -231,6 +241,10 @@ var defaults = map[string]any{
 	"broker.policy_sha256":      "",
 	"broker.fallback_policy":    "greedy-easy",
 	"broker.policy_timeout":     "30s",
+	"broker.feasibility":        "capacity",
+	"broker.admission":          "drrm",
+	"broker.trust":              "paper002",
+	"broker.tiering":            "dgjs",
 	"broker.interval":           "1s",
 	"broker.poll_interval":      "2s",
 	"broker.state_dir":          "",

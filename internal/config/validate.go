@@ -189,6 +189,7 @@ func (c *Config) validate() Errors {
 		bad("broker.qos.down_after", "must be a duration from 0 (the default 2m) to %s, got %s", MaxInterval, b.QoS.DownAfter)
 	}
 	validateRemap(&b.Remap, bad) // remap.go
+	validatePolicies(b, bad)     // policies.go
 	if (b.TLSCert == "") != (b.TLSKey == "") {
 		bad("broker.tls_cert", "give both broker.tls_cert and broker.tls_key (PEM certificate and private key files), or neither")
 	}

@@ -1,7 +1,9 @@
-// Package registry finds a built-in planner by the name a config file
-// gives it (broker.policy, an experiment's policies, `gridsub serve
-// planner NAME`): paper 000's co-allocation planners (policy/coalloc) and
-// paper 003's mapping heuristics (policy/benefit).
+// Package registry finds a built-in policy by the name a config file gives
+// it, one lookup per extension point (policy.Kinds): planners (ByName:
+// broker.policy, an experiment's policies, `gridsub serve planner NAME`;
+// paper 000's co-allocation planners in policy/coalloc and paper 003's
+// mapping heuristics in policy/benefit), Feasibility, Admission, Trust,
+// Tiering and Remap. NamesOf lists a kind's built-ins, the default first.
 package registry
 
 import (
@@ -15,8 +17,8 @@ import (
 	"github.com/gridsub/gridsub/policy/coalloc"
 )
 
-// ErrUnknown: no built-in planner has the name.
-var ErrUnknown = errors.New("unknown planner")
+// ErrUnknown: no built-in of the kind has the name.
+var ErrUnknown = errors.New("unknown policy")
 
 // Names lists every built-in planner name.
 func Names() []string { return append(coalloc.Names(), benefit.Names()...) }

@@ -1,0 +1,116 @@
+package remap
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gridsub/gridsub/policy"
+)
+
+// Name is the built-in's name.
+const Name = "gain"
+
+// Names lists the built-in remapping policies.
+func Names() []string { return []string{Name} }
+
+// ByName returns the built-in remapping policy of that name; the error
+// names the valid ones.
+func ByName(name string) (policy.Remap, error) {
+	if strings.ToLower(strings.TrimSpace(name)) == Name {
+		return Gain{}, nil
+	}
+	return nil, fmt.Errorf("unknown remap policy %q: valid are %s", name, strings.Join(Names(), ", "))
+}
+
+// Gain moves a waiting job, whole, to the one site that could start it now
+// and end it soonest, when that ends it at least MinGain before it would
+// end where it waits. Where it waits it starts when the batch system says
+// (Waiting.Estimates), else when the site's busy profile frees its nodes;
+// a job whose start cannot be told, or that starts now, stays. Jobs are
+// taken in input order, each taking its target's nodes from the free ones.
+type Gain struct{}
+
+var _ policy.Remap = Gain{}
+
+// Name is Name.
+func (Gain) Name() string { return Name }
+
+// Moves runs one pass.
+func (Gain) Moves(in *policy.RemapInput) ([]policy.Move, error) {
+	s, now := in.Snapshot, in.Now
+	free := slices.Clone(in.Free)
+	var out []policy.Move
+	sorted := make([][]policy.Hold, len(s.Sites)) // each site's busy profile by end, sorted once per pass
+	for wi := range in.Waiting {
+		w := &in.Waiting[wi]
+		pj := &w.Job
+		fromStart, known := now, true
+		for k, p := range w.Parts {
+			if sorted[p.Site] == nil {
+				sorted[p.Site] = slices.Clone(s.Sites[p.Site].Busy)
+				slices.SortStableFunc(sorted[p.Site], func(x, y policy.Hold) int { return x.Until.Compare(y.Until) })
+			}
+			t, ok := EarliestFree(s.Sites[p.Site].Free, sorted[p.Site], p.Nodes, now)
+			if k < len(w.Estimates) && !w.Estimates[k].IsZero() {
+				// The batch system's own estimate sees the jobs queued
+				// ahead, which the profile does not: it wins when given.
+				t, ok = w.Estimates[k], true
+			}
+			known = known && ok
+			if t.After(fromStart) {
+				fromStart = t
+			}
+		}
+		if !known || !fromStart.After(now) {
+			continue // starts now where it is, or its wait cannot be told
+		}
+		fromEnd := fromStart.Add(s.Runtime(pj, w.Parts))
+		misfits := s.Misfits(pj)
+		best := policy.Option{}
+		for site := range free {
+			if free[site] < pj.Width || (pj.Allowed != nil && !slices.Contains(pj.Allowed, site)) ||
+				(len(w.Parts) == 1 && w.Parts[0].Site == site) || slices.ContainsFunc(misfits, func(m policy.Misfit) bool { return m.Site == site }) {
+				continue
+			}
+			parts := []policy.Part{{Site: site, Nodes: pj.Width}}
+			opt := policy.Option{Parts: parts, Start: now, Runtime: s.Runtime(pj, parts), Transfer: s.Transfer(pj, parts), Immediate: true}
+			if best.Parts == nil || opt.End().Before(best.End()) {
+				best = opt
+			}
+		}
+		if best.Parts == nil {
+			continue
+		}
+		gain := fromEnd.Sub(best.End())
+		if gain < in.MinGain {
+			continue
+		}
+		free[best.Parts[0].Site] -= pj.Width
+		out = append(out, policy.Move{Job: pj.ID, To: best, FromStart: fromStart, Gain: gain})
+	}
+	return out, nil
+}
+
+// EarliestFree is when a site with free nodes now and holds (its busy
+// profile, sorted by end) first has nodes free: now when they are free,
+// else the end of the running job whose release frees enough (an end
+// already past counts as now). ok is false when even every release
+// together does not free them (nodes held by something the profile does
+// not list).
+func EarliestFree(free int, holds []policy.Hold, nodes int, now time.Time) (time.Time, bool) {
+	if free >= nodes {
+		return now, true
+	}
+	for _, h := range holds {
+		free += h.Nodes
+		if free >= nodes {
+			if h.Until.Before(now) {
+				return now, true
+			}
+			return h.Until, true
+		}
+	}
+	return time.Time{}, false
+}
