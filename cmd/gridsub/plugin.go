@@ -93,7 +93,7 @@ hand it only says that it is a plugin and exits.`,
 		Use:     "planner NAME",
 		Aliases: []string{plugins.KindPlacement},
 		Short:   "Serve the built-in planner (placement policy) NAME",
-		Args:  cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			p, err := registry.ByName(args[0])
 			if err != nil {

@@ -12,10 +12,8 @@ import (
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
-	"github.com/gridsub/gridsub/policy/feasible"
+	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
-	"github.com/gridsub/gridsub/policy/reserve"
-	"github.com/gridsub/gridsub/policy/trust"
 )
 
 // policyKind is one policy extension point as the CLI serves and lists it:
@@ -26,18 +24,26 @@ type policyKind struct {
 	byName func(string) (any, error)
 }
 
-// policyKinds are the six policy extension points, placement first. A kind
-// whose built-ins have not moved behind its interface yet lists none.
+// policyKinds are the six policy extension points, placement first, with
+// their built-ins from policy/registry.
 func policyKinds() []policyKind {
-	wrap := func(f func(string) (any, error)) func(string) (any, error) { return f }
-	return []policyKind{
-		{plugins.KindPlacement, registry.Names, wrap(func(n string) (any, error) { return registry.ByName(n) })},
-		{plugins.KindFeasibility, feasible.Names, wrap(func(n string) (any, error) { return feasible.ByName(n) })},
-		{plugins.KindAdmission, reserve.Names, wrap(func(n string) (any, error) { return reserve.ByName(n) })},
-		{plugins.KindTrust, trust.Names, wrap(func(n string) (any, error) { return trust.ByName(n) })},
-		{plugins.KindTiering, func() []string { return nil }, nil},
-		{plugins.KindRemap, func() []string { return nil }, nil},
+	kinds := []struct {
+		cli string
+		reg policy.Kind
+		get func(string) (any, error)
+	}{
+		{plugins.KindPlacement, policy.KindPlanner, func(n string) (any, error) { return registry.ByName(n) }},
+		{plugins.KindFeasibility, policy.KindFeasibility, func(n string) (any, error) { return registry.Feasibility(n) }},
+		{plugins.KindAdmission, policy.KindAdmission, func(n string) (any, error) { return registry.Admission(n) }},
+		{plugins.KindTrust, policy.KindTrust, func(n string) (any, error) { return registry.Trust(n) }},
+		{plugins.KindTiering, policy.KindTiering, func(n string) (any, error) { return registry.Tiering(n) }},
+		{plugins.KindRemap, policy.KindRemap, func(n string) (any, error) { return registry.Remap(n) }},
 	}
+	out := make([]policyKind, len(kinds))
+	for i, k := range kinds {
+		out[i] = policyKind{kind: k.cli, names: func() []string { return registry.NamesOf(k.reg) }, byName: k.get}
+	}
+	return out
 }
 
 // servePolicyCmds are `gridsub plugin serve KIND NAME` for the five
@@ -54,9 +60,6 @@ func servePolicyCmds() []*cobra.Command {
 			Args:      cobra.ExactArgs(1),
 			ValidArgs: k.names(),
 			RunE: func(_ *cobra.Command, args []string) error {
-				if k.byName == nil {
-					return usageErr(fmt.Errorf("%w: no built-in %s policy %q: there are none yet", plugins.ErrUnknownPlugin, k.kind, args[0]))
-				}
 				impl, err := k.byName(args[0])
 				if err != nil {
 					return usageErr(fmt.Errorf("%w: %w", plugins.ErrUnknownPlugin, err))
