@@ -33,9 +33,29 @@ func newFeasibilityClient(done context.Context, cc *grpc.ClientConn, timeout tim
 	return &FeasibilityClient{base: b, rpc: rpc}, nil
 }
 
-// Feasible implements policy.Feasibility: one Feasible RPC.
+// feasibilityView is what of s a Feasibility may read (its contract: Now,
+// Sites' Name, Nodes, H and Shape, Links, MultiSite; and what
+// Snapshot.Runtime and Transfer read): s without its queue and the sites'
+// running jobs, which are most of a cycle's snapshot and would be encoded
+// for nothing on every call.
+func feasibilityView(s *policy.Snapshot) *policy.Snapshot {
+	if s == nil {
+		return nil
+	}
+	v := *s
+	v.Queue = nil
+	v.Sites = make([]policy.Site, len(s.Sites))
+	for i, st := range s.Sites {
+		st.Busy = nil
+		v.Sites[i] = st
+	}
+	return &v
+}
+
+// Feasible implements policy.Feasibility: one Feasible RPC carrying the
+// demand and the part of s the contract lets it read (feasibilityView).
 func (c *FeasibilityClient) Feasible(d *policy.Demand, s *policy.Snapshot) (policy.Verdict, error) {
-	req := &pb.FeasibilityRequest{Demand: demandToProto(d), Snapshot: snapToProto(s)}
+	req := &pb.FeasibilityRequest{Demand: demandToProto(d), Snapshot: snapToProto(feasibilityView(s))}
 	var rep *pb.FeasibleReply
 	if err := c.call("Feasible", func(ctx context.Context) (err error) {
 		rep, err = c.rpc.Feasible(ctx, req)
@@ -53,9 +73,10 @@ func (c *FeasibilityClient) Feasible(d *policy.Demand, s *policy.Snapshot) (poli
 	return v, nil
 }
 
-// Late implements policy.Feasibility: one Late RPC.
+// Late implements policy.Feasibility: one Late RPC (as Feasible, with the
+// part of s the contract lets it read).
 func (c *FeasibilityClient) Late(d *policy.Demand, s *policy.Snapshot) (string, error) {
-	req := &pb.FeasibilityRequest{Demand: demandToProto(d), Snapshot: snapToProto(s)}
+	req := &pb.FeasibilityRequest{Demand: demandToProto(d), Snapshot: snapToProto(feasibilityView(s))}
 	var rep *pb.LateReply
 	if err := c.call("Late", func(ctx context.Context) (err error) {
 		rep, err = c.rpc.Late(ctx, req)
