@@ -1168,6 +1168,9 @@ func (b *Broker) SetTrust(scores map[string]float64) {
 	for name, v := range scores {
 		if s, ok := b.siteIdx[name]; ok && v >= 0 && v <= 1 {
 			b.trust[s] = v
+			if s < len(b.snapSites) {
+				b.snapSites[s].Trust = v // a site that pushes its changes is not read again until it changes
+			}
 		}
 	}
 }

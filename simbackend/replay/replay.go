@@ -45,6 +45,16 @@ type Setup struct {
 	// the broker path is the reference the direct one is tested against,
 	// and the only one for plans that replicate jobs (Sabin).
 	Broker bool
+	// Trust, when set, learns the sites' trust during the replay with the
+	// trust policy the live broker's daemon uses (trust.go): each job that
+	// ends counts as completed or failed (killed at its walltime) at the
+	// sites it ran on, the counts age by TrustHalfLife of virtual time (0:
+	// never), and before each planning pass the policy's scores are the
+	// sites' Snapshot trust (Broker.SetTrust, as the daemon does). Such a
+	// replay always takes the broker path. Nil: trust stays unset (1), as
+	// in the papers' experiments.
+	Trust         policy.Trust
+	TrustHalfLife time.Duration
 }
 
 // Result is a replay's outcome.
@@ -104,7 +114,7 @@ func run(ctx context.Context, s Setup, jobs []Job, f *Feed, progress func(submit
 	if epoch.IsZero() {
 		epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	if !s.Broker {
+	if !s.Broker && s.Trust == nil {
 		res, read, err := direct(ctx, s, epoch, jobs, f, progress)
 		if !errors.Is(err, errNeedsBroker) {
 			return res, err
@@ -139,6 +149,10 @@ func viaBroker(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progre
 		idx[st.Name] = i
 	}
 	res := &Result{}
+	var learn *trustLearner
+	if s.Trust != nil {
+		learn = newTrustLearner(s.Trust, s.TrustHalfLife, s.Sites)
+	}
 	// Each job's record is taken when it ends, and the broker forgets it
 	// (Options.Drop): memory holds the live jobs, not the whole trace.
 	recs := make([]simbackend.Record, len(jobs))
@@ -160,6 +174,9 @@ func viaBroker(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progre
 			}
 			for _, c := range j.Comps {
 				r.Parts = append(r.Parts, simbackend.Part{Site: idx[c.Site], Nodes: c.Nodes})
+				if learn != nil {
+					learn.outcome(idx[c.Site], j.State == bridge.Completed, j.End)
+				}
 			}
 		default:
 			return // cancelled: never in a replay
@@ -207,6 +224,15 @@ func viaBroker(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progre
 			next++
 			if progress != nil && next%1000 == 0 {
 				progress(next, len(jobs))
+			}
+		}
+		if learn != nil {
+			scores, err := learn.scores(t)
+			if err != nil {
+				return nil, fmt.Errorf("trust policy %s: %w", s.Trust.Name(), err)
+			}
+			if scores != nil {
+				b.SetTrust(scores)
 			}
 		}
 		if _, err := b.Cycle(ctx, t); err != nil {
