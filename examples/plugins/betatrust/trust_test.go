@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/policytest"
 )
 
 func TestScores(t *testing.T) {
@@ -40,3 +41,6 @@ func TestDecay(t *testing.T) {
 		t.Errorf("no half-life: %v", got)
 	}
 }
+
+// TestContract: the model keeps policy.Trust's contract (policy/policytest).
+func TestContract(t *testing.T) { policytest.Trust(t, New()) }
