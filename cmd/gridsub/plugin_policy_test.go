@@ -3,12 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/registry"
+	"github.com/gridsub/gridsub/policy/trust"
+	"github.com/gridsub/gridsub/simbackend/replay"
 )
 
 // TestPluginsListsPolicyKinds: `gridsub plugins --builtins` lists the six
@@ -78,5 +85,53 @@ func TestServeEveryPolicyBuiltin(t *testing.T) {
 	code, _, errs := cli("plugin", "serve", "trust", "nope")
 	if code != exitUsage || !strings.Contains(errs, "paper002") {
 		t.Errorf("an unknown built-in: exit %d\n%s", code, errs)
+	}
+}
+
+// TestReplayTrustBuiltinOutOfProcess: a trace replay whose sites' trust is
+// learned by the built-in paper002 gives the same records, byte for byte,
+// with the built-in in process and isolated (`gridsub plugin serve trust
+// paper002`, checksummed).
+func TestReplayTrustBuiltinOutOfProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds gridsub and replays twice")
+	}
+	bin := buildBinary(t)
+	p, err := policyrpc.Load(context.Background(), plugins.KindTrust, policyrpc.Config{Path: bin,
+		Args: []string{"plugin", "serve", "trust", "paper002"}, SHA256: fileSHA256Hex(t, bin)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	local, err := registry.Trust("paper002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 28))
+	var jobs []replay.Job
+	at := time.Duration(0)
+	for i := range 400 {
+		at += time.Duration(r.IntN(300)) * time.Second
+		est := time.Duration(60+r.IntN(3*3600)) * time.Second
+		run := est / 2
+		if r.IntN(5) == 0 {
+			run = est + time.Minute
+		}
+		jobs = append(jobs, replay.Job{ID: fmt.Sprint(i), Submit: at, Width: 1 + r.IntN(16), Estimate: est, Runtime: run, Origin: -1})
+	}
+	setup := replay.Setup{Sites: []replay.Site{{Name: "A", Nodes: 48, H: 1}, {Name: "B", Nodes: 32, H: 0.7}, {Name: "C", Nodes: 24, H: 1.4}},
+		MultiSite: 1.1, Planner: &trust.Planner{}, TrustHalfLife: 12 * time.Hour}
+	var out [2]string
+	for i, tp := range []policy.Trust{local, p.Policy().(policy.Trust)} {
+		setup.Trust = tp
+		res, err := replay.Run(context.Background(), setup, jobs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.Records)
+		out[i] = string(b)
+	}
+	if out[0] != out[1] {
+		t.Fatal("the replay's records differ with paper002 out of process")
 	}
 }
