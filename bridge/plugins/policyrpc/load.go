@@ -46,19 +46,29 @@ type Config struct {
 	LogName string
 }
 
-// Plugin is a started policy plugin process.
+// Plugin is a started policy plugin process. Its Policy value stays the
+// same across Restart, and restarts the process itself when a call finds
+// it gone (handle.go).
 type Plugin struct {
 	Kind   string
 	SHA256 string // the verified checksum ("" when none was configured)
-	mu     sync.Mutex
-	gp     *goplugin.Client
-	impl   any
+	cfg    Config
+	ccfg   func() *goplugin.ClientConfig
+
+	mu          sync.Mutex
+	gp          *goplugin.Client
+	cur         any    // the current process's client (*TrustClient, ...)
+	gen         uint64 // bumped by every (re)start
+	closed      bool
+	lastRestart time.Time
+	restarts    int
+	handle      any
 }
 
 // Load starts the plugin executable cfg names, checks its handshake
 // (bridge/plugins.Handshake: cookie and protocol version), and dispenses
-// its policy of kind (plugins.KindTrust, ...): Policy is then a
-// *TrustClient, ... ctx is checked first; StartTimeout bounds the start.
+// its policy of kind (plugins.KindTrust, ...). ctx is checked first;
+// StartTimeout bounds the start.
 func Load(ctx context.Context, kind string, cfg Config) (*Plugin, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -69,34 +79,52 @@ func Load(ctx context.Context, kind string, cfg Config) (*Plugin, error) {
 	if cfg.Path == "" {
 		return nil, fmt.Errorf("%s plugin: no executable path", kind)
 	}
-	timeout := cfg.StartTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	cmd := execCommand(cfg)
-	ccfg := &goplugin.ClientConfig{
-		HandshakeConfig:  plugins.Handshake,
-		Plugins:          HostPlugins(cfg.CallTimeout),
-		Cmd:              cmd,
-		SkipHostEnv:      true,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		GRPCDialOptions:  plannerrpc.DialOptions(),
-		StartTimeout:     timeout,
-		Stderr:           io.Discard,
-		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin." + kind + "." + filepath.Base(cfg.Path), Output: os.Stderr, Level: hclog.Warn}),
-	}
-	if cfg.Logger != nil {
-		ccfg.Logger = plugins.HostLogger(cfg.Logger, cfg.LogName)
-	}
+	var checksum []byte
 	if cfg.SHA256 != "" {
 		sum, err := hex.DecodeString(strings.TrimPrefix(cfg.SHA256, "sha256:"))
 		if err != nil || len(sum) != sha256.Size {
 			return nil, fmt.Errorf("%s plugin %s: sha256 %q is not 64 hex digits", kind, cfg.Path, cfg.SHA256)
 		}
-		ccfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		checksum = sum
 	}
-	gp := goplugin.NewClient(ccfg)
+	timeout := cfg.StartTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	p := &Plugin{Kind: kind, SHA256: cfg.SHA256, cfg: cfg}
+	p.ccfg = func() *goplugin.ClientConfig {
+		c := &goplugin.ClientConfig{
+			HandshakeConfig:  plugins.Handshake,
+			Plugins:          HostPlugins(cfg.CallTimeout),
+			Cmd:              execCommand(cfg),
+			SkipHostEnv:      true,
+			AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+			AutoMTLS:         true,
+			GRPCDialOptions:  plannerrpc.DialOptions(),
+			StartTimeout:     timeout,
+			Stderr:           io.Discard,
+			Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin." + kind + "." + filepath.Base(cfg.Path), Output: os.Stderr, Level: hclog.Warn}),
+		}
+		if cfg.Logger != nil {
+			c.Logger = plugins.HostLogger(cfg.Logger, cfg.LogName)
+		}
+		if checksum != nil {
+			c.SecureConfig = &goplugin.SecureConfig{Checksum: checksum, Hash: sha256.New()}
+		}
+		return c
+	}
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	p.handle = newHandle(p)
+	return p, nil
+}
+
+// start starts a new process and dispenses its client (p.mu held, or p not
+// yet shared).
+func (p *Plugin) start() error {
+	kind, cfg := p.Kind, p.cfg
+	gp := goplugin.NewClient(p.ccfg())
 	fail := func(what string, err error) error {
 		gp.Kill()
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
@@ -106,18 +134,82 @@ func Load(ctx context.Context, kind string, cfg Config) (*Plugin, error) {
 	}
 	rpc, err := gp.Client()
 	if err != nil {
-		return nil, fail("start", err)
+		return fail("start", err)
 	}
 	impl, err := rpc.Dispense(kind)
 	if err != nil {
-		return nil, fail("dispense", err)
+		return fail("dispense", err)
 	}
-	return &Plugin{Kind: kind, SHA256: cfg.SHA256, gp: gp, impl: impl}, nil
+	p.gp, p.cur = gp, impl
+	p.gen++
+	return nil
 }
 
-// Policy is the plugin's policy: a *FeasibilityClient, *AdmissionClient,
-// *TrustClient, *TieringClient or *RemapClient by Kind.
-func (p *Plugin) Policy() any { return p.impl }
+// MinRestartInterval is how soon after a restart a call that finds the
+// plugin gone may restart it again: a plugin that dies at once is not
+// restarted in a tight loop (the call fails with ErrPluginExited instead).
+const MinRestartInterval = time.Second
+
+// Restart kills the plugin process (if it still runs) and starts a new
+// one. Admission books re-open on it from their call logs at their next
+// call.
+func (p *Plugin) Restart(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restartLocked()
+}
+
+func (p *Plugin) restartLocked() error {
+	if p.closed {
+		return fmt.Errorf("%s plugin %s: closed", p.Kind, p.cfg.Path)
+	}
+	if p.gp != nil {
+		p.gp.Kill()
+	}
+	p.lastRestart = time.Now()
+	p.restarts++
+	return p.start()
+}
+
+// revive restarts the plugin after a call of generation gen found it gone,
+// unless another call did already or it was restarted less than
+// MinRestartInterval ago. It reports whether a retry may help.
+func (p *Plugin) revive(gen uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gen != gen {
+		return true // restarted meanwhile
+	}
+	if p.closed || time.Since(p.lastRestart) < MinRestartInterval {
+		return false
+	}
+	return p.restartLocked() == nil
+}
+
+// Restarts is how many times the plugin was restarted.
+func (p *Plugin) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
+}
+
+// conn is the current process's client and its generation.
+func (p *Plugin) conn() (any, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur, p.gen
+}
+
+// Policy is the plugin's policy, a value of its kind's interface
+// (policy.Feasibility, Admission, Trust, Tiering or Remap) that stays valid
+// across restarts: a call that finds the process gone restarts it (at most
+// once per MinRestartInterval) and is made again, which is safe as the
+// policies are pure and an admission book is rebuilt from its calls. Its
+// Err() reports the last failure of a method without an error result.
+func (p *Plugin) Policy() any { return p.handle }
 
 // Pid is the plugin process's id (0 when it is not running).
 func (p *Plugin) Pid() int {
@@ -143,6 +235,7 @@ func (p *Plugin) Exited() bool {
 func (p *Plugin) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	if p.gp != nil {
 		p.gp.Kill()
 	}

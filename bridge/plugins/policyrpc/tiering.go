@@ -39,6 +39,13 @@ func newTieringClient(done context.Context, cc *grpc.ClientConn, timeout time.Du
 // TierNone (one copy, retried: what a job gets with no QoS rule) and says
 // why.
 func (c *TieringClient) Tier(d *policy.TierDemand, sites []policy.Site) (policy.Tier, string) {
+	t, why, err := c.tier(d, sites)
+	c.note(err)
+	return t, why
+}
+
+// tier is Tier with its failure (TierNone and why then).
+func (c *TieringClient) tier(d *policy.TierDemand, sites []policy.Site) (policy.Tier, string, error) {
 	req := &pb.TierRequest{Demand: tierDemandToProto(d)}
 	for i := range sites {
 		req.Sites = append(req.Sites, plannerrpc.SiteToProto(&sites[i]))
@@ -59,11 +66,10 @@ func (c *TieringClient) Tier(d *policy.TierDemand, sites []policy.Site) (policy.
 			err = c.bad("Tier", fmt.Errorf("tier %q is none of high, low, none", t))
 		}
 	}
-	c.note(err)
 	if err != nil {
-		return policy.TierNone, "tiering plugin failed: " + err.Error()
+		return policy.TierNone, "tiering plugin failed: " + err.Error(), err
 	}
-	return t, rep.GetWhy()
+	return t, rep.GetWhy(), nil
 }
 
 // Copies implements policy.Tiering: one Copies stream, on which the plugin
@@ -73,13 +79,20 @@ func (c *TieringClient) Tier(d *policy.TierDemand, sites []policy.Site) (policy.
 func (c *TieringClient) Copies(in *policy.CopyInput) (first, second []policy.Part) {
 	first, second, err := c.copies(in)
 	c.note(err)
-	if err != nil {
-		return in.Decision.Chosen.Parts, nil
-	}
 	return first, second
 }
 
+// copies is Copies with its failure (the planner's choice and no second
+// then).
 func (c *TieringClient) copies(in *policy.CopyInput) (first, second []policy.Part, err error) {
+	first, second, err = c.copiesCall(in)
+	if err != nil {
+		return in.Decision.Chosen.Parts, nil, err
+	}
+	return first, second, nil
+}
+
+func (c *TieringClient) copiesCall(in *policy.CopyInput) (first, second []policy.Part, err error) {
 	up := &pb.CopyInput{Snapshot: snapToProto(in.Snapshot), Job: jobToProto(in.Job),
 		Decision: plannerrpc.PlanToProto(&policy.Plan{Decisions: []policy.Decision{in.Decision}}), Reliability: in.Reliability != nil}
 	var res *pb.CopiesResult
@@ -132,6 +145,13 @@ func (c *TieringClient) copies(in *policy.CopyInput) (first, second []policy.Par
 // passive backup (submitted only if the primary fails: nothing runs twice
 // on a broken rule) and says why.
 func (c *TieringClient) Backup(in *policy.BackupInput) policy.Backup {
+	b, err := c.backup(in)
+	c.note(err)
+	return b
+}
+
+// backup is Backup with its failure (a passive backup then).
+func (c *TieringClient) backup(in *policy.BackupInput) (policy.Backup, error) {
 	req := &pb.BackupRequest{Snapshot: snapToProto(in.Snapshot), Job: jobToProto(in.Job), Primary: optionToProto(in.Primary), Backup: partsToProto(in.Backup)}
 	req.NowSec, req.NowNanos = tw(in.Now)
 	var rep *pb.BackupReply
@@ -142,11 +162,10 @@ func (c *TieringClient) Backup(in *policy.BackupInput) policy.Backup {
 	if err == nil {
 		err = c.remote("Backup", rep.GetError())
 	}
-	c.note(err)
 	if err != nil {
-		return policy.Backup{Passive: true, Why: "passive: the tiering plugin failed: " + err.Error()}
+		return policy.Backup{Passive: true, Why: "passive: the tiering plugin failed: " + err.Error()}, err
 	}
-	return policy.Backup{Passive: rep.GetPassive(), Due: tf(rep.GetDueSec(), rep.GetDueNanos()), Why: rep.GetWhy()}
+	return policy.Backup{Passive: rep.GetPassive(), Due: tf(rep.GetDueSec(), rep.GetDueNanos()), Why: rep.GetWhy()}, nil
 }
 
 type tieringServer struct {

@@ -56,17 +56,22 @@ func (c *TrustClient) Scores(in *policy.TrustInput) (map[string]float64, error) 
 // Decay implements policy.Trust: one Decay RPC. When the call fails it
 // answers o unaged and keeps the failure for Err.
 func (c *TrustClient) Decay(o policy.Outcomes, elapsed, halfLife time.Duration) policy.Outcomes {
+	d, err := c.decay(o, elapsed, halfLife)
+	c.note(err)
+	return d
+}
+
+// decay is Decay with its failure (o unaged then).
+func (c *TrustClient) decay(o policy.Outcomes, elapsed, halfLife time.Duration) (policy.Outcomes, error) {
 	req := &pb.TrustDecayRequest{Outcomes: outcomesToProto(o), ElapsedNs: int64(elapsed), HalfLifeNs: int64(halfLife)}
 	var rep *pb.TrustDecayReply
-	err := c.call("Decay", func(ctx context.Context) (err error) {
+	if err := c.call("Decay", func(ctx context.Context) (err error) {
 		rep, err = c.rpc.Decay(ctx, req)
 		return err
-	})
-	c.note(err)
-	if err != nil {
-		return o
+	}); err != nil {
+		return o, err
 	}
-	return outcomesFromProto(rep.GetOutcomes())
+	return outcomesFromProto(rep.GetOutcomes()), nil
 }
 
 // trustServer is the plugin's side.

@@ -47,7 +47,7 @@ func loadPlugin(t *testing.T, bin, sum string) policy.Trust {
 	if p.Pid() <= 0 || p.Pid() == os.Getpid() {
 		t.Fatalf("the plugin runs as pid %d", p.Pid())
 	}
-	return p.Policy().(*policyrpc.TrustClient)
+	return p.Policy().(policy.Trust)
 }
 
 // TestOutOfProcess: the plugin, built from its own main, started out of

@@ -1,0 +1,131 @@
+package policyrpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/bridge/plugins/wire"
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/reserve"
+	"github.com/gridsub/gridsub/policy/trust"
+)
+
+// testPolicy builds internal/testpolicy and returns it and its sha256.
+func testPolicy(t *testing.T) (string, string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "testpolicy")
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/testpolicy").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return bin, hex.EncodeToString(s[:])
+}
+
+func kill(t *testing.T, p *Plugin) {
+	t.Helper()
+	pid := p.Pid()
+	if pid <= 0 {
+		t.Fatal("no plugin process")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !p.Exited(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed plugin did not exit")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRestartAfterKill: a plugin SIGKILLed between calls is restarted by
+// the next call, which answers as if nothing happened; an admission book
+// is rebuilt on the new process from its calls and stays equal to the
+// book in process; a plugin that dies again at once is not restarted in
+// a loop (ErrPluginExited).
+func TestRestartAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds a plugin")
+	}
+	bin, sum := testPolicy(t)
+	ctx := context.Background()
+
+	tp, err := Load(ctx, plugins.KindTrust, Config{Path: bin, Args: []string{"trust", "paper002"}, SHA256: sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	tr := tp.Policy().(policy.Trust)
+	in := &policy.TrustInput{Sites: []policy.TrustNode{{Name: "A", Power: 4}, {Name: "B", Power: 2}},
+		Outcomes: map[policy.TrustKey]policy.Outcomes{{To: "A"}: {Completed: 3, Failed: 1}}}
+	want, _ := trust.Policy{Model: trust.DefaultModel()}.Scores(in)
+	kill(t, tp)
+	got, err := tr.Scores(in)
+	if err != nil || !reflect.DeepEqual(got, want) || tp.Restarts() != 1 {
+		t.Fatalf("after a kill: %v %v (restarts %d)", got, err, tp.Restarts())
+	}
+	kill(t, tp) // at once again: within MinRestartInterval
+	if _, err := tr.Scores(in); !errors.Is(err, wire.ErrPluginExited) {
+		t.Fatalf("a second death at once: %v", err)
+	}
+	if o := tr.Decay(policy.Outcomes{Failed: 2}, time.Hour, time.Hour); o.Failed != 2 || !errors.Is(tr.(interface{ Err() error }).Err(), wire.ErrPluginExited) {
+		t.Fatalf("Decay on a dead plugin: %v", o)
+	}
+	time.Sleep(MinRestartInterval)
+	if got, err := tr.Scores(in); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the interval: %v %v", got, err)
+	}
+
+	ap, err := Load(ctx, plugins.KindAdmission, Config{Path: bin, Args: []string{"admission", "srrm-random"}, SHA256: sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Close()
+	res := []policy.ResvResource{{Name: "a", Capacity: 2, Level: 1}, {Name: "b", Capacity: 2, Level: 1}, {Name: "c", Capacity: 1, Level: 2}}
+	local, remote := reserve.SRRM{Mode: reserve.StaticRandom}.NewBook(res, 9), ap.Policy().(policy.Admission).NewBook(res, 9)
+	t0 := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
+	step := func(k int) {
+		q := policy.ResvRequest{ID: fmt.Sprintf("q%d", k), ET: t0.Add(time.Duration(k) * 10 * time.Minute), Dur: time.Hour, Width: 1, Demand: 1}
+		q.LT = q.ET.Add(3 * time.Hour)
+		if w, g := local.Admit(q, t0, nil), remote.Admit(q, t0, nil); !reflect.DeepEqual(w, g) {
+			t.Fatalf("step %d: Admit %v, want %v", k, g, w)
+		}
+		if k%3 == 2 {
+			id := fmt.Sprintf("q%d", k-1)
+			wb, werr := local.Bind(id, t0, nil)
+			gb, gerr := remote.Bind(id, t0, nil)
+			if !reflect.DeepEqual(wb, gb) || (werr == nil) != (gerr == nil) || errors.Is(werr, policy.ErrResvBound) != errors.Is(gerr, policy.ErrResvBound) {
+				t.Fatalf("step %d: Bind %+v %v, want %+v %v", k, gb, gerr, wb, werr)
+			}
+		}
+		if w, g := local.Reservations(), remote.Reservations(); !reflect.DeepEqual(w, g) {
+			t.Fatalf("step %d: reservations %v, want %v", k, g, w)
+		}
+	}
+	for k := range 8 {
+		step(k)
+	}
+	time.Sleep(MinRestartInterval)
+	kill(t, ap)
+	for k := 8; k < 16; k++ {
+		step(k)
+	}
+	if ap.Restarts() != 1 {
+		t.Errorf("restarts %d", ap.Restarts())
+	}
+}
