@@ -108,3 +108,27 @@ func (b *Broker) remapPolicy() policy.Remap {
 	}
 	return remap.Gain{}
 }
+
+// FeasibleBy is Feasible with the check f (nil: the built-in one, as
+// Feasible): what Submit answers on a broker whose Options.Policies.
+// Feasibility is f.
+func FeasibleBy(f policy.Feasibility, req *Request, m *policy.Snapshot) (warning string, err error) {
+	if f == nil {
+		f = feasible.Check{}
+	}
+	return feasibleBy(f, req, m)
+}
+
+// PolicyNames names the implementation of each extension point the broker
+// uses (the built-in defaults included), by kind: what `gridsub plugins`
+// and the status page can show.
+func (b *Broker) PolicyNames() map[policy.Kind]string {
+	return map[policy.Kind]string{
+		policy.KindPlanner:     b.opts.Planner.Name(),
+		policy.KindFeasibility: b.feasibility().Name(),
+		policy.KindAdmission:   b.admission().Name(),
+		policy.KindTrust:       b.TrustPolicy().Name(),
+		policy.KindTiering:     b.tiering().Name(),
+		policy.KindRemap:       b.remapPolicy().Name(),
+	}
+}

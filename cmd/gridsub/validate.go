@@ -10,6 +10,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/registry"
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
@@ -49,6 +50,10 @@ never run.`,
 			var results []result
 			bad, infeasible := 0, 0
 			sites, now := configSites(cfg), time.Now()
+			check, err := registry.Feasibility(cfg.Broker.Feasibility) // broker.feasibility, as submission checks
+			if err != nil {
+				return usageErr(err)
+			}
 			for _, path := range args {
 				r := result{File: path, Valid: true}
 				job, err := loadJob(path, cfg.SiteNames())
@@ -56,7 +61,7 @@ never run.`,
 					var req bridge.Request
 					if req, err = toRequest(job, now, ""); err == nil {
 						m := &policy.Snapshot{Now: now, Sites: sites, Links: cfg.Links(), MultiSite: cfg.Network.MultiSiteFactor}
-						if r.Warning, err = bridge.Feasible(&req, m); err != nil {
+						if r.Warning, err = bridge.FeasibleBy(check, &req, m); err != nil {
 							infeasible++
 							r.Valid, r.Infeasible = false, true
 							r.Errors = []string{path + ": " + err.Error()}

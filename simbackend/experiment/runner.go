@@ -10,10 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/policy/trust"
 	"github.com/gridsub/gridsub/simbackend"
+	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
 
@@ -196,6 +197,16 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 	if err != nil {
 		return nil, err
 	}
+	var learn policy.Trust
+	if e.Testbed.LearnTrust != "" {
+		if learn, err = registry.Trust(e.Testbed.LearnTrust); err != nil {
+			return nil, err
+		}
+	}
+	halfLife, err := trustHalfLife(&e.Testbed)
+	if err != nil {
+		return nil, err
+	}
 	caps := make([]string, len(e.Testbed.Sites))
 	areas := map[string]string{}
 	for i, s := range e.Testbed.Sites {
@@ -228,6 +239,7 @@ func prepare(e *Experiment, viaBroker bool) (execFunc, error) {
 		defer closePlanner()
 		res, err := replay.Run(ctx, replay.Setup{Broker: viaBroker,
 			Sites: sites, Links: links(len(sites), bw, latency), MultiSite: p.P, Planner: pl, Seed: p.Seed,
+			Trust: learn, TrustHalfLife: halfLife,
 		}, jobs, progress)
 		if err != nil {
 			return nil, err

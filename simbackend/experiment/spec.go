@@ -103,6 +103,13 @@ type Testbed struct {
 	Latency   string `yaml:"latency" json:"latency,omitempty"`
 	// P is the multi-site factor (default 1.0).
 	P *float64 `yaml:"p" json:"p,omitempty"`
+	// LearnTrust names a trust policy (policy/registry, e.g. paper002)
+	// that learns the sites' trust during each replay from the jobs'
+	// outcomes, as the live daemon does (replay.Setup.Trust), aged by
+	// TrustHalfLife of virtual time ("" or "0s": never). Empty: trust
+	// stays unset (1), as in the papers' runs.
+	LearnTrust    string `yaml:"learn_trust" json:"learn_trust,omitempty"`
+	TrustHalfLife string `yaml:"trust_half_life" json:"trust_half_life,omitempty"`
 }
 
 // Sweep lists the values of each swept parameter; the runs are the

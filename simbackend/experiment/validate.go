@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/policy/trust"
+	"time"
 )
 
 // Bounds of the numeric fields: beyond them a value is a typo, and the
@@ -187,6 +189,29 @@ func (p *parser) validateTestbed(e *Experiment) {
 	if !validP(*t.P) {
 		p.at("testbed.p", ErrValue, "%v: the multi-site factor must be in [1, 10] (1 = no penalty)", *t.P)
 	}
+	if t.LearnTrust != "" {
+		if err := registry.Valid(policy.KindTrust, t.LearnTrust); err != nil {
+			p.at("testbed.learn_trust", ErrValue, "%q: valid are %s", t.LearnTrust, strings.Join(registry.NamesOf(policy.KindTrust), ", "))
+		}
+	}
+	if _, err := trustHalfLife(&t); err != nil {
+		p.at("testbed.trust_half_life", ErrValue, "%v", err)
+	} else if t.LearnTrust == "" && t.TrustHalfLife != "" {
+		p.at("testbed.trust_half_life", ErrValue, "set without testbed.learn_trust: it would change nothing")
+	}
+}
+
+// trustHalfLife is testbed.trust_half_life: a duration from 0 (never
+// age) to a year.
+func trustHalfLife(t *Testbed) (time.Duration, error) {
+	if t.TrustHalfLife == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(t.TrustHalfLife)
+	if err != nil || d < 0 || d > 365*24*time.Hour {
+		return 0, fmt.Errorf("%q: want a duration from 0s to 8760h", t.TrustHalfLife)
+	}
+	return d, nil
 }
 
 func validP(v float64) bool { return v >= 1 && v <= 10 && !math.IsNaN(v) }
