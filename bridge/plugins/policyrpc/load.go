@@ -44,6 +44,9 @@ type Config struct {
 	// plugin=LogName (nil: warnings and worse on os.Stderr).
 	Logger  *slog.Logger
 	LogName string
+	// Gridsub is the gridsub executable Open re-executes for a
+	// plugin:builtin:NAME reference ("": os.Executable).
+	Gridsub string
 }
 
 // Plugin is a started policy plugin process. Its Policy value stays the

@@ -39,8 +39,8 @@ func RefConfig(kind string, r plannerrpc.Ref, self func() (string, error)) (Conf
 
 // Open returns the policy of kind a configuration names: a built-in in
 // process (closer nil), or a plugin started from a plugin: reference
-// (base gives its checksum, timeouts and logging; its Path and Args are
-// replaced). It is the one call a wiring point needs per extension point;
+// (base gives its checksum, timeouts, logging and the gridsub executable
+// for plugin:builtin:; its Path and Args are replaced). It is the one call a wiring point needs per extension point;
 // the value is a policy.Feasibility, Admission, Trust, Tiering or Remap by
 // kind, and the closer stops the plugin.
 func Open(ctx context.Context, kind, name string, base Config) (any, io.Closer, error) {
@@ -57,7 +57,11 @@ func Open(ctx context.Context, kind, name string, base Config) (any, io.Closer, 
 			return nil, nil, err
 		}
 	}
-	cfg, err := RefConfig(kind, r, nil)
+	var self func() (string, error)
+	if base.Gridsub != "" {
+		self = func() (string, error) { return base.Gridsub, nil }
+	}
+	cfg, err := RefConfig(kind, r, self)
 	if err != nil {
 		return nil, nil, err
 	}

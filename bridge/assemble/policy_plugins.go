@@ -1,0 +1,77 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// PolicyPlugins says how to start the policy plugins a PolicyNames names
+// with a plugin: reference (NAME | plugin:/path ARGS | plugin:builtin:NAME,
+// as broker.policy): one checksum per kind (plugin:builtin: needs none:
+// it is gridsub itself), and what every Config shares (timeouts, logger,
+// the gridsub executable).
+type PolicyPlugins struct {
+	SHA256 map[string]string // by kind: plugins.KindTrust, ...
+	Base   policyrpc.Config
+}
+
+// Open is build for names that may also be plugin references: each
+// extension point's built-in in process, or its plugin started out of
+// process (checksummed, AutoMTLS, restarted when it dies). The closer
+// stops every plugin started; on an error the ones already started are
+// stopped. (Written by the plugin seam's work: the config's validation and
+// Build call build today; switching them to Open lets broker.trust etc.
+// name plugins.)
+func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policies, io.Closer, error) {
+	var p bridge.Policies
+	var started closers
+	for _, x := range []struct {
+		kind, name string
+		set        func(any) bool
+	}{
+		{plugins.KindFeasibility, n.Feasibility, func(v any) (ok bool) { p.Feasibility, ok = v.(policy.Feasibility); return }},
+		{plugins.KindAdmission, n.Admission, func(v any) (ok bool) { p.Admission, ok = v.(policy.Admission); return }},
+		{plugins.KindTrust, n.Trust, func(v any) (ok bool) { p.Trust, ok = v.(policy.Trust); return }},
+		{plugins.KindTiering, n.Tiering, func(v any) (ok bool) { p.Tiering, ok = v.(policy.Tiering); return }},
+		{plugins.KindRemap, n.Remap, func(v any) (ok bool) { p.Remap, ok = v.(policy.Remap); return }},
+	} {
+		cfg := pp.Base
+		cfg.SHA256 = pp.SHA256[x.kind]
+		if cfg.LogName == "" {
+			cfg.LogName = x.kind
+		}
+		v, c, err := policyrpc.Open(ctx, x.kind, x.name, cfg)
+		if err != nil {
+			started.Close()
+			if errors.Is(err, plugins.ErrUnknownPlugin) {
+				err = fmt.Errorf("%w: %w", ErrConfig, err)
+			}
+			return bridge.Policies{}, nil, err
+		}
+		if c != nil {
+			started = append(started, c)
+		}
+		if !x.set(v) {
+			started.Close()
+			return bridge.Policies{}, nil, fmt.Errorf("%s policy %q: a %T is not one", x.kind, x.name, v)
+		}
+	}
+	return p, started, nil
+}
+
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
