@@ -47,7 +47,33 @@ type Config struct {
 	// Gridsub is the gridsub executable Open re-executes for a
 	// plugin:builtin:NAME reference ("": os.Executable).
 	Gridsub string
+	// Fallback is a policy of the same kind (a built-in) that answers from
+	// the moment the plugin fails for good (it died or hung, and a
+	// restart did not help: see MinRestartInterval) on. nil: the failure
+	// is returned, or the method's safe value.
+	Fallback any
+	// OnSwitch is told every restart after a failure and the switch to
+	// Fallback (a *SwitchError), for an event and a metric.
+	OnSwitch func(error)
 }
+
+// SwitchError reports what a Plugin did about a failure: it restarted the
+// process (Restarted), or from now on answers with its fallback (To).
+// Err is the failure.
+type SwitchError struct {
+	Kind, From, To string
+	Restarted      bool
+	Err            error
+}
+
+func (e *SwitchError) Error() string {
+	if e.Restarted {
+		return fmt.Sprintf("%s plugin %s failed and was restarted: %v", e.Kind, e.From, e.Err)
+	}
+	return fmt.Sprintf("%s plugin %s failed, %s decides from now on: %v", e.Kind, e.From, e.To, e.Err)
+}
+
+func (e *SwitchError) Unwrap() error { return e.Err }
 
 // Plugin is a started policy plugin process. Its Policy value stays the
 // same across Restart, and restarts the process itself when a call finds
@@ -66,6 +92,7 @@ type Plugin struct {
 	lastRestart time.Time
 	restarts    int
 	handle      any
+	down        bool // failed for good: the fallback answers
 }
 
 // Load starts the plugin executable cfg names, checks its handshake
@@ -93,6 +120,9 @@ func Load(ctx context.Context, kind string, cfg Config) (*Plugin, error) {
 	timeout := cfg.StartTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
+	}
+	if cfg.Fallback != nil && !isKind(kind, cfg.Fallback) {
+		return nil, fmt.Errorf("%s plugin %s: the fallback, a %T, is not a %s policy", kind, cfg.Path, cfg.Fallback, kind)
 	}
 	p := &Plugin{Kind: kind, SHA256: cfg.SHA256, cfg: cfg}
 	p.ccfg = func() *goplugin.ClientConfig {
@@ -177,19 +207,80 @@ func (p *Plugin) restartLocked() error {
 	return p.start()
 }
 
-// revive restarts the plugin after a call of generation gen found it gone,
-// unless another call did already or it was restarted less than
-// MinRestartInterval ago. It reports whether a retry may help.
-func (p *Plugin) revive(gen uint64) bool {
+// revive restarts the plugin after a call of generation gen found it
+// failed (gone, or hung: the process is killed first), unless another call
+// did already or it was restarted less than MinRestartInterval ago. It
+// reports whether a retry may help.
+func (p *Plugin) revive(gen uint64, cause error) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.gen != gen {
+		p.mu.Unlock()
 		return true // restarted meanwhile
 	}
-	if p.closed || time.Since(p.lastRestart) < MinRestartInterval {
+	if p.down || p.closed || time.Since(p.lastRestart) < MinRestartInterval {
+		p.mu.Unlock()
 		return false
 	}
-	return p.restartLocked() == nil
+	from := p.name()
+	ok := p.restartLocked() == nil
+	p.mu.Unlock()
+	if ok && p.cfg.OnSwitch != nil {
+		p.cfg.OnSwitch(&SwitchError{Kind: p.Kind, From: from, To: from, Restarted: true, Err: cause})
+	}
+	return ok
+}
+
+// fallen is the fallback once the plugin failed for good, else nil.
+func (p *Plugin) fallen() any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		return p.cfg.Fallback
+	}
+	return nil
+}
+
+// fallDown gives up on the plugin after cause when it has a fallback, and
+// returns the fallback (nil when it has none: the failure stands).
+func (p *Plugin) fallDown(cause error) any {
+	p.mu.Lock()
+	if p.cfg.Fallback == nil {
+		p.mu.Unlock()
+		return nil
+	}
+	first := !p.down
+	p.down = true
+	from := p.name()
+	if p.gp != nil {
+		p.gp.Kill()
+	}
+	p.mu.Unlock()
+	if first {
+		e := &SwitchError{Kind: p.Kind, From: from, To: p.cfg.Fallback.(interface{ Name() string }).Name(), Err: cause}
+		if p.cfg.Logger != nil {
+			p.cfg.Logger.Warn(e.Error(), "plugin", p.cfg.LogName)
+		}
+		if p.cfg.OnSwitch != nil {
+			p.cfg.OnSwitch(e)
+		}
+	}
+	return p.cfg.Fallback
+}
+
+// FallbackActive reports whether the plugin failed for good and its
+// fallback answers.
+func (p *Plugin) FallbackActive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.down
+}
+
+// name is the plugin's policy's name as its process gave it (p.mu held).
+func (p *Plugin) name() string {
+	if c, ok := p.cur.(interface{ Name() string }); ok {
+		return c.Name()
+	}
+	return p.cfg.Path
 }
 
 // Restarts is how many times the plugin was restarted.

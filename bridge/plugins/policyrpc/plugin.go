@@ -85,6 +85,24 @@ func register(s *grpc.Server, kind string, impl any, version string) error {
 	return nil
 }
 
+// isKind reports whether v is a policy of kind.
+func isKind(kind string, v any) bool {
+	var ok bool
+	switch kind {
+	case plugins.KindFeasibility:
+		_, ok = v.(policy.Feasibility)
+	case plugins.KindAdmission:
+		_, ok = v.(policy.Admission)
+	case plugins.KindTrust:
+		_, ok = v.(policy.Trust)
+	case plugins.KindTiering:
+		_, ok = v.(policy.Tiering)
+	case plugins.KindRemap:
+		_, ok = v.(policy.Remap)
+	}
+	return ok
+}
+
 // dispense builds the host's client of kind on cc.
 func dispense(done context.Context, kind string, cc *grpc.ClientConn, timeout time.Duration) (any, error) {
 	switch kind {

@@ -129,3 +129,74 @@ func TestRestartAfterKill(t *testing.T) {
 		t.Errorf("restarts %d", ap.Restarts())
 	}
 }
+
+// TestFallback: a plugin that fails for good — killed twice within
+// MinRestartInterval, or hung past the call timeout even after a restart
+// — is replaced by its fallback, which answers from then on; OnSwitch is
+// told the restart and the switch; an admission book continues on the
+// fallback's book rebuilt from its calls.
+func TestFallback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds a plugin")
+	}
+	bin, sum := testPolicy(t)
+	ctx := context.Background()
+	builtin := trust.Policy{Model: trust.DefaultModel()}
+	in := &policy.TrustInput{Sites: []policy.TrustNode{{Name: "A", Power: 4}, {Name: "B", Power: 2}},
+		Outcomes: map[policy.TrustKey]policy.Outcomes{{To: "A"}: {Completed: 3, Failed: 1}}}
+	want, _ := builtin.Scores(in)
+
+	var events []string
+	hp, err := Load(ctx, plugins.KindTrust, Config{Path: bin, Args: []string{"trust", "hang"}, SHA256: sum, CallTimeout: 300 * time.Millisecond,
+		Fallback: builtin, OnSwitch: func(err error) {
+			var se *SwitchError
+			if errors.As(err, &se) {
+				events = append(events, fmt.Sprintf("restarted=%v to=%s deadline=%v", se.Restarted, se.To, errors.Is(err, context.DeadlineExceeded)))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hp.Close()
+	got, err := hp.Policy().(policy.Trust).Scores(in)
+	if err != nil || !reflect.DeepEqual(got, want) || !hp.FallbackActive() {
+		t.Fatalf("a hung plugin: %v %v (fallback active %v)", got, err, hp.FallbackActive())
+	}
+	if fmt.Sprint(events) != "[restarted=true to=hang deadline=true restarted=false to=paper002 deadline=true]" {
+		t.Errorf("events %v", events)
+	}
+	if hp.Pid() != 0 {
+		t.Errorf("the hung plugin still runs (pid %d)", hp.Pid())
+	}
+
+	if _, err := Load(ctx, plugins.KindTrust, Config{Path: bin, Args: []string{"trust", "paper002"}, Fallback: reserve.DRRM{}}); err == nil {
+		t.Error("a fallback of another kind is accepted")
+	}
+
+	ap, err := Load(ctx, plugins.KindAdmission, Config{Path: bin, Args: []string{"admission", "drrm"}, SHA256: sum, Fallback: reserve.DRRM{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Close()
+	res := []policy.ResvResource{{Name: "a", Capacity: 2, Level: 1}, {Name: "b", Capacity: 1, Level: 2}}
+	local, remote := reserve.DRRM{}.NewBook(res, 1), ap.Policy().(policy.Admission).NewBook(res, 1)
+	t0 := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
+	for k := range 12 {
+		if k == 6 {
+			kill(t, ap) // restarted at the next call ...
+			remote.Reservations()
+			kill(t, ap) // ... and dead again at once: the fallback takes the book over
+		}
+		q := policy.ResvRequest{ID: fmt.Sprintf("q%d", k), ET: t0.Add(time.Duration(k) * 20 * time.Minute), Dur: time.Hour, Width: 1, Demand: 1 + k%2}
+		q.LT = q.ET.Add(2 * time.Hour)
+		if w, g := local.Admit(q, t0, nil), remote.Admit(q, t0, nil); !reflect.DeepEqual(w, g) {
+			t.Fatalf("step %d: Admit %v, want %v", k, g, w)
+		}
+		if w, g := local.Reservations(), remote.Reservations(); !reflect.DeepEqual(w, g) {
+			t.Fatalf("step %d: reservations %v, want %v", k, g, w)
+		}
+	}
+	if !ap.FallbackActive() || ap.Restarts() != 1 {
+		t.Errorf("fallback active %v, restarts %d", ap.FallbackActive(), ap.Restarts())
+	}
+}
