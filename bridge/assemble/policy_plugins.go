@@ -20,6 +20,10 @@ import (
 type PolicyPlugins struct {
 	SHA256 map[string]string // by kind: plugins.KindTrust, ...
 	Base   policyrpc.Config
+	// Fallback: a plugin that fails for good hands over to its kind's
+	// default built-in (policy/registry), as a planner plugin does to
+	// broker.fallback_policy.
+	Fallback bool
 }
 
 // Open is build for names that may also be plugin references: each
@@ -46,6 +50,14 @@ func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policie
 		cfg.SHA256 = pp.SHA256[x.kind]
 		if cfg.LogName == "" {
 			cfg.LogName = x.kind
+		}
+		if pp.Fallback {
+			fb, _, err := policyrpc.Open(ctx, x.kind, "", policyrpc.Config{})
+			if err != nil {
+				started.Close()
+				return bridge.Policies{}, nil, err
+			}
+			cfg.Fallback = fb
 		}
 		v, c, err := policyrpc.Open(ctx, x.kind, x.name, cfg)
 		if err != nil {

@@ -28,7 +28,7 @@ func TestPolicyNamesOpenPlugins(t *testing.T) {
 	b, _ := os.ReadFile(bin)
 	sum := sha256.Sum256(b)
 	n := PolicyNames{Admission: "srrm", Trust: "plugin:" + bin + " trust paper002"}
-	p, c, err := n.Open(context.Background(), PolicyPlugins{SHA256: map[string]string{plugins.KindTrust: hex.EncodeToString(sum[:])}})
+	p, c, err := n.Open(context.Background(), PolicyPlugins{SHA256: map[string]string{plugins.KindTrust: hex.EncodeToString(sum[:])}, Fallback: true})
 	if err != nil {
 		t.Fatal(err)
 	}
