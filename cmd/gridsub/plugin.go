@@ -90,10 +90,9 @@ hand it only says that it is a plugin and exits.`,
 		},
 	})
 	serve.AddCommand(&cobra.Command{
-		Use:     "planner NAME",
-		Aliases: []string{plugins.KindPlacement},
-		Short:   "Serve the built-in planner (placement policy) NAME",
-		Args:    cobra.ExactArgs(1),
+		Use:   "planner NAME",
+		Short: "Serve the built-in planner NAME",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			p, err := registry.ByName(args[0])
 			if err != nil {
@@ -103,7 +102,7 @@ hand it only says that it is a plugin and exits.`,
 			return nil
 		},
 	})
-	serve.AddCommand(servePolicyCmds()...)
+	addPolicyServeCmds(serve) // plugin_policy.go
 	c.AddCommand(serve)
 	return c
 }

@@ -46,6 +46,19 @@ func policyKinds() []policyKind {
 	return out
 }
 
+// addPolicyServeCmds adds `gridsub plugin serve KIND NAME` for the five
+// policy kinds beside placement to serve, and `placement` as another name
+// of its `planner`.
+func addPolicyServeCmds(serve *cobra.Command) {
+	for _, c := range serve.Commands() {
+		if c.Name() == "planner" {
+			c.Aliases = append(c.Aliases, plugins.KindPlacement)
+			c.Short += " (the placement policy; also: serve placement NAME)"
+		}
+	}
+	serve.AddCommand(servePolicyCmds()...)
+}
+
 // servePolicyCmds are `gridsub plugin serve KIND NAME` for the five
 // policy kinds beside placement (served by `serve planner`).
 func servePolicyCmds() []*cobra.Command {
