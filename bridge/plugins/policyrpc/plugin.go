@@ -3,6 +3,7 @@ package policyrpc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -140,8 +141,11 @@ func HostPlugins(callTimeout time.Duration) goplugin.PluginSet {
 // `gridsub plugin serve KIND NAME`. It fails at once when impl is not a
 // policy of kind.
 func Serve(kind string, impl any, version string) error {
-	if err := register(grpc.NewServer(), kind, impl, version); err != nil {
-		return err
+	if !slices.Contains(Kinds(), kind) {
+		return fmt.Errorf("policyrpc: unknown policy kind %q", kind)
+	}
+	if !isKind(kind, impl) {
+		return fmt.Errorf("policyrpc: a %T is not a %s policy", impl, kind)
 	}
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: plugins.Handshake,
