@@ -110,7 +110,11 @@ func (b *Broker) placeCopies(j *Job, d policy.Decision) (first, second []policy.
 	pj := b.policyJob(j)
 	in := &policy.CopyInput{Snapshot: &b.snap, Job: &pj, Decision: d}
 	if r := b.opts.Tiers.Reliability; r != nil {
-		in.Reliability = r
+		in.RC = make([]float64, len(b.snap.Sites))
+		for s := range in.RC {
+			parts := []policy.Part{{Site: s, Nodes: pj.Width}}
+			in.RC[s] = r.RC(b.snap.Sites[s].Name, b.snap.Runtime(&pj, parts)+b.snap.Transfer(&pj, parts))
+		}
 	}
 	return b.tiering().Copies(in)
 }

@@ -2,13 +2,14 @@ package bridge
 
 import (
 	"fmt"
+	"strings"
+
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/dependable"
 	"github.com/gridsub/gridsub/policy/feasible"
 	"github.com/gridsub/gridsub/policy/remap"
 	"github.com/gridsub/gridsub/policy/reserve"
 	"github.com/gridsub/gridsub/policy/trust"
-	"strings"
 )
 
 // Policies are the broker's extension points beside the planner

@@ -273,8 +273,9 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 	}
 	slices.SortStableFunc(rs, func(x, y *Job) int { return x.Resv.Earliest.Compare(y.Resv.Earliest) })
 	g := b.graph()
+	running := b.gridRunning(now)
 	for _, j := range rs {
-		st := g.Admit(b.resvRequest(j), now, b.gridRunning(now))
+		st := g.Admit(b.resvRequest(j), now, running)
 		ok, why := st.Code == policy.Success, strings.Join(st.Reasons, "; ")
 		if ok || j.State != Reserved || j.Resv.State != ResvAdmitted {
 			continue

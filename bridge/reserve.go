@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/reserve"
-	"strings"
 )
 
 // Advance reservations (SPEC.md §2, DRRM). A job that asks for a window is

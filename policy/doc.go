@@ -21,7 +21,7 @@
 //	admission    Admission → ReservationBook     drrm, srrm, srrm-random (policy/reserve)
 //	trust        Trust                           paper002 (policy/trust)
 //	tiering      Tiering                         dgjs (policy/dependable)
-//	remap        Remap                           gain (policy/remap)
+//	remap        Remap                           gain, benefit (policy/remap)
 //
 // Planner places the queued jobs each cycle. Feasibility says whether a
 // request could ever run on the sites, at submission and while it waits

@@ -23,20 +23,18 @@ type TierDemand struct {
 	Lambda   float64       // the configured λ; 0 = the policy's default
 }
 
-// Reliability is an availability model's reliability cost: (1 − r)·ct of
-// running for ct at a site; lower is better. Deterministic for the same
-// observations.
-type Reliability interface {
-	RC(site string, ct time.Duration) float64
-}
-
 // CopyInput is what a copy plan reads: the cycle's snapshot, the job, the
-// planner's decision for it, and the reliability model (nil: none).
+// planner's decision for it, and the reliability costs of the sites.
 type CopyInput struct {
-	Snapshot    *Snapshot
-	Job         *Job
-	Decision    Decision
-	Reliability Reliability
+	Snapshot *Snapshot
+	Job      *Job
+	Decision Decision
+	// RC[i] is the reliability cost, (1 − r)·ct (lower is better), of
+	// running the whole job on Snapshot.Sites[i] for ct = its predicted run
+	// plus transfer there (Snapshot.Runtime + Transfer of the one part
+	// {i, Job.Width}), as the availability model predicts it now; nil when
+	// no model is set.
+	RC []float64
 }
 
 // BackupInput is what the backup rule of a low-tier job reads.

@@ -95,8 +95,8 @@ func (Tiering) Copies(in *policy.CopyInput) (first, second []policy.Part) {
 		}
 		parts := []policy.Part{{Site: i, Nodes: pj.Width}}
 		c := cand{s: i, room: si.Free >= pj.Width, end: s.Runtime(pj, parts) + s.Transfer(pj, parts)}
-		if in.Reliability != nil {
-			c.rc = in.Reliability.RC(si.Name, c.end)
+		if in.RC != nil {
+			c.rc = in.RC[i]
 		}
 		cs = append(cs, c)
 	}
@@ -115,7 +115,7 @@ func (Tiering) Copies(in *policy.CopyInput) (first, second []policy.Part) {
 		}
 		return int(x.end - y.end)
 	})
-	if in.Reliability != nil && len(first) == 1 && len(cs) >= 2 && cs[0].room && cs[1].room {
+	if in.RC != nil && len(first) == 1 && len(cs) >= 2 && cs[0].room && cs[1].room {
 		return []policy.Part{{Site: cs[0].s, Nodes: pj.Width}}, []policy.Part{{Site: cs[1].s, Nodes: pj.Width}}
 	}
 	for _, c := range cs {

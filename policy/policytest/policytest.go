@@ -269,10 +269,14 @@ func Tiering(t *testing.T, tr policy.Tiering) {
 	}
 	job := policy.Job{ID: "j", Width: 2, Estimate: time.Hour, Submit: t0, Origin: -1, Deadline: t0.Add(5 * time.Hour)}
 	dec := policy.Decision{Job: "j", Action: policy.Start, Chosen: policy.Option{Parts: []policy.Part{{Site: 0, Nodes: 2}}, Start: t0, Runtime: time.Hour}}
-	for _, allowed := range [][]int{nil, {0, 2}} {
+	for _, tc := range []struct {
+		allowed []int
+		rc      []float64
+	}{{nil, nil}, {[]int{0, 2}, nil}, {nil, []float64{5, 1, 0}}, {[]int{0, 2}, []float64{5, 1, 0}}} {
+		allowed := tc.allowed
 		j := job
 		j.Allowed = allowed
-		in := &policy.CopyInput{Snapshot: s, Job: &j, Decision: dec}
+		in := &policy.CopyInput{Snapshot: s, Job: &j, Decision: dec, RC: tc.rc}
 		f1, c1 := tr.Copies(in)
 		f2, c2 := tr.Copies(in)
 		same(t, "Copies", [2][]policy.Part{f1, c1}, [2][]policy.Part{f2, c2})

@@ -5,11 +5,11 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/policy/trust"
-	"time"
 )
 
 // Bounds of the numeric fields: beyond them a value is a typo, and the

@@ -192,11 +192,12 @@ func BenchmarkSeam(b *testing.B) {
 		})
 	})
 	b.Run("tiering-rc", func(b *testing.B) {
-		// Copies asking the host's reliability model: one RC round trip
-		// per candidate site on the Copies stream.
+		// Copies with the sites' reliability costs.
 		in := &policy.CopyInput{Snapshot: s, Job: &s.Queue[3], Decision: policy.Decision{Job: s.Queue[3].ID, Action: policy.Start,
-			Chosen: policy.Option{Parts: []policy.Part{{Site: 2, Nodes: s.Queue[3].Width}}}},
-			Reliability: rcFunc(func(site string, ct time.Duration) float64 { return float64(len(site)) * ct.Hours() })}
+			Chosen: policy.Option{Parts: []policy.Part{{Site: 2, Nodes: s.Queue[3].Width}}}}}
+		for i := range s.Sites {
+			in.RC = append(in.RC, float64(i%4)/10)
+		}
 		eachPath(b, plugins.KindTiering, dependable.TieringName, dependable.Tiering{}, func(b *testing.B, x any) {
 			t := x.(policy.Tiering)
 			for b.Loop() {

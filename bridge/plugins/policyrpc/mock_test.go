@@ -32,7 +32,7 @@ type mockRemap struct {
 	moves func(*policy.RemapInput) ([]policy.Move, error)
 }
 
-func (mockRemap) Name() string { return "mock-remap" }
+func (mockRemap) Name() string                                         { return "mock-remap" }
 func (m mockRemap) Moves(in *policy.RemapInput) ([]policy.Move, error) { return m.moves(in) }
 
 type mockTiering struct {
@@ -46,7 +46,7 @@ func (m mockTiering) Tier(d *policy.TierDemand, s []policy.Site) (policy.Tier, s
 	return m.tier(d, s)
 }
 func (m mockTiering) Copies(in *policy.CopyInput) ([]policy.Part, []policy.Part) { return m.copies(in) }
-func (m mockTiering) Backup(in *policy.BackupInput) policy.Backup              { return m.backup(in) }
+func (m mockTiering) Backup(in *policy.BackupInput) policy.Backup                { return m.backup(in) }
 
 type mockFeasibility struct {
 	feasible func(*policy.Demand, *policy.Snapshot) (policy.Verdict, error)
@@ -57,9 +57,6 @@ func (mockFeasibility) Name() string { return "mock-feasibility" }
 func (m mockFeasibility) Feasible(d *policy.Demand, s *policy.Snapshot) (policy.Verdict, error) {
 	return m.feasible(d, s)
 }
-func (m mockFeasibility) Late(d *policy.Demand, s *policy.Snapshot) (string, error) { return m.late(d, s) }
-
-// rcFunc is a policy.Reliability.
-type rcFunc func(string, time.Duration) float64
-
-func (f rcFunc) RC(site string, ct time.Duration) float64 { return f(site, ct) }
+func (m mockFeasibility) Late(d *policy.Demand, s *policy.Snapshot) (string, error) {
+	return m.late(d, s)
+}

@@ -2,7 +2,6 @@ package policyrpc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -72,9 +71,9 @@ func (c *TieringClient) tier(d *policy.TierDemand, sites []policy.Site) (policy.
 	return t, rep.GetWhy(), nil
 }
 
-// Copies implements policy.Tiering: one Copies stream, on which the plugin
-// asks in.Reliability (when set) and the host answers. A failed call gives
-// the planner's choice as the first copy and no second (nil, nil when the
+// Copies implements policy.Tiering: one Copies RPC (the sites'
+// reliability costs travel as data, in.RC). A failed call gives the
+// planner's choice as the first copy and no second (nil, nil when the
 // decision has no parts).
 func (c *TieringClient) Copies(in *policy.CopyInput) (first, second []policy.Part) {
 	first, second, err := c.copies(in)
@@ -93,40 +92,13 @@ func (c *TieringClient) copies(in *policy.CopyInput) (first, second []policy.Par
 }
 
 func (c *TieringClient) copiesCall(in *policy.CopyInput) (first, second []policy.Part, err error) {
-	up := &pb.CopyInput{Snapshot: snapToProto(in.Snapshot), Job: jobToProto(in.Job),
-		Decision: plannerrpc.PlanToProto(&policy.Plan{Decisions: []policy.Decision{in.Decision}}), Reliability: in.Reliability != nil}
+	req := &pb.CopyInput{Snapshot: snapToProto(in.Snapshot), Job: jobToProto(in.Job),
+		Decision: plannerrpc.PlanToProto(&policy.Plan{Decisions: []policy.Decision{in.Decision}}), RcSet: in.RC != nil, Rc: in.RC}
 	var res *pb.CopiesResult
-	err = c.call("Copies", func(ctx context.Context) error {
-		st, err := c.rpc.Copies(ctx)
-		if err != nil {
-			return err
-		}
-		if err := st.Send(&pb.CopiesUp{Msg: &pb.CopiesUp_Input{Input: up}}); err != nil {
-			return err
-		}
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				return err
-			}
-			switch x := m.GetMsg().(type) {
-			case *pb.CopiesDown_Rc:
-				if in.Reliability == nil {
-					return errors.New("the plugin asked a reliability model the host does not have")
-				}
-				rc := in.Reliability.RC(x.Rc.GetSite(), time.Duration(x.Rc.GetCtNs()))
-				if err := st.Send(&pb.CopiesUp{Msg: &pb.CopiesUp_Rc{Rc: rc}}); err != nil {
-					return err
-				}
-			case *pb.CopiesDown_Result:
-				res = x.Result
-				return st.CloseSend()
-			default:
-				return errors.New("an empty message on the Copies stream")
-			}
-		}
-	})
-	if err != nil {
+	if err = c.call("Copies", func(ctx context.Context) (err error) {
+		res, err = c.rpc.Copies(ctx, req)
+		return err
+	}); err != nil {
 		return nil, nil, err
 	}
 	if err := c.remote("Copies", res.GetError()); err != nil {
@@ -195,67 +167,31 @@ func (s *tieringServer) Tier(_ context.Context, req *pb.TierRequest) (*pb.TierRe
 	return &pb.TierReply{Tier: string(t), Why: why}, nil
 }
 
-// streamRC is the plugin's side of the host's reliability model: each RC
-// is a question on the Copies stream and its answer.
-type streamRC struct {
-	st  pb.Tiering_CopiesServer
-	err error // the first failure; later RCs answer 0 without asking
-}
-
-func (r *streamRC) RC(site string, ct time.Duration) float64 {
-	if r.err != nil {
-		return 0
-	}
-	if r.err = r.st.Send(&pb.CopiesDown{Msg: &pb.CopiesDown_Rc{Rc: &pb.RCQuestion{Site: site, CtNs: int64(ct)}}}); r.err != nil {
-		return 0
-	}
-	m, err := r.st.Recv()
-	if err != nil {
-		r.err = err
-		return 0
-	}
-	x, ok := m.GetMsg().(*pb.CopiesUp_Rc)
-	if !ok {
-		r.err = invalid(errors.New("the host sent something other than an RC answer"))
-		return 0
-	}
-	return x.Rc
-}
-
-func (s *tieringServer) Copies(st pb.Tiering_CopiesServer) error {
-	m, err := st.Recv()
-	if err != nil {
-		return err
-	}
-	up := m.GetInput()
-	if up == nil {
-		return invalid(errors.New("the Copies stream did not start with its input"))
-	}
+func (s *tieringServer) Copies(_ context.Context, req *pb.CopyInput) (*pb.CopiesResult, error) {
 	in := &policy.CopyInput{}
-	if in.Snapshot, err = snapFromProto(up.GetSnapshot()); err != nil {
-		return invalid(fmt.Errorf("snapshot: %w", err))
+	var err error
+	if in.Snapshot, err = snapFromProto(req.GetSnapshot()); err != nil {
+		return nil, invalid(fmt.Errorf("snapshot: %w", err))
 	}
-	if in.Job, err = jobFromProto(up.GetJob()); err != nil {
-		return invalid(fmt.Errorf("job: %w", err))
+	if in.Job, err = jobFromProto(req.GetJob()); err != nil {
+		return nil, invalid(fmt.Errorf("job: %w", err))
 	}
-	plan, err := plannerrpc.PlanFromProto(up.GetDecision())
+	plan, err := plannerrpc.PlanFromProto(req.GetDecision())
 	if err != nil {
-		return invalid(fmt.Errorf("decision: %w", err))
+		return nil, invalid(fmt.Errorf("decision: %w", err))
 	}
 	if len(plan.Decisions) != 1 {
-		return invalid(fmt.Errorf("%d decisions where one was expected", len(plan.Decisions)))
+		return nil, invalid(fmt.Errorf("%d decisions where one was expected", len(plan.Decisions)))
 	}
 	in.Decision = plan.Decisions[0]
-	var rc *streamRC
-	if up.GetReliability() {
-		rc = &streamRC{st: st}
-		in.Reliability = rc
+	if req.GetRcSet() {
+		in.RC = req.GetRc()
+		if in.RC == nil {
+			in.RC = []float64{}
+		}
 	}
 	first, second := s.impl.Copies(in)
-	if rc != nil && rc.err != nil {
-		return rc.err // the answers were lost: the copies were chosen on zeros
-	}
-	return st.Send(&pb.CopiesDown{Msg: &pb.CopiesDown_Result{Result: &pb.CopiesResult{First: partsToProto(first), Second: partsToProto(second)}}})
+	return &pb.CopiesResult{First: partsToProto(first), Second: partsToProto(second)}, nil
 }
 
 func (s *tieringServer) Backup(_ context.Context, req *pb.BackupRequest) (*pb.BackupReply, error) {
