@@ -55,6 +55,16 @@ func feasibilityView(s *policy.Snapshot) *policy.Snapshot {
 // Feasible implements policy.Feasibility: one Feasible RPC carrying the
 // demand and the part of s the contract lets it read (feasibilityView).
 func (c *FeasibilityClient) Feasible(d *policy.Demand, s *policy.Snapshot) (policy.Verdict, error) {
+	v, err := c.feasible(d, s)
+	if err != nil {
+		// Never the zero Verdict, whose code is Success: a caller that
+		// looked at the verdict first would accept the request.
+		return policy.Verdict{Status: policy.NewStatus(policy.Error, c.name, err.Error())}, err
+	}
+	return v, nil
+}
+
+func (c *FeasibilityClient) feasible(d *policy.Demand, s *policy.Snapshot) (policy.Verdict, error) {
 	req := &pb.FeasibilityRequest{Demand: demandToProto(d), Snapshot: snapToProto(feasibilityView(s))}
 	var rep *pb.FeasibleReply
 	if err := c.call("Feasible", func(ctx context.Context) (err error) {
