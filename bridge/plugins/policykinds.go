@@ -16,8 +16,8 @@ const (
 // before the other kinds.
 const KindPlacement = "placement"
 
-// PolicyKinds are the six policy extension points, in the order `gridsub
+// ExtensionPoints are the six policy extension points, in the order `gridsub
 // plugins` lists them.
-func PolicyKinds() []string {
+func ExtensionPoints() []string {
 	return []string{KindPlacement, KindFeasibility, KindAdmission, KindTrust, KindTiering, KindRemap}
 }

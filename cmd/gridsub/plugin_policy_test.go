@@ -33,8 +33,8 @@ func TestPluginsListsPolicyKinds(t *testing.T) {
 	for _, r := range rows {
 		kinds = append(kinds, r.Kind)
 	}
-	if strings.Join(kinds, " ") != strings.Join(plugins.PolicyKinds(), " ") || len(kinds) != 6 {
-		t.Errorf("kinds %v, want %v", kinds, plugins.PolicyKinds())
+	if strings.Join(kinds, " ") != strings.Join(plugins.ExtensionPoints(), " ") || len(kinds) != 6 {
+		t.Errorf("kinds %v, want %v", kinds, plugins.ExtensionPoints())
 	}
 	code, out, _ = cli("plugins", "--builtins")
 	for _, want := range []string{"placement", "greedy-easy", "feasibility", "capacity", "admission", "drrm", "trust", "paper002", "tiering", "remap", "gridsub plugin serve trust NAME"} {
