@@ -10,7 +10,6 @@
 //	    ReservationBook  ──   book (by id)                (books by id)  ──   ReservationBook
 //	  policy.Trust       ── TrustClient       ══gRPC══ trustServer       ── policy.Trust
 //	  policy.Tiering     ── TieringClient     ══gRPC══ tieringServer     ── policy.Tiering
-//	    Reliability      ◀─── RC questions on the Copies stream ─────────── (the plugin asks)
 //	  policy.Remap       ── RemapClient       ══gRPC══ remapServer       ── policy.Remap
 //
 // Each kind's file holds its client and server shims side by side and its
@@ -37,5 +36,9 @@
 // Serve serves a policy from a plugin's main or from `gridsub plugin serve
 // KIND NAME`; Load starts a plugin executable (checksum verified before it
 // starts, AutoMTLS, gRPC only, a start timeout, none of gridsub's
-// environment) and dispenses its policy.
+// environment) and dispenses its policy as a value that survives the
+// process (handle.go): a call that finds it dead or hung restarts it and
+// is made again, an admission book is rebuilt from its calls, and a plugin
+// that keeps failing hands over to Config.Fallback. Open resolves a
+// configured name (a built-in, plugin:/path, plugin:builtin:NAME).
 package policyrpc
