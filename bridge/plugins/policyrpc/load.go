@@ -342,3 +342,31 @@ func execCommand(cfg Config) *exec.Cmd {
 	plugins.DieWithHost(cmd)
 	return cmd
 }
+
+// Listing describes the plugin as `gridsub plugins` lists it: name is what
+// it serves (the configuration key), mode plugins.ModeIsolated for a
+// built-in re-executed by gridsub, else plugins.ModeExternal.
+func (p *Plugin) Listing(name, mode string) plugins.Listing {
+	p.mu.Lock()
+	l := plugins.Listing{Name: name, Kind: p.Kind, Mode: mode, Impl: p.cfg.Path, SHA256: p.SHA256, Restarts: p.restarts, Health: "ok"}
+	if c, ok := p.cur.(interface{ Version() string }); ok {
+		l.Version = c.Version()
+	}
+	if fb, ok := p.cfg.Fallback.(interface{ Name() string }); ok {
+		l.Fallback = fb.Name()
+	}
+	down, closed, gp := p.down, p.closed, p.gp
+	p.mu.Unlock()
+	switch {
+	case down:
+		l.Health, l.FallbackActive, l.Reason = "down", true, "failed for good; the fallback "+l.Fallback+" decides"
+	case closed || gp == nil || gp.Exited():
+		l.Health, l.Reason = "down", "the plugin process is not running (the next call restarts it)"
+	default:
+		l.Pid = p.Pid()
+	}
+	if mode == plugins.ModeIsolated && len(p.cfg.Args) == 4 {
+		l.Impl = p.cfg.Args[3] // plugin serve KIND NAME
+	}
+	return l
+}

@@ -200,3 +200,23 @@ func TestFallback(t *testing.T) {
 		t.Errorf("fallback active %v, restarts %d", ap.FallbackActive(), ap.Restarts())
 	}
 }
+
+func TestListing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds a plugin")
+	}
+	bin, sum := testPolicy(t)
+	p, err := Load(context.Background(), plugins.KindRemap, Config{Path: bin, Args: []string{"remap", "gain"}, SHA256: sum, Fallback: mockRemap{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	l := p.Listing("broker.remap.policy", plugins.ModeExternal)
+	if l.Kind != "remap" || l.Impl != bin || l.Version != "test" || l.SHA256 != sum || l.Pid <= 0 || l.Health != "ok" || l.Fallback != "mock-remap" {
+		t.Errorf("listing %+v", l)
+	}
+	kill(t, p)
+	if l := p.Listing("x", plugins.ModeExternal); l.Health != "down" || l.Pid != 0 {
+		t.Errorf("after a kill: %+v", l)
+	}
+}
