@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/plugins"
@@ -29,13 +30,14 @@ type PolicyPlugins struct {
 // Open is build for names that may also be plugin references: each
 // extension point's built-in in process, or its plugin started out of
 // process (checksummed, AutoMTLS, restarted when it dies). The closer
-// stops every plugin started; on an error the ones already started are
-// stopped. (Written by the plugin seam's work: the config's validation and
+// stops every plugin started (it is a *PolicyPluginSet, whose Listings
+// are their rows for `gridsub plugins`); on an error the ones already
+// started are stopped. (Written by the plugin seam's work: the config's validation and
 // Build call build today; switching them to Open lets broker.trust etc.
 // name plugins.)
 func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policies, io.Closer, error) {
 	var p bridge.Policies
-	var started closers
+	started := &PolicyPluginSet{}
 	for _, x := range []struct {
 		kind, name string
 		set        func(any) bool
@@ -60,6 +62,9 @@ func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policie
 			cfg.Fallback = fb
 		}
 		v, c, err := policyrpc.Open(ctx, x.kind, x.name, cfg)
+		if c != nil {
+			started.names = append(started.names, x.name)
+		}
 		if err != nil {
 			started.Close()
 			if errors.Is(err, plugins.ErrUnknownPlugin) {
@@ -68,7 +73,7 @@ func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policie
 			return bridge.Policies{}, nil, err
 		}
 		if c != nil {
-			started = append(started, c)
+			started.plugins = append(started.plugins, c.(*policyrpc.Plugin))
 		}
 		if !x.set(v) {
 			started.Close()
@@ -78,12 +83,30 @@ func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policie
 	return p, started, nil
 }
 
-type closers []io.Closer
+// PolicyPluginSet is the policy plugins PolicyNames.Open started.
+type PolicyPluginSet struct {
+	plugins []*policyrpc.Plugin
+	names   []string // the references they were started from
+}
 
-func (cs closers) Close() error {
+// Close stops them.
+func (s *PolicyPluginSet) Close() error {
 	var errs []error
-	for _, c := range cs {
-		errs = append(errs, c.Close())
+	for _, p := range s.plugins {
+		errs = append(errs, p.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// Listings are their rows for `gridsub plugins`, named by kind.
+func (s *PolicyPluginSet) Listings() []plugins.Listing {
+	var out []plugins.Listing
+	for i, p := range s.plugins {
+		mode := plugins.ModeExternal
+		if strings.HasPrefix(s.names[i], "plugin:builtin:") {
+			mode = plugins.ModeIsolated
+		}
+		out = append(out, p.Listing(p.Kind, mode))
+	}
+	return out
 }

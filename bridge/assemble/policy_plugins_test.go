@@ -40,6 +40,9 @@ func TestPolicyNamesOpenPlugins(t *testing.T) {
 	if !ok || p.Trust.Name() != "paper002" || h.Plugin().Pid() <= 0 {
 		t.Errorf("trust: a %T named %q", p.Trust, p.Trust.Name())
 	}
+	if ls := c.(*PolicyPluginSet).Listings(); len(ls) != 1 || ls[0].Kind != "trust" || ls[0].Mode != plugins.ModeExternal || ls[0].Pid <= 0 || ls[0].Fallback != "paper002" {
+		t.Errorf("listings %+v", ls)
+	}
 	if _, _, err := (PolicyNames{Remap: "nope"}).Open(context.Background(), PolicyPlugins{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("a bad name: %v", err)
 	}
