@@ -33,15 +33,21 @@ func workload(n int) []replay.Job {
 	return jobs
 }
 
-// counting counts the Scores calls a replay makes of its trust policy.
+// counting counts the Scores and Decay calls a replay makes of its trust
+// policy.
 type counting struct {
 	policy.Trust
-	n *int
+	n, decays *int
 }
 
 func (c counting) Scores(in *policy.TrustInput) (map[string]float64, error) {
 	*c.n++
 	return c.Trust.Scores(in)
+}
+
+func (c counting) Decay(o policy.Outcomes, elapsed, halfLife time.Duration) policy.Outcomes {
+	*c.decays++
+	return c.Trust.Decay(o, elapsed, halfLife)
 }
 
 // TestReplayThroughPlugin: a trace replay whose sites' trust is learned by
@@ -71,10 +77,10 @@ func TestReplayThroughPlugin(t *testing.T) {
 		name string
 		tp   policy.Trust
 	}{{"in process", New()}, {"plugin", remote}, {"no trust", nil}} {
-		calls := 0
+		calls, decays := 0, 0
 		setup.Trust = nil
 		if c.tp != nil {
-			setup.Trust = counting{c.tp, &calls}
+			setup.Trust = counting{c.tp, &calls, &decays}
 		}
 		t0 := time.Now()
 		res, err := replay.Run(context.Background(), setup, jobs, nil)
@@ -85,7 +91,7 @@ func TestReplayThroughPlugin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%-10s %d cycles, %d failed, %d trust computations, %s", c.name, res.Cycles, res.Failed, calls, time.Since(t0).Round(time.Millisecond))
+		t.Logf("%-10s %d cycles, %d failed, %d Scores and %d Decay calls, %s", c.name, res.Cycles, res.Failed, calls, decays, time.Since(t0).Round(time.Millisecond))
 		switch {
 		case want == "":
 			want = string(b)
