@@ -57,10 +57,12 @@ type Backup struct {
 // copies go, and when a backup starts.
 //
 // Contract: pure and deterministic; must not modify its inputs. Tier
-// always answers (a tier and why). Copies returns the first copy's parts
-// and the second's (nil: no other placement holds the job). The sites of
-// s.Sites are those of the snapshot; Copies must not pick a Down site or
-// one the job may not use.
+// always answers, with why; it sees the configured sites (Name and H: at
+// submission nothing else is known). Copies returns the first copy's parts
+// (the planner's choice, or a better one) and the second's, nil when no
+// other placement holds the job; the second copy never uses a Down site,
+// a site the job may not use (Job.Allowed), or a site of the first. Backup
+// is Passive or has a Due time, and says why.
 type Tiering interface {
 	Name() string
 	Tier(d *TierDemand, sites []Site) (Tier, string)

@@ -290,6 +290,9 @@ func Tiering(t *testing.T, tr policy.Tiering) {
 			}
 		}
 		for _, p := range c1 {
+			if slices.ContainsFunc(f1, func(q policy.Part) bool { return q.Site == p.Site }) {
+				t.Fatalf("second copy %+v shares a site with the first %+v", c1, f1)
+			}
 			if s.Sites[p.Site].Down || (allowed != nil && !slices.Contains(allowed, p.Site)) {
 				t.Fatalf("second copy on %s (down %v, allowed %v)", s.Sites[p.Site].Name, s.Sites[p.Site].Down, allowed)
 			}
