@@ -45,9 +45,10 @@ func (c *TieringClient) Tier(d *policy.TierDemand, sites []policy.Site) (policy.
 
 // tier is Tier with its failure (TierNone and why then).
 func (c *TieringClient) tier(d *policy.TierDemand, sites []policy.Site) (policy.Tier, string, error) {
+	// The contract: Tier sees the configured sites' Name and H, nothing else.
 	req := &pb.TierRequest{Demand: tierDemandToProto(d)}
-	for i := range sites {
-		req.Sites = append(req.Sites, plannerrpc.SiteToProto(&sites[i]))
+	for _, st := range sites {
+		req.Sites = append(req.Sites, &pb.PlannerSite{Name: st.Name, H: st.H})
 	}
 	var rep *pb.TierReply
 	err := c.call("Tier", func(ctx context.Context) (err error) {
