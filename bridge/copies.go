@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -35,17 +34,19 @@ import (
 // is a write-ahead intent in the store (a component with its Tag and no
 // RemoteID) before any site hears of it; Recover looks intents up by tag.
 
-// tierState is the broker's bookkeeping for copies. b.mu guards it.
-type tierState struct {
-	pending   []string       // jobs with a recorded copy intent to submit (submitCopies)
-	due       []string       // jobs with an active backup held until its latest start (dueBackups)
-	downSince []time.Time    // per site: start of the current run of failed status calls
-	lostAt    []time.Time    // per site: the last cycle a loss was reported (losses.go)
-	orphans   []cancelReq    // cancels of copies at sites that did not answer; retried (retryOrphans)
-	orphanTry time.Time      // when they were last tried
-	bgBusy    bool           // a background retry runs
-	bg        sync.WaitGroup // background retries (tests wait for them)
-	buf       []policy.Job   // tierOrder's reordered queue
+// copies runs the QoS-tier copies of jobs (see the top of this file):
+// their placement, intents, submission, tracking and recovery. Its own
+// bookkeeping is guarded by the ledger's lock.
+type copies struct {
+	part
+	*duties                     // the cancel stage: losing and failed copies
+	*submitter                  // the submit stage, and the inputs that lie at a site
+	*tracker                    // how a job ends (finish) or is retried (retryAfter)
+	snap       *policy.Snapshot // the cycle's snapshot
+
+	toSubmit []string     // jobs with a recorded copy intent to submit (submitCopies)
+	due      []string     // jobs with an active backup held until its latest start (dueBackups)
+	buf      []policy.Job // tierOrder's reordered queue
 }
 
 // Roles of copy components.
@@ -64,39 +65,24 @@ func CopyTag(id string, attempt, k int) string {
 }
 
 // copiesFor reports whether a job about to be dispatched runs as copies.
-func (b *Broker) copiesFor(j *Job) bool {
-	return b.opts.Tiers != nil && j.Resv == nil && (j.Tier == TierHigh || j.Tier == TierLow)
+func (cp *copies) copiesFor(j *Job) bool {
+	return cp.opts.Tiers != nil && j.Resv == nil && (j.Tier == TierHigh || j.Tier == TierLow)
 }
 
 // hasCopies reports whether a live job's components are tier copies.
-func (b *Broker) hasCopies(j *Job) bool {
+func hasCopies(j *Job) bool {
 	return slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Role != "" })
 }
 
 // retries reports whether a failure of any kind (not only a lost job) is
 // retried: the none tier's rule.
-func (b *Broker) retries(j *Job) bool { return b.opts.Tiers != nil && j.Tier == TierNone }
+func (cp *copies) retries(j *Job) bool { return cp.opts.Tiers != nil && j.Tier == TierNone }
 
-// avoid records that an attempt failed at site. b.mu held.
-func (b *Broker) avoid(j *Job, site string) {
-	if b.opts.Tiers != nil && !slices.Contains(j.Avoid, site) {
+// avoid records that an attempt failed at site. The ledger's lock held.
+func (cp *copies) avoid(j *Job, site string) {
+	if cp.opts.Tiers != nil && !slices.Contains(j.Avoid, site) {
 		j.Avoid = append(j.Avoid, site)
 	}
-}
-
-// avoiding narrows a job's allowed sites (nil: all) by Job.Avoid, unless
-// that would leave none. b.mu held.
-func (b *Broker) avoiding(j *Job, allowed []int) []int {
-	var out []int
-	for s := range b.sites {
-		if (allowed == nil || slices.Contains(allowed, s)) && !slices.Contains(j.Avoid, b.sites[s].Name) {
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
-		return allowed
-	}
-	return out
 }
 
 // placeCopies chooses the copies' placements: copy 0 is the planner's
@@ -105,36 +91,36 @@ func (b *Broker) avoiding(j *Job, allowed []int) []int {
 // the whole job: one with the nodes free now first, then least RC when a
 // model is set, then earliest predicted end, then configuration order
 // (deterministic); else a disjoint placement the planner beat. nil second:
-// no other placement can hold the job. b.mu held, inside a cycle.
-func (b *Broker) placeCopies(j *Job, d policy.Decision) (first, second []policy.Part) {
-	pj := b.policyJob(j)
-	in := &policy.CopyInput{Snapshot: &b.snap, Job: &pj, Decision: d}
-	if r := b.opts.Tiers.Reliability; r != nil {
-		in.RC = make([]float64, len(b.snap.Sites))
+// no other placement can hold the job. The ledger's lock held, inside a cycle.
+func (cp *copies) placeCopies(j *Job, d policy.Decision) (first, second []policy.Part) {
+	pj := cp.policyJob(j)
+	in := &policy.CopyInput{Snapshot: cp.snap, Job: &pj, Decision: d}
+	if r := cp.opts.Tiers.Reliability; r != nil {
+		in.RC = make([]float64, len(cp.snap.Sites))
 		for s := range in.RC {
 			parts := []policy.Part{{Site: s, Nodes: pj.Width}}
-			in.RC[s] = r.RC(b.snap.Sites[s].Name, b.snap.Runtime(&pj, parts)+b.snap.Transfer(&pj, parts))
+			in.RC[s] = r.RC(cp.snap.Sites[s].Name, cp.snap.Runtime(&pj, parts)+cp.snap.Transfer(&pj, parts))
 		}
 	}
-	return b.tiering().Copies(in)
+	return cp.opts.tiering().Copies(in)
 }
 
 // backupMode decides whether a low job's backup is active or passive
 // (submitted only if the primary fails), and says why. An active backup
 // is submitted as late as the rule allows: at due, its latest start (now
-// when that has passed). b.mu held, inside a cycle.
-func (b *Broker) backupMode(j *Job, now time.Time, primary policy.Option, backup []policy.Part) (passive bool, due time.Time, why string) {
-	pj := b.policyJob(j)
-	bk := b.tiering().Backup(&policy.BackupInput{Snapshot: &b.snap, Job: &pj, Now: now, Primary: primary, Backup: backup})
+// when that has passed). The ledger's lock held, inside a cycle.
+func (cp *copies) backupMode(j *Job, now time.Time, primary policy.Option, backup []policy.Part) (passive bool, due time.Time, why string) {
+	pj := cp.policyJob(j)
+	bk := cp.opts.tiering().Backup(&policy.BackupInput{Snapshot: cp.snap, Job: &pj, Now: now, Primary: primary, Backup: backup})
 	return bk.Passive, bk.Due, bk.Why
 }
 
 // dispatchCopies starts a high or low job: it records every copy as a
-// write-ahead intent, then submits the copies that start now. b.mu held on
+// write-ahead intent, then submits the copies that start now. The ledger's lock held on
 // entry, released on return.
-func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d policy.Decision, rep *CycleReport) {
-	names := b.names
-	first, second := b.placeCopies(j, d)
+func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d policy.Decision, rep *CycleReport) {
+	names := cp.names
+	first, second := cp.placeCopies(j, d)
 	j.Attempts++
 	j.Predicted, j.Beaten, j.SiteNames = d.Chosen, d.Beaten, names
 	roleA, roleB := RoleReplica, RoleReplica
@@ -152,10 +138,10 @@ func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d po
 		msg = fmt.Sprintf("attempt %d: %s copy at %s; no other site can hold the job, so it runs without a second copy",
 			j.Attempts, roleA, partsString(names, first))
 	case j.Tier == TierLow:
-		passive, due, why := b.backupMode(j, now, d.Chosen, second)
+		passive, due, why := cp.backupMode(j, now, d.Chosen, second)
 		if !passive && due.After(now) {
 			passive = true // held until due (dueBackups)
-			b.tiers.due = append(b.tiers.due, j.ID)
+			cp.due = append(cp.due, j.ID)
 		} else {
 			due = time.Time{}
 		}
@@ -172,53 +158,50 @@ func (b *Broker) dispatchCopies(ctx context.Context, now time.Time, j *Job, d po
 		msg = fmt.Sprintf("attempt %d: replicating: copy 0 at %s, copy 1 at %s, both now; the first to succeed wins",
 			j.Attempts, partsString(names, first), partsString(names, second))
 	}
-	b.addEvent(j, now, "dispatch", "", msg)
+	cp.addEvent(j, now, "dispatch", "", msg)
 	j.State, j.Intent = Submitting, now // Intent: SubmitGrace after a restart (recover.go)
-	if err := b.persist(ctx, j); err != nil {
+	if err := cp.persist(ctx, j); err != nil {
 		j.State, j.Comps, j.Attempts = Queued, nil, j.Attempts-1
-		b.mu.Unlock()
+		cp.mu.Unlock()
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the dispatch intent: %w", j.ID, err))
 		return
 	}
-	specs := b.copySpecs(j, d.Chosen)
-	b.mu.Unlock()
+	specs := cp.copySpecs(j, d.Chosen)
+	cp.mu.Unlock()
 
-	ids, errs := b.submitSpecs(ctx, j.Comps, specs, j.Req.SiteInputs)
+	ids, errs := cp.submitSpecs(ctx, j.Comps, specs, j.Req.SiteInputs)
 
-	b.mu.Lock()
-	undo := b.applySubmits(ctx, now, j, ids, errs)
+	cp.mu.Lock()
+	undo := cp.applySubmits(ctx, now, j, ids, errs)
 	if !slices.ContainsFunc(j.Comps, func(c Component) bool { return c.RemoteID != "" || c.Passive }) {
 		// No copy reached a site and none is waiting: as for a single job.
 		first := firstErr(errs)
 		j.Comps = nil
-		if backends.Retryable(first) && j.Attempts < b.opts.MaxAttempts {
+		if backends.Retryable(first) && j.Attempts < cp.opts.MaxAttempts {
 			j.State = Queued
-			b.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", first))
+			cp.addEvent(j, now, "retry-later", "", fmt.Sprintf("submission failed (%v); stays queued", first))
 		} else {
 			why := fmt.Sprintf("submission failed: %v", first)
-			j.State, j.Reason, j.End = Failed, why, now
-			b.addEvent(j, now, "failed", "", why)
-			b.dequeue(j.ID)
+			cp.endAs(j, now, Failed, "failed", "", why)
+			cp.dequeue(j.ID)
 		}
-		_ = b.persist(ctx, j)
+		_ = cp.persist(ctx, j)
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, first))
-		b.mu.Unlock()
-		b.doCancels(ctx, now, undo)
+		cp.mu.Unlock()
+		cp.duties.doCancels(ctx, now, undo)
 		return
 	}
-	j.State = Dispatched
-	b.dequeue(j.ID)
-	b.live = append(b.live, j.ID)
+	cp.goLive(j)
 	if j.Tier == TierHigh {
 		rep.Replicated++
 	} else {
 		rep.Started++
 	}
 	var crep CycleReport
-	undo = append(undo, b.trackCopies(ctx, j, now, &crep)...) // a failed primary activates its backup
-	b.compactLive()
-	b.mu.Unlock()
-	b.doCancels(ctx, now, undo)
+	undo = append(undo, cp.trackCopies(ctx, j, now, &crep)...) // a failed primary activates its backup
+	cp.compactLive()
+	cp.mu.Unlock()
+	cp.duties.doCancels(ctx, now, undo)
 }
 
 func firstErr(errs []error) error {
@@ -232,8 +215,8 @@ func firstErr(errs []error) error {
 
 // copySpecs builds the JobSpec of every component to submit now (nil for
 // passive or already submitted ones): each copy runs alone on its own
-// placement, under its own tag. b.mu held.
-func (b *Broker) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
+// placement, under its own tag. The ledger's lock held.
+func (cp *copies) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 	specs := make([]*backends.JobSpec, len(j.Comps))
 	top := -1
 	for _, c := range j.Comps {
@@ -251,14 +234,14 @@ func (b *Broker) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 		}
 		var parts []policy.Part
 		for _, k := range idx {
-			parts = append(parts, policy.Part{Site: b.siteIdx[j.Comps[k].Site], Nodes: j.Comps[k].Nodes})
+			parts = append(parts, policy.Part{Site: cp.siteIdx[j.Comps[k].Site], Nodes: j.Comps[k].Nodes})
 		}
 		opt := chosen
-		if b.snap.Sites != nil {
-			pj := b.policyJob(j)
+		if cp.snap.Sites != nil {
+			pj := cp.policyJob(j)
 			opt.Parts = parts
-			opt.Runtime = b.snap.Runtime(&pj, parts)
-			opt.Transfer = b.snap.Transfer(&pj, parts)
+			opt.Runtime = cp.snap.Runtime(&pj, parts)
+			opt.Transfer = cp.snap.Transfer(&pj, parts)
 		} else {
 			opt = policy.Option{}
 		}
@@ -267,7 +250,7 @@ func (b *Broker) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 			if c.Passive || c.RemoteID != "" || c.State.Final() {
 				continue
 			}
-			sp := b.spec(j, n, len(idx), c.Site, c.Nodes, opt)
+			sp := cp.spec(j, n, len(idx), c.Site, c.Nodes, opt)
 			sp.GridID = c.Tag
 			specs[k] = sp
 		}
@@ -275,30 +258,37 @@ func (b *Broker) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 	return specs
 }
 
-// submitSpecs submits the non-nil specs, outside b.mu.
-func (b *Broker) submitSpecs(ctx context.Context, comps []Component, specs []*backends.JobSpec, ins []backends.SiteFile) ([]backends.JobID, []error) {
+// submitSpecs stages the site inputs of the non-nil specs and hands them
+// to the submit stage (submitAll), without the ledger's lock.
+func (cp *copies) submitSpecs(ctx context.Context, comps []Component, specs []*backends.JobSpec, ins []backends.SiteFile) ([]backends.JobID, []error) {
 	ids := make([]backends.JobID, len(specs))
 	errs := make([]error, len(specs))
-	var data relays // sitedata.go: inputs that lie at a site
+	var data relays // inputs that lie at a site
 	defer data.close()
+	var reqs []submitReq
+	var at []int
 	for k, sp := range specs {
 		if sp == nil {
 			continue
 		}
-		s := b.siteIdx[comps[k].Site]
-		if _, errs[k] = b.stageData(ctx, &data, s, sp, ins); errs[k] != nil {
+		s := cp.siteIdx[comps[k].Site]
+		if _, errs[k] = cp.stageData(ctx, &data, s, sp, ins); errs[k] != nil {
 			continue
 		}
-		ids[k], errs[k] = b.sites[s].Backend.Submit(ctx, sp)
-		b.markStale(s)
+		reqs = append(reqs, submitReq{s, sp})
+		at = append(at, k)
+	}
+	rids, serrs := cp.submitAll(ctx, reqs)
+	for i, k := range at {
+		ids[k], errs[k] = rids[i], serrs[i]
 	}
 	return ids, errs
 }
 
 // applySubmits records submission outcomes in the job's components: a
 // copy with a part that could not be submitted fails as a whole, and its
-// parts that were submitted are returned to cancel. b.mu held.
-func (b *Broker) applySubmits(ctx context.Context, now time.Time, j *Job, ids []backends.JobID, errs []error) []cancelReq {
+// parts that were submitted are returned to cancel. The ledger's lock held.
+func (cp *copies) applySubmits(ctx context.Context, now time.Time, j *Job, ids []backends.JobID, errs []error) []cancelReq {
 	failedCopy := map[int]bool{}
 	for k := range j.Comps {
 		if k >= len(ids) {
@@ -309,11 +299,11 @@ func (b *Broker) applySubmits(ctx context.Context, now time.Time, j *Job, ids []
 		case errs[k] != nil:
 			c.State, c.Reason, c.End = backends.StateFailed, "submission failed: "+errs[k].Error(), now
 			failedCopy[c.Copy] = true
-			b.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
+			cp.addEvent(j, now, "submit-failed", c.Site, errs[k].Error())
 		case ids[k] != "":
 			c.RemoteID, c.State = ids[k], backends.StatePending
-			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
-			b.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("%s copy %d: remote job %s (%d node(s)), tag %s", c.Role, c.Copy, c.RemoteID, c.Nodes, c.Tag))
+			cp.index(j.ID, *c)
+			cp.addEvent(j, now, "submitted-remote", c.Site, fmt.Sprintf("%s copy %d: remote job %s (%d node(s)), tag %s", c.Role, c.Copy, c.RemoteID, c.Nodes, c.Tag))
 		}
 	}
 	var undo []cancelReq
@@ -324,87 +314,28 @@ func (b *Broker) applySubmits(ctx context.Context, now time.Time, j *Job, ids []
 			c.State, c.End = backends.StateCancelled, now
 		}
 	}
-	_ = b.persist(ctx, j)
+	_ = cp.persist(ctx, j)
 	return undo
 }
 
-// copyState summarises one copy's components.
-type copyState struct {
-	has                   bool // the copy still has components
-	n                     int
-	done, failed, running bool
-	passive, intent       bool
-	site, reason          string
-	exit                  int
-}
-
-func copyStates(j *Job) []copyState {
-	var out []copyState
-	for _, c := range j.Comps {
-		for len(out) <= c.Copy {
-			out = append(out, copyState{n: len(out), done: true, running: true})
-		}
-		s := &out[c.Copy]
-		s.has = true
-		if s.site == "" {
-			s.site = c.Site
-		} else if !strings.Contains(s.site, c.Site) {
-			s.site += "+" + c.Site
-		}
-		s.done = s.done && c.State == backends.StateCompleted
-		s.running = s.running && (c.State == backends.StateRunning || c.State == backends.StateCompleted)
-		s.passive = s.passive || c.Passive
-		s.intent = s.intent || (!c.Passive && c.RemoteID == "" && !c.State.Final())
-		if c.State.Final() && c.State != backends.StateCompleted && !s.failed {
-			s.failed = true
-			s.reason = fmt.Sprintf("ended %s", c.State)
-			if c.State == backends.StateFailed && c.RemoteID != "" {
-				s.reason += fmt.Sprintf(" with exit code %d", c.ExitCode)
-			}
-			if c.Reason != "" {
-				s.reason += " (" + c.Reason + ")"
-			}
-			s.exit = c.ExitCode
-		}
-	}
-	return out
-}
-
 // trackCopies folds the copies' states into the job (see the top of this
-// file). It returns the remote cancels to issue. b.mu held.
-func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
+// file): the first copy to succeed wins (winner, firstToSucceed). It
+// returns the remote cancels to issue. The ledger's lock held.
+func (cp *copies) trackCopies(ctx context.Context, j *Job, now time.Time, rep *CycleReport) []cancelReq {
 	var cancels []cancelReq
 	cs := copyStates(j)
-	win := -1
-	for _, s := range cs {
-		if s.has && s.done && !s.passive {
-			win = s.n
-			break
-		}
-	}
+	win := winner(cs, firstToSucceed)
 	if win >= 0 {
-		live := false
-		for k := range j.Comps {
-			c := &j.Comps[k]
-			if c.Copy == win || c.State.Final() {
-				continue
-			}
-			switch {
-			case c.Passive || c.RemoteID == "":
-				// Never submitted: it never will be.
-				c.State, c.Reason, c.End = backends.StateCancelled, fmt.Sprintf("not submitted: copy %d succeeded", win), now
-			default:
-				live = true
-				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID,
-					fmt.Sprintf("%s copy %d withdrawn: copy %d at %s succeeded first", c.Role, c.Copy, win, cs[win].site)})
-			}
-		}
+		var live bool
+		cancels, live = withdrawLosers(j, win, now, func(c Component) string {
+			return fmt.Sprintf("%s copy %d withdrawn: copy %d at %s succeeded first", c.Role, c.Copy, win, cs[win].site)
+		})
 		if live {
 			if !j.won {
 				j.won = true
-				b.addEvent(j, now, "copy-won", cs[win].site, fmt.Sprintf("copy %d at %s succeeded first; withdrawing the others", win, cs[win].site))
+				cp.addEvent(j, now, "copy-won", cs[win].site, fmt.Sprintf("copy %d at %s succeeded first; withdrawing the others", win, cs[win].site))
 			}
-			_ = b.persist(ctx, j)
+			_ = cp.persist(ctx, j)
 			return cancels
 		}
 		var keep []Component
@@ -412,7 +343,7 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 			if c.Copy == win {
 				keep = append(keep, c)
 			} else {
-				delete(b.where, compKey{b.siteIdx[c.Site], c.RemoteID})
+				cp.forget(c)
 				j.Withdrawn = append(j.Withdrawn, c)
 			}
 		}
@@ -421,9 +352,9 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 			msg: fmt.Sprintf("copy %d at %s succeeded (tier %s); no other copy runs", win, cs[win].site, j.Tier)}
 		f.start, f.end = latest(j.Comps, now)
 		f.start, f.end = clampTimes(j.Submit, f.start, f.end)
-		b.finish(j, f, now)
+		cp.finish(j, f, now)
 		rep.Ended++
-		_ = b.persist(ctx, j)
+		_ = cp.persist(ctx, j)
 		return nil
 	}
 
@@ -444,9 +375,9 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 			if !c.State.Final() && c.RemoteID != "" {
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, fmt.Sprintf("another part of copy %d failed", s.n)})
 			}
-			delete(b.where, compKey{b.siteIdx[c.Site], c.RemoteID})
+			cp.forget(c)
 			j.Withdrawn = append(j.Withdrawn, c)
-			b.avoid(j, c.Site)
+			cp.avoid(j, c.Site)
 		}
 		j.Comps = keep
 		what := fmt.Sprintf("copy %d at %s %s", s.n, s.site, s.reason)
@@ -454,22 +385,22 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 			for k := range j.Comps {
 				j.Comps[k].Passive = false
 			}
-			b.tiers.pending = append(b.tiers.pending, j.ID)
-			b.addEvent(j, now, "backup-activated", s.site, what+"; the passive backup is submitted now")
+			cp.toSubmit = append(cp.toSubmit, j.ID)
+			cp.addEvent(j, now, "backup-activated", s.site, what+"; the passive backup is submitted now")
 		} else if len(j.Comps) > 0 {
-			b.addEvent(j, now, "copy-failed", s.site, what+"; the other copy goes on")
+			cp.addEvent(j, now, "copy-failed", s.site, what+"; the other copy goes on")
 		}
 	}
 	if len(j.Comps) == 0 {
 		reason := fmt.Sprintf("every copy failed; last: copy %d at %s %s", last.n, last.site, last.reason)
-		if j.Attempts < b.opts.MaxAttempts {
-			b.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d: %s; queued again", j.Attempts, reason))
+		if j.Attempts < cp.opts.MaxAttempts {
+			cp.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d: %s; queued again", j.Attempts, reason))
 		} else {
-			b.finish(j, outcome{state: Failed, reason: reason, exit: last.exit, start: j.Start, end: now,
+			cp.finish(j, outcome{state: Failed, reason: reason, exit: last.exit, start: j.Start, end: now,
 				kind: "failed", site: last.site, msg: reason}, now)
 			rep.Ended++
 		}
-		_ = b.persist(ctx, j)
+		_ = cp.persist(ctx, j)
 		return cancels
 	}
 	for _, s := range copyStates(j) {
@@ -483,38 +414,38 @@ func (b *Broker) trackCopies(ctx context.Context, j *Job, now time.Time, rep *Cy
 			j.State = Running
 			j.Start, _ = latest(comps, now)
 			j.Start, _ = clampTimes(j.Submit, j.Start, j.Start)
-			b.addEvent(j, now, "running", "", fmt.Sprintf("copy %d running on %s", s.n, s.site))
+			cp.addEvent(j, now, "running", "", fmt.Sprintf("copy %d running on %s", s.n, s.site))
 			break
 		}
 	}
-	_ = b.persist(ctx, j)
+	_ = cp.persist(ctx, j)
 	return cancels
 }
 
 // submitCopies submits the copies whose intent is recorded but which were
 // not submitted yet: activated backups, and copies a restart found
 // missing. Called every cycle after the poll.
-func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleReport) {
-	b.mu.Lock()
-	b.retryOrphans(ctx, now)
-	b.dueBackups(ctx, now)
-	ids := b.tiers.pending
-	b.tiers.pending = nil
+func (cp *copies) submitCopies(ctx context.Context, now time.Time, rep *CycleReport) {
+	cp.mu.Lock()
+	cp.duties.retryOrphans(ctx, now)
+	cp.dueBackups(ctx, now)
+	ids := cp.toSubmit
+	cp.toSubmit = nil
 	for _, id := range ids {
-		j := b.jobs[id]
+		j := cp.jobs[id]
 		if j == nil || (j.State != Dispatched && j.State != Running) {
 			continue
 		}
-		specs := b.copySpecs(j, j.Predicted)
+		specs := cp.copySpecs(j, j.Predicted)
 		if !slices.ContainsFunc(specs, func(s *backends.JobSpec) bool { return s != nil }) {
 			continue
 		}
 		comps := slices.Clone(j.Comps)
 		j.Intent = now // a restart gives these submissions SubmitGrace to land (recover.go)
-		_ = b.persist(ctx, j)
-		b.mu.Unlock()
-		rids, errs := b.submitSpecs(ctx, comps, specs, j.Req.SiteInputs)
-		b.mu.Lock()
+		_ = cp.persist(ctx, j)
+		cp.mu.Unlock()
+		rids, errs := cp.submitSpecs(ctx, comps, specs, j.Req.SiteInputs)
+		cp.mu.Lock()
 		if len(j.Comps) != len(comps) || (j.State != Dispatched && j.State != Running) {
 			// Changed meanwhile (a cancel by the user): withdraw what was submitted.
 			var undo []cancelReq
@@ -523,49 +454,49 @@ func (b *Broker) submitCopies(ctx context.Context, now time.Time, rep *CycleRepo
 					undo = append(undo, cancelReq{j.ID, comps[k].Site, rid, "the job changed while its copy was submitted"})
 				}
 			}
-			b.mu.Unlock()
-			b.doCancels(ctx, now, undo)
-			b.mu.Lock()
+			cp.mu.Unlock()
+			cp.duties.doCancels(ctx, now, undo)
+			cp.mu.Lock()
 			continue
 		}
-		undo := b.applySubmits(ctx, now, j, rids, errs)
+		undo := cp.applySubmits(ctx, now, j, rids, errs)
 		for _, e := range errs {
 			if e != nil {
 				rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, e))
 			}
 		}
 		var crep CycleReport
-		undo = append(undo, b.trackCopies(ctx, j, now, &crep)...)
-		b.compactLive()
-		b.mu.Unlock()
-		b.doCancels(ctx, now, undo)
-		b.mu.Lock()
+		undo = append(undo, cp.trackCopies(ctx, j, now, &crep)...)
+		cp.compactLive()
+		cp.mu.Unlock()
+		cp.duties.doCancels(ctx, now, undo)
+		cp.mu.Lock()
 	}
-	b.mu.Unlock()
+	cp.mu.Unlock()
 }
 
 // retryAfter queues a job again after attempt failure c: a lost job as
 // before, any other failure of the none tier as a retry avoiding the site.
-// b.mu held.
-func (b *Broker) retryAfter(j *Job, c Component, now time.Time, reason string) {
-	b.avoid(j, c.Site)
+// The ledger's lock held.
+func (tk *tracker) retryAfter(j *Job, c Component, now time.Time, reason string) {
+	tk.avoid(j, c.Site)
 	if c.State == backends.StateLost {
-		b.requeue(j, now, reason)
+		tk.requeue(j, now, reason)
 		return
 	}
-	b.requeueAs(j, now, "retry", fmt.Sprintf("attempt %d failed: %s; tier none: queued again, avoiding %s while another site can take it",
+	tk.requeueAs(j, now, "retry", fmt.Sprintf("attempt %d failed: %s; tier none: queued again, avoiding %s while another site can take it",
 		j.Attempts, reason, strings.Join(j.Avoid, ", ")))
 }
 
 // dueBackups makes the active backups whose latest start has come intents
-// to submit now (recorded first). b.mu held.
-func (b *Broker) dueBackups(ctx context.Context, now time.Time) {
-	if len(b.tiers.due) == 0 {
+// to submit now (recorded first). The ledger's lock held.
+func (cp *copies) dueBackups(ctx context.Context, now time.Time) {
+	if len(cp.due) == 0 {
 		return
 	}
-	keep := b.tiers.due[:0]
-	for _, id := range b.tiers.due {
-		j := b.jobs[id]
+	keep := cp.due[:0]
+	for _, id := range cp.due {
+		j := cp.jobs[id]
 		if j == nil || (j.State != Dispatched && j.State != Running) {
 			continue
 		}
@@ -582,13 +513,12 @@ func (b *Broker) dueBackups(ctx context.Context, now time.Time) {
 			c.Passive, fired = false, true
 		}
 		if fired {
-			b.addEvent(j, now, "backup-due", "", "the backup's latest start has come: it is submitted now, beside the primary")
-			_ = b.persist(ctx, j)
-			b.tiers.pending = append(b.tiers.pending, id)
+			cp.record(ctx, j, now, "backup-due", "", "the backup's latest start has come: it is submitted now, beside the primary")
+			cp.toSubmit = append(cp.toSubmit, id)
 		}
 		if waiting {
 			keep = append(keep, id)
 		}
 	}
-	b.tiers.due = keep
+	cp.due = keep
 }

@@ -85,7 +85,7 @@ func TestCopiesProperties(t *testing.T) {
 			if _, err := b.Cycle(ctx, now); err != nil {
 				rt.Fatal(err)
 			}
-			b.tiers.bg.Wait() // background cancel retries (sites last seen down)
+			b.duties.bg.Wait() // background cancel retries (sites last seen down)
 			for _, f := range fl {
 				f.mu.Lock()
 				for _, st := range f.jobs {

@@ -255,7 +255,7 @@ func TestPrimaryBackupPassiveActivatedOnFailure(t *testing.T) {
 	}
 	a.down.Store(false)
 	mustCycle(t, b, t0.Add(23*time.Second)) // orphan cancels are retried once per DownAfter (10s)
-	b.tiers.bg.Wait()                       // in the background: A was last seen down
+	b.duties.bg.Wait()                      // in the background: A was last seen down
 	if n, _ := a.running(); n != 0 {
 		t.Fatal("the lost primary still runs after its site came back")
 	}

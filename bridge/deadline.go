@@ -27,7 +27,7 @@ const EventDeadlineMissed = "deadline-missed"
 // checkDeadlineFields checks a request's deadline fields at submission:
 // the policy and the benefit function must be valid (a RequestError
 // naming each field). Whether the deadline can be met is Feasible's to
-// say (feasible.go: deadlineMiss, the one deadline rule).
+// say (policy/feasible: the one deadline rule).
 func checkDeadlineFields(req *Request) error {
 	var p problems
 	switch req.DeadlinePolicy {
@@ -69,26 +69,26 @@ func checkDeadlineFields(req *Request) error {
 // there is reported once (a deadline-missed event; it is not withdrawn).
 // Called by Cycle after the poll, before planning, so no planner ever
 // starts a strict job that is already late.
-func (b *Broker) expireDeadlines(ctx context.Context, now time.Time, rep *CycleReport) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func (tk *tracker) expireDeadlines(ctx context.Context, now time.Time, rep *CycleReport) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
 	var m *policy.Snapshot
 	check := func(j *Job) (string, bool) {
 		if j.Req.Deadline.IsZero() || j.Req.Window != nil {
 			return "", false
 		}
 		if m == nil {
-			m = b.model(now, b.opts.CheckFeasible) // feasible.go: what Submit knew
+			m = tk.model(now, tk.opts.CheckFeasible) // what Submit knew
 		}
-		why := b.late(&j.Req, m) // the rule Submit applied (policies.go)
+		why := tk.late(&j.Req, m) // the rule Submit applied (policies.go)
 		if why == "" {
 			return "", false
 		}
 		return "cannot meet its " + why + " any more", true
 	}
 	var rejected []string
-	for _, id := range b.queue {
-		j := b.jobs[id]
+	for _, id := range tk.queue {
+		j := tk.jobs[id]
 		if j.State != Queued || (j.DeadlineMissed && j.Req.DeadlinePolicy == DeadlineBestEffort) {
 			continue
 		}
@@ -98,28 +98,25 @@ func (b *Broker) expireDeadlines(ctx context.Context, now time.Time, rep *CycleR
 		}
 		j.DeadlineMissed = true
 		if j.Req.DeadlinePolicy == DeadlineBestEffort {
-			b.addEvent(j, now, EventDeadlineMissed, "", why+"; best-effort: it stays queued and will run late")
-			_ = b.persist(ctx, j)
+			tk.record(ctx, j, now, EventDeadlineMissed, "", why+"; best-effort: it stays queued and will run late")
 			continue
 		}
-		j.State, j.Reason, j.End = Rejected, "deadline missed while queued: "+why, now
-		b.addEvent(j, now, EventDeadlineMissed, "", j.Reason)
-		_ = b.persist(ctx, j)
+		tk.endAs(j, now, Rejected, EventDeadlineMissed, "", "deadline missed while queued: "+why)
+		_ = tk.persist(ctx, j)
 		rejected = append(rejected, id)
 		rep.Rejected++
 	}
 	for _, id := range rejected {
-		b.dequeue(id)
+		tk.dequeue(id)
 	}
-	for _, id := range b.live {
-		j := b.jobs[id]
+	for _, id := range tk.live {
+		j := tk.jobs[id]
 		if j == nil || j.State != Dispatched || j.DeadlineMissed {
 			continue
 		}
 		if why, late := check(j); late {
 			j.DeadlineMissed = true
-			b.addEvent(j, now, EventDeadlineMissed, "", why+" (it waits in a site's queue: reported, not withdrawn)")
-			_ = b.persist(ctx, j)
+			tk.record(ctx, j, now, EventDeadlineMissed, "", why+" (it waits in a site's queue: reported, not withdrawn)")
 		}
 	}
 }

@@ -45,12 +45,12 @@ type depStatus struct {
 }
 
 // depOf looks a dependency up: in memory, else in the store (a job that
-// ended before a restart). b.mu held.
-func (b *Broker) depOf(ctx context.Context, id string) depStatus {
-	if j, ok := b.jobs[id]; ok {
+// ended before a restart). The ledger's lock held.
+func (gs *groups) depOf(ctx context.Context, id string) depStatus {
+	if j, ok := gs.jobs[id]; ok {
 		return depStatus{j.State, !j.Start.IsZero(), j.Reason, true}
 	}
-	j, err := b.store.Get(ctx, id)
+	j, err := gs.store.Get(ctx, id)
 	if err != nil {
 		return depStatus{}
 	}
@@ -58,12 +58,12 @@ func (b *Broker) depOf(ctx context.Context, id string) depStatus {
 }
 
 // verdict says whether a job's dependencies are met (""), can never be
-// met (fail: why), or are still awaited (wait: what). b.mu held.
-func (b *Broker) verdict(ctx context.Context, r *Request) (fail, wait string) {
+// met (fail: why), or are still awaited (wait: what). The ledger's lock held.
+func (gs *groups) verdict(ctx context.Context, r *Request) (fail, wait string) {
 	var waits []string
 	for _, k := range depKinds {
 		for _, id := range k.ids(r) {
-			d := b.depOf(ctx, id)
+			d := gs.depOf(ctx, id)
 			switch {
 			case !d.found:
 				return fmt.Sprintf("dependency %s (%s) is not known to the broker", id, k.name), ""
@@ -88,8 +88,8 @@ func (b *Broker) verdict(ctx context.Context, r *Request) (fail, wait string) {
 
 // checkDeps refuses dependencies that cannot be held: an unknown id, too
 // many, or one that can never be met any more. names are the step names a
-// pipeline step may also use (resolved to ids by the caller). b.mu held.
-func (b *Broker) checkDeps(ctx context.Context, r *Request, field string, p *problems) {
+// pipeline step may also use (resolved to ids by the caller). The ledger's lock held.
+func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *problems) {
 	n := 0
 	for _, k := range depKinds {
 		ids := k.ids(r)
@@ -99,7 +99,7 @@ func (b *Broker) checkDeps(ctx context.Context, r *Request, field string, p *pro
 		}
 		for i, id := range ids {
 			f := field + k.field + "[" + strconv.Itoa(i) + "]"
-			d := b.depOf(ctx, id)
+			d := gs.depOf(ctx, id)
 			if !d.found {
 				p.addf(f, "no job %q: a dependency must name a job the broker knows", id)
 				continue
@@ -119,8 +119,8 @@ func (b *Broker) checkDeps(ctx context.Context, r *Request, field string, p *pro
 
 // resolveSteps turns the step names in a pipeline's dependencies into
 // element ids and checks them: a step may depend on earlier steps (by
-// name) and on existing jobs (by id). b.mu held.
-func (b *Broker) resolveSteps(ctx context.Context, parent string, steps []Request, p *problems) {
+// name) and on existing jobs (by id). The ledger's lock held.
+func (gs *groups) resolveSteps(ctx context.Context, parent string, steps []Request, p *problems) {
 	names := map[string]int{}
 	for i := range steps {
 		st := &steps[i]
@@ -163,7 +163,7 @@ func (b *Broker) resolveSteps(ctx context.Context, parent string, steps []Reques
 				}
 			}
 		}
-		b.checkDeps(ctx, &ext, f, &ids)
+		gs.checkDeps(ctx, &ext, f, &ids)
 		*p = append(*p, ids...)
 		names[st.Name] = i
 	}
@@ -172,7 +172,7 @@ func (b *Broker) resolveSteps(ctx context.Context, parent string, steps []Reques
 // submitHeld submits a group or a job with dependencies: it is stored
 // Held (dependencies unmet) or, for a group without dependencies, Running
 // (its elements are made by the cycles).
-func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*Job, error) {
+func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*Job, error) {
 	var p problems
 	var g *Group
 	if req.grouped() {
@@ -205,7 +205,7 @@ func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*J
 				p.addf("Steps["+strconv.Itoa(i)+"].Window", "a pipeline step cannot ask for a reservation window")
 			}
 			var sp problems
-			if err := b.validate(st, now); err != nil {
+			if err := gs.validate(st, now); err != nil {
 				var re RequestError
 				if errors.As(err, &re) {
 					for _, fe := range re {
@@ -217,41 +217,41 @@ func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*J
 			}
 			p = append(p, sp...)
 		}
-	} else if err := b.validate(&req, now); err != nil {
+	} else if err := gs.validate(&req, now); err != nil {
 		var re RequestError
 		if !errors.As(err, &re) {
 			return nil, err
 		}
 		p = append(p, re...)
 	}
-	b.mu.Lock()
-	b.checkDeps(ctx, &req, "", &p)
-	b.mu.Unlock()
+	gs.mu.Lock()
+	gs.checkDeps(ctx, &req, "", &p)
+	gs.mu.Unlock()
 	if len(p) > 0 {
 		return nil, RequestError(p)
 	}
 	for _, r := range append([]Request{req}, req.Steps...) {
 		if r.Origin != "" {
-			if err := b.checkSites("origin", []string{r.Origin}); err != nil {
+			if err := gs.checkSites("origin", []string{r.Origin}); err != nil {
 				return nil, err
 			}
 		}
-		if err := b.checkSites("sites", r.Sites); err != nil {
+		if err := gs.checkSites("sites", r.Sites); err != nil {
 			return nil, err
 		}
-		if err := b.checkSites("prefer", r.Prefer); err != nil {
+		if err := gs.checkSites("prefer", r.Prefer); err != nil {
 			return nil, err
 		}
 	}
-	seq, err := b.store.NextID(ctx)
+	seq, err := gs.store.NextID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("allocating a job id: %w", err)
 	}
-	j := &Job{ID: fmt.Sprintf("%s%06d", b.opts.IDPrefix, seq), Req: req, State: Held, Submit: now, ExitCode: -1, Group: g}
+	j := &Job{ID: fmt.Sprintf("%s%06d", gs.opts.IDPrefix, seq), Req: req, State: Held, Submit: now, ExitCode: -1, Group: g}
 	if len(req.Steps) > 0 {
-		b.mu.Lock()
-		b.resolveSteps(ctx, j.ID, j.Req.Steps, &p)
-		b.mu.Unlock()
+		gs.mu.Lock()
+		gs.resolveSteps(ctx, j.ID, j.Req.Steps, &p)
+		gs.mu.Unlock()
 		if len(p) > 0 {
 			return nil, RequestError(p)
 		}
@@ -275,66 +275,62 @@ func (b *Broker) submitHeld(ctx context.Context, req Request, now time.Time) (*J
 	} else {
 		j.State = Running
 	}
-	b.mu.Lock()
-	b.addEvent(j, now, "submitted", "", msg)
-	b.mu.Unlock()
-	if err := b.store.Put(ctx, j); err != nil {
+	gs.mu.Lock()
+	gs.addEvent(j, now, "submitted", "", msg)
+	gs.mu.Unlock()
+	if err := gs.store.Put(ctx, j); err != nil {
 		return nil, fmt.Errorf("storing job: %w", err)
 	}
-	b.mu.Lock()
-	b.jobs[j.ID] = j
-	if j.State == Held {
-		b.held = append(b.held, j.ID)
-	}
+	gs.mu.Lock()
+	gs.add(j)
 	if g != nil {
 		_, idx := newGroup(&j.Req, &problems{})
-		b.groups[j.ID] = &groupInfo{indices: idx}
-		b.parents = append(b.parents, j.ID)
+		gs.groups[j.ID] = &groupInfo{indices: idx}
+		gs.parents = append(gs.parents, j.ID)
 	}
 	c := j.Clone()
-	b.mu.Unlock()
-	b.flushEvents()
+	gs.mu.Unlock()
+	gs.flushEvents()
 	return c, nil
 }
 
 // releaseHeld queues every held job whose dependencies are met and
 // cancels those whose dependencies failed. Called in every cycle (cycleMu
 // held).
-func (b *Broker) releaseHeld(ctx context.Context, now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.held) == 0 {
+func (gs *groups) releaseHeld(ctx context.Context, now time.Time) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if len(gs.held) == 0 {
 		return
 	}
-	keep := b.held[:0]
-	for _, id := range b.held {
-		j := b.jobs[id]
+	keep := gs.held[:0]
+	for _, id := range gs.held {
+		j := gs.jobs[id]
 		if j == nil || j.State != Held {
 			continue
 		}
-		fail, wait := b.verdict(ctx, &j.Req)
+		fail, wait := gs.verdict(ctx, &j.Req)
 		switch {
 		case fail != "":
-			j.State, j.End, j.Reason, j.Waiting = Cancelled, now, fail, ""
-			b.addEvent(j, now, "cancelled", "", fail)
+			j.Waiting = ""
+			gs.endAs(j, now, Cancelled, "cancelled", "", fail)
 		case wait != "":
 			keep = append(keep, id)
 			if w := "waiting for " + wait; w != j.Waiting {
 				j.Waiting = w
-				_ = b.persist(ctx, j)
+				_ = gs.persist(ctx, j)
 			}
 			continue
 		case j.Group != nil:
 			j.State, j.Waiting = Running, ""
-			b.addEvent(j, now, "released", "", "dependencies met; making its elements")
+			gs.addEvent(j, now, "released", "", "dependencies met; making its elements")
 		default:
 			j.State, j.Waiting = Queued, ""
-			b.addEvent(j, now, "released", "", "dependencies met; queued")
-			b.queue = append(b.queue, j.ID)
-			b.pq = append(b.pq, b.policyJob(j))
+			gs.addEvent(j, now, "released", "", "dependencies met; queued")
+			gs.queueLast(j)
 		}
-		_ = b.persist(ctx, j)
+		_ = gs.persist(ctx, j)
 	}
-	clear(b.held[len(keep):])
-	b.held = keep
+	clear(gs.held[len(keep):])
+	gs.held = keep
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -65,52 +66,60 @@ type dutyRecord struct {
 	Watches []lateWatch  `json:"watches,omitempty"`
 }
 
-// dutyState is the broker's in-memory side of the duties. b.mu guards it.
-type dutyState struct {
-	issuing []cancelReq // cancels being sent now (doCancels)
-	watches []lateWatch
-	saved   []byte // the record as last stored
-	next    time.Time
+// duties is what the broker owes the sites beyond tracking its live jobs
+// (see the top of this file): the cancels being sent or to retry, and the
+// late watches of abandoned tags. Its cancel method, doCancels, is the
+// cancel stage (stage_cancel.go). Guarded by the ledger's lock.
+type duties struct {
+	part
+	issuing   []cancelReq    // cancels being sent now (doCancels)
+	orphans   []cancelReq    // cancels of remote jobs at sites that did not answer; retried (retryOrphans)
+	orphanTry time.Time      // when they were last tried
+	bgBusy    bool           // a background retry runs
+	bg        sync.WaitGroup // background retries (tests wait for them)
+	watches   []lateWatch
+	saved     []byte // the record as last stored
+	next      time.Time
 }
 
 // lateMargin is how long an abandoned tag is still watched after its job
 // ended (at least a minute).
-func (b *Broker) lateMargin() time.Duration { return max(b.opts.SubmitGrace, time.Minute) }
+func (d *duties) lateMargin() time.Duration { return max(d.opts.SubmitGrace, time.Minute) }
 
 // saveDuties stores the duties when they changed since the last save. A
-// failed write is logged and retried at the next change. b.mu held.
-func (b *Broker) saveDuties(ctx context.Context) {
-	vs, ok := b.store.(ValueStore)
+// failed write is logged and retried at the next change. The ledger's lock held.
+func (d *duties) saveDuties(ctx context.Context) {
+	vs, ok := d.store.(ValueStore)
 	if !ok {
 		return
 	}
-	if b.duties.saved == nil && len(b.duties.issuing)+len(b.tiers.orphans)+len(b.duties.watches) == 0 {
+	if d.saved == nil && len(d.issuing)+len(d.orphans)+len(d.watches) == 0 {
 		return // nothing owed, nothing stored
 	}
 	var r dutyRecord
-	for _, c := range slices.Concat(b.duties.issuing, b.tiers.orphans) {
+	for _, c := range slices.Concat(d.issuing, d.orphans) {
 		if !slices.ContainsFunc(r.Cancels, func(d dutyCancel) bool { return d.Site == c.site && d.RemoteID == c.id }) {
 			r.Cancels = append(r.Cancels, dutyCancel{Job: c.job, Site: c.site, RemoteID: c.id, Why: c.why})
 		}
 	}
-	r.Watches = b.duties.watches
+	r.Watches = d.watches
 	raw, err := json.Marshal(r)
-	if err != nil || bytes.Equal(raw, b.duties.saved) {
+	if err != nil || bytes.Equal(raw, d.saved) {
 		return
 	}
 	if err := vs.SetValue(ctx, DutiesKey, raw); err != nil {
-		b.log.Error("store write failed", "key", DutiesKey, "err", err)
+		d.log.Error("store write failed", "key", DutiesKey, "err", err)
 		return
 	}
-	b.duties.saved = raw
+	d.saved = raw
 }
 
 // loadDuties reads the duties a previous process left: its cancels are
 // retried from the first cycle on, its watches go on. An entry naming a
 // site this configuration lacks is dropped with an error; an unreadable
-// record is reported and ignored. b.mu held.
-func (b *Broker) loadDuties(ctx context.Context, rep *RecoverReport) {
-	vs, ok := b.store.(ValueStore)
+// record is reported and ignored. The ledger's lock held.
+func (d *duties) loadDuties(ctx context.Context, rep *RecoverReport) {
+	vs, ok := d.store.(ValueStore)
 	if !ok {
 		return
 	}
@@ -126,52 +135,52 @@ func (b *Broker) loadDuties(ctx context.Context, rep *RecoverReport) {
 		rep.Errors = append(rep.Errors, fmt.Errorf("recover: %s is not a duty record, ignored (pending cancels and late watches of the previous run are lost): %w", DutiesKey, err))
 		return
 	}
-	b.duties.saved = raw
+	d.saved = raw
 	for _, c := range r.Cancels {
-		if _, ok := b.siteIdx[c.Site]; !ok || c.RemoteID == "" {
+		if _, ok := d.siteIdx[c.Site]; !ok || c.RemoteID == "" {
 			rep.Errors = append(rep.Errors, fmt.Errorf("recover: pending cancel of %q at site %q (job %s) dropped: no such site", c.RemoteID, c.Site, c.Job))
 			continue
 		}
-		b.owe(cancelReq{c.Job, c.Site, c.RemoteID, c.Why})
+		d.owe(cancelReq{c.Job, c.Site, c.RemoteID, c.Why})
 	}
 	for _, w := range r.Watches {
-		if _, ok := b.siteIdx[w.Site]; !ok || w.Tag == "" {
+		if _, ok := d.siteIdx[w.Site]; !ok || w.Tag == "" {
 			rep.Errors = append(rep.Errors, fmt.Errorf("recover: late watch of tag %q at site %q (job %s) dropped: no such site", w.Tag, w.Site, w.Job))
 			continue
 		}
-		b.duties.watches = append(b.duties.watches, w)
+		d.watches = append(d.watches, w)
 	}
 }
 
-// intendCancels records cancels about to be sent (doCancels). b.mu held.
-func (b *Broker) intendCancels(ctx context.Context, cs []cancelReq) {
-	b.duties.issuing = append(b.duties.issuing, cs...)
-	b.saveDuties(ctx)
+// intendCancels records cancels about to be sent (doCancels). The ledger's lock held.
+func (d *duties) intendCancels(ctx context.Context, cs []cancelReq) {
+	d.issuing = append(d.issuing, cs...)
+	d.saveDuties(ctx)
 }
 
 // cancelSent drops a cancel from those being sent: the site took it, or
-// retryCancel keeps it to retry. b.mu held.
-func (b *Broker) cancelSent(c cancelReq) {
-	if k := slices.Index(b.duties.issuing, c); k >= 0 {
-		b.duties.issuing = slices.Delete(b.duties.issuing, k, k+1)
+// retryCancel keeps it to retry. The ledger's lock held.
+func (d *duties) cancelSent(c cancelReq) {
+	if k := slices.Index(d.issuing, c); k >= 0 {
+		d.issuing = slices.Delete(d.issuing, k, k+1)
 	}
 }
 
 // mayLand reports whether an intent of j may still be landing at its
 // sites after the grace: it was written by the process before a restart
-// and the broker allows for submissions in flight at all. b.mu held.
-func (b *Broker) mayLand(j *Job) bool {
-	return b.opts.SubmitGrace > 0 && b.restarted[j.ID] && !j.Intent.IsZero()
+// and the broker allows for submissions in flight at all. The ledger's lock held.
+func (d *duties) mayLand(j *Job) bool {
+	return d.opts.SubmitGrace > 0 && d.restarted[j.ID] && !j.Intent.IsZero()
 }
 
 // abandon gives up the tag of component c of j after the grace: it is
 // recorded with the job and watched (see the top of this file). Only a
-// site that can look jobs up by tag can be watched. b.mu held.
-func (b *Broker) abandon(ctx context.Context, j *Job, c Component, tag string, now time.Time) {
-	if !b.mayLand(j) {
+// site that can look jobs up by tag can be watched. The ledger's lock held.
+func (d *duties) abandon(ctx context.Context, j *Job, c Component, tag string, now time.Time) {
+	if !d.mayLand(j) {
 		return
 	}
-	if _, ok := backends.AsFinder(b.sites[b.siteIdx[c.Site]].Backend); !ok {
+	if _, ok := backends.AsFinder(d.sites[d.siteIdx[c.Site]].Backend); !ok {
 		return
 	}
 	key := tag + "@" + c.Site
@@ -179,25 +188,25 @@ func (b *Broker) abandon(ctx context.Context, j *Job, c Component, tag string, n
 		return
 	}
 	j.Abandoned = append(j.Abandoned, key)
-	b.duties.watches = append(b.duties.watches, lateWatch{Job: j.ID, Site: c.Site, Tag: tag, Attempt: j.Attempts})
-	b.addEvent(j, now, "abandoned", c.Site, fmt.Sprintf("attempt %d (tag %s) not found at %s after the grace: counted as never sent; a late submission under that tag will be cancelled",
+	d.watches = append(d.watches, lateWatch{Job: j.ID, Site: c.Site, Tag: tag, Attempt: j.Attempts})
+	d.addEvent(j, now, "abandoned", c.Site, fmt.Sprintf("attempt %d (tag %s) not found at %s after the grace: counted as never sent; a late submission under that tag will be cancelled",
 		j.Attempts, tag, c.Site))
-	b.saveDuties(ctx)
+	d.saveDuties(ctx)
 }
 
 // rewatch rebuilds the watches of the unfinished jobs Recover loaded from
 // their Abandoned tags (a crash between the job's write and the duties'
-// loses none). b.mu held.
-func (b *Broker) rewatch(j *Job) {
+// loses none). The ledger's lock held.
+func (d *duties) rewatch(j *Job) {
 	for _, key := range j.Abandoned {
 		tag, site, ok := strings.Cut(key, "@")
-		if _, known := b.siteIdx[site]; !ok || !known {
+		if _, known := d.siteIdx[site]; !ok || !known {
 			continue
 		}
-		if slices.ContainsFunc(b.duties.watches, func(w lateWatch) bool { return w.Job == j.ID && w.Tag == tag && w.Site == site }) {
+		if slices.ContainsFunc(d.watches, func(w lateWatch) bool { return w.Job == j.ID && w.Tag == tag && w.Site == site }) {
 			continue
 		}
-		b.duties.watches = append(b.duties.watches, lateWatch{Job: j.ID, Site: site, Tag: tag, Attempt: attemptOf(j.ID, tag)})
+		d.watches = append(d.watches, lateWatch{Job: j.ID, Site: site, Tag: tag, Attempt: attemptOf(j.ID, tag)})
 	}
 }
 
@@ -220,53 +229,53 @@ func attemptOf(id, tag string) int {
 // submission that landed after the grace. At most once per lateEvery; a
 // site that does not answer is asked again next time. Called by Cycle after
 // the poll.
-func (b *Broker) watchLate(ctx context.Context, now time.Time) {
-	b.mu.Lock()
-	if len(b.duties.watches) == 0 || now.Before(b.duties.next) {
-		b.mu.Unlock()
+func (d *duties) watchLate(ctx context.Context, now time.Time) {
+	d.mu.Lock()
+	if len(d.watches) == 0 || now.Before(d.next) {
+		d.mu.Unlock()
 		return
 	}
-	b.duties.next = now.Add(b.opts.SubmitGrace / 6)
-	keep := b.duties.watches[:0]
-	for _, w := range b.duties.watches {
-		j := b.jobs[w.Job]
+	d.next = now.Add(d.opts.SubmitGrace / 6)
+	keep := d.watches[:0]
+	for _, w := range d.watches {
+		j := d.jobs[w.Job]
 		if w.Until.IsZero() && (j == nil || j.State.Final()) {
 			end := now
 			if j != nil && !j.End.IsZero() {
 				end = j.End
 			}
-			w.Until = end.Add(b.lateMargin())
+			w.Until = end.Add(d.lateMargin())
 		}
 		if !w.Until.IsZero() && now.After(w.Until) {
 			continue
 		}
 		keep = append(keep, w)
 	}
-	b.duties.watches = keep
+	d.watches = keep
 	ws := slices.Clone(keep)
-	b.saveDuties(ctx)
-	b.mu.Unlock()
+	d.saveDuties(ctx)
+	d.mu.Unlock()
 
 	found := make([][]backends.JobStatus, len(ws))
 	for i, w := range ws {
-		if f, ok := backends.AsFinder(b.sites[b.siteIdx[w.Site]].Backend); ok {
+		if f, ok := backends.AsFinder(d.sites[d.siteIdx[w.Site]].Backend); ok {
 			found[i], _ = f.FindByGridID(ctx, w.Tag) // no answer: asked again next time
 		}
 	}
 
-	b.mu.Lock()
+	d.mu.Lock()
 	var cancels []cancelReq
 	for i, w := range ws {
-		j := b.jobs[w.Job]
+		j := d.jobs[w.Job]
 		for _, st := range found[i] {
 			if slices.Contains(w.Seen, st.ID) || (j != nil && owns(j, w.Site, st.ID)) {
 				continue
 			}
-			k := slices.IndexFunc(b.duties.watches, func(x lateWatch) bool { return x.Job == w.Job && x.Tag == w.Tag && x.Site == w.Site })
+			k := slices.IndexFunc(d.watches, func(x lateWatch) bool { return x.Job == w.Job && x.Tag == w.Tag && x.Site == w.Site })
 			if k < 0 {
 				break
 			}
-			b.duties.watches[k].Seen = append(b.duties.watches[k].Seen, st.ID)
+			d.watches[k].Seen = append(d.watches[k].Seen, st.ID)
 			msg := fmt.Sprintf("late submission of attempt %d found at %s after the grace: cancelled", w.Attempt, w.Site)
 			if st.State.Final() {
 				msg = fmt.Sprintf("late submission of attempt %d found at %s after the grace: it had already ended %s", w.Attempt, w.Site, st.State)
@@ -274,15 +283,14 @@ func (b *Broker) watchLate(ctx context.Context, now time.Time) {
 				cancels = append(cancels, cancelReq{w.Job, w.Site, st.ID, fmt.Sprintf("remote job %s: late submission of attempt %d (tag %s)", st.ID, w.Attempt, w.Tag)})
 			}
 			if j != nil {
-				b.addEvent(j, now, EventLateSubmission, w.Site, msg)
-				_ = b.persist(ctx, j)
+				d.record(ctx, j, now, EventLateSubmission, w.Site, msg)
 			}
-			b.log.Warn(msg, "job", w.Job, "remote", st.ID, "tag", w.Tag)
+			d.log.Warn(msg, "job", w.Job, "remote", st.ID, "tag", w.Tag)
 		}
 	}
-	b.saveDuties(ctx)
-	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	d.saveDuties(ctx)
+	d.mu.Unlock()
+	d.doCancels(ctx, now, cancels)
 }
 
 // owns reports whether remote job id at site is one of j's components,

@@ -62,7 +62,7 @@ type Exclusion struct {
 // asked for their state as in a cycle.
 func (b *Broker) Explain(ctx context.Context, req Request, now time.Time) (*Explanation, error) {
 	req = req.clone()
-	if err := b.validate(&req, now); err != nil {
+	if err := b.in.validate(&req, now); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct {
@@ -76,7 +76,7 @@ func (b *Broker) Explain(ctx context.Context, req Request, now time.Time) (*Expl
 	if err := checkDeadlineFields(&req); err != nil {
 		return nil, err
 	}
-	if _, err := b.feasible(ctx, &req, now); err != nil { // as Submit: the deadline rule included
+	if _, err := b.in.feasible(ctx, &req, now); err != nil { // as Submit: the deadline rule included
 		return nil, err
 	}
 	if req.Window != nil {
@@ -102,7 +102,7 @@ func (b *Broker) ExplainJob(ctx context.Context, id string, now time.Time) (*Exp
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	case c.State != Queued:
 		return nil, fmt.Errorf("%w: job %s is %s, not queued: only a queued job's placement is still open (`gridsub status %s` shows where it went)%s",
-			ErrBadRequest, id, c.State, id, moveNote(c)) // remap.go
+			ErrBadRequest, id, c.State, id, moveNote(c))
 	}
 	return b.explain(ctx, c, now, false)
 }
@@ -113,7 +113,7 @@ func (b *Broker) explain(ctx context.Context, j *Job, now time.Time, extra bool)
 	b.cycleMu.Lock()
 	defer b.cycleMu.Unlock()
 	var rep CycleReport
-	snap, err := b.snapshot(ctx, now, &rep)
+	snap, err := b.stages.snapshot.snapshot(ctx, now, &rep)
 	if err != nil {
 		return nil, err
 	}

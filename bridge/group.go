@@ -63,6 +63,15 @@ func (r *Request) grouped() bool { return r.Array != "" || r.Sweep != nil || len
 // hasDeps reports whether the request depends on other jobs.
 func (r *Request) hasDeps() bool { return len(r.After)+len(r.AfterOK)+len(r.AfterAny) > 0 }
 
+// groups makes the elements of arrays, sweeps and pipelines and holds the
+// jobs whose dependencies are not met yet (deps.go). Guarded by the
+// ledger's lock.
+type groups struct {
+	part
+	*intake       // the rules every element and step obeys
+	*reservations // an element's reservation ends with it
+}
+
 // groupInfo is what the broker keeps in memory of a live parent.
 type groupInfo struct {
 	indices []int    // element index by position
@@ -146,7 +155,7 @@ func newGroup(req *Request, p *problems) (*Group, []int) {
 	}
 }
 
-// element builds the request of a group's element at position k. b.mu
+// element builds the request of a group's element at position k. The ledger's lock
 // held (or the job not shared).
 func element(parent *Job, indices []int, k int) (Request, error) {
 	pr := &parent.Req
@@ -196,41 +205,41 @@ func elementOutputDir(dir, id string, idx int) string {
 // advanceGroups makes the elements each running group has room for, counts
 // the ones that ended, and ends groups whose elements have all ended.
 // Called in every cycle, cycleMu held.
-func (b *Broker) advanceGroups(ctx context.Context, now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.parents) == 0 {
+func (gs *groups) advanceGroups(ctx context.Context, now time.Time) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if len(gs.parents) == 0 {
 		return
 	}
 	budget := MakePerCycle
-	keep := b.parents[:0]
-	for _, id := range b.parents {
-		p := b.jobs[id]
+	keep := gs.parents[:0]
+	for _, id := range gs.parents {
+		p := gs.jobs[id]
 		if p == nil || p.State.Final() {
-			delete(b.groups, id)
+			delete(gs.groups, id)
 			continue
 		}
 		keep = append(keep, id)
 		if p.State == Held {
 			continue
 		}
-		b.advanceGroup(ctx, p, now, &budget)
+		gs.advanceGroup(ctx, p, now, &budget)
 		if p.State.Final() {
 			keep = keep[:len(keep)-1]
-			delete(b.groups, id)
+			delete(gs.groups, id)
 		}
 	}
-	clear(b.parents[len(keep):])
-	b.parents = keep
+	clear(gs.parents[len(keep):])
+	gs.parents = keep
 }
 
-// advanceGroup advances one running group. b.mu held.
-func (b *Broker) advanceGroup(ctx context.Context, p *Job, now time.Time, budget *int) {
-	g, gi := p.Group, b.groups[p.ID]
+// advanceGroup advances one running group. The ledger's lock held.
+func (gs *groups) advanceGroup(ctx context.Context, p *Job, now time.Time, budget *int) {
+	g, gi := p.Group, gs.groups[p.ID]
 	dirty := false
 	kids := gi.kids[:0]
 	for _, kid := range gi.kids {
-		e := b.jobs[kid]
+		e := gs.jobs[kid]
 		if e == nil || !e.State.Final() {
 			if e != nil && p.Start.IsZero() && !e.Start.IsZero() {
 				p.Start, dirty = e.Start, true
@@ -253,9 +262,9 @@ func (b *Broker) advanceGroup(ctx context.Context, p *Job, now time.Time, budget
 	gi.kids = kids
 	for g.Made < g.Total && (g.Limit == 0 || len(gi.kids) < g.Limit) && *budget > 0 {
 		*budget--
-		e, err := b.makeElement(ctx, p, gi.indices, g.Made, now)
+		e, err := gs.makeElement(ctx, p, gi.indices, g.Made, now)
 		if err != nil {
-			b.log.Error("making a group element failed", "job", p.ID, "err", err)
+			gs.log.Error("making a group element failed", "job", p.ID, "err", err)
 			break // tried again next cycle: the id is the same
 		}
 		g.Made++
@@ -263,17 +272,17 @@ func (b *Broker) advanceGroup(ctx context.Context, p *Job, now time.Time, budget
 		dirty = true
 	}
 	if g.Made == g.Total && len(gi.kids) == 0 {
-		b.endGroup(p, now)
+		gs.endGroup(p, now)
 		dirty = true
 	}
 	if dirty {
-		_ = b.persist(ctx, p)
+		_ = gs.persist(ctx, p)
 	}
 }
 
 // makeElement creates, stores and queues (or holds) the element at
-// position k. b.mu held.
-func (b *Broker) makeElement(ctx context.Context, p *Job, indices []int, k int, now time.Time) (*Job, error) {
+// position k. The ledger's lock held.
+func (gs *groups) makeElement(ctx context.Context, p *Job, indices []int, k int, now time.Time) (*Job, error) {
 	req, err := element(p, indices, k)
 	if err != nil {
 		return nil, err
@@ -283,37 +292,30 @@ func (b *Broker) makeElement(ctx context.Context, p *Job, indices []int, k int, 
 	if req.hasDeps() {
 		e.State, e.Waiting = Held, "its dependencies"
 	}
-	if _, dup := b.jobs[e.ID]; dup {
+	if _, dup := gs.jobs[e.ID]; dup {
 		return nil, fmt.Errorf("element %s exists already", e.ID)
 	}
 	what := fmt.Sprintf("element %d of %s %s", idx, p.Group.Kind, p.ID)
 	if p.Group.Kind == KindPipeline {
 		what = fmt.Sprintf("step %d (%s) of pipeline %s", idx, req.Name, p.ID)
 	}
-	b.addEvent(e, now, "submitted", "", fmt.Sprintf("%s: %d node(s), walltime %s", what, req.Nodes, req.Estimate))
-	if err := b.persist(ctx, e); err != nil {
+	gs.addEvent(e, now, "submitted", "", fmt.Sprintf("%s: %d node(s), walltime %s", what, req.Nodes, req.Estimate))
+	if err := gs.persist(ctx, e); err != nil {
 		e.Events = nil
 		return nil, err
 	}
-	b.jobs[e.ID] = e
-	switch e.State {
-	case Queued:
-		b.queue = append(b.queue, e.ID)
-		b.pq = append(b.pq, b.policyJob(e))
-	case Held:
-		b.held = append(b.held, e.ID)
-	}
+	gs.add(e)
 	return e, nil
 }
 
-// endGroup ends a group whose elements have all ended. b.mu held.
-func (b *Broker) endGroup(p *Job, now time.Time) {
+// endGroup ends a group whose elements have all ended. The ledger's lock held.
+func (gs *groups) endGroup(p *Job, now time.Time) {
 	g := p.Group
 	ok := g.Counts[Completed]
 	p.End, p.ExitCode = now, 0
 	if ok == g.Total {
 		p.State, p.Reason = Completed, ""
-		b.addEvent(p, now, "completed", "", fmt.Sprintf("all %d elements completed", g.Total))
+		gs.addEvent(p, now, "completed", "", fmt.Sprintf("all %d elements completed", g.Total))
 		return
 	}
 	p.State, p.ExitCode = Failed, 1
@@ -324,20 +326,20 @@ func (b *Broker) endGroup(p *Job, now time.Time) {
 		}
 	}
 	p.Reason = fmt.Sprintf("%d of %d elements did not complete (%s); first: %s", g.Total-ok, g.Total, strings.Join(parts, ", "), p.Reason)
-	b.addEvent(p, now, "failed", "", p.Reason)
+	gs.addEvent(p, now, "failed", "", p.Reason)
 }
 
 // cancelKids cancels the unfinished elements of a cancelled parent and
-// returns the remote cancels to issue. b.mu held.
-func (b *Broker) cancelKids(ctx context.Context, p *Job, now time.Time) []cancelReq {
-	gi := b.groups[p.ID]
+// returns the remote cancels to issue. The ledger's lock held.
+func (gs *groups) cancelKids(ctx context.Context, p *Job, now time.Time) []cancelReq {
+	gi := gs.groups[p.ID]
 	if gi == nil {
 		return nil
 	}
 	why := fmt.Sprintf("its %s %s was cancelled", p.Group.Kind, p.ID)
 	var cs []cancelReq
 	for _, kid := range gi.kids {
-		e := b.jobs[kid]
+		e := gs.jobs[kid]
 		if e == nil || e.State.Final() {
 			continue
 		}
@@ -346,31 +348,30 @@ func (b *Broker) cancelKids(ctx context.Context, p *Job, now time.Time) []cancel
 				cs = append(cs, cancelReq{e.ID, c.Site, c.RemoteID, why})
 			}
 		}
-		e.State, e.End, e.Reason = Cancelled, now, why
-		b.addEvent(e, now, "cancelled", "", why)
-		b.dequeue(e.ID)
-		b.dropResv(e, ResvReleased, why)
+		gs.endAs(e, now, Cancelled, "cancelled", "", why)
+		gs.dequeue(e.ID)
+		gs.dropResv(e, ResvReleased, why)
 		if p.Group.Counts == nil {
 			p.Group.Counts = map[JobState]int{}
 		}
 		p.Group.Counts[Cancelled]++
-		_ = b.persist(ctx, e)
+		_ = gs.persist(ctx, e)
 	}
 	gi.kids = nil
-	b.compactLive()
+	gs.compactLive()
 	return cs
 }
 
 // recoverGroups rebuilds the live groups after a restart from the store:
 // the elements made (Filter.Parent), the ones unfinished, the counts of
-// the ended ones. b.mu held; runs inside Recover.
-func (b *Broker) recoverGroups(ctx context.Context, now time.Time, rep *RecoverReport) {
-	for _, id := range b.parents {
-		p := b.jobs[id]
+// the ended ones. The ledger's lock held; runs inside Recover.
+func (gs *groups) recoverGroups(ctx context.Context, now time.Time, rep *RecoverReport) {
+	for _, id := range gs.parents {
+		p := gs.jobs[id]
 		_, indices := newGroup(&p.Req, &problems{})
 		gi := &groupInfo{indices: indices}
-		b.groups[id] = gi
-		els, err := b.store.List(ctx, Filter{Parent: id})
+		gs.groups[id] = gi
+		els, err := gs.store.List(ctx, Filter{Parent: id})
 		if err != nil {
 			rep.Errors = append(rep.Errors, fmt.Errorf("group %s: listing its elements: %w", id, err))
 			continue
@@ -402,12 +403,12 @@ func (b *Broker) recoverGroups(ctx context.Context, now time.Time, rep *RecoverR
 			rep.Errors = append(rep.Errors, fmt.Errorf("group %s: %d made elements are neither stored nor counted", id, missing))
 		}
 		if made != p.Group.Made || !maps.Equal(counts, p.Group.Counts) {
-			b.addEvent(p, now, "reconciled", "", fmt.Sprintf("after a restart: %d of %d elements made, %d ended", made, p.Group.Total, made-len(gi.kids)))
+			gs.addEvent(p, now, "reconciled", "", fmt.Sprintf("after a restart: %d of %d elements made, %d ended", made, p.Group.Total, made-len(gi.kids)))
 		}
 		p.Group.Made, p.Group.Counts = made, counts
 		if len(counts) == 0 {
 			p.Group.Counts = nil
 		}
-		_ = b.persist(ctx, p)
+		_ = gs.persist(ctx, p)
 	}
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"strings"
-	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -36,33 +35,4 @@ func IsSiteLoss(st backends.JobStatus) bool {
 		}
 	}
 	return false
-}
-
-// noteLoss reports a site loss at site s to the Reliability model, at most
-// once per site per cycle time (a site failure that loses ten jobs is one
-// failure, not ten). A site already counted down (its status calls fail)
-// is not reported again, nor are the losses found in its first answer after
-// an outage (outageOver). b.mu held.
-func (b *Broker) noteLoss(s int, st backends.JobStatus, now time.Time) {
-	if b.opts.Tiers == nil || b.opts.Tiers.Reliability == nil || !IsSiteLoss(st) {
-		return
-	}
-	if b.tiers.lostAt == nil {
-		b.tiers.lostAt = make([]time.Time, len(b.sites))
-	}
-	if b.tiers.lostAt[s].Equal(now) || (b.tiers.downSince != nil && !b.tiers.downSince[s].IsZero()) {
-		return
-	}
-	b.tiers.lostAt[s] = now
-	b.opts.Tiers.Reliability.Lost(b.sites[s].Name, now)
-}
-
-// outageOver is called when site s answers after an outage: the jobs it
-// reports lost in this answer were lost in the outage, already reported
-// as the site going down, so no loss is reported for them. b.mu held.
-func (b *Broker) outageOver(s int, now time.Time) {
-	if b.tiers.lostAt == nil {
-		b.tiers.lostAt = make([]time.Time, len(b.sites))
-	}
-	b.tiers.lostAt[s] = now
 }

@@ -33,8 +33,8 @@ type Policies struct {
 }
 
 // admission is the reservation mechanism in use.
-func (b *Broker) admission() policy.Admission {
-	if a := b.opts.Policies.Admission; a != nil {
+func (o *Options) admission() policy.Admission {
+	if a := o.Policies.Admission; a != nil {
 		return a
 	}
 	return reserve.DRRM{}
@@ -44,8 +44,8 @@ func (b *Broker) admission() policy.Admission {
 type admissionsBook = policy.ReservationBook
 
 // feasibility is the feasibility check in use.
-func (b *Broker) feasibility() policy.Feasibility {
-	if f := b.opts.Policies.Feasibility; f != nil {
+func (o *Options) feasibility() policy.Feasibility {
+	if f := o.Policies.Feasibility; f != nil {
 		return f
 	}
 	return feasible.Check{}
@@ -74,12 +74,13 @@ func feasibleBy(f policy.Feasibility, req *Request, m *policy.Snapshot) (string,
 
 // late is why a waiting request can no longer meet its deadline on m, ""
 // when it can. A check that broke says so in the log and counts as not
-// late: a job is never rejected for a policy's fault. b.mu held.
-func (b *Broker) late(req *Request, m *policy.Snapshot) string {
-	f := b.feasibility()
+// late: a job is never rejected for a policy's fault. The ledger's lock
+// held.
+func (p part) late(req *Request, m *policy.Snapshot) string {
+	f := p.opts.feasibility()
 	why, err := f.Late(demandOf(req), m)
 	if err != nil {
-		b.log.Warn("deadline check failed", "policy", f.Name(), "err", err)
+		p.log.Warn("deadline check failed", "policy", f.Name(), "err", err)
 		return ""
 	}
 	return why
@@ -87,24 +88,26 @@ func (b *Broker) late(req *Request, m *policy.Snapshot) string {
 
 // TrustPolicy is the trust policy in use: Options.Policies.Trust, else
 // paper 002's model (the daemon's trust task asks it).
-func (b *Broker) TrustPolicy() policy.Trust {
-	if t := b.opts.Policies.Trust; t != nil {
+func (b *Broker) TrustPolicy() policy.Trust { return b.opts.trustPolicy() }
+
+func (o *Options) trustPolicy() policy.Trust {
+	if t := o.Policies.Trust; t != nil {
 		return t
 	}
 	return trust.Policy{Model: trust.DefaultModel()}
 }
 
 // tiering is the tier rule and copy plan in use (with Options.Tiers).
-func (b *Broker) tiering() policy.Tiering {
-	if t := b.opts.Policies.Tiering; t != nil {
+func (o *Options) tiering() policy.Tiering {
+	if t := o.Policies.Tiering; t != nil {
 		return t
 	}
 	return dependable.Tiering{}
 }
 
 // remapPolicy is the remapping policy in use (with Options.Remap).
-func (b *Broker) remapPolicy() policy.Remap {
-	if r := b.opts.Policies.Remap; r != nil {
+func (o *Options) remapPolicy() policy.Remap {
+	if r := o.Policies.Remap; r != nil {
 		return r
 	}
 	return remap.Gain{}
@@ -126,10 +129,10 @@ func FeasibleBy(f policy.Feasibility, req *Request, m *policy.Snapshot) (warning
 func (b *Broker) PolicyNames() map[policy.Kind]string {
 	return map[policy.Kind]string{
 		policy.KindPlanner:     b.opts.Planner.Name(),
-		policy.KindFeasibility: b.feasibility().Name(),
-		policy.KindAdmission:   b.admission().Name(),
-		policy.KindTrust:       b.TrustPolicy().Name(),
-		policy.KindTiering:     b.tiering().Name(),
-		policy.KindRemap:       b.remapPolicy().Name(),
+		policy.KindFeasibility: b.opts.feasibility().Name(),
+		policy.KindAdmission:   b.opts.admission().Name(),
+		policy.KindTrust:       b.opts.trustPolicy().Name(),
+		policy.KindTiering:     b.opts.tiering().Name(),
+		policy.KindRemap:       b.opts.remapPolicy().Name(),
 	}
 }

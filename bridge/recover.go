@@ -21,6 +21,14 @@ type RecoverReport struct {
 	Errors                []error
 }
 
+// reconciler settles dispatch intents by their tags: at Recover, and at
+// the start of a cycle for those whose sites could not be asked.
+type reconciler struct {
+	part
+	*duties  // abandoned tags, and the grace for submissions in flight
+	*tracker // folding what the sites said into the jobs
+}
+
 // Recover loads the unfinished jobs of the store into an empty broker after a
 // restart and reconciles every dispatch intent with the sites: a submission
 // whose remote job carries its tag is adopted, one that never reached the site
@@ -42,25 +50,25 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 	}
 	resv := slices.ContainsFunc(jobs, func(j *Job) bool { return j.Resv != nil })
 	if resv {
-		b.learnCapacity(ctx, now)
+		b.resv.learnCapacity(ctx, now)
 	}
 	b.mu.Lock()
 	if resv {
-		b.readmit(ctx, jobs, now)
+		b.resv.readmit(ctx, jobs, now)
 	}
-	b.loadDuties(ctx, &rep) // duties.go: pending cancels and late watches
+	b.duties.loadDuties(ctx, &rep) // pending cancels and late watches
 	var cancels []cancelReq
 	for _, j := range jobs {
 		if _, dup := b.jobs[j.ID]; dup {
 			continue
 		}
 		b.jobs[j.ID] = j
-		b.rewatch(j) // duties.go
+		b.duties.rewatch(j)
 		// How a job ends while its outputs are fetched lives in memory
 		// only; a store that hands back the struct (MemStore) must not
 		// make the recovered job skip its fetch.
 		j.final = nil
-		if j.Group != nil || j.State == Held { // group.go, deps.go
+		if j.Group != nil || j.State == Held {
 			if j.State == Held {
 				b.held = append(b.held, j.ID)
 			}
@@ -69,8 +77,8 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			}
 			continue
 		}
-		if j.Moving != nil { // remap.go
-			took, cs := b.recoverMove(ctx, j, now, &rep)
+		if j.Moving != nil {
+			took, cs := b.rm.recoverMove(ctx, j, now, &rep)
 			cancels = append(cancels, cs...)
 			if took {
 				continue
@@ -78,46 +86,40 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		}
 		switch j.State {
 		case Queued:
-			b.queue = append(b.queue, j.ID)
-			b.pq = append(b.pq, b.policyJob(j))
+			b.queueLast(j)
 			rep.Queued++
 		case Dispatched, Running:
-			b.track0(j)
+			b.adopt(j)
 			rep.Live++
-			if b.hasCopies(j) { // a copy intent it holds was written before the restart
+			if hasCopies(j) { // a copy intent it holds was written before the restart
 				b.markRestarted(j)
 			}
-			if b.hasCopies(j) && !b.lookupIntents(ctx, j, now, &rep) { // recover_copies.go
-				continue
+			if hasCopies(j) {
+				ok, cs := b.rec.lookupIntents(ctx, j, now, &rep)
+				cancels = append(cancels, cs...)
+				if !ok {
+					continue
+				}
 			}
 			// Components that ended before the crash (the job was stopped
 			// while fetching its outputs): no poll asks about them again.
 			if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.State.Final() }) {
 				var crep CycleReport
-				cancels = append(cancels, b.track(ctx, j, now, &crep)...)
+				cancels = append(cancels, b.stages.track.track(ctx, j, now, &crep)...)
 			}
 		case Submitting:
 			b.markRestarted(j)
-			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
+			cancels = append(cancels, b.rec.reconcile(ctx, j, now, &rep)...)
 		case Reserved:
 			b.reserved = append(b.reserved, j.ID)
 			rep.Reserved++
 		}
 	}
-	b.recoverGroups(ctx, now, &rep)
+	b.grp.recoverGroups(ctx, now, &rep)
 	b.compactLive()
 	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	b.duties.doCancels(ctx, now, cancels)
 	return rep, nil
-}
-
-// markRestarted records that j's intents were written by the process
-// before the restart (Options.SubmitGrace applies to them). b.mu held.
-func (b *Broker) markRestarted(j *Job) {
-	if b.restarted == nil {
-		b.restarted = map[string]bool{}
-	}
-	b.restarted[j.ID] = true
 }
 
 // compSites lists the sites a job's components name.
@@ -129,142 +131,106 @@ func compSites(j *Job) []string {
 	return out
 }
 
-// track0 makes a dispatched or running job live again. b.mu held.
-func (b *Broker) track0(j *Job) {
-	b.live = append(b.live, j.ID)
-	for _, c := range j.Comps {
-		if c.RemoteID != "" {
-			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
-		}
-	}
-}
-
 // reconcile settles a job found in the Submitting state: for each intended
-// component it asks the site for remote jobs carrying the attempt's tag. b.mu
+// component it asks the site for remote jobs carrying the attempt's tag. The ledger's lock
 // held (the sites are asked with it held: recovery runs before any cycle). It
-// returns the remote cancels to issue once b.mu is released.
-func (b *Broker) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
-	if b.hasCopies(j) {
-		return b.reconcileCopies(ctx, j, now, rep) // recover_copies.go
+// returns the remote cancels to issue once the ledger's lock is released.
+func (rc *reconciler) reconcile(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
+	if hasCopies(j) {
+		return rc.reconcileCopies(ctx, j, now, rep)
 	}
 	tag := RemoteTag(j.ID, j.Attempts)
 	found, missing, unknown := 0, 0, 0
+	var cancels []cancelReq // duplicates under the tag, and what the outcome below withdraws
 	for k := range j.Comps {
 		c := &j.Comps[k]
 		if c.RemoteID != "" {
 			found++
 			continue
 		}
-		be := b.sites[b.siteIdx[c.Site]].Backend
-		f, ok := backends.AsFinder(be)
-		if !ok {
+		got, dups := rc.lookup(ctx, j, c, tag, now, rep)
+		cancels = append(cancels, dups...)
+		switch got {
+		case tagUnknowable:
 			unknown++
-			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
+			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming the submission did not reach it")
 			missing++
-			continue
-		}
-		sts, err := f.FindByGridID(ctx, tag)
-		if err != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
-			rep.Unresolved++
-			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
-			_ = b.persist(ctx, j)
-			b.unresolved = append(b.unresolved, j.ID)
-			return nil
-		}
-		if len(sts) == 0 {
+		case tagUnanswered:
+			rc.unresolved = append(rc.unresolved, j.ID)
+			return cancels
+		case tagMissing:
 			missing++
-			continue
-		}
-		st := sts[0]
-		c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
-		if c.State == backends.StateUnknown {
-			c.State = backends.StatePending
-		}
-		if !st.Start.IsZero() {
-			c.Start = st.Start
-		}
-		if c.State.Final() {
-			c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
-		}
-		found++
-		rep.Adopted++
-		for _, extra := range sts[1:] { // never expected; cancel rather than run twice
-			if !extra.State.Final() {
-				_ = be.Cancel(ctx, extra.ID)
-			}
-			rep.DuplicatesCancelled++
+		case tagFound:
+			found++
 		}
 	}
-	if b.waitInFlight(ctx, j, now, missing, rep) {
-		return nil
+	if rc.duties.waitInFlight(ctx, j, now, missing, rep) {
+		return cancels
 	}
-	var cancels []cancelReq
 	switch {
 	case missing == 0:
 		j.State = Dispatched
-		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
-		b.track0(j)
+		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d found at %s", j.Attempts, j.Sites()))
+		rc.adopt(j)
 		rep.Live++
 		// The remote jobs may have run, or ended, while nobody watched: fold
 		// what the sites said into the job now. A poll would never do it for
 		// a component already final.
 		var crep CycleReport
-		cancels = b.track(ctx, j, now, &crep)
+		cancels = append(cancels, rc.track(ctx, j, now, &crep)...)
 	default:
 		for _, c := range j.Comps {
 			if c.RemoteID != "" && !c.State.Final() {
 				cancels = append(cancels, cancelReq{j.ID, c.Site, c.RemoteID, "its co-allocated siblings never reached their sites"})
 			}
 			if c.RemoteID == "" {
-				b.abandon(ctx, j, c, tag, now) // duties.go: cancelled if it lands after all
+				rc.duties.abandon(ctx, j, c, tag, now) // cancelled if it lands after all
 			}
 		}
 		rep.NeverReached += missing
 		j.Comps = nil
 		if j.Resv != nil && j.Resv.State == ResvBound {
-			b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached its reservation; submitted into it again", j.Attempts))
-			b.waitReserved(j)
+			rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached its reservation; submitted into it again", j.Attempts))
+			rc.waitReserved(j)
 			break
 		}
 		j.State = Queued
-		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
-		b.queue = append(b.queue, j.ID)
-		b.pq = append(b.pq, b.policyJob(j))
+		rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d never reached %d site(s); queued again", j.Attempts, missing))
+		rc.queueLast(j)
 		rep.Queued++
 	}
-	_ = b.persist(ctx, j)
+	_ = rc.persist(ctx, j)
 	return cancels
 }
 
 // retryUnresolved re-runs reconciliation for jobs whose site could not be
 // asked during Recover. Called at the start of a cycle.
-func (b *Broker) retryUnresolved(ctx context.Context, now time.Time) {
-	b.mu.Lock()
-	if len(b.unresolved) == 0 {
-		b.mu.Unlock()
+func (rc *reconciler) retryUnresolved(ctx context.Context, now time.Time) {
+	rc.mu.Lock()
+	if len(rc.unresolved) == 0 {
+		rc.mu.Unlock()
 		return
 	}
-	ids := b.unresolved
-	b.unresolved = nil
+	ids := rc.unresolved
+	rc.unresolved = nil
 	var rep RecoverReport
 	var cancels []cancelReq
 	for _, id := range ids {
-		if j := b.jobs[id]; j.State == Submitting {
-			cancels = append(cancels, b.reconcile(ctx, j, now, &rep)...)
+		if j := rc.jobs[id]; j.State == Submitting {
+			cancels = append(cancels, rc.reconcile(ctx, j, now, &rep)...)
 		}
 	}
-	b.compactLive()
-	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
+	rc.compactLive()
+	rc.mu.Unlock()
+	rc.duties.doCancels(ctx, now, cancels)
 }
 
 // readmit rebuilds the resource–reservation graph after a restart: every
 // unfinished job with a live reservation is admitted again, earliest window
 // first. One still waiting that no longer passes (a site gone, or down at
 // the restart) fails with the test's reason; one already running in its
-// reservation stays, whatever the graph says. b.mu held.
-func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
+// reservation stays, whatever the graph says. The ledger's lock held.
+func (rsv *reservations) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 	var rs []*Job
 	for _, j := range jobs {
 		if r := j.Resv; r != nil && (r.State == ResvAdmitted || r.State == ResvBinding || r.State == ResvBound) {
@@ -272,18 +238,17 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 		}
 	}
 	slices.SortStableFunc(rs, func(x, y *Job) int { return x.Resv.Earliest.Compare(y.Resv.Earliest) })
-	g := b.graph()
-	running := b.gridRunning(now)
+	g := rsv.graph()
+	running := rsv.gridRunning(now)
 	for _, j := range rs {
-		st := g.Admit(b.resvRequest(j), now, running)
+		st := g.Admit(rsv.resvRequest(j), now, running)
 		ok, why := st.Code == policy.Success, strings.Join(st.Reasons, "; ")
 		if ok || j.State != Reserved || j.Resv.State != ResvAdmitted {
 			continue
 		}
 		j.Resv.State, j.Resv.Reason = ResvFailed, why
-		j.State, j.Reason, j.End = Failed, "reservation failed: after a restart the admission test no longer holds it: "+why, now
-		b.addEvent(j, now, "failed", "", j.Reason)
-		_ = b.persist(ctx, j)
+		rsv.endAs(j, now, Failed, "failed", "", "reservation failed: after a restart the admission test no longer holds it: "+why)
+		_ = rsv.persist(ctx, j)
 	}
 }
 
@@ -294,20 +259,20 @@ func (b *Broker) readmit(ctx context.Context, jobs []*Job, now time.Time) {
 // in flight (inFlight) the job stays Submitting and is looked up again
 // every cycle (retryUnresolved), with one reconcile-wait event per
 // attempt; it reports true then. The one rule for single and co-allocated
-// jobs (reconcile) and for QoS copies (lookupIntents). b.mu held.
-func (b *Broker) waitInFlight(ctx context.Context, j *Job, now time.Time, missing int, rep *RecoverReport) bool {
-	if missing == 0 || !b.inFlight(j, now) {
+// jobs (reconcile) and for QoS copies (lookupIntents). The ledger's lock held.
+func (d *duties) waitInFlight(ctx context.Context, j *Job, now time.Time, missing int, rep *RecoverReport) bool {
+	if missing == 0 || !d.inFlight(j, now) {
 		return false
 	}
 	if !slices.ContainsFunc(j.Events, func(e Event) bool {
 		return e.Kind == "reconcile-wait" && strings.Contains(e.Msg, fmt.Sprintf("attempt %d ", j.Attempts))
 	}) {
-		b.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
-			j.Attempts, missing, j.Intent.Add(b.opts.SubmitGrace).Format(time.RFC3339)))
-		_ = b.persist(ctx, j)
+		d.addEvent(j, now, "reconcile-wait", "", fmt.Sprintf("after a restart: attempt %d not found at %d site(s) yet; a submission in flight may still land, looking again until %s",
+			j.Attempts, missing, j.Intent.Add(d.opts.SubmitGrace).Format(time.RFC3339)))
+		_ = d.persist(ctx, j)
 	}
 	rep.Unresolved++
-	b.unresolved = append(b.unresolved, j.ID)
+	d.unresolved = append(d.unresolved, j.ID)
 	return true
 }
 
@@ -316,7 +281,68 @@ func (b *Broker) waitInFlight(ctx context.Context, j *Job, now time.Time, missin
 // before it stopped may still reach its site (Options.SubmitGrace). A
 // batch this process cut itself is not waited for: its remote shell stops
 // at the next marker it cannot write (backends/sshbatch). An intent
-// recorded before Intent existed (zero) is not waited for. b.mu held.
-func (b *Broker) inFlight(j *Job, now time.Time) bool {
-	return b.opts.SubmitGrace > 0 && b.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(b.opts.SubmitGrace))
+// recorded before Intent existed (zero) is not waited for. The ledger's lock held.
+func (d *duties) inFlight(j *Job, now time.Time) bool {
+	return d.opts.SubmitGrace > 0 && d.restarted[j.ID] && !j.Intent.IsZero() && now.Before(j.Intent.Add(d.opts.SubmitGrace))
+}
+
+// duplicates are the cancels of the remote jobs found under one tag beside
+// the one adopted: never expected, and cancelled rather than run twice
+// (counted in rep; the cancel stage sends them).
+func duplicates(job, site, tag string, extra []backends.JobStatus, rep *RecoverReport) []cancelReq {
+	var cs []cancelReq
+	for _, st := range extra {
+		if !st.State.Final() {
+			cs = append(cs, cancelReq{job, site, st.ID, fmt.Sprintf("remote job %s: a duplicate under tag %s, cancelled rather than run twice", st.ID, tag)})
+		}
+		rep.DuplicatesCancelled++
+	}
+	return cs
+}
+
+// tagLookup is what a site said of a dispatch intent's tag.
+type tagLookup int
+
+const (
+	tagFound      tagLookup = iota // a remote job carries it: adopted
+	tagMissing                     // no remote job carries it (yet)
+	tagUnknowable                  // the site cannot look jobs up by tag
+	tagUnanswered                  // the site did not answer
+)
+
+// lookup asks component c's site for the remote jobs carrying tag — the
+// one lookup of every dispatch intent after a restart, single jobs,
+// co-allocated parts, replicas and QoS copies alike. Found: the first is
+// adopted into c (its id, state and times), any other is a duplicate
+// whose cancel is returned. Unanswered: the failure is recorded in rep and
+// on the job (written), and the caller holds the job for the next cycle.
+// The ledger's lock held.
+func (rc *reconciler) lookup(ctx context.Context, j *Job, c *Component, tag string, now time.Time, rep *RecoverReport) (tagLookup, []cancelReq) {
+	f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
+	if !ok {
+		return tagUnknowable, nil
+	}
+	sts, err := f.FindByGridID(ctx, tag)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
+		rep.Unresolved++
+		rc.record(ctx, j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", tag, err))
+		return tagUnanswered, nil
+	}
+	if len(sts) == 0 {
+		return tagMissing, nil
+	}
+	st := sts[0]
+	c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
+	if c.State == backends.StateUnknown {
+		c.State = backends.StatePending
+	}
+	if !st.Start.IsZero() {
+		c.Start = st.Start
+	}
+	if c.State.Final() {
+		c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
+	}
+	rep.Adopted++
+	return tagFound, duplicates(j.ID, c.Site, tag, sts[1:], rep)
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/gridsub/gridsub/backends"
 )
 
 // reconcileCopies settles a QoS-tiered job found Submitting after a
@@ -14,17 +12,18 @@ import (
 // adopted, one that never reached its site is submitted again under the
 // same tag by the next cycle (it was not there, so nothing runs twice), and
 // a passive backup stays passive. Then the copies are tracked as usual, so
-// a winner found is kept and the losers cancelled. b.mu held.
-func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
-	if !b.lookupIntents(ctx, j, now, rep) {
-		return nil
+// a winner found is kept and the losers cancelled. The ledger's lock held.
+func (rc *reconciler) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) []cancelReq {
+	ok, cancels := rc.lookupIntents(ctx, j, now, rep)
+	if !ok {
+		return cancels
 	}
 	j.State = Dispatched
-	b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
-	b.track0(j)
+	rc.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d, copies %s", j.Attempts, j.Sites()))
+	rc.adopt(j)
 	rep.Live++
 	var crep CycleReport
-	return b.trackCopies(ctx, j, now, &crep)
+	return append(cancels, rc.trackCopies(ctx, j, now, &crep)...)
 }
 
 // lookupIntents resolves the copy intents of j (components with a tag and
@@ -32,90 +31,53 @@ func (b *Broker) reconcileCopies(ctx context.Context, j *Job, now time.Time, rep
 // asked, or when a copy not found yet may still land (waitInFlight, within
 // Options.SubmitGrace): the job is then held and looked up again every
 // cycle, as a single job is. Past the grace a copy not found is submitted
-// again under its tag. b.mu held.
-func (b *Broker) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) bool {
+// again under its tag. It returns the cancels of duplicates found under a
+// tag, for the cancel stage. The ledger's lock held.
+func (rc *reconciler) lookupIntents(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
 	resubmit := false
+	var cancels []cancelReq
 	var missing []int // components whose tag the site does not know (yet)
 	for k := range j.Comps {
 		c := &j.Comps[k]
 		if c.RemoteID != "" || c.Passive || c.State.Final() {
 			continue
 		}
-		be := b.sites[b.siteIdx[c.Site]].Backend
-		f, ok := backends.AsFinder(be)
-		if !ok {
-			b.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
+		got, dups := rc.lookup(ctx, j, c, c.Tag, now, rep)
+		cancels = append(cancels, dups...)
+		switch got {
+		case tagUnknowable:
+			rc.addEvent(j, now, "reconcile", c.Site, "the site cannot look jobs up by tag; assuming copy "+fmt.Sprint(c.Copy)+" did not reach it")
 			resubmit = true
 			rep.NeverReached++
-			continue
-		}
-		sts, err := f.FindByGridID(ctx, c.Tag)
-		if err != nil {
-			rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
-			rep.Unresolved++
-			b.addEvent(j, now, "reconcile-failed", c.Site, fmt.Sprintf("looking up %s: %v; the job is held until the site answers", c.Tag, err))
-			_ = b.persist(ctx, j)
-			b.unlive(j)
-			b.unresolved = append(b.unresolved, j.ID)
-			return false
-		}
-		if len(sts) == 0 {
+		case tagUnanswered:
+			rc.unlive(j)
+			rc.unresolved = append(rc.unresolved, j.ID)
+			return false, cancels
+		case tagMissing:
 			missing = append(missing, k)
-			continue
-		}
-		st := sts[0]
-		c.RemoteID, c.State, c.Reason = st.ID, st.State, st.Reason
-		if c.State == backends.StateUnknown {
-			c.State = backends.StatePending
-		}
-		if !st.Start.IsZero() {
-			c.Start = st.Start
-		}
-		if c.State.Final() {
-			c.ExitCode, c.End = st.ExitCode, orNow(st.End, now)
-		}
-		if j.State != Submitting {
-			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = j.ID
-		}
-		rep.Adopted++
-		for _, extra := range sts[1:] { // never expected; cancel rather than run twice
-			if !extra.State.Final() {
-				_ = be.Cancel(ctx, extra.ID)
+		case tagFound:
+			if j.State != Submitting {
+				rc.index(j.ID, *c)
 			}
-			rep.DuplicatesCancelled++
 		}
 	}
-	if b.waitInFlight(ctx, j, now, len(missing), rep) { // recover.go: the same grace as a single job's
-		b.unlive(j)
-		return false
+	if rc.duties.waitInFlight(ctx, j, now, len(missing), rep) { // the same grace as a single job's
+		rc.unlive(j)
+		return false, cancels
 	}
 	for _, k := range missing {
 		resubmit = true
 		rep.NeverReached++
 		// Submitted again under the same tag: the watch cancels the
 		// remote job under it that the copy does not own (duties.go).
-		b.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
+		rc.duties.abandon(ctx, j, j.Comps[k], j.Comps[k].Tag, now)
 	}
 	if resubmit {
-		b.tiers.pending = append(b.tiers.pending, j.ID)
+		rc.copies.toSubmit = append(rc.copies.toSubmit, j.ID)
 	}
 	if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Passive && !c.Due.IsZero() }) {
-		b.tiers.due = append(b.tiers.due, j.ID)
+		rc.copies.due = append(rc.copies.due, j.ID)
 	}
-	_ = b.persist(ctx, j)
-	return true
-}
-
-// unlive takes a job held for reconciliation out of the live set: a live
-// job found at Recover with an intent not settled yet is tracked again only
-// once its sites answered (retryUnresolved, reconcileCopies). Recover has
-// just appended it to b.live (track0). A Submitting job is left as it is.
-// b.mu held.
-func (b *Broker) unlive(j *Job) {
-	if j.State == Submitting {
-		return
-	}
-	b.live = b.live[:len(b.live)-1]
-	b.unindex(j)
-	j.State = Submitting
+	_ = rc.persist(ctx, j)
+	return true, cancels
 }

@@ -10,8 +10,8 @@ import (
 
 // recoverMove resolves a move a restart found under way (remap.go). It
 // reports whether it took the job (Recover skips it then) and returns the
-// remote cancels to issue once b.mu is released. b.mu held, in Recover.
-func (b *Broker) recoverMove(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
+// remote cancels to issue once the ledger's lock is released. The ledger's lock held, in Recover.
+func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep *RecoverReport) (bool, []cancelReq) {
 	mv := j.Moving
 	switch {
 	case mv.Phase == MoveWithdraw && j.State == Dispatched:
@@ -21,18 +21,18 @@ func (b *Broker) recoverMove(ctx context.Context, j *Job, now time.Time, rep *Re
 		// still waiting → withdrawn now; started → it stays; gone → the
 		// new attempt is submitted. Not indexed meanwhile: a poll must not
 		// read a withdrawn component as a failure.
-		b.live = append(b.live, j.ID)
-		b.rm.moving = append(b.rm.moving, j.ID)
-		b.addEvent(j, now, "reconcile", "", fmt.Sprintf("after a restart: attempt %d was being withdrawn from %s to move it to %s; the withdrawal is checked (and redone) before anything is submitted",
+		rm.live = append(rm.live, j.ID)
+		rm.moving = append(rm.moving, j.ID)
+		rm.addEvent(j, now, "reconcile", "", fmt.Sprintf("after a restart: attempt %d was being withdrawn from %s to move it to %s; the withdrawal is checked (and redone) before anything is submitted",
 			mv.FromAttempt, compsString(mv.From), compsString(mv.To)))
-		_ = b.persist(ctx, j)
+		_ = rm.persist(ctx, j)
 		rep.Live++
 		return true, nil
 	case mv.Phase == MoveSubmit && j.State == Submitting:
 		// The old attempt was confirmed gone before this intent was
 		// written. Asked once more all the same: a job in two queues is
 		// the outcome never allowed.
-		there, sts := b.oldStillThere(ctx, mv.From)
+		there, sts := rm.oldStillThere(ctx, mv.From)
 		if !there {
 			j.Moving = nil // an ordinary dispatch intent now: reconcile (Recover) adopts or requeues it
 			return false, nil
@@ -40,7 +40,7 @@ func (b *Broker) recoverMove(ctx context.Context, j *Job, now time.Time, rep *Re
 		var cancels []cancelReq
 		tag := RemoteTag(j.ID, j.Attempts)
 		for _, c := range j.Comps {
-			be := b.sites[b.siteIdx[c.Site]].Backend
+			be := rm.sites[rm.siteIdx[c.Site]].Backend
 			f, ok := backends.AsFinder(be)
 			if !ok {
 				continue
@@ -64,10 +64,10 @@ func (b *Broker) recoverMove(ctx context.Context, j *Job, now time.Time, rep *Re
 		}
 		j.Attempts, j.State, j.Moving = mv.FromAttempt, Dispatched, nil
 		j.Moves--
-		b.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d is still at %s; the move to %s is undone (attempt %d cancelled wherever it landed)",
+		rm.addEvent(j, now, "reconciled", "", fmt.Sprintf("after a restart: attempt %d is still at %s; the move to %s is undone (attempt %d cancelled wherever it landed)",
 			mv.FromAttempt, j.Sites(), compsString(mv.To), mv.FromAttempt+1))
-		b.track0(j)
-		_ = b.persist(ctx, j)
+		rm.adopt(j)
+		_ = rm.persist(ctx, j)
 		rep.Live++
 		return true, cancels
 	default:
@@ -82,12 +82,12 @@ func (b *Broker) recoverMove(ctx context.Context, j *Job, now time.Time, rep *Re
 // components: true when one of them is not cancelled or gone (with the
 // statuses, in order). A site that does not answer counts as confirmed:
 // the withdrawal was confirmed before the move went on.
-func (b *Broker) oldStillThere(ctx context.Context, from []Component) (bool, []backends.JobStatus) {
+func (rm *remapper) oldStillThere(ctx context.Context, from []Component) (bool, []backends.JobStatus) {
 	sts := make([]backends.JobStatus, len(from))
 	there := false
 	for k, c := range from {
-		s := b.siteIdx[c.Site]
-		got, err := b.sites[s].Backend.Status(ctx, []backends.JobID{c.RemoteID})
+		s := rm.siteIdx[c.Site]
+		got, err := rm.sites[s].Backend.Status(ctx, []backends.JobID{c.RemoteID})
 		if err != nil || len(got) != 1 {
 			sts[k] = backends.JobStatus{ID: c.RemoteID, State: backends.StateCancelled}
 			continue

@@ -30,8 +30,8 @@ func refusedBy(err error) bool {
 // refuse records the sites whose submission errs refused for good and
 // reports whether the job may still run elsewhere: some allowed site has
 // not refused it. An advance-reservation job is bound to its one site and
-// never falls through. b.mu held.
-func (b *Broker) refuse(j *Job, now time.Time, comps []Component, errs []error) bool {
+// never falls through. The ledger's lock held.
+func (sm *submitter) refuse(j *Job, now time.Time, comps []Component, errs []error) bool {
 	if j.Resv != nil {
 		return false
 	}
@@ -46,7 +46,7 @@ func (b *Broker) refuse(j *Job, now time.Time, comps []Component, errs []error) 
 	if !added {
 		return false
 	}
-	left := b.allowedLeft(j)
+	left := sm.allowedLeft(j)
 	var refused []string
 	for _, r := range j.Refused {
 		refused = append(refused, r.Site)
@@ -54,25 +54,9 @@ func (b *Broker) refuse(j *Job, now time.Time, comps []Component, errs []error) 
 	if len(left) == 0 {
 		return false
 	}
-	b.addEvent(j, now, "refused", "", fmt.Sprintf("%s refused the job; it is placed on the other allowed sites (%s) instead",
+	sm.addEvent(j, now, "refused", "", fmt.Sprintf("%s refused the job; it is placed on the other allowed sites (%s) instead",
 		strings.Join(refused, ", "), strings.Join(left, ", ")))
 	return true
-}
-
-// allowedLeft lists the sites the job may still use: its allowed sites
-// (all without a list) less those that refused it. b.mu held.
-func (b *Broker) allowedLeft(j *Job) []string {
-	names := j.Req.Sites
-	if names == nil {
-		names = b.names
-	}
-	var left []string
-	for _, n := range names {
-		if !slices.ContainsFunc(j.Refused, func(r Refusal) bool { return r.Site == n }) {
-			left = append(left, n)
-		}
-	}
-	return left
 }
 
 // refusedText is every refusal of the job: "siteA: ...; siteB: ...".
@@ -85,9 +69,9 @@ func refusedText(j *Job) string {
 }
 
 // replan refreshes the policy's view of a queued job after its refusals
-// changed. b.mu held.
-func (b *Broker) replan(j *Job) {
-	if i := slices.Index(b.queue, j.ID); i >= 0 {
-		b.pq[i] = b.policyJob(j)
+// changed. The ledger's lock held.
+func (sm *submitter) replan(j *Job) {
+	if i := slices.Index(sm.queue, j.ID); i >= 0 {
+		sm.pq[i] = sm.policyJob(j)
 	}
 }

@@ -106,8 +106,14 @@ type Move struct {
 	Gain        time.Duration
 }
 
-// remapState is the broker's bookkeeping for moves. b.mu guards it.
-type remapState struct {
+// remapper moves waiting jobs (see the top of this file). Its own
+// bookkeeping is guarded by the ledger's lock.
+type remapper struct {
+	part
+	*duties                     // the cancel stage
+	*submitter                  // the submit stage, and how a submission is settled
+	snap       *policy.Snapshot // the cycle's snapshot
+
 	last   time.Time // when the last pass ran (RemapOptions.Interval)
 	moving []string  // jobs whose withdrawal is to be (re)tried
 	// hook, in tests, is called at each crash point of a move; true makes
@@ -121,23 +127,23 @@ type remapState struct {
 }
 
 // noteEstimate records the start a site estimates for a waiting
-// component (only while remapping is on). b.mu held.
-func (b *Broker) noteEstimate(site int, st backends.JobStatus) {
-	if b.opts.Remap == nil {
+// component (only while remapping is on). The ledger's lock held.
+func (rm *remapper) noteEstimate(site int, st backends.JobStatus) {
+	if rm.opts.Remap == nil {
 		return
 	}
 	k := compKey{site, st.ID}
 	if st.State != backends.StatePending || st.Start.IsZero() {
-		delete(b.rm.est, k)
+		delete(rm.est, k)
 		return
 	}
-	if b.rm.est == nil {
-		b.rm.est = map[compKey]time.Time{}
+	if rm.est == nil {
+		rm.est = map[compKey]time.Time{}
 	}
-	b.rm.est[k] = st.Start
+	rm.est[k] = st.Start
 }
 
-// Crash points of a move, for tests (remapState.hook).
+// Crash points of a move, for tests (remapper.hook).
 const (
 	crashBeforeWithdraw = "before-withdraw" // intent stored, nothing withdrawn
 	crashAfterWithdraw  = "after-withdraw"  // withdrawn at the old site, the new intent not stored
@@ -145,13 +151,13 @@ const (
 	crashAfterSubmit    = "after-submit"    // submitted at the new site, the outcome not stored
 )
 
-func (b *Broker) crashAt(point, id string) bool {
-	return b.rm.hook != nil && b.rm.hook(point, id)
+func (rm *remapper) crashAt(point, id string) bool {
+	return rm.hook != nil && rm.hook(point, id)
 }
 
 // remapOptions are Options.Remap with the defaults filled in.
-func (b *Broker) remapOptions() RemapOptions {
-	o := *b.opts.Remap
+func (rm *remapper) remapOptions() RemapOptions {
+	o := *rm.opts.Remap
 	if o.MinGain <= 0 {
 		o.MinGain = DefaultRemapMinGain
 	}
@@ -162,33 +168,33 @@ func (b *Broker) remapOptions() RemapOptions {
 }
 
 // remapWanted says whether this cycle has moves to carry on or look for.
-func (b *Broker) remapWanted(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.rm.moving) > 0 {
+func (rm *remapper) remapWanted(now time.Time) bool {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	if len(rm.moving) > 0 {
 		return true
 	}
-	if b.opts.Remap == nil || b.remapLater(now) {
+	if rm.opts.Remap == nil || rm.remapLater(now) {
 		return false
 	}
-	return slices.ContainsFunc(b.live, func(id string) bool { j := b.jobs[id]; return j != nil && j.State == Dispatched })
+	return slices.ContainsFunc(rm.live, func(id string) bool { j := rm.jobs[id]; return j != nil && j.State == Dispatched })
 }
 
-// remapLater: the interval since the last pass has not passed. b.mu held.
-func (b *Broker) remapLater(now time.Time) bool {
-	iv := b.opts.Remap.Interval
-	return iv > 0 && !b.rm.last.IsZero() && now.Before(b.rm.last.Add(iv))
+// remapLater: the interval since the last pass has not passed. The ledger's lock held.
+func (rm *remapper) remapLater(now time.Time) bool {
+	iv := rm.opts.Remap.Interval
+	return iv > 0 && !rm.last.IsZero() && now.Before(rm.last.Add(iv))
 }
 
 // remap runs one pass, after the cycle's plan was dispatched: it carries
 // on the moves a restart or an unanswered withdrawal left, then moves the
 // waiting jobs worth moving, oldest dispatch first, into the nodes the
 // plan left free.
-func (b *Broker) remap(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
-	free := make([]int, len(b.sites))
+func (rm *remapper) remap(ctx context.Context, now time.Time, plan *policy.Plan, rep *CycleReport) {
+	free := make([]int, len(rm.sites))
 	for s := range free {
-		if s < len(b.snap.Sites) && !b.snap.Sites[s].Down {
-			free[s] = b.snap.Sites[s].Free
+		if s < len(rm.snap.Sites) && !rm.snap.Sites[s].Down {
+			free[s] = rm.snap.Sites[s].Free
 		}
 	}
 	if plan != nil {
@@ -200,24 +206,24 @@ func (b *Broker) remap(ctx context.Context, now time.Time, plan *policy.Plan, re
 			}
 		}
 	}
-	b.mu.Lock()
-	resume := b.rm.moving
-	b.rm.moving = nil
-	b.mu.Unlock()
+	rm.mu.Lock()
+	resume := rm.moving
+	rm.moving = nil
+	rm.mu.Unlock()
 	for _, id := range resume {
-		b.carryMove(ctx, now, id, free, false, rep)
+		rm.carryMove(ctx, now, id, free, false, rep)
 	}
-	b.mu.Lock()
-	if b.opts.Remap == nil || b.remapLater(now) {
-		b.mu.Unlock()
+	rm.mu.Lock()
+	if rm.opts.Remap == nil || rm.remapLater(now) {
+		rm.mu.Unlock()
 		return
 	}
-	b.rm.last = now
-	moves := b.planMoves(now, free)
-	b.mu.Unlock()
+	rm.last = now
+	moves := rm.planMoves(now, free)
+	rm.mu.Unlock()
 	for _, mv := range moves {
-		b.startMove(ctx, now, mv, rep)
-		if b.rm.crashed {
+		rm.startMove(ctx, now, mv, rep)
+		if rm.crashed {
 			return
 		}
 	}
@@ -232,17 +238,17 @@ type plannedMove struct {
 }
 
 // movable says whether a job may be moved now (see the top of this file).
-// b.mu held.
-func (b *Broker) movable(j *Job, now time.Time, o RemapOptions) bool {
+// The ledger's lock held.
+func (rm *remapper) movable(j *Job, now time.Time, o RemapOptions) bool {
 	if j.State != Dispatched || j.Moving != nil || j.Moves >= o.MaxMoves || j.Resv != nil || j.Group != nil ||
-		len(j.Req.Sites) == 1 || b.hasCopies(j) || !j.Intent.Before(now) || len(j.Comps) == 0 {
+		len(j.Req.Sites) == 1 || hasCopies(j) || !j.Intent.Before(now) || len(j.Comps) == 0 {
 		return false
 	}
 	for _, c := range j.Comps {
 		if c.Replica || c.State != backends.StatePending || c.RemoteID == "" {
 			return false
 		}
-		if _, ok := backends.AsWithdrawer(b.sites[b.siteIdx[c.Site]].Backend); !ok {
+		if _, ok := backends.AsWithdrawer(rm.sites[rm.siteIdx[c.Site]].Backend); !ok {
 			return false
 		}
 	}
@@ -250,30 +256,30 @@ func (b *Broker) movable(j *Job, now time.Time, o RemapOptions) bool {
 }
 
 // planMoves picks the moves of this pass and takes their nodes from free.
-// b.mu held, inside a cycle (b.snap is this cycle's).
-func (b *Broker) planMoves(now time.Time, free []int) []plannedMove {
-	o := b.remapOptions()
-	in := &policy.RemapInput{Now: now, Snapshot: &b.snap, Free: free, MinGain: o.MinGain}
-	for _, id := range b.live {
-		j := b.jobs[id]
-		if j == nil || !b.movable(j, now, o) {
+// The ledger's lock held, inside a cycle (the snapshot is this cycle's).
+func (rm *remapper) planMoves(now time.Time, free []int) []plannedMove {
+	o := rm.remapOptions()
+	in := &policy.RemapInput{Now: now, Snapshot: rm.snap, Free: free, MinGain: o.MinGain}
+	for _, id := range rm.live {
+		j := rm.jobs[id]
+		if j == nil || !rm.movable(j, now, o) {
 			continue
 		}
-		w := policy.Waiting{Job: b.policyJob(j), Parts: make([]policy.Part, len(j.Comps)), Estimates: make([]time.Time, len(j.Comps))}
+		w := policy.Waiting{Job: rm.policyJob(j), Parts: make([]policy.Part, len(j.Comps)), Estimates: make([]time.Time, len(j.Comps))}
 		for k, c := range j.Comps {
-			s := b.siteIdx[c.Site]
+			s := rm.siteIdx[c.Site]
 			w.Parts[k] = policy.Part{Site: s, Nodes: c.Nodes}
-			w.Estimates[k] = b.rm.est[compKey{s, c.RemoteID}]
+			w.Estimates[k] = rm.est[compKey{s, c.RemoteID}]
 		}
 		in.Waiting = append(in.Waiting, w)
 	}
 	if len(in.Waiting) == 0 {
 		return nil
 	}
-	rp := b.remapPolicy()
+	rp := rm.opts.remapPolicy()
 	moves, err := rp.Moves(in)
 	if err != nil {
-		b.log.Warn("remapping pass failed", "policy", rp.Name(), "err", err)
+		rm.log.Warn("remapping pass failed", "policy", rp.Name(), "err", err)
 		return nil
 	}
 	out := make([]plannedMove, 0, len(moves))
@@ -288,38 +294,38 @@ func (b *Broker) planMoves(now time.Time, free []int) []plannedMove {
 
 // startMove records a move's intent, then carries it out. The target's
 // nodes were taken by planMoves.
-func (b *Broker) startMove(ctx context.Context, now time.Time, mv plannedMove, rep *CycleReport) {
-	b.mu.Lock()
-	j := b.jobs[mv.id]
+func (rm *remapper) startMove(ctx context.Context, now time.Time, mv plannedMove, rep *CycleReport) {
+	rm.mu.Lock()
+	j := rm.jobs[mv.id]
 	if j == nil || j.State != Dispatched || j.Moving != nil {
-		b.mu.Unlock()
+		rm.mu.Unlock()
 		return
 	}
 	to := make([]Component, len(mv.to.Parts))
 	for k, p := range mv.to.Parts {
-		to[k] = Component{Site: b.names[p.Site], Nodes: p.Nodes, State: backends.StateUnknown, ExitCode: -1}
+		to[k] = Component{Site: rm.names[p.Site], Nodes: p.Nodes, State: backends.StateUnknown, ExitCode: -1}
 	}
 	j.Moving = &Move{Phase: MoveWithdraw, FromAttempt: j.Attempts, From: slices.Clone(j.Comps), To: to, Since: now,
 		FromStart: mv.fromStart, Gain: mv.gain}
-	b.addEvent(j, now, EventMoving, "", fmt.Sprintf("attempt %d waits at %s (predicted start %s); %s can start it now: gain %s; withdrawing it from %s first",
+	rm.addEvent(j, now, EventMoving, "", fmt.Sprintf("attempt %d waits at %s (predicted start %s); %s can start it now: gain %s; withdrawing it from %s first",
 		j.Attempts, compsString(j.Comps), clock(mv.fromStart, now), compsString(to), gainString(mv.gain), compsString(j.Comps)))
-	if err := b.persist(ctx, j); err != nil {
+	if err := rm.persist(ctx, j); err != nil {
 		j.Moving = nil // not recorded, so not acted on
-		b.mu.Unlock()
+		rm.mu.Unlock()
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the move intent: %w", j.ID, err))
 		return
 	}
 	// Its components may read as cancelled from now on: no poll may take
 	// that for a failure.
-	b.unindex(j)
+	rm.unindex(j)
 	for _, c := range j.Comps {
-		delete(b.rm.est, compKey{b.siteIdx[c.Site], c.RemoteID})
+		delete(rm.est, compKey{rm.siteIdx[c.Site], c.RemoteID})
 	}
-	b.mu.Unlock()
-	if b.crash(crashBeforeWithdraw, mv.id) {
+	rm.mu.Unlock()
+	if rm.crash(crashBeforeWithdraw, mv.id) {
 		return
 	}
-	b.carryMove(ctx, now, mv.id, nil, true, rep)
+	rm.carryMove(ctx, now, mv.id, nil, true, rep)
 }
 
 // carryMove withdraws a moving job's old attempt and, once its site
@@ -327,33 +333,33 @@ func (b *Broker) startMove(ctx context.Context, now time.Time, mv plannedMove, r
 // the move was decided in this pass and its target's nodes are taken;
 // otherwise (resumed) the target must still have them in free, or the job
 // is queued again for the planner.
-func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free []int, fresh bool, rep *CycleReport) {
-	b.mu.Lock()
-	j := b.jobs[id]
+func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, free []int, fresh bool, rep *CycleReport) {
+	rm.mu.Lock()
+	j := rm.jobs[id]
 	if j == nil || j.Moving == nil || j.Moving.Phase != MoveWithdraw || j.State != Dispatched {
-		b.mu.Unlock()
+		rm.mu.Unlock()
 		return
 	}
 	mv := j.Moving
 	from := slices.Clone(mv.From)
-	b.mu.Unlock()
+	rm.mu.Unlock()
 
 	errs := make([]error, len(from))
 	for k, c := range from {
-		s := b.siteIdx[c.Site]
-		w, ok := backends.AsWithdrawer(b.sites[s].Backend)
+		s := rm.siteIdx[c.Site]
+		w, ok := backends.AsWithdrawer(rm.sites[s].Backend)
 		if !ok {
 			errs[k] = fmt.Errorf("%w: site %s cannot withdraw a waiting job", backends.ErrUnsupported, c.Site)
 			continue
 		}
 		errs[k] = w.Withdraw(ctx, c.RemoteID)
-		b.markStale(s)
+		rm.markStale(s)
 	}
-	if b.crash(crashAfterWithdraw, id) {
+	if rm.crash(crashAfterWithdraw, id) {
 		return
 	}
 
-	b.mu.Lock()
+	rm.mu.Lock()
 	var started, unknown []string
 	var cancels []cancelReq
 	gone := 0
@@ -374,97 +380,96 @@ func (b *Broker) carryMove(ctx context.Context, now time.Time, id string, free [
 		// Lost the race with the start: the job stays where it is.
 		j.Moving = nil
 		for _, c := range j.Comps {
-			b.where[compKey{b.siteIdx[c.Site], c.RemoteID}] = id
+			rm.index(id, c)
 		}
-		b.addEvent(j, now, EventMoveAbandoned, "", fmt.Sprintf("the move to %s was abandoned: the job started at %s before it could be withdrawn (%s); it stays there",
+		rm.addEvent(j, now, EventMoveAbandoned, "", fmt.Sprintf("the move to %s was abandoned: the job started at %s before it could be withdrawn (%s); it stays there",
 			compsString(mv.To), compsString(j.Comps), strings.Join(started, "; ")))
-		_ = b.persist(ctx, j)
-		b.mu.Unlock()
-		b.giveBack(free, fresh, mv.To)
+		_ = rm.persist(ctx, j)
+		rm.mu.Unlock()
+		rm.giveBack(free, fresh, mv.To)
 		return
 	case len(unknown) > 0:
-		b.addEvent(j, now, EventMoveWait, "", fmt.Sprintf("withdrawing attempt %d not confirmed (%s); tried again next cycle before anything is submitted elsewhere",
+		rm.addEvent(j, now, EventMoveWait, "", fmt.Sprintf("withdrawing attempt %d not confirmed (%s); tried again next cycle before anything is submitted elsewhere",
 			mv.FromAttempt, strings.Join(unknown, "; ")))
-		_ = b.persist(ctx, j)
-		b.rm.moving = append(b.rm.moving, id)
-		b.mu.Unlock()
-		b.giveBack(free, fresh, mv.To)
+		_ = rm.persist(ctx, j)
+		rm.moving = append(rm.moving, id)
+		rm.mu.Unlock()
+		rm.giveBack(free, fresh, mv.To)
 		return
 	}
 	// Gone everywhere (a started share of a co-allocated job is cancelled
 	// below: its siblings are gone, so it can never run as the job).
-	ts := b.siteIdx[mv.To[0].Site]
+	ts := rm.siteIdx[mv.To[0].Site]
 	nodes := mv.To[0].Nodes
 	if !fresh && (free == nil || free[ts] < nodes) {
 		j.Moving = nil
 		j.Moves++
 		j.Comps = from
-		b.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d was withdrawn from %s to move the job to %s, which has no room any more; queued again",
+		rm.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d was withdrawn from %s to move the job to %s, which has no room any more; queued again",
 			mv.FromAttempt, compsString(from), compsString(mv.To)))
-		b.compactLive()
-		_ = b.persist(ctx, j)
-		b.mu.Unlock()
-		b.doCancels(ctx, now, cancels)
+		rm.compactLive()
+		_ = rm.persist(ctx, j)
+		rm.mu.Unlock()
+		rm.duties.doCancels(ctx, now, cancels)
 		return
 	}
 	if !fresh {
 		free[ts] -= nodes
 	}
-	pj := b.policyJob(j)
+	pj := rm.policyJob(j)
 	parts := []policy.Part{{Site: ts, Nodes: nodes}}
-	opt := policy.Option{Parts: parts, Start: now, Runtime: b.snapRuntime(&pj, parts), Transfer: b.snapTransfer(&pj, parts), Immediate: true}
+	opt := policy.Option{Parts: parts, Start: now, Runtime: rm.snapRuntime(&pj, parts), Transfer: rm.snapTransfer(&pj, parts), Immediate: true}
 	oldSites := compsString(from)
 	j.Moves++
 	mv.Phase, mv.From = MoveSubmit, from
 	j.Attempts++
-	j.Predicted, j.Beaten, j.SiteNames = opt, nil, b.names
-	j.Comps = []Component{{Site: b.names[ts], Nodes: nodes, State: backends.StateUnknown, ExitCode: -1}}
+	j.Predicted, j.Beaten, j.SiteNames = opt, nil, rm.names
+	j.Comps = []Component{{Site: rm.names[ts], Nodes: nodes, State: backends.StateUnknown, ExitCode: -1}}
 	j.State, j.Intent = Submitting, now
-	delete(b.restarted, id) // an intent of this process (recover.go: inFlight)
+	delete(rm.restarted, id) // an intent of this process (recover.go: inFlight)
 	msg := fmt.Sprintf("moved from %s (predicted start %s) to %s (start now): gain %s (move %d of %d)",
-		oldSites, clock(mv.FromStart, now), b.names[ts], gainString(mv.Gain), j.Moves, b.maxMoves())
+		oldSites, clock(mv.FromStart, now), rm.names[ts], gainString(mv.Gain), j.Moves, rm.maxMoves())
 	if len(started) > 0 {
 		msg += "; the share that had started is cancelled: " + strings.Join(started, "; ")
 	}
-	b.addEvent(j, now, EventMoved, "", msg)
-	if err := b.persist(ctx, j); err != nil {
+	rm.addEvent(j, now, EventMoved, "", msg)
+	if err := rm.persist(ctx, j); err != nil {
 		// Not recorded: nothing is submitted. The old attempt is gone,
 		// so the job waits in the queue for the planner.
 		j.Attempts--
 		j.Moves--
 		j.Moving = nil
-		b.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d was withdrawn from %s, but the move could not be recorded (%v); queued again", mv.FromAttempt, oldSites, err))
-		b.compactLive()
-		b.mu.Unlock()
+		rm.requeueAs(j, now, "requeued", fmt.Sprintf("attempt %d was withdrawn from %s, but the move could not be recorded (%v); queued again", mv.FromAttempt, oldSites, err))
+		rm.compactLive()
+		rm.mu.Unlock()
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s: recording the move: %w", id, err))
-		b.doCancels(ctx, now, cancels)
+		rm.duties.doCancels(ctx, now, cancels)
 		return
 	}
-	b.compactLive() // a Submitting job is not live; finishParts makes it live again
-	spec := b.spec(j, 0, 1, b.names[ts], nodes, opt)
-	b.mu.Unlock()
-	b.doCancels(ctx, now, cancels)
-	if b.crash(crashBeforeSubmit, id) {
+	rm.compactLive() // a Submitting job is not live; finishParts makes it live again
+	spec := rm.spec(j, 0, 1, rm.names[ts], nodes, opt)
+	rm.mu.Unlock()
+	rm.duties.doCancels(ctx, now, cancels)
+	if rm.crash(crashBeforeSubmit, id) {
 		return
 	}
 	d := policy.Decision{Job: id, Action: policy.Start, Chosen: opt}
-	rid, err := b.sites[ts].Backend.Submit(ctx, spec)
-	b.markStale(ts)
-	if b.crash(crashAfterSubmit, id) {
+	rids, errs := rm.submitAll(ctx, []submitReq{{ts, spec}})
+	if rm.crash(crashAfterSubmit, id) {
 		return
 	}
-	b.finishParts(ctx, now, id, d, []backends.JobID{rid}, []error{err}, rep)
-	b.mu.Lock()
+	rm.finishParts(ctx, now, id, d, rids, errs, rep)
+	rm.mu.Lock()
 	if j.Moving != nil {
 		// Settled like any dispatch: dispatched, unresolved (reconciled
 		// by the new tag), queued again, or failed.
 		j.Moving = nil
-		if j.State == Queued && !slices.Contains(b.queue, id) {
-			b.enqueue(j)
+		if j.State == Queued && !slices.Contains(rm.queue, id) {
+			rm.enqueue(j)
 		}
-		_ = b.persist(ctx, j)
+		_ = rm.persist(ctx, j)
 	}
-	b.mu.Unlock()
+	rm.mu.Unlock()
 }
 
 // moveNote is what explain says of a job that is no longer queued: its
@@ -479,58 +484,45 @@ func moveNote(j *Job) string {
 }
 
 // giveBack returns a move's target nodes to free when this pass took them.
-func (b *Broker) giveBack(free []int, fresh bool, to []Component) {
+func (rm *remapper) giveBack(free []int, fresh bool, to []Component) {
 	if !fresh || free == nil {
 		return
 	}
 	for _, c := range to {
-		free[b.siteIdx[c.Site]] += c.Nodes
+		free[rm.siteIdx[c.Site]] += c.Nodes
 	}
-}
-
-// enqueue puts a queued job at its FCFS place in the queue. b.mu held.
-func (b *Broker) enqueue(j *Job) {
-	pos, _ := slices.BinarySearchFunc(b.queue, j, func(id string, t *Job) int {
-		q := b.jobs[id]
-		if c := q.Submit.Compare(t.Submit); c != 0 {
-			return c
-		}
-		return strings.Compare(q.ID, t.ID)
-	})
-	b.queue = slices.Insert(b.queue, pos, j.ID)
-	b.pq = slices.Insert(b.pq, pos, b.policyJob(j))
 }
 
 // snapRuntime and snapTransfer use this cycle's snapshot, or the
 // estimate alone when the cycle has none.
-func (b *Broker) snapRuntime(pj *policy.Job, parts []policy.Part) time.Duration {
-	if len(b.snap.Sites) != len(b.sites) {
+func (rm *remapper) snapRuntime(pj *policy.Job, parts []policy.Part) time.Duration {
+	if len(rm.snap.Sites) != len(rm.sites) {
 		return pj.Estimate
 	}
-	return b.snap.Runtime(pj, parts)
+	return rm.snap.Runtime(pj, parts)
 }
 
-func (b *Broker) snapTransfer(pj *policy.Job, parts []policy.Part) time.Duration {
-	if len(b.snap.Sites) != len(b.sites) {
+func (rm *remapper) snapTransfer(pj *policy.Job, parts []policy.Part) time.Duration {
+	if len(rm.snap.Sites) != len(rm.sites) {
 		return 0
 	}
-	return b.snap.Transfer(pj, parts)
+	return rm.snap.Transfer(pj, parts)
 }
 
-func (b *Broker) maxMoves() int {
-	if b.opts.Remap == nil {
+func (rm *remapper) maxMoves() int {
+	if rm.opts.Remap == nil {
 		return DefaultRemapMaxMoves
 	}
-	return b.remapOptions().MaxMoves
+	return rm.remapOptions().MaxMoves
 }
 
 // crash calls the test hook at a crash point; once it says so, the broker
 // acts as if dead: no further step of any move is taken.
-func (b *Broker) crash(point, id string) bool {
-	if b.crashAt(point, id) {
-		b.rm.crashed = true
+func (rm *remapper) crash(point, id string) bool {
+	if rm.crashAt(point, id) {
+		rm.crashed = true
 	}
-	return b.rm.crashed
+	return rm.crashed
 }
 
 func compsString(cs []Component) string {

@@ -46,17 +46,17 @@ func BenchmarkRemapPass(b *testing.B) {
 			}
 			now = t0.Add(time.Minute)
 			var rep CycleReport
-			if _, err := br.snapshot(context.Background(), now, &rep); err != nil {
+			if _, err := br.stages.snapshot.snapshot(context.Background(), now, &rep); err != nil {
 				b.Fatal(err)
 			}
 			free := make([]int, 50)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				for s := range free {
-					free[s] = br.snap.Sites[s].Free
+					free[s] = br.stages.snapshot.snap.Sites[s].Free
 				}
 				br.mu.Lock()
-				moves := br.planMoves(now, free)
+				moves := br.rm.planMoves(now, free)
 				br.mu.Unlock()
 				if len(moves) != 0 {
 					b.Fatal("no move expected")
@@ -66,7 +66,7 @@ func BenchmarkRemapPass(b *testing.B) {
 			br.mu.Lock()
 			defer br.mu.Unlock()
 			for _, id := range br.live {
-				if !br.movable(br.jobs[id], now, br.remapOptions()) {
+				if !br.rm.movable(br.jobs[id], now, br.rm.remapOptions()) {
 					b.Fatalf("job %s is not weighed", id)
 				}
 			}

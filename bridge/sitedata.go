@@ -58,7 +58,7 @@ import (
 
 // validateSiteInputs checks req.SiteInputs and sets Origin and DataSize
 // from them (see the file comment).
-func (b *Broker) validateSiteInputs(req *Request, p *problems) {
+func (ik *intake) validateSiteInputs(req *Request, p *problems) {
 	if len(req.SiteInputs) == 0 {
 		return
 	}
@@ -76,8 +76,8 @@ func (b *Broker) validateSiteInputs(req *Request, p *problems) {
 	for i := range req.SiteInputs {
 		in := &req.SiteInputs[i]
 		f := "SiteInputs[" + strconv.Itoa(i) + "]"
-		if _, ok := b.siteIdx[in.Site]; !ok {
-			p.addf(f+".Site", "unknown site %q (known sites: %s)", in.Site, strings.Join(b.names, ", "))
+		if _, ok := ik.siteIdx[in.Site]; !ok {
+			p.addf(f+".Site", "unknown site %q (known sites: %s)", in.Site, strings.Join(ik.names, ", "))
 		} else if in.Site != site {
 			p.addf(f+".Site", "all inputs that lie at a site must lie at the same one (the planner models one data origin per job): %s, not %s", site, in.Site)
 		}
@@ -141,16 +141,16 @@ func (r *relays) close() {
 
 // stageData makes the inputs that lie at a site available to sp, the spec
 // of a component to be submitted at site s: linked there in place, or
-// relayed (a spool file added to sp.Inputs). Outside b.mu.
-func (b *Broker) stageData(ctx context.Context, r *relays, s int, sp *backends.JobSpec, ins []backends.SiteFile) ([]string, error) {
-	if len(ins) == 0 || b.sites[s].Simulated {
+// relayed (a spool file added to sp.Inputs). Outside the ledger's lock.
+func (sm *submitter) stageData(ctx context.Context, r *relays, s int, sp *backends.JobSpec, ins []backends.SiteFile) ([]string, error) {
+	if len(ins) == 0 || sm.sites[s].Simulated {
 		return nil, nil
 	}
 	var notes []string
-	dst := b.names[s]
+	dst := sm.names[s]
 	for _, in := range ins {
 		if in.Site == dst {
-			dh, ok := backends.AsDataHolder(b.sites[s].Backend)
+			dh, ok := backends.AsDataHolder(sm.sites[s].Backend)
 			if !ok {
 				return notes, fmt.Errorf("%w: input %s:%s: site %s cannot show a job the files that lie there (no DataHolder capability)", backends.ErrUnsupported, in.Site, in.Path, dst)
 			}
@@ -164,7 +164,7 @@ func (b *Broker) stageData(ctx context.Context, r *relays, s int, sp *backends.J
 			notes = append(notes, fmt.Sprintf("%s:%s used in place as %s (%s, no copy)", in.Site, in.Path, in.Remote, sizeText(n)))
 			continue
 		}
-		local, note, err := b.relay(ctx, r, in)
+		local, note, err := sm.relay(ctx, r, in)
 		if err != nil {
 			return notes, err
 		}
@@ -178,19 +178,19 @@ func (b *Broker) stageData(ctx context.Context, r *relays, s int, sp *backends.J
 
 // relay reads in from its site into a spool file (once per round) and
 // returns its local path and what happened ("" when it was read already).
-func (b *Broker) relay(ctx context.Context, r *relays, in backends.SiteFile) (string, string, error) {
+func (sm *submitter) relay(ctx context.Context, r *relays, in backends.SiteFile) (string, string, error) {
 	key := in.Site + "\x00" + in.Path
 	if f, ok := r.files[key]; ok {
 		return f, "", nil
 	}
-	src, ok := b.siteIdx[in.Site]
+	src, ok := sm.siteIdx[in.Site]
 	if !ok {
 		return "", "", fmt.Errorf("%w: input %s:%s: unknown site %s", backends.ErrInvalidSpec, in.Site, in.Path, in.Site)
 	}
-	dh, ok := backends.AsDataHolder(b.sites[src].Backend)
+	dh, ok := backends.AsDataHolder(sm.sites[src].Backend)
 	if !ok {
 		why := "it cannot hand out the files that lie there (no DataHolder capability)"
-		if b.sites[src].Simulated {
+		if sm.sites[src].Simulated {
 			why = "it is a simulated site, which holds no files"
 		}
 		return "", "", fmt.Errorf("%w: input %s:%s cannot be copied from %s: %s", backends.ErrUnsupported, in.Site, in.Path, in.Site, why)
@@ -206,7 +206,7 @@ func (b *Broker) relay(ctx context.Context, r *relays, in backends.SiteFile) (st
 	if err != nil {
 		return "", "", fmt.Errorf("input %s:%s: spool file: %w", in.Site, in.Path, err)
 	}
-	b.log.Info("relaying a site input through the broker", "site", in.Site, "path", in.Path, "declared_bytes", in.Size)
+	sm.log.Info("relaying a site input through the broker", "site", in.Site, "path", in.Path, "declared_bytes", in.Size)
 	tr, err := dh.ReadData(ctx, in.Path, f, in.Size)
 	if err == nil {
 		err = f.Sync()
@@ -224,7 +224,7 @@ func (b *Broker) relay(ctx context.Context, r *relays, in backends.SiteFile) (st
 		return "", "", fmt.Errorf("input %s:%s: %w", in.Site, in.Path, err)
 	}
 	r.files[key] = f.Name()
-	b.log.Info("site input read", "site", in.Site, "path", in.Path, "bytes", tr.Bytes, "took", tr.Duration.Round(time.Millisecond), "sha256", tr.SHA256)
+	sm.log.Info("site input read", "site", in.Site, "path", in.Path, "bytes", tr.Bytes, "took", tr.Duration.Round(time.Millisecond), "sha256", tr.SHA256)
 	rate := ""
 	if s := tr.Duration.Seconds(); s > 0 {
 		rate = " at " + rateText(float64(tr.Bytes)/s)
@@ -240,16 +240,16 @@ func (b *Broker) relay(ctx context.Context, r *relays, in backends.SiteFile) (st
 // stagePending stages the site inputs of every pending submission; a job
 // whose data cannot be staged is settled here (failed, or queued again
 // when waiting may cure it) and left out of what is returned.
-func (b *Broker) stagePending(ctx context.Context, now time.Time, r *relays, pend []pendingSubmit, rep *CycleReport) []pendingSubmit {
+func (sm *submitter) stagePending(ctx context.Context, now time.Time, r *relays, pend []pendingSubmit, rep *CycleReport) []pendingSubmit {
 	out := pend[:0:0]
 	for _, ps := range pend {
-		b.mu.Lock()
-		j := b.jobs[ps.id]
+		sm.mu.Lock()
+		j := sm.jobs[ps.id]
 		var ins []backends.SiteFile
 		if j != nil {
 			ins = j.Req.SiteInputs
 		}
-		b.mu.Unlock()
+		sm.mu.Unlock()
 		if len(ins) == 0 {
 			out = append(out, ps)
 			continue
@@ -258,44 +258,43 @@ func (b *Broker) stagePending(ctx context.Context, now time.Time, r *relays, pen
 		var err error
 		for k, part := range ps.d.Chosen.Parts {
 			var n []string
-			n, err = b.stageData(ctx, r, part.Site, ps.specs[k], ins)
+			n, err = sm.stageData(ctx, r, part.Site, ps.specs[k], ins)
 			notes = append(notes, n...)
 			if err != nil {
 				break
 			}
 		}
-		b.mu.Lock()
+		sm.mu.Lock()
 		for _, n := range notes {
-			b.addEvent(j, now, "data", "", n)
+			sm.addEvent(j, now, "data", "", n)
 		}
 		if err == nil {
-			b.mu.Unlock()
+			sm.mu.Unlock()
 			out = append(out, ps)
 			continue
 		}
-		b.dataFailed(ctx, now, j, err, rep)
-		b.mu.Unlock()
+		sm.dataFailed(ctx, now, j, err, rep)
+		sm.mu.Unlock()
 	}
 	return out
 }
 
 // dataFailed settles a job whose data could not be staged before any site
-// heard of it. b.mu held.
-func (b *Broker) dataFailed(ctx context.Context, now time.Time, j *Job, err error, rep *CycleReport) {
+// heard of it. The ledger's lock held.
+func (sm *submitter) dataFailed(ctx context.Context, now time.Time, j *Job, err error, rep *CycleReport) {
 	j.Comps = nil
-	if backends.Retryable(err) && j.Attempts < b.opts.MaxAttempts {
+	if backends.Retryable(err) && j.Attempts < sm.opts.MaxAttempts {
 		j.State = Queued
-		b.addEvent(j, now, "retry-later", "", fmt.Sprintf("staging its data failed (%v); stays queued", err))
+		sm.addEvent(j, now, "retry-later", "", fmt.Sprintf("staging its data failed (%v); stays queued", err))
 	} else {
 		why := fmt.Sprintf("staging its data failed: %v", err)
 		if !backends.Retryable(err) && !errors.Is(err, context.Canceled) {
 			why += " (not retryable)"
 		}
-		j.State, j.Reason, j.End = Failed, why, now
-		b.addEvent(j, now, "failed", "", why)
-		b.dequeue(j.ID)
+		sm.endAs(j, now, Failed, "failed", "", why)
+		sm.dequeue(j.ID)
 	}
-	_ = b.persist(ctx, j)
+	_ = sm.persist(ctx, j)
 	rep.Errors = append(rep.Errors, fmt.Errorf("job %s: %w", j.ID, err))
 }
 
@@ -351,36 +350,4 @@ func rateText(bps float64) string {
 		u++
 	}
 	return strings.TrimSuffix(strconv.FormatFloat(bps, 'f', 1, 64), ".0") + " " + units[u]
-}
-
-// siteLinks is the site-to-site matrix of a snapshot. Data moves from site
-// to site through the broker (relay), so where both sites' links to the
-// broker are measured (up, from backends.LinkEstimator; downloads and
-// uploads alike) the path i → j costs both legs in sequence: SecPerByte
-// and Latency are the sums. Elsewhere the configured links (network:)
-// stand. Without any measurement it is Options.Links itself.
-func (b *Broker) siteLinks(up []policy.Link) [][]policy.Link {
-	measured := func(i int) bool { return i < len(up) && up[i].SecPerByte > 0 }
-	n := 0
-	for i := range up {
-		if measured(i) {
-			n++
-		}
-	}
-	if n < 2 {
-		return b.opts.Links
-	}
-	out := make([][]policy.Link, len(b.sites))
-	for i := range out {
-		out[i] = make([]policy.Link, len(b.sites))
-		if b.opts.Links != nil {
-			copy(out[i], b.opts.Links[i])
-		}
-		for j := range out[i] {
-			if i != j && measured(i) && measured(j) {
-				out[i][j] = policy.Link{SecPerByte: up[i].SecPerByte + up[j].SecPerByte, Latency: up[i].Latency + up[j].Latency}
-			}
-		}
-	}
-	return out
 }

@@ -71,12 +71,12 @@ func (t *TierOptions) downAfter() time.Duration {
 }
 
 // checkTier refuses what a request's QoS cannot give on this broker.
-func (b *Broker) checkTier(p *problems, req *Request) {
+func (ik *intake) checkTier(p *problems, req *Request) {
 	t := req.QoS
 	if t != TierHigh && t != TierLow {
 		return
 	}
-	if b.opts.Tiers == nil {
+	if ik.opts.Tiers == nil {
 		p.addf("QoS", "%q needs a broker with QoS tiers (bridge.Options.Tiers); this one runs one copy per attempt", t)
 	} else if req.Window != nil {
 		p.addf("QoS", "%q cannot be combined with a reservation window: a reservation holds one site", t)
@@ -88,24 +88,24 @@ func (b *Broker) checkTier(p *problems, req *Request) {
 // deadline is within (1+λ)·CT_min of the submission, low otherwise.
 // CT_min is the estimate on the fastest allowed site (run time only: the
 // queue and the transfer are not known at submission).
-func (b *Broker) tierOf(r *Request, now time.Time) (tier, why string) {
-	sites := make([]policy.Site, len(b.sites))
-	for i, s := range b.sites {
+func (ik *intake) tierOf(r *Request, now time.Time) (tier, why string) {
+	sites := make([]policy.Site, len(ik.sites))
+	for i, s := range ik.sites {
 		sites[i] = policy.Site{Name: s.Name, H: s.H}
 	}
-	t, why := b.tiering().Tier(&policy.TierDemand{Asked: policy.Tier(r.QoS), Deadline: r.Deadline, Estimate: r.Estimate,
-		Sites: r.Sites, Submit: now, Lambda: b.opts.Tiers.lambda()}, sites)
+	t, why := ik.opts.tiering().Tier(&policy.TierDemand{Asked: policy.Tier(r.QoS), Deadline: r.Deadline, Estimate: r.Estimate,
+		Sites: r.Sites, Submit: now, Lambda: ik.opts.Tiers.lambda()}, sites)
 	return string(t), why
 }
 
 // assignTier gives a new job its tier and the submission event saying so.
 // Without Options.Tiers the job gets none ("").
-func (b *Broker) assignTier(j *Job, now time.Time) {
-	if b.opts.Tiers == nil || j.Req.Window != nil {
+func (ik *intake) assignTier(j *Job, now time.Time) {
+	if ik.opts.Tiers == nil || j.Req.Window != nil {
 		return
 	}
-	j.Tier, j.TierWhy = b.tierOf(&j.Req, now)
-	if !b.opts.NoHistory {
+	j.Tier, j.TierWhy = ik.tierOf(&j.Req, now)
+	if !ik.opts.NoHistory {
 		j.Events = append(j.Events, Event{Time: now, Kind: "tier", Msg: tierMsg(j.Tier, j.TierWhy)})
 	}
 }
@@ -128,14 +128,14 @@ func tierRank(t string) int {
 
 // tierOrder serves the queue high → low → none, FCFS inside a tier (the
 // queue is in FCFS order already). It returns q itself when no queued job
-// is above none. b.mu held.
-func (b *Broker) tierOrder(q []policy.Job) []policy.Job {
-	if b.opts.Tiers == nil {
+// is above none. The ledger's lock held.
+func (cp *copies) tierOrder(q []policy.Job) []policy.Job {
+	if cp.opts.Tiers == nil {
 		return q
 	}
 	mixed := false
 	for i := range q {
-		if j := b.jobs[q[i].ID]; j != nil && j.Tier != TierNone && j.Tier != "" {
+		if j := cp.jobs[q[i].ID]; j != nil && j.Tier != TierNone && j.Tier != "" {
 			mixed = true
 			break
 		}
@@ -143,9 +143,9 @@ func (b *Broker) tierOrder(q []policy.Job) []policy.Job {
 	if !mixed {
 		return q
 	}
-	b.tiers.buf = append(b.tiers.buf[:0], q...)
-	slices.SortStableFunc(b.tiers.buf, func(x, y policy.Job) int {
-		return tierRank(b.jobs[x.ID].Tier) - tierRank(b.jobs[y.ID].Tier)
+	cp.buf = append(cp.buf[:0], q...)
+	slices.SortStableFunc(cp.buf, func(x, y policy.Job) int {
+		return tierRank(cp.jobs[x.ID].Tier) - tierRank(cp.jobs[y.ID].Tier)
 	})
-	return b.tiers.buf[:len(b.tiers.buf):len(b.tiers.buf)]
+	return cp.buf[:len(cp.buf):len(cp.buf)]
 }

@@ -29,67 +29,58 @@ import (
 // unreachableReason starts the Reason of a job held by holdUnreachable.
 const unreachableReason = "waiting: every eligible site is unreachable"
 
-// downKeepsSize gives down site s its size and node shape as last seen (a
-// site never seen keeps 0: unknown). b.mu held.
-func (b *Broker) downKeepsSize(s int) {
-	if b.seen != nil && b.seen[s] {
-		b.snapSites[s].Nodes, b.snapSites[s].Shape = b.known[s].Nodes, b.known[s].Shape
-	}
-}
-
 // holdUnreachable takes out of snap's queue the jobs whose every eligible
 // site (allowed, or all) is down, and marks them; it clears the mark of
 // the jobs planned again. Without a down site and a marked job it costs
 // one pass over the sites.
-func (b *Broker) holdUnreachable(ctx context.Context, now time.Time, snap *policy.Snapshot) {
+func (ps *planStage) holdUnreachable(ctx context.Context, now time.Time, snap *policy.Snapshot) {
 	down := 0
 	for i := range snap.Sites {
 		if snap.Sites[i].Down {
 			down++
 		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if down == 0 && len(b.unreachable) == 0 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if down == 0 && len(ps.unreachable) == 0 {
 		return
 	}
 	var keep []policy.Job
 	for k := range snap.Queue {
 		pj := &snap.Queue[k]
-		j := b.jobs[pj.ID]
+		j := ps.jobs[pj.ID]
 		if j == nil {
 			continue
 		}
-		if names, all := b.allDown(snap, pj); all {
+		if names, all := ps.allDown(snap, pj); all {
 			if keep == nil {
 				keep = append(make([]policy.Job, 0, len(snap.Queue)), snap.Queue[:k]...)
 			}
 			why := unreachableReason + " (" + strings.Join(names, ", ") + ")"
 			if j.Reason != why {
 				j.Reason = why
-				b.addEvent(j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
-				_ = b.persist(ctx, j)
+				ps.record(ctx, j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
 			}
-			if b.unreachable == nil {
-				b.unreachable = map[string]bool{}
+			if ps.unreachable == nil {
+				ps.unreachable = map[string]bool{}
 			}
-			b.unreachable[j.ID] = true
+			ps.unreachable[j.ID] = true
 			continue
 		}
-		if b.unreachable[j.ID] {
-			delete(b.unreachable, j.ID)
+		if ps.unreachable[j.ID] {
+			delete(ps.unreachable, j.ID)
 			if strings.HasPrefix(j.Reason, unreachableReason) {
 				j.Reason = ""
-				_ = b.persist(ctx, j)
+				_ = ps.persist(ctx, j)
 			}
 		}
 		if keep != nil {
 			keep = append(keep, *pj)
 		}
 	}
-	for id := range b.unreachable {
-		if j := b.jobs[id]; j == nil || j.State != Queued {
-			delete(b.unreachable, id) // cancelled, or gone
+	for id := range ps.unreachable {
+		if j := ps.jobs[id]; j == nil || j.State != Queued {
+			delete(ps.unreachable, id) // cancelled, or gone
 		}
 	}
 	if keep != nil {
@@ -99,7 +90,7 @@ func (b *Broker) holdUnreachable(ctx context.Context, now time.Time, snap *polic
 
 // allDown reports whether every site job pj may use is down, with their
 // names.
-func (b *Broker) allDown(snap *policy.Snapshot, pj *policy.Job) ([]string, bool) {
+func (ps *planStage) allDown(snap *policy.Snapshot, pj *policy.Job) ([]string, bool) {
 	var names []string
 	for i := range snap.Sites {
 		if pj.Allowed != nil && !slices.Contains(pj.Allowed, i) {

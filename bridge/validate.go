@@ -74,6 +74,14 @@ func (p *problems) addf(field, format string, args ...any) {
 	p.add(field, &jobrules.Error{Msg: fmt.Sprintf(format, args...), Err: jobrules.ErrValue})
 }
 
+// intake is what Submit checks before a job is stored: the request's
+// fields, its files inside the allowed roots, its tier, its feasibility.
+type intake struct {
+	part
+	outRoot []string // Options.OutputRoot resolved (none or one)
+	inRoots []string // Options.InputRoots resolved
+}
+
 // validate checks a request at submission time now against the rules every
 // job obeys (bridge/jobrules, the same the job file parser applies) and
 // the broker's roots, and normalises its local paths: each input's Local
@@ -81,7 +89,7 @@ func (p *problems) addf(field, format string, args ...any) {
 // (a relative OutputDir is taken below the output root). It checks
 // everything but site names (checkSites) and the reservation window's
 // fit (checkWindow). On failure the error is a RequestError.
-func (b *Broker) validate(req *Request, now time.Time) error {
+func (ik *intake) validate(req *Request, now time.Time) error {
 	var p problems
 	p.add("Name", jobrules.Name(req.Name))
 	switch {
@@ -146,7 +154,7 @@ func (b *Broker) validate(req *Request, now time.Time) error {
 	p.add("Sim.ExitCode", jobrules.Count(int64(req.Sim.ExitCode), 0, jobrules.MaxExitCode, "a whole number 0..255"))
 	p.add("DataSize", jobrules.DataSize(req.DataSize))
 	p.add("QoS", jobrules.QoS(req.QoS))
-	b.checkTier(&p, req) // tiers.go
+	ik.checkTier(&p, req)
 	if !req.Deadline.IsZero() {
 		p.add("Deadline", jobrules.Time(req.Deadline, now))
 	}
@@ -162,7 +170,7 @@ func (b *Broker) validate(req *Request, now time.Time) error {
 			}
 		}
 	}
-	b.validateFiles(req, &p)
+	ik.validateFiles(req, &p)
 	if len(p) > 0 {
 		return RequestError(p)
 	}
@@ -170,7 +178,7 @@ func (b *Broker) validate(req *Request, now time.Time) error {
 }
 
 // validateFiles checks the inputs, outputs and output directory.
-func (b *Broker) validateFiles(req *Request, p *problems) {
+func (ik *intake) validateFiles(req *Request, p *problems) {
 	if len(req.Outputs) > jobrules.MaxFiles {
 		p.addf("Outputs", "has %d paths; at most %d", len(req.Outputs), jobrules.MaxFiles)
 	} else {
@@ -196,7 +204,7 @@ func (b *Broker) validateFiles(req *Request, p *problems) {
 		for i := range req.Inputs {
 			in := &req.Inputs[i]
 			f := "Inputs[" + strconv.Itoa(i) + "]"
-			if local, err := b.inputFile(in.Local); err != nil {
+			if local, err := ik.inputFile(in.Local); err != nil {
 				p.add(f+".Local", err)
 			} else {
 				in.Local = local
@@ -220,9 +228,9 @@ func (b *Broker) validateFiles(req *Request, p *problems) {
 			}
 		}
 	}
-	b.validateSiteInputs(req, p) // sitedata.go
+	ik.validateSiteInputs(req, p)
 	if req.OutputDir != "" {
-		if dir, err := b.outputDir(req.OutputDir); err != nil {
+		if dir, err := ik.outputDir(req.OutputDir); err != nil {
 			p.add("OutputDir", err)
 		} else {
 			req.OutputDir = dir
@@ -232,14 +240,14 @@ func (b *Broker) validateFiles(req *Request, p *problems) {
 
 // inputFile confines an input's local path to the input roots and checks
 // that it is a regular file; it returns the path with its links resolved.
-func (b *Broker) inputFile(local string) (string, error) {
+func (ik *intake) inputFile(local string) (string, error) {
 	if local == "" {
 		return "", &jobrules.Error{Msg: "must be the absolute path of a file on the broker's machine, got an empty string", Err: jobrules.ErrValue}
 	}
 	if !filepath.IsAbs(local) {
 		return "", &jobrules.Error{Msg: fmt.Sprintf("must be an absolute path, got %q", local), Err: jobrules.ErrValue}
 	}
-	r, err := jobrules.Confine(local, b.inRoots, "the allowed input roots")
+	r, err := jobrules.Confine(local, ik.inRoots, "the allowed input roots")
 	if err != nil {
 		return "", err
 	}
@@ -255,45 +263,45 @@ func (b *Broker) inputFile(local string) (string, error) {
 
 // outputDir resolves a requested output directory: relative ones below the
 // output root; every one confined to it.
-func (b *Broker) outputDir(dir string) (string, error) {
-	if len(b.outRoot) == 0 {
+func (ik *intake) outputDir(dir string) (string, error) {
+	if len(ik.outRoot) == 0 {
 		return "", &jobrules.Error{Msg: fmt.Sprintf("%s is not allowed: this broker has no output root, it fetches no outputs", dir), Err: jobrules.ErrOutsideRoot}
 	}
 	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(b.outRoot[0], dir)
+		dir = filepath.Join(ik.outRoot[0], dir)
 	}
-	return jobrules.Confine(dir, b.outRoot, "the output root")
+	return jobrules.Confine(dir, ik.outRoot, "the output root")
 }
 
 // fetchAllowed checks again, when a job's outputs are about to be fetched,
 // that its output directory is inside the output root (a symbolic link may
 // have appeared since it was submitted, or the job was stored by an older
 // broker). When it is not, the refusal is recorded and nothing is fetched.
-// b.mu held.
-func (b *Broker) fetchAllowed(j *Job, now time.Time) bool {
-	if _, err := b.outputDir(j.Req.OutputDir); err != nil {
+// The ledger's lock held.
+func (ik *intake) fetchAllowed(j *Job, now time.Time) bool {
+	if _, err := ik.outputDir(j.Req.OutputDir); err != nil {
 		msg := fmt.Sprintf("outputs not fetched: OutputDir: %v", err)
 		j.FetchErrors = append(j.FetchErrors, msg)
-		b.addEvent(j, now, "fetch-failed", "", msg)
+		ik.addEvent(j, now, "fetch-failed", "", msg)
 		return false
 	}
 	return true
 }
 
 // setRoots resolves Options.OutputRoot and Options.InputRoots.
-func (b *Broker) setRoots(o Options) error {
+func (ik *intake) setRoots(o Options) error {
 	if o.OutputRoot != "" {
 		r, err := jobrules.ResolveRoots([]string{o.OutputRoot})
 		if err != nil {
 			return fmt.Errorf("%w: output %w", ErrBadRequest, err)
 		}
-		b.outRoot = r
+		ik.outRoot = r
 	}
 	r, err := jobrules.ResolveRoots(o.InputRoots)
 	if err != nil {
 		return fmt.Errorf("%w: input %w", ErrBadRequest, err)
 	}
-	b.inRoots = r
+	ik.inRoots = r
 	return nil
 }
 

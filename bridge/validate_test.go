@@ -331,7 +331,7 @@ func BenchmarkValidate(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				c := r.clone()
-				if err := br.validate(&c, t0); err != nil {
+				if err := br.in.validate(&c, t0); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -25,8 +25,10 @@ func (o Outcomes) Add(p Outcomes) Outcomes {
 // the broker (the user's machine).
 type TrustKey struct{ From, To string }
 
-// TrustInput is what a trust computation reads: the observer, the sites and
-// the outcomes counted between them.
+// TrustInput is what a trust computation reads: the observer (who trusts:
+// the broker, Name "", or a site that asks), the sites and the outcomes
+// counted between them. The observer's own outcomes are those keyed From =
+// Observer.Name; outcomes from any other node are its testimony.
 type TrustInput struct {
 	Observer TrustNode
 	Sites    []TrustNode

@@ -216,18 +216,6 @@ func (c Cmds) QueuesArgv() []string { return []string{c.cmd("qstat"), "-Q", "-f"
 // QdelArgv deletes one job (qdel under-reports errors for several ids).
 func (c Cmds) QdelArgv(id backends.JobID) []string { return []string{c.cmd("qdel"), string(id)} }
 
-// ExitFilesArgv reads several exit-code files in one command; missing files
-// are skipped.
-func ExitFilesArgv(paths []string) []string {
-	return append([]string{"grep", "-H", "-s", ""}, paths...)
-}
-
-// ListFilesArgv lists the regular files below dir, relative to it, NUL
-// separated (-P: symbolic links are never followed).
-func ListFilesArgv(dir string) []string {
-	return []string{"find", "-P", dir, "-mindepth", "1", "-type", "f", "-printf", "%P\\0"}
-}
-
 // RsubTimeLayout is pbs_rsub -R's [[CC]YY]MMDDhhmm[.SS] in the server's time zone.
 const RsubTimeLayout = "200601021504.05"
 

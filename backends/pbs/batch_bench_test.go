@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
-	"github.com/gridsub/gridsub/backends/sshbatch"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 )
 
 // BenchmarkSubmitBatch submits the same number of jobs to the OpenPBS
@@ -28,7 +28,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		jobs = v
 	}
 	c := dial(b, s)
-	cnt := &counter{Runner: c}
+	cnt := &sshbatchtest.Counter{Runner: c, Name: newBackend(s, c, c).Exec().Command}
 	be := newBackend(s, c, cnt)
 	ctx := context.Background()
 	resv, err := be.CreateReservation(ctx, &backends.ReservationSpec{Name: "bench-" + gridID("r"),
@@ -37,14 +37,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		b.Fatalf("CreateReservation: %v", err)
 	}
 	b.Cleanup(func() { _ = be.DeleteReservation(context.Background(), resv) })
-	specs := func() []*backends.JobSpec {
-		out := make([]*backends.JobSpec, jobs)
-		for i := range out {
-			out[i] = &backends.JobSpec{GridID: gridID("bench"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
-				Command: []string{"true"}, Reservation: string(resv)}
-		}
-		return out
-	}
+	specs := func() []*backends.JobSpec { return sshbatchtest.PendingSpecs(gridID, "bench", jobs, resv) }
 	// The site's shape is asked once (pbsnodes) before timing.
 	if _, err := be.Info(ctx); err != nil {
 		b.Fatal(err)
@@ -52,7 +45,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		one := specs()
-		cnt.reset()
+		cnt.Reset()
 		t0 := time.Now()
 		for _, sp := range one {
 			if _, err := be.Submit(ctx, sp); err != nil {
@@ -60,7 +53,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 			}
 		}
 		ts := time.Since(t0)
-		single := cnt.reset()
+		single := cnt.Reset()
 		t0 = time.Now()
 		for _, r := range be.SubmitBatch(ctx, specs()) {
 			if r.Err != nil {
@@ -68,12 +61,12 @@ func BenchmarkSubmitBatch(b *testing.B) {
 			}
 		}
 		tb := time.Since(t0)
-		batched := cnt.reset()
+		batched := cnt.Reset()
 		rs, rb := float64(jobs)/ts.Seconds(), float64(jobs)/tb.Seconds()
 		b.ReportMetric(rs, "jobs/s-single")
 		b.ReportMetric(rb, "jobs/s-batched")
 		b.ReportMetric(rb/rs, "ratio")
 		b.Logf("%d submissions to OpenPBS over one SSH connection: one command per job %s (%.1f jobs/s, %d remote commands), batched %s (%.1f jobs/s, %d remote commands), ratio %.2fx",
-			jobs, ts.Round(time.Millisecond), rs, single["gridsub-submit"], tb.Round(time.Millisecond), rb, batched[sshbatch.Program], rb/rs)
+			jobs, ts.Round(time.Millisecond), rs, single["qsub"], tb.Round(time.Millisecond), rb, batched["qsub (batch)"], rb/rs)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 )
 
 // TestFindByGridIDLongHistory: on the real server, with whatever history
@@ -20,7 +21,7 @@ import (
 func TestFindByGridIDLongHistory(t *testing.T) {
 	s := testSite(t)
 	c := dial(t, s)
-	cnt := &counter{Runner: c}
+	cnt := &sshbatchtest.Counter{Runner: c, Name: newBackend(s, c, c).Exec().Command}
 	b := newBackend(s, c, cnt)
 	ctx := context.Background()
 	done := &backends.JobSpec{GridID: gridID("find"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute, Command: []string{"true"}}
@@ -57,7 +58,7 @@ func TestFindByGridIDLongHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	history := strings.Count(string(r.Stdout), "\n")
-	cnt.reset()
+	cnt.Reset()
 	for _, x := range []struct {
 		spec  *backends.JobSpec
 		id    backends.JobID
@@ -66,14 +67,14 @@ func TestFindByGridIDLongHistory(t *testing.T) {
 		t0 := time.Now()
 		got, err := b.FindByGridID(ctx, x.spec.GridID)
 		took := time.Since(t0)
-		calls := cnt.reset()
+		calls := cnt.Reset()
 		if err != nil {
 			t.Fatalf("FindByGridID(%s): %v", x.spec.GridID, err)
 		}
 		if len(got) != 1 || got[0].ID != x.id || got[0].State.Final() != x.final || got[0].GridID != x.spec.GridID {
 			t.Fatalf("FindByGridID(%s) = %+v, want job %s (final %v)", x.spec.GridID, got, x.id, x.final)
 		}
-		if calls["gridsub-find"] != 1 || calls["gridsub-ids"] != 1 || len(calls) != 2 {
+		if calls["qstat"] != 1 || calls["job id files"] != 1 || len(calls) != 2 {
 			t.Errorf("FindByGridID ran %v, want one find command and one id-file listing", calls)
 		}
 		t.Logf("FindByGridID of a %s job among %d jobs the server knows: %s", map[bool]string{true: "finished", false: "live"}[x.final],

@@ -11,31 +11,16 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // Every parser here is pure: bytes in, records out, no clock and no I/O.
 // Unreadable output is an error wrapping backends.ErrBadOutput that quotes
 // the text.
 
-func badOutput(what string, raw []byte, detail string) error {
-	const max = 2000
-	s := string(raw)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return fmt.Errorf("%w: %s: %s; raw output: %q", backends.ErrBadOutput, what, detail, s)
-}
+var badOutput = sshbatch.BadOutput
 
-func lines(out []byte) []string {
-	var ls []string
-	for _, l := range strings.Split(string(out), "\n") {
-		l = strings.TrimRight(l, "\r")
-		if strings.TrimSpace(l) != "" {
-			ls = append(ls, l)
-		}
-	}
-	return ls
-}
+var lines = sshbatch.Lines
 
 var (
 	// jobIDRe: "12.server", "10[].server", "10[3].server".
@@ -56,8 +41,8 @@ const TagVar = "GRIDSUB_TAG"
 // retypes it.
 func GridTag(gridID string) string { return "g:" + gridID }
 
-// gridFromTag inverts GridTag ("" when v is not a tag).
-func gridFromTag(v string) string {
+// GridFromTag inverts GridTag ("" when v is not a tag).
+func GridFromTag(v string) string {
 	g, ok := strings.CutPrefix(v, "g:")
 	if !ok {
 		return ""
@@ -240,12 +225,12 @@ func lessID(a, b string) bool {
 	return a < b
 }
 
-// ctimeLayout is how PBS prints ctime, stime, obittime and reservation
+// CtimeLayout is how PBS prints ctime, stime, obittime and reservation
 // times: server local time, no zone.
-const ctimeLayout = "Mon Jan _2 15:04:05 2006"
+const CtimeLayout = "Mon Jan _2 15:04:05 2006"
 
 func pbsTime(s string, loc *time.Location) time.Time {
-	t, err := time.ParseInLocation(ctimeLayout, strings.TrimSpace(s), loc)
+	t, err := time.ParseInLocation(CtimeLayout, strings.TrimSpace(s), loc)
 	if err != nil {
 		return time.Time{}
 	}
@@ -286,7 +271,7 @@ func (r *JobRecord) Status(loc *time.Location) (backends.JobStatus, error) {
 		return backends.JobStatus{}, fmt.Errorf("%w: job %s: unknown job_state %q", backends.ErrBadOutput, r.ID, a["job_state"])
 	}
 	js := backends.JobStatus{ID: r.ID, Name: a["Job_Name"], State: st, Reason: a["comment"], ExitCode: -1,
-		GridID: gridFromTag(r.Vars[TagVar]), Start: pbsTime(a["stime"], loc), End: pbsTime(a["obittime"], loc),
+		GridID: GridFromTag(r.Vars[TagVar]), Start: pbsTime(a["stime"], loc), End: pbsTime(a["obittime"], loc),
 		NodeList: a["exec_vnode"]}
 	if !st.Final() {
 		js.End = time.Time{}
@@ -578,4 +563,53 @@ func UnknownJobIDs(stderr []byte) []string {
 		ids = append(ids, string(m[1]))
 	}
 	return ids
+}
+
+// Owner reports whether user owns the job (Job_Owner is <user>@<host>).
+func (r *JobRecord) Owner(user string) bool {
+	return strings.HasPrefix(r.Attrs["Job_Owner"], user+"@")
+}
+
+// ParseFullText reads the text form of `qstat -f`: "Job Id: <id>", then
+// "    key = value" lines (four spaces), a long value continued on lines
+// that start with a tab and are joined as they are (the break can fall
+// inside a token), a blank line after each job. The records are those
+// ParseDSV reads from the same jobs' DSV form (Variable_List's "\," is a
+// comma inside a value). The backend asks for DSV (Cmds.StatusArgv); this
+// reads the form PBS prints by default.
+func ParseFullText(out []byte) ([]JobRecord, error) {
+	var recs []JobRecord
+	var cur *JobRecord
+	last := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimRight(l, "\r")
+		switch {
+		case strings.TrimSpace(l) == "":
+			last = ""
+		case strings.HasPrefix(l, "Job Id: "):
+			id := strings.TrimSpace(strings.TrimPrefix(l, "Job Id: "))
+			if !validJobID(id) {
+				return nil, badOutput("qstat -f", out, fmt.Sprintf("bad job id %q", id))
+			}
+			recs = append(recs, JobRecord{ID: backends.JobID(id), Attrs: map[string]string{}})
+			cur, last = &recs[len(recs)-1], ""
+		case cur == nil:
+			return nil, badOutput("qstat -f", out, fmt.Sprintf("line %.80q before any Job Id", l))
+		case strings.HasPrefix(l, "\t") && last != "":
+			cur.Attrs[last] += strings.TrimPrefix(l, "\t")
+		case strings.HasPrefix(l, "    "):
+			k, v, ok := strings.Cut(strings.TrimPrefix(l, "    "), " = ")
+			if !ok || !dsvKeyRe.MatchString(k+"=") {
+				return nil, badOutput("qstat -f", out, fmt.Sprintf("line %.80q is not key = value", l))
+			}
+			cur.Attrs[k] = v
+			last = k
+		default:
+			return nil, badOutput("qstat -f", out, fmt.Sprintf("line %.80q is neither a job id nor an attribute", l))
+		}
+	}
+	for i := range recs {
+		recs[i].Vars = ParseVariableList(recs[i].Attrs["Variable_List"])
+	}
+	return recs, nil
 }

@@ -2,26 +2,18 @@ package pbs
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 )
 
 // seedFixtures adds every captured output in testdata/ (both variants) as
 // a seed of f.
 func seedFixtures(f *testing.F) {
 	f.Helper()
-	files, _ := filepath.Glob("testdata/*")
-	more, _ := filepath.Glob("testdata/release/*")
-	for _, p := range append(files, more...) {
-		if b, err := os.ReadFile(p); err == nil && !strings.HasSuffix(p, "README.md") {
-			f.Add(b)
-		}
-	}
+	sshbatchtest.SeedFiles(f, 100, "testdata/*", "testdata/release/*")
 }
 
 // badOrNil: a parser's error on garbage is ErrBadOutput (never another

@@ -99,7 +99,7 @@ func TestParseDSV(t *testing.T) {
 		t.Errorf("unknown ids %v", got)
 	}
 	recs, err = ParseDSV(fixture(t, "release/qstat-x-f-dsv-numeric-like-vars.txt"))
-	if err != nil || len(recs) != 1 || gridFromTag(recs[0].Vars[TagVar]) != "ct-1" || recs[0].Vars["V1"] != "007" {
+	if err != nil || len(recs) != 1 || GridFromTag(recs[0].Vars[TagVar]) != "ct-1" || recs[0].Vars["V1"] != "007" {
 		t.Fatalf("release DSV: %+v %v", recs, err)
 	}
 	// A '|' inside a value is kept; a line without a job id is an error.

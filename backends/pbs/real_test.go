@@ -3,11 +3,8 @@ package pbs_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,8 +12,10 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/backendtest"
 	"github.com/gridsub/gridsub/backends/pbs"
-	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/backends/pbs/pbslock"
+	"github.com/gridsub/gridsub/backends/sshbatch"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
+	"github.com/gridsub/gridsub/backends/transport"
 )
 
 // These tests talk to the real OpenPBS server of the testbed
@@ -51,38 +50,6 @@ func dial(t testing.TB, s site) *transport.Client {
 	return c
 }
 
-// counter counts the remote commands by PBS program.
-type counter struct {
-	backends.Runner
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *counter) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
-	name := argv[0]
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	if len(argv) > 3 && strings.HasPrefix(argv[3], "gridsub-") {
-		name = argv[3]
-	}
-	c.mu.Lock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[name]++
-	c.mu.Unlock()
-	return c.Runner.Run(ctx, argv, stdin)
-}
-
-func (c *counter) reset() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = map[string]int{}
-	return n
-}
-
 var seq atomic.Int64
 
 func gridID(prefix string) string {
@@ -94,106 +61,29 @@ func newBackend(s site, c *transport.Client, run backends.Runner) *pbs.Backend {
 		Location: time.UTC}, run, func(root string) backends.Stager { return c.Stager(root) })
 }
 
-// TestConformancePBS runs the shared conformance suite against the real
+// TestRealSite runs the cases every sshbatch dialect passes on the real
 // OpenPBS server (whichever variant the testbed runs: GRIDSUB_PBS_VARIANT).
-func TestConformancePBS(t *testing.T) {
+// GRIDSUB_PBS_TRACK_JOBS sets the live jobs of the one-poll case (default
+// 100).
+func TestRealSite(t *testing.T) {
 	s := testSite(t)
 	c := dial(t, s)
-	b := newBackend(s, c, c)
-	backendtest.Run(t, backendtest.Harness{
-		Backend:      b,
-		GridID:       func() string { return gridID("ct") },
-		Wait:         func(ctx context.Context, d time.Duration) { time.Sleep(d) },
-		Poll:         500 * time.Millisecond,
-		JobTimeout:   3 * time.Minute,
-		Parallel:     true,
-		Walltime:     true,
-		TimeoutWall:  15 * time.Second,
-		Staging:      true,
-		Reservations: true,
-		// qsub refuses most punctuation in -N: the name is cleaned, so
-		// the hostile name does not come back verbatim.
-		NamesReported: false,
-		UnknownID:     "999999.localhost",
-		RemoteExists: func(ctx context.Context, p string) (bool, error) {
-			r, err := c.Run(ctx, []string{"test", "-e", p}, nil)
-			return err == nil && r.ExitCode == 0, err
-		},
-	})
-}
-
-// TestStatusOneQstatPerPoll: tracking n live jobs costs exactly one qstat
-// per poll, whatever n (the DSV form answers for every id; the JSON form
-// would answer for one). It also measures the submit rate over SSH and the
-// poll time (docs/pbs.md). GRIDSUB_PBS_TRACK_JOBS overrides n (default 100).
-func TestStatusOneQstatPerPoll(t *testing.T) {
-	s := testSite(t)
-	c := dial(t, s)
-	cnt := &counter{Runner: c}
-	b := newBackend(s, c, cnt)
-	ctx := context.Background()
 	n := 100
 	if v, err := strconv.Atoi(os.Getenv("GRIDSUB_PBS_TRACK_JOBS")); err == nil && v > 0 {
 		n = v
 	}
-	// The jobs wait in the queue of a reservation that starts in an hour:
-	// live (Q) and harmless.
-	resv, err := b.CreateReservation(ctx, &backends.ReservationSpec{Name: "track-" + gridID("r"),
-		Start: time.Now().Add(time.Hour), Duration: 10 * time.Minute, Nodes: 1})
-	if err != nil {
-		t.Fatalf("CreateReservation: %v", err)
-	}
-	t.Cleanup(func() {
-		// pbs_rdel removes the reservation's queue and the jobs in it.
-		if err := b.DeleteReservation(context.Background(), resv); err != nil {
-			t.Logf("DeleteReservation: %v", err)
-		}
+	sshbatchtest.Run(t, sshbatchtest.Site{
+		Name: "pbs", Client: c, Root: s.home + "/gridsub-test", GridID: gridID,
+		New: func(run backends.Runner) *sshbatch.Backend { return newBackend(s, c, run) },
+		// qsub refuses most punctuation in -N: the name is cleaned, so the
+		// hostile name does not come back verbatim.
+		Harness: backendtest.Harness{JobTimeout: 3 * time.Minute, TimeoutWall: 15 * time.Second, NamesReported: false,
+			UnknownID: "999999.localhost"},
+		UnknownResv: "R999999.localhost", PollJobs: n, PollCommand: "qstat",
+		// PBS spools a running job's output on the execution host and
+		// copies it into the job directory when the job ends.
+		LiveOutput: false,
 	})
-	ids := make([]backends.JobID, n)
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 6)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			id, err := b.Submit(ctx, &backends.JobSpec{GridID: gridID("track"), Nodes: 1, CoresPerNode: 1,
-				Walltime: time.Minute, Command: []string{"true"}, Reservation: string(resv)})
-			ids[i] = id
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	submit := time.Since(t0)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-	}
-	t.Logf("submitted %d jobs over one SSH connection (6 at a time) in %s: %.1f jobs/s", n, submit.Round(time.Millisecond), float64(n)/submit.Seconds())
-	cnt.reset()
-	for poll := 0; poll < 3; poll++ {
-		t1 := time.Now()
-		st, err := b.Status(ctx, ids)
-		if err != nil {
-			t.Fatalf("Status: %v", err)
-		}
-		took := time.Since(t1)
-		calls := cnt.reset()
-		if calls["gridsub-status"] != 1 || len(calls) != 1 {
-			t.Fatalf("poll %d of %d jobs ran %v, want exactly one remote command (qstat, twice at most, in one bash)", poll, n, calls)
-		}
-		for i, x := range st {
-			if x.ID != ids[i] || x.State != backends.StatePending || x.GridID == "" {
-				t.Fatalf("job %d: %+v, want pending with its grid id", i, x)
-			}
-		}
-		t.Logf("poll %d: %d jobs in one qstat, %s", poll, n, took.Round(time.Millisecond))
-	}
 }
 
 // TestStatusManyFinished: more than DirectStatusMax jobs that run and
@@ -202,7 +92,7 @@ func TestStatusOneQstatPerPoll(t *testing.T) {
 func TestStatusManyFinished(t *testing.T) {
 	s := testSite(t)
 	c := dial(t, s)
-	cnt := &counter{Runner: c}
+	cnt := &sshbatchtest.Counter{Runner: c, Name: newBackend(s, c, c).Exec().Command}
 	b := newBackend(s, c, cnt)
 	ctx := context.Background()
 	n := pbs.DirectStatusMax + 4
@@ -219,12 +109,12 @@ func TestStatusManyFinished(t *testing.T) {
 	ids = append(ids, "999999.localhost") // never issued
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		cnt.reset()
+		cnt.Reset()
 		st, err := b.Status(ctx, ids)
 		if err != nil {
 			t.Fatalf("Status: %v", err)
 		}
-		if calls := cnt.reset(); calls["gridsub-status"] != 1 || len(calls) != 1 {
+		if calls := cnt.Reset(); calls["qstat"] != 1 || len(calls) != 1 {
 			t.Fatalf("one poll ran %v, want one remote command", calls)
 		}
 		done := 0

@@ -109,11 +109,6 @@ func BatchSbatchArgv(jobDir string, sbatchArgs []string) []string {
 	return append([]string{"sbatch", "--chdir=" + jobDir}, sbatchArgs...)
 }
 
-// MkdirArgv makes the job directories of a batch in one command.
-func MkdirArgv(dirs []string) []string {
-	return append([]string{"mkdir", "-p", "--"}, dirs...)
-}
-
 // SqueueArgv asks for the given jobs in every state, in SqueueFormat.
 func SqueueArgv(ids []backends.JobID) []string {
 	return quietEnv("squeue", "-h", "-t", "all", "-j", joinIDs(ids), "-O", SqueueFormat())
@@ -167,20 +162,6 @@ func JobCompArgv(file string, ids []backends.JobID) []string {
 // directories.
 func JobCompGridArgv(file, gridID string) []string {
 	return []string{"grep", "-F", "/gridsub/" + gridID, "--", file}
-}
-
-// ExitFilesArgv reads several exit-code files in one command; missing files
-// are reported on stderr and skipped.
-func ExitFilesArgv(paths []string) []string {
-	return append([]string{"grep", "-H", "-s", ""}, paths...)
-}
-
-// ListFilesArgv lists everything below dir, relative to it, each entry
-// its type letter (find's %y: f regular file, d directory, l symbolic
-// link, p FIFO, s socket, b/c device) then its path, NUL terminated. -P:
-// symbolic links are listed, never followed.
-func ListFilesArgv(dir string) []string {
-	return []string{"find", "-P", dir, "-mindepth", "1", "-printf", "%y%P\\0"}
 }
 
 // ConfigArgv shows the controller's configuration (to find JobCompLoc).

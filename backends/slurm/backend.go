@@ -3,7 +3,6 @@ package slurm
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"path"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/sshbatch"
+	"github.com/gridsub/gridsub/backends/transport"
 )
 
 // Config describes one SLURM site as the backend sees it.
@@ -21,13 +21,10 @@ type Config struct {
 	Name      string // site name (Backend.Name)
 	Partition string // partition to submit into; "" = the cluster's default
 	Account   string // account to charge when the job names none; "" = the user's default
-	// RemoteDir holds the job directories (<RemoteDir>/gridsub/<grid id>).
-	// Relative paths are relative to the login directory; "" is the login
-	// directory itself. The Stager is rooted here.
-	RemoteDir string
-	// User is the login user; reservations are made for it when a
+	// RemoteDir, User, Logger, MaxJobBytes, MaxFileSize and BatchSessions
+	// are sshbatch.Config's; reservations are made for User when a
 	// ReservationSpec names no users.
-	User string
+	RemoteDir, User string
 	// JobCompFile is the jobcomp/filetxt log; "" = read JobCompLoc from
 	// `scontrol show config` on first need; "-" = do not use one.
 	JobCompFile string
@@ -36,95 +33,79 @@ type Config struct {
 	Location *time.Location
 	// Now is the clock for reservation start times and sacct bounds; nil =
 	// time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
-	// MaxJobBytes bounds the bytes staged in for one job, and those
-	// fetched back, each way (staging.max_job_bytes); 0 means
-	// DefaultMaxJobBytes (50 GiB).
-	MaxJobBytes int64
-	// MaxFileSize is the Stager's per-file limit (staging.max_file_size),
-	// for messages; 0 means transport.DefaultMaxFileSize.
-	MaxFileSize int64
-	// BatchSessions is how many batches of one SubmitBatch run at once,
-	// each in its own SSH session (0 means DefaultBatchSessions).
+	Now           func() time.Time
+	Logger        *slog.Logger
+	MaxJobBytes   int64
+	MaxFileSize   int64
 	BatchSessions int
 }
 
-// DefaultBatchSessions: sbatch mostly waits for slurmctld, so when a
-// cycle's jobs for the site fill several batches (over ~100 jobs), the
-// batches run in parallel sessions (measured on the testbed, 500 jobs:
-// 1 session 132 jobs/s, 2: 205, 4: 354; docs/performance.md). Four is half
-// the transport's default session slots, leaving room for polls.
-const DefaultBatchSessions = 4
+// MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
+const MaxIDsPerCommand = 5000
 
-// Backend drives one SLURM cluster through a Runner and a Stager.
-type Backend struct {
-	cfg   Config
-	run   backends.Runner
-	stage backends.Stager // rooted at cfg.RemoteDir; nil = no staging
-	log   *slog.Logger
-	// link is the connection made by Connect (the zero Link for a
-	// Backend built with New).
-	link sshbatch.Link
-
-	mu       sync.Mutex
-	dirs     map[backends.JobID]string // job id -> job directory relative to RemoteDir
-	jobcomp  string                    // resolved jobcomp file ("-" = none)
-	noSacct  bool                      // sacct said accounting is disabled
-	sacctErr string
-}
+// Backend drives one SLURM cluster: the shared SSH batch backend
+// (sshbatch.Backend) in the SLURM dialect, plus the withdrawal of a job
+// that has not started (Withdraw).
+type Backend struct{ *sshbatch.Backend }
 
 var (
 	_ backends.Backend  = (*Backend)(nil)
-	_ backends.Finder   = (*Backend)(nil)
-	_ backends.Fetcher  = (*Backend)(nil)
-	_ backends.Reserver = (*Backend)(nil)
+	_ sshbatch.Dialect  = (*dialect)(nil)
+	_ sshbatch.Reserver = (*dialect)(nil)
 )
 
-// New builds the backend. run executes commands at the login node; stage,
-// if not nil, is called once with cfg.RemoteDir and must return a Stager
-// confined to it (without it, inputs and FetchOutputs are unsupported).
+// New builds the backend over run and stage as sshbatch.New does.
 func New(cfg Config, run backends.Runner, stage func(root string) backends.Stager) *Backend {
-	// The remote shell never sees RemoteDir unquoted, so "~" is not
-	// expanded there: a leading "~/" means the login directory, which is
-	// where relative paths start anyway.
-	if cfg.RemoteDir == "~" {
-		cfg.RemoteDir = ""
-	} else if rest, ok := strings.CutPrefix(cfg.RemoteDir, "~/"); ok {
-		cfg.RemoteDir = rest
+	return &Backend{sshbatch.New(shared(cfg), newDialect(cfg), run, stage)}
+}
+
+// Connect dials the cluster's login node as sshbatch.Dial does (cfg.User
+// defaults to ssh.User); Close the backend to close the connection.
+func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, error) {
+	b, err := sshbatch.Dial(ctx, shared(cfg), newDialect(cfg), ssh)
+	if err != nil {
+		return nil, err
 	}
+	return &Backend{b}, nil
+}
+
+func shared(cfg Config) sshbatch.Config {
+	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
+		MaxJobBytes: cfg.MaxJobBytes, MaxFileSize: cfg.MaxFileSize, BatchSessions: cfg.BatchSessions}
+}
+
+// dialect is SLURM for sshbatch.Backend.
+type dialect struct {
+	cfg Config
+
+	mu       sync.Mutex
+	jobcomp  string // resolved jobcomp file ("-" = none)
+	noSacct  bool   // sacct said accounting is disabled
+	sacctErr string
+}
+
+func newDialect(cfg Config) *dialect {
+	cfg.RemoteDir = sshbatch.TrimHome(cfg.RemoteDir)
 	if cfg.Location == nil {
 		cfg.Location = time.Local
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	b := &Backend{cfg: cfg, run: run, log: cfg.Logger.With("site", cfg.Name, "backend", "slurm"),
-		dirs: map[backends.JobID]string{}, jobcomp: cfg.JobCompFile}
-	if stage != nil {
-		b.stage = stage(cfg.RemoteDir)
-	}
-	return b
+	return &dialect{cfg: cfg, jobcomp: cfg.JobCompFile}
 }
 
-// Name is the site name.
-func (b *Backend) Name() string { return b.cfg.Name }
-
-// exec runs argv and returns its result; a Runner failure is wrapped with
-// the command's name.
-func (b *Backend) exec(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return backends.Result{}, fmt.Errorf("%s: %w", b.cfg.Name, err)
-	}
-	r, err := b.run.Run(ctx, argv, stdin)
-	if err != nil {
-		return r, fmt.Errorf("%s: running %s: %w", b.cfg.Name, cmdName(argv), err)
-	}
-	return r, nil
+func (d *dialect) Traits() sshbatch.Traits {
+	return sshbatch.Traits{Kind: "slurm", System: "SLURM", MaxIDs: MaxIDsPerCommand,
+		Records: "squeue, jobcomp log, sacct", MkdirBatch: true}
 }
+
+func (d *dialect) ValidJobID(id string) bool { return validJobID(id) }
+
+func (d *dialect) CheckSpec(spec *backends.JobSpec) error { return checkSpec(spec) }
+
+// Command names the SLURM command an argv runs.
+func (d *dialect) Command(argv []string) string { return cmdName(argv) }
 
 func cmdName(argv []string) string {
 	for i, a := range argv {
@@ -147,35 +128,27 @@ func cmdName(argv []string) string {
 
 var unavailableRe = regexp.MustCompile(`(?i)unable to contact|socket timed out|connection refused|slurm_receive_msg|zero bytes were transmitted|communications connection failure|try again|temporarily unavailable|resource temporarily`)
 
-// commandErr turns a non-zero exit into an error: ErrUnavailable when the
-// controller could not be reached, ErrRejected otherwise, with SLURM's words.
-func (b *Backend) commandErr(argv []string, r backends.Result) error {
+// Failure reads SLURM's words: the controller could not be reached, or it
+// refused.
+func (d *dialect) Failure(r backends.Result) (string, bool) {
 	msg := Message(r)
-	kind := backends.ErrRejected
-	if unavailableRe.MatchString(msg) || r.ExitCode == 255 && msg == "" {
-		kind = backends.ErrUnavailable
-	}
-	return fmt.Errorf("%w: %s on %s exited %d: %s", kind, cmdName(argv), b.cfg.Name, r.ExitCode, msg)
+	return msg, unavailableRe.MatchString(msg)
 }
 
 // Info reports nodes, idle nodes, cores per node and partitions of the
 // configured partition (or the default one), and the live jobs' node
 // blocks with their end times: two commands, sinfo and squeue.
-func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
-	argv := SinfoArgv()
-	r, err := b.exec(ctx, argv, nil)
+func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInfo, error) {
+	r, err := x.Output(ctx, SinfoArgv())
 	if err != nil {
 		return nil, err
-	}
-	if r.ExitCode != 0 {
-		return nil, b.commandErr(argv, r)
 	}
 	recs, err := ParseSinfo(r.Stdout)
 	if err != nil {
 		return nil, err
 	}
-	info := &backends.SiteInfo{Name: b.cfg.Name, Kind: "slurm"}
-	part := b.cfg.Partition
+	info := &backends.SiteInfo{Name: d.cfg.Name, Kind: "slurm"}
+	part := d.cfg.Partition
 	var def string
 	seenPart := map[string]bool{}
 	var parts []string
@@ -192,7 +165,7 @@ func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
 		part = def
 	}
 	if !seenPart[part] {
-		return nil, fmt.Errorf("%w: partition %q does not exist on %s (have %s)", backends.ErrRejected, part, b.cfg.Name, strings.Join(parts, ", "))
+		return nil, fmt.Errorf("%w: partition %q does not exist on %s (have %s)", backends.ErrRejected, part, d.cfg.Name, strings.Join(parts, ", "))
 	}
 	info.Partitions = append(info.Partitions, part)
 	for _, p := range parts {
@@ -217,15 +190,7 @@ func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
 		info.MemPerNode = max(info.MemPerNode, n.MemMiB<<20)
 		info.GPUsPerNode = max(info.GPUsPerNode, n.GPUs)
 	}
-	argv = SqueueActiveArgv()
-	r, err = b.exec(ctx, argv, nil)
-	if err != nil {
-		return nil, err
-	}
-	if r.ExitCode != 0 {
-		return nil, b.commandErr(argv, r)
-	}
-	jobs, err := ParseSqueue(r.Stdout)
+	jobs, err := squeue(ctx, x, SqueueActiveArgv())
 	if err != nil {
 		return nil, err
 	}
@@ -245,188 +210,109 @@ func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
 	return info, nil
 }
 
-// Submit creates the job directory, stages the inputs, writes the wrapper
-// and runs sbatch there: one SFTP write per input plus one remote command.
-func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.JobID, error) {
-	dir, err := b.prepare(ctx, spec)
+// SubmitCommand is sbatch of the wrapper in the job directory with the
+// site's partition, and its account when the job names none: alone, a
+// script that makes the directory, stores the wrapper there and submits it
+// (SubmitArgv); in a batch, sbatch reading the wrapper from its stdin
+// (BatchSbatchArgv; the Backend made the directory).
+func (d *dialect) SubmitCommand(_ context.Context, _ *sshbatch.Exec, spec *backends.JobSpec, dir string, batched bool) (sshbatch.Command, error) {
+	sp := *spec
+	if sp.Account == "" {
+		sp.Account = d.cfg.Account
+	}
+	args := SbatchArgs(&sp, d.cfg.Partition)
+	if batched {
+		return sshbatch.Command{Argv: BatchSbatchArgv(dir, args), Stdin: Wrapper(spec)}, nil
+	}
+	return sshbatch.Command{Argv: SubmitArgv(dir, args), Stdin: Wrapper(spec)}, nil
+}
+
+func (d *dialect) ParseSubmitted(stdout []byte) (backends.JobID, error) {
+	id, _, err := ParseSbatch(stdout)
+	return id, err
+}
+
+// Query asks squeue for ids; those it has forgotten are looked up in the
+// jobcomp log (one grep) and sacct (one call, skipped once the site said
+// accounting is disabled), in that order.
+func (d *dialect) Query(ctx context.Context, x *sshbatch.Exec, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
+	argv := SqueueArgv(ids)
+	r, err := x.Run(ctx, argv, nil)
 	if err != nil {
-		return "", err
+		return err
 	}
-	argv := SubmitArgv(path.Join(b.remoteDir(), dir), b.sbatchArgs(spec))
-	r, err := b.exec(ctx, argv, strings.NewReader(Wrapper(spec)))
-	if err != nil {
-		return "", sshbatch.SentErr(err)
-	}
-	return b.accepted(spec, dir, argv, r)
-}
-
-// prepare checks spec and stages its inputs; it returns the job directory
-// (relative to RemoteDir).
-func (b *Backend) prepare(ctx context.Context, spec *backends.JobSpec) (string, error) {
-	if err := checkSpec(spec); err != nil {
-		return "", err
-	}
-	dir := JobDir(spec)
-	if len(spec.Inputs) > 0 {
-		if b.stage == nil {
-			return "", fmt.Errorf("%w: %s has no stager, cannot stage %d input(s)", backends.ErrUnsupported, b.cfg.Name, len(spec.Inputs))
-		}
-		budget := b.maxJobBytes()
-		for _, in := range spec.Inputs {
-			n, err := b.put(ctx, dir, in, budget)
-			if err != nil {
-				return "", err
-			}
-			budget -= n
-		}
-	}
-	return dir, nil
-}
-
-// accepted reads sbatch's result for spec (run by argv in dir) and records
-// the job's directory.
-func (b *Backend) accepted(spec *backends.JobSpec, dir string, argv []string, r backends.Result) (backends.JobID, error) {
-	if r.ExitCode != 0 {
-		return "", b.commandErr(argv, r)
-	}
-	id, _, err := ParseSbatch(r.Stdout)
-	if err != nil {
-		return "", err
-	}
-	b.mu.Lock()
-	b.dirs[id] = dir
-	b.mu.Unlock()
-	b.log.Debug("submitted", "grid_id", spec.GridID, "job", id, "dir", dir)
-	return id, nil
-}
-
-func (b *Backend) remoteDir() string {
-	if b.cfg.RemoteDir == "" {
-		return "."
-	}
-	return b.cfg.RemoteDir
-}
-
-// MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
-const MaxIDsPerCommand = 5000
-
-// Status answers for all ids with one squeue; ids squeue has forgotten are
-// looked up in the jobcomp log (one grep), sacct (one call, skipped once
-// the site said accounting is disabled) and the exit-code files (one grep),
-// in that order, and are StateLost when no record is left.
-func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.JobStatus, error) {
-	found := make(map[backends.JobID]backends.JobStatus, len(ids))
-	var query []backends.JobID
-	seen := map[backends.JobID]bool{}
-	for _, id := range ids {
-		if validJobID(string(id)) && !seen[id] {
-			seen[id] = true
-			query = append(query, id)
-		}
-	}
-	// One squeue per MaxIDsPerCommand ids (one in practice: the argv stays
-	// far below the kernel's 128 KiB limit per word).
-	for lo := 0; lo < len(query); lo += MaxIDsPerCommand {
-		chunk := query[lo:min(lo+MaxIDsPerCommand, len(query))]
-		argv := SqueueArgv(chunk)
-		r, err := b.exec(ctx, argv, nil)
+	switch {
+	case r.ExitCode == 0:
+		recs, err := ParseSqueue(r.Stdout)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		switch {
-		case r.ExitCode == 0:
-			recs, err := ParseSqueue(r.Stdout)
-			if err != nil {
-				return nil, err
-			}
-			for _, rec := range recs {
-				found[rec.Status.ID] = rec.Status
-			}
-		case strings.Contains(Message(r), "Invalid job id specified"):
-			// every id of the chunk is unknown to the controller
-		default:
-			return nil, b.commandErr(argv, r)
+		for _, rec := range recs {
+			found[rec.Status.ID] = rec.Status
 		}
+	case strings.Contains(Message(r), "Invalid job id specified"):
+		// every id is unknown to the controller
+	default:
+		return x.Fail(argv, r)
 	}
-	missing := func() []backends.JobID {
-		var m []backends.JobID
-		for _, id := range query {
+	for _, from := range []func(context.Context, *sshbatch.Exec, []backends.JobID, map[backends.JobID]backends.JobStatus) error{
+		d.fromJobComp, d.fromSacct} {
+		var missing []backends.JobID
+		for _, id := range ids {
 			if _, ok := found[id]; !ok {
-				m = append(m, id)
+				missing = append(missing, id)
 			}
 		}
-		return m
-	}
-	for _, from := range []func(context.Context, []backends.JobID, map[backends.JobID]backends.JobStatus) error{
-		b.fromJobComp, b.fromSacct, b.fromExitFiles} {
-		m := missing()
-		for lo := 0; lo < len(m); lo += MaxIDsPerCommand {
-			if err := from(ctx, m[lo:min(lo+MaxIDsPerCommand, len(m))], found); err != nil {
-				return nil, err
-			}
+		if len(missing) == 0 {
+			return nil
+		}
+		if err := from(ctx, x, missing, found); err != nil {
+			return err
 		}
 	}
-	out := make([]backends.JobStatus, len(ids))
-	for i, id := range ids {
-		st, ok := found[id]
-		if !ok {
-			st = backends.JobStatus{ID: id, State: backends.StateLost, ExitCode: -1,
-				Reason: "no record at the site (squeue, jobcomp log, sacct, exit-code file)"}
-		}
-		out[i] = st
-	}
-	return out, nil
+	return nil
 }
 
 // jobCompFile resolves the jobcomp log once ("" when the site has none).
-func (b *Backend) jobCompFile(ctx context.Context) (string, error) {
-	b.mu.Lock()
-	f := b.jobcomp
-	b.mu.Unlock()
-	if f != "" {
-		if f == "-" {
-			return "", nil
+func (d *dialect) jobCompFile(ctx context.Context, x *sshbatch.Exec) (string, error) {
+	d.mu.Lock()
+	f := d.jobcomp
+	d.mu.Unlock()
+	if f == "" {
+		r, err := x.Output(ctx, ConfigArgv())
+		if err != nil {
+			return "", err
 		}
-		return f, nil
+		typ, _ := configValue(r.Stdout, "JobCompType")
+		loc, _ := configValue(r.Stdout, "JobCompLoc")
+		f = "-"
+		if typ == "jobcomp/filetxt" && strings.HasPrefix(loc, "/") {
+			f = loc
+		}
+		d.mu.Lock()
+		d.jobcomp = f
+		d.mu.Unlock()
 	}
-	argv := ConfigArgv()
-	r, err := b.exec(ctx, argv, nil)
-	if err != nil {
-		return "", err
-	}
-	if r.ExitCode != 0 {
-		return "", b.commandErr(argv, r)
-	}
-	typ, _ := configValue(r.Stdout, "JobCompType")
-	loc, _ := configValue(r.Stdout, "JobCompLoc")
-	f = "-"
-	if typ == "jobcomp/filetxt" && strings.HasPrefix(loc, "/") {
-		f = loc
-	}
-	b.mu.Lock()
-	b.jobcomp = f
-	b.mu.Unlock()
 	if f == "-" {
 		return "", nil
 	}
 	return f, nil
 }
 
-func (b *Backend) fromJobComp(ctx context.Context, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
-	file, err := b.jobCompFile(ctx)
+func (d *dialect) fromJobComp(ctx context.Context, x *sshbatch.Exec, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
+	file, err := d.jobCompFile(ctx, x)
 	if err != nil || file == "" {
 		return err
 	}
-	argv := JobCompArgv(file, ids)
-	r, err := b.exec(ctx, argv, nil)
+	r, err := x.Run(ctx, JobCompArgv(file, ids), nil)
 	if err != nil {
 		return err
 	}
 	if r.ExitCode > 1 { // 1 = no line matched
-		b.log.Warn("cannot read the jobcomp log", "file", file, "err", Message(r))
+		x.Log.Warn("cannot read the jobcomp log", "file", file, "err", Message(r))
 		return nil
 	}
-	recs, err := ParseJobComp(r.Stdout, b.cfg.Location)
+	recs, err := ParseJobComp(r.Stdout, d.cfg.Location)
 	if err != nil {
 		return err
 	}
@@ -438,258 +324,167 @@ func (b *Backend) fromJobComp(ctx context.Context, ids []backends.JobID, found m
 	return nil
 }
 
-// dirBelongs reports whether a job directory (absolute or relative) is one
-// of gridID's: .../gridsub/<gridID> or .../gridsub/<gridID>-<k>.
-func dirBelongs(dir, gridID string) bool {
-	i := strings.LastIndex(dir, "/gridsub/")
-	if i < 0 {
-		if !strings.HasPrefix(dir, "gridsub/") {
-			return false
-		}
-		i = -1
-	}
-	base := dir[i+len("/gridsub/"):]
-	if base == gridID {
-		return true
-	}
-	k, ok := strings.CutPrefix(base, gridID+"-")
-	return ok && k != "" && strings.Trim(k, "0123456789") == ""
-}
-
-func (b *Backend) fromSacct(ctx context.Context, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
-	b.mu.Lock()
-	skip := b.noSacct
-	b.mu.Unlock()
+func (d *dialect) fromSacct(ctx context.Context, x *sshbatch.Exec, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
+	d.mu.Lock()
+	skip := d.noSacct
+	d.mu.Unlock()
 	if skip {
 		return nil
 	}
-	argv := SacctArgv(ids, b.cfg.Now().Add(-30*24*time.Hour))
-	r, err := b.exec(ctx, argv, nil)
+	r, err := x.Run(ctx, SacctArgv(ids, d.cfg.Now().Add(-30*24*time.Hour)), nil)
 	if err != nil {
 		return err
 	}
 	if r.ExitCode != 0 {
 		msg := Message(r)
-		b.mu.Lock()
-		b.noSacct, b.sacctErr = true, msg
-		b.mu.Unlock()
-		b.log.Info("sacct unavailable at this site; relying on the jobcomp log and exit-code files", "err", msg)
+		d.mu.Lock()
+		d.noSacct, d.sacctErr = true, msg
+		d.mu.Unlock()
+		x.Log.Info("sacct unavailable at this site; relying on the jobcomp log and exit-code files", "err", msg)
 		return nil
 	}
-	for _, l := range lines(r.Stdout) {
-		f := strings.Split(l, "|")
-		if len(f) != 5 || !validJobID(f[0]) {
-			return badOutput("sacct", r.Stdout, fmt.Sprintf("line %q is not JobIDRaw|State|ExitCode|Start|End", l))
-		}
-		st := MapState(f[1])
-		if st == backends.StateUnknown {
-			return badOutput("sacct", r.Stdout, fmt.Sprintf("unknown state %q", f[1]))
-		}
-		js := backends.JobStatus{ID: backends.JobID(f[0]), State: st, ExitCode: -1, Reason: "from sacct",
-			Start: epoch(f[3]), End: epoch(f[4])}
-		if c, s, ok := parseExit(f[2]); ok && st.Final() {
-			js.ExitCode, js.Signal = c, s
-		}
-		found[js.ID] = js
-	}
-	return nil
-}
-
-func (b *Backend) fromExitFiles(ctx context.Context, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
-	byPath := map[string]backends.JobID{}
-	var paths []string
-	b.mu.Lock()
-	for _, id := range ids {
-		if d, ok := b.dirs[id]; ok {
-			p := path.Join(b.remoteDir(), d, ExitFile)
-			byPath[p] = id
-			paths = append(paths, p)
-		}
-	}
-	b.mu.Unlock()
-	if len(paths) == 0 {
-		return nil
-	}
-	r, err := b.exec(ctx, ExitFilesArgv(paths), nil)
+	sts, err := ParseSacct(r.Stdout)
 	if err != nil {
 		return err
 	}
-	for p, code := range ParseExitFiles(r.Stdout) {
-		id, ok := byPath[p]
-		if !ok {
-			continue
-		}
-		st := backends.StateCompleted
-		if code != 0 {
-			st = backends.StateFailed
-		}
-		found[id] = backends.JobStatus{ID: id, State: st, ExitCode: code,
-			Reason: "from the exit-code file (SLURM has no record left)"}
+	for _, st := range sts {
+		found[st.ID] = st
 	}
 	return nil
 }
 
-// Cancel cancels one job; a job that has already ended (or that the
-// controller no longer knows) is not an error.
-func (b *Backend) Cancel(ctx context.Context, id backends.JobID) error {
-	if !validJobID(string(id)) {
-		return fmt.Errorf("%w: %q is not a SLURM job id", backends.ErrUnknownJob, id)
-	}
-	argv := ScancelArgv(id)
-	r, err := b.exec(ctx, argv, nil)
-	if err != nil {
-		return err
-	}
-	if r.ExitCode != 0 {
-		msg := Message(r)
-		if strings.Contains(msg, "Invalid job id") || strings.Contains(msg, "already completing or completed") {
-			return nil
-		}
-		return b.commandErr(argv, r)
-	}
-	return nil
+// CancelArgv is scancel of one job.
+func (d *dialect) CancelArgv(id backends.JobID) []string { return ScancelArgv(id) }
+
+// Ended: scancel's words for a job that is gone or ending.
+func (d *dialect) Ended(msg string) bool {
+	return strings.Contains(msg, "Invalid job id") || strings.Contains(msg, "already completing or completed")
 }
 
-// FindByGridID lists every job tagged with gridID: the login user's jobs
-// squeue still knows (tag in --comment), plus finished ones in the jobcomp
-// log whose working directory is one of the grid job's directories.
-func (b *Backend) FindByGridID(ctx context.Context, gridID string) ([]backends.JobStatus, error) {
-	if !sshbatch.ValidGridID(gridID) {
-		return nil, fmt.Errorf("%w: grid id %q", backends.ErrInvalidSpec, gridID)
-	}
-	argv := SqueueMineArgv()
-	r, err := b.exec(ctx, argv, nil)
+// Find lists the login user's jobs squeue still knows tagged with gridID
+// (the tag is in --comment), plus finished ones in the jobcomp log whose
+// working directory is one of the grid job's directories.
+func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]sshbatch.Found, error) {
+	recs, err := squeue(ctx, x, SqueueMineArgv())
 	if err != nil {
 		return nil, err
 	}
-	if r.ExitCode != 0 {
-		return nil, b.commandErr(argv, r)
-	}
-	recs, err := ParseSqueue(r.Stdout)
-	if err != nil {
-		return nil, err
-	}
-	var out []backends.JobStatus
+	var out []sshbatch.Found
 	seen := map[backends.JobID]bool{}
 	for _, rec := range recs {
 		if rec.Comment == GridTag(gridID) {
-			out = append(out, rec.Status)
+			out = append(out, sshbatch.Found{Status: rec.Status})
 			seen[rec.Status.ID] = true
 		}
 	}
-	file, err := b.jobCompFile(ctx)
+	file, err := d.jobCompFile(ctx, x)
+	if err != nil || file == "" {
+		return out, err
+	}
+	r, err := x.Run(ctx, JobCompGridArgv(file, gridID), nil)
 	if err != nil {
 		return nil, err
 	}
-	if file != "" {
-		argv = JobCompGridArgv(file, gridID)
-		r, err = b.exec(ctx, argv, nil)
-		if err != nil {
-			return nil, err
+	if r.ExitCode > 1 {
+		return out, nil
+	}
+	comp, err := ParseJobComp(r.Stdout, d.cfg.Location)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range comp {
+		if !sshbatch.DirBelongs(c.WorkDir, gridID) || seen[c.Status.ID] {
+			continue
 		}
-		if r.ExitCode <= 1 {
-			comp, err := ParseJobComp(r.Stdout, b.cfg.Location)
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range comp {
-				if !dirBelongs(c.WorkDir, gridID) || seen[c.Status.ID] {
-					continue
-				}
-				// Only this backend's own job directories: another broker
-				// (or an earlier one) with other RemoteDir may have used the
-				// same tag. A relative RemoteDir cannot be compared with the
-				// absolute WorkDir of the log; such a site is trusted as before.
-				if _, mine := b.relDir(c.WorkDir); !mine && path.IsAbs(b.cfg.RemoteDir) {
-					continue
-				}
-				c.Status.GridID = gridID
-				out = append(out, c.Status)
-				seen[c.Status.ID] = true
-				b.mu.Lock()
-				if rel, ok := b.relDir(c.WorkDir); ok {
-					b.dirs[c.Status.ID] = rel
-				}
-				b.mu.Unlock()
-			}
+		// Only this backend's own job directories: another broker (or an
+		// earlier one) with other RemoteDir may have used the same tag. A
+		// relative RemoteDir cannot be compared with the absolute WorkDir
+		// of the log; such a site is trusted as before.
+		dir, mine := d.ownDir(c.WorkDir)
+		if !mine && path.IsAbs(d.cfg.RemoteDir) {
+			continue
 		}
+		out = append(out, sshbatch.Found{Status: c.Status, Dir: dir})
+		seen[c.Status.ID] = true
 	}
 	return out, nil
 }
 
-// relDir maps an absolute job directory back to one relative to RemoteDir
-// when it lies under it (only possible when RemoteDir is absolute).
-func (b *Backend) relDir(abs string) (string, bool) {
-	i := strings.LastIndex(abs, "/gridsub/")
-	if i < 0 || !path.IsAbs(b.cfg.RemoteDir) || path.Clean(abs[:i]) != path.Clean(b.cfg.RemoteDir) {
-		return "", false
+// squeue runs a listing of jobs (SqueueArgv and kin) and reads it.
+func squeue(ctx context.Context, x *sshbatch.Exec, argv []string) ([]QueueRecord, error) {
+	r, err := x.Output(ctx, argv)
+	if err != nil {
+		return nil, err
 	}
-	return abs[i+1:], true
+	return ParseSqueue(r.Stdout)
 }
 
-// CreateReservation makes a native reservation. SLURM silently clamps
-// NodeCnt to the nodes that are free in the window, so the result is
-// checked: a smaller reservation is deleted again and the request rejected.
-func (b *Backend) CreateReservation(ctx context.Context, rs *backends.ReservationSpec) (backends.ResvID, error) {
-	spec := *rs
-	switch {
-	case !resvNameRe.MatchString(spec.Name):
-		return "", fmt.Errorf("%w: reservation name %q must be 1-64 letters, digits, '.', '_' or '-'", backends.ErrInvalidSpec, spec.Name)
-	case spec.Nodes < 1:
-		return "", fmt.Errorf("%w: reservation needs >= 1 node, got %d", backends.ErrInvalidSpec, spec.Nodes)
-	case spec.Duration <= 0:
-		return "", fmt.Errorf("%w: reservation duration must be > 0, got %s", backends.ErrInvalidSpec, spec.Duration)
+// ownDir maps an absolute job directory to the same directory under
+// RemoteDir when it lies there (only possible when RemoteDir is absolute).
+func (d *dialect) ownDir(abs string) (string, bool) {
+	i := strings.LastIndex(abs, "/gridsub/")
+	if i < 0 || !path.IsAbs(d.cfg.RemoteDir) || path.Clean(abs[:i]) != path.Clean(d.cfg.RemoteDir) {
+		return "", false
 	}
-	if len(spec.Users) == 0 {
-		if b.cfg.User == "" {
-			return "", fmt.Errorf("%w: reservation names no users and the backend has no login user configured", backends.ErrInvalidSpec)
-		}
-		spec.Users = []string{b.cfg.User}
-	}
-	argv := CreateReservationArgv(&spec, b.cfg.Now(), b.cfg.Partition)
-	r, err := b.exec(ctx, argv, nil)
+	return path.Join(d.cfg.RemoteDir, abs[i+1:]), true
+}
+
+// Live maps the grid ids of the login user's jobs squeue knows to their
+// ids (one squeue; a job just submitted is surely there).
+func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backends.JobID, error) {
+	recs, err := squeue(ctx, x, SqueueMineArgv())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if r.ExitCode != 0 {
-		return "", b.commandErr(argv, r)
+	byGrid := map[string]backends.JobID{}
+	for _, rec := range recs {
+		g := GridFromTag(rec.Comment)
+		if _, dup := byGrid[g]; g != "" && !dup {
+			byGrid[g] = rec.Status.ID
+		}
+	}
+	return byGrid, nil
+}
+
+// Reserve makes a native reservation. SLURM silently clamps NodeCnt to the
+// nodes that are free in the window, so the reservation is read back: the
+// Backend withdraws a smaller one.
+func (d *dialect) Reserve(ctx context.Context, x *sshbatch.Exec, rs *backends.ReservationSpec) (*backends.Reservation, error) {
+	if !resvNameRe.MatchString(rs.Name) {
+		return nil, fmt.Errorf("%w: reservation name %q must be 1-64 letters, digits, '.', '_' or '-'", backends.ErrInvalidSpec, rs.Name)
+	}
+	r, err := x.Output(ctx, CreateReservationArgv(rs, d.cfg.Now(), d.cfg.Partition))
+	if err != nil {
+		return nil, err
 	}
 	id, err := ParseReservationCreated(r.Stdout)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	got, err := b.ShowReservation(ctx, id)
+	got, err := d.Show(ctx, x, id)
 	if err != nil {
-		return id, fmt.Errorf("reservation %s was created but cannot be read back: %w", id, err)
+		return &backends.Reservation{ID: id}, fmt.Errorf("reservation %s was created but cannot be read back: %w", id, err)
 	}
-	if got.Nodes < spec.Nodes {
-		if derr := b.DeleteReservation(ctx, id); derr != nil {
-			return "", fmt.Errorf("%w: %s granted only %d of %d nodes for reservation %s, and deleting it failed: %w",
-				backends.ErrRejected, b.cfg.Name, got.Nodes, spec.Nodes, id, derr)
-		}
-		return "", fmt.Errorf("%w: %s has only %d of the %d requested nodes free in that window (reservation %s withdrawn)",
-			backends.ErrRejected, b.cfg.Name, got.Nodes, spec.Nodes, id)
-	}
-	return id, nil
+	return got, nil
 }
 
-// ShowReservation reads one reservation back.
-func (b *Backend) ShowReservation(ctx context.Context, id backends.ResvID) (*backends.Reservation, error) {
+// Show reads one reservation back.
+func (d *dialect) Show(ctx context.Context, x *sshbatch.Exec, id backends.ResvID) (*backends.Reservation, error) {
 	if !resvNameRe.MatchString(string(id)) {
 		return nil, fmt.Errorf("%w: reservation id %q", backends.ErrInvalidSpec, id)
 	}
 	argv := ShowReservationArgv(id)
-	r, err := b.exec(ctx, argv, nil)
+	r, err := x.Run(ctx, argv, nil)
 	if err != nil {
 		return nil, err
 	}
 	if r.ExitCode != 0 {
 		if strings.Contains(Message(r), "not found") {
-			return nil, fmt.Errorf("%w: reservation %s not found on %s", backends.ErrRejected, id, b.cfg.Name)
+			return nil, fmt.Errorf("%w: reservation %s not found on %s", backends.ErrRejected, id, d.cfg.Name)
 		}
-		return nil, b.commandErr(argv, r)
+		return nil, x.Fail(argv, r)
 	}
-	rs, err := ParseReservations(r.Stdout, b.cfg.Location)
+	rs, err := ParseReservations(r.Stdout, d.cfg.Location)
 	if err != nil {
 		return nil, err
 	}
@@ -701,32 +496,19 @@ func (b *Backend) ShowReservation(ctx context.Context, id backends.ResvID) (*bac
 	return nil, badOutput("scontrol show reservation", r.Stdout, "reservation "+string(id)+" not in the output")
 }
 
-// DeleteReservation deletes a reservation; one that does not exist is not
-// an error. SLURM refuses while jobs still reference it (ErrRejected).
-func (b *Backend) DeleteReservation(ctx context.Context, id backends.ResvID) error {
+// Delete deletes a reservation; one that does not exist is not an error.
+// SLURM refuses while jobs still reference it (ErrRejected).
+func (d *dialect) Delete(ctx context.Context, x *sshbatch.Exec, id backends.ResvID) error {
 	if !resvNameRe.MatchString(string(id)) {
 		return fmt.Errorf("%w: reservation id %q", backends.ErrInvalidSpec, id)
 	}
 	argv := DeleteReservationArgv(id)
-	r, err := b.exec(ctx, argv, nil)
+	r, err := x.Run(ctx, argv, nil)
 	if err != nil {
 		return err
 	}
-	if r.ExitCode != 0 {
-		if strings.Contains(Message(r), "Requested reservation is invalid") {
-			return nil
-		}
-		return b.commandErr(argv, r)
+	if r.ExitCode != 0 && !strings.Contains(Message(r), "Requested reservation is invalid") {
+		return x.Fail(argv, r)
 	}
 	return nil
-}
-
-// sbatchArgs are spec's sbatch options at this site: the site's partition,
-// and its account when the job names none.
-func (b *Backend) sbatchArgs(spec *backends.JobSpec) []string {
-	sp := *spec
-	if sp.Account == "" {
-		sp.Account = b.cfg.Account
-	}
-	return SbatchArgs(&sp, b.cfg.Partition)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/backends/sshbatch"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 )
 
 // BenchmarkSubmitBatch submits the same number of jobs to siteB over one
@@ -24,7 +26,7 @@ import (
 //	go test -run '^$' -bench SubmitBatch -benchtime 1x ./backends/slurm/
 //
 // GRIDSUB_BENCH_JOBS overrides 500, GRIDSUB_BENCH_SESSIONS the batches
-// run at once (slurm.DefaultBatchSessions).
+// run at once (sshbatch.DefaultBatchSessions).
 func BenchmarkSubmitBatch(b *testing.B) {
 	s := testSite(b, "siteB")
 	if os.Getenv("GRIDSUB_SSH_KEY") == "" {
@@ -32,9 +34,9 @@ func BenchmarkSubmitBatch(b *testing.B) {
 	}
 	jobs := envInt("GRIDSUB_BENCH_JOBS", 500)
 	c := dial(b, s)
-	cnt := &counter{Runner: c}
+	cnt := &sshbatchtest.Counter{Runner: c, Name: slurm.New(slurm.Config{}, nil, nil).Exec().Command}
 	be := slurm.New(slurm.Config{Name: s.name, RemoteDir: s.scratch, User: s.ssh.User,
-		BatchSessions: envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions)}, cnt, nil)
+		BatchSessions: envInt("GRIDSUB_BENCH_SESSIONS", sshbatch.DefaultBatchSessions)}, cnt, nil)
 	ctx := context.Background()
 	resv, err := be.CreateReservation(ctx, &backends.ReservationSpec{Name: "r-" + gridID("bbench"),
 		Start: time.Now().Add(time.Hour), Duration: 10 * time.Minute, Nodes: 1})
@@ -53,19 +55,12 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		cancelAll()
 		_ = be.DeleteReservation(context.Background(), resv)
 	})
-	specs := func() []*backends.JobSpec {
-		out := make([]*backends.JobSpec, jobs)
-		for i := range out {
-			out[i] = &backends.JobSpec{GridID: gridID("bench"), Nodes: 1, CoresPerNode: 1, Walltime: time.Minute,
-				Command: []string{"true"}, Reservation: string(resv)}
-		}
-		return out
-	}
+	specs := func() []*backends.JobSpec { return sshbatchtest.PendingSpecs(gridID, "bench", jobs, resv) }
 	b.ResetTimer()
 	for range b.N {
 		waitRoom(b, c, 2*jobs)
 		one := specs()
-		cnt.reset()
+		cnt.Reset()
 		t0 := time.Now()
 		for _, sp := range one {
 			id, err := be.Submit(ctx, sp)
@@ -75,16 +70,16 @@ func BenchmarkSubmitBatch(b *testing.B) {
 			submitted = append(submitted, id)
 		}
 		ts := time.Since(t0)
-		single := cnt.reset()
+		single := cnt.Reset()
 		// The batched side starts from the same (empty) queue: slurmctld
 		// works harder per submission with more jobs pending.
 		cancelAll()
-		cnt.reset()
+		cnt.Reset()
 		many := specs()
 		t0 = time.Now()
 		res := be.SubmitBatch(ctx, many)
 		tb := time.Since(t0)
-		batched := cnt.reset()
+		batched := cnt.Reset()
 		for _, r := range res {
 			if r.Err != nil {
 				b.Fatalf("SubmitBatch: %v", r.Err)
@@ -96,8 +91,8 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		b.ReportMetric(rb, "jobs/s-batched")
 		b.ReportMetric(rb/rs, "ratio")
 		b.Logf("%d submissions to siteB over one SSH connection: one command per job %s (%.1f jobs/s, %d remote commands), batched %s (%.1f jobs/s, %d remote commands, %d sessions at once), ratio %.2fx",
-			jobs, ts.Round(time.Millisecond), rs, single["sbatch"], tb.Round(time.Millisecond), rb, batched["batch"]+batched["mkdir"],
-			envInt("GRIDSUB_BENCH_SESSIONS", slurm.DefaultBatchSessions), rb/rs)
+			jobs, ts.Round(time.Millisecond), rs, single["sbatch"], tb.Round(time.Millisecond), rb, batched["sbatch (batch)"]+batched["mkdir"],
+			envInt("GRIDSUB_BENCH_SESSIONS", sshbatch.DefaultBatchSessions), rb/rs)
 	}
 }
 

@@ -184,8 +184,8 @@ func TestStatusChunksHugeBatches(t *testing.T) {
 		return backends.Result{}, nil // squeue knows none of them, no exit-code files
 	})
 	b := New(Config{Name: "x", JobCompFile: "-", RemoteDir: "~/jobs"}, run, nil)
-	if b.cfg.RemoteDir != "jobs" {
-		t.Errorf("RemoteDir %q: a leading ~/ must become relative to the login directory", b.cfg.RemoteDir)
+	if b.RemoteDir() != "jobs" {
+		t.Errorf("RemoteDir %q: a leading ~/ must become relative to the login directory", b.RemoteDir())
 	}
 	ids := make([]backends.JobID, 2*MaxIDsPerCommand+1)
 	for i := range ids {

@@ -3,14 +3,13 @@ package slurm
 import (
 	"bytes"
 	"fmt"
-	"path"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // Sep separates the fields of the squeue and sinfo formats this package
@@ -21,28 +20,10 @@ const Sep = "\x1f"
 
 // badOutput wraps ErrBadOutput with what was being parsed and the raw text,
 // both cut: the detail may quote a line of any length.
-func badOutput(what string, raw []byte, detail string) error {
-	const max = 2000
-	s := string(raw)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	if len(detail) > max/4 {
-		detail = detail[:max/4] + "…"
-	}
-	return fmt.Errorf("%w: %s: %s; raw output: %q", backends.ErrBadOutput, what, detail, s)
-}
+var badOutput = sshbatch.BadOutput
 
 // lines splits output into trimmed, non-empty lines.
-func lines(out []byte) []string {
-	var ls []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if l = strings.TrimRight(l, "\r"); strings.TrimSpace(l) != "" {
-			ls = append(ls, l)
-		}
-	}
-	return ls
-}
+var lines = sshbatch.Lines
 
 var sbatchID = regexp.MustCompile(`^([0-9]+)(?:;([A-Za-z0-9_.-]+))?$`)
 
@@ -118,6 +99,15 @@ type QueueRecord struct {
 // GridTag is the --comment value that tags a job with its grid id.
 func GridTag(gridID string) string { return "gridsub:" + gridID }
 
+// GridFromTag inverts GridTag ("" when comment is not a tag).
+func GridFromTag(comment string) string {
+	g, ok := strings.CutPrefix(comment, GridTag(""))
+	if !ok {
+		return ""
+	}
+	return g
+}
+
 // ParseSqueue reads `squeue -h -O <SqueueFormat()>` run with
 // SLURM_TIME_FORMAT=%s.
 func ParseSqueue(out []byte) ([]QueueRecord, error) {
@@ -140,10 +130,7 @@ func ParseSqueue(out []byte) ([]QueueRecord, error) {
 		r.Status = backends.JobStatus{ID: backends.JobID(id), State: st, Reason: strings.TrimSpace(f[2]),
 			ExitCode: -1, NodeList: strings.TrimSpace(f[8])}
 		r.Status.Name = r.Name
-		r.Status.GridID, _ = strings.CutPrefix(r.Comment, "gridsub:")
-		if r.Status.GridID == r.Comment {
-			r.Status.GridID = ""
-		}
+		r.Status.GridID = GridFromTag(r.Comment)
 		if st.Final() {
 			// squeue's exit_code is the raw wait status: code<<8 | signal.
 			ws, err := strconv.Atoi(strings.TrimSpace(f[3]))
@@ -417,24 +404,6 @@ func ParseReservations(out []byte, loc *time.Location) ([]backends.Reservation, 
 	return rs, nil
 }
 
-// ParseExitFiles reads `grep -H ” <dir>/.gridsub-exit ...`: "path:code"
-// lines. It returns the code per path; unreadable lines and codes outside
-// 0..255 are skipped (a file being written is absent, never partial: the
-// wrapper renames it into place).
-func ParseExitFiles(out []byte) map[string]int {
-	m := map[string]int{}
-	for _, l := range lines(out) {
-		i := strings.LastIndexByte(l, ':')
-		if i < 0 {
-			continue
-		}
-		if c, err := strconv.Atoi(strings.TrimSpace(l[i+1:])); err == nil && c >= 0 && c <= 255 {
-			m[l[:i]] = c
-		}
-	}
-	return m
-}
-
 // configValue reads one "Key = value" line of `scontrol show config`.
 func configValue(out []byte, key string) (string, bool) {
 	for _, l := range lines(out) {
@@ -466,60 +435,26 @@ var jobIDRe = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
 
 func validJobID(s string) bool { return jobIDRe.MatchString(s) }
 
-// FileEntry is one entry of a directory listing (ListFilesArgv).
-type FileEntry struct {
-	Type byte   // find's %y: 'f' regular file, 'd' directory, 'l' link, 'p' FIFO, 's' socket, 'b'/'c' device
-	Path string // relative to the listed directory
-}
-
-// TypeName names the entry's type for messages.
-func (e FileEntry) TypeName() string {
-	switch e.Type {
-	case 'f':
-		return "regular file"
-	case 'd':
-		return "directory"
-	case 'l':
-		return "symbolic link"
-	case 'p':
-		return "named pipe (FIFO)"
-	case 's':
-		return "socket"
-	case 'b':
-		return "block device"
-	case 'c':
-		return "character device"
+// ParseSacct reads `sacct -X -n -P --format=JobIDRaw,State,ExitCode,Start,End`
+// (SacctArgv): one status per line, the exit code only for a job that has
+// ended.
+func ParseSacct(out []byte) ([]backends.JobStatus, error) {
+	var sts []backends.JobStatus
+	for _, l := range lines(out) {
+		f := strings.Split(l, "|")
+		if len(f) != 5 || !validJobID(f[0]) {
+			return nil, badOutput("sacct", out, fmt.Sprintf("line %q is not JobIDRaw|State|ExitCode|Start|End", l))
+		}
+		st := MapState(f[1])
+		if st == backends.StateUnknown {
+			return nil, badOutput("sacct", out, fmt.Sprintf("unknown state %q", f[1]))
+		}
+		js := backends.JobStatus{ID: backends.JobID(f[0]), State: st, ExitCode: -1, Reason: "from sacct",
+			Start: epoch(f[3]), End: epoch(f[4])}
+		if c, s, ok := parseExit(f[2]); ok && st.Final() {
+			js.ExitCode, js.Signal = c, s
+		}
+		sts = append(sts, js)
 	}
-	return fmt.Sprintf("file of unknown type %q", e.Type)
-}
-
-// MaxListEntries bounds a directory listing: an output directory with more
-// entries is refused rather than fetched file by file.
-const MaxListEntries = 100000
-
-// ParseFileList reads the NUL-terminated "<type><path>" entries
-// ListFilesArgv prints, sorted by path. A path that is absolute or climbs
-// out with ".." is refused, and so is a listing of more than
-// MaxListEntries entries: the listing came from the site and is not
-// trusted.
-func ParseFileList(out []byte) ([]FileEntry, error) {
-	var ents []FileEntry
-	for _, f := range strings.Split(string(out), "\x00") {
-		if f == "" {
-			continue
-		}
-		if len(f) < 2 {
-			return nil, fmt.Errorf("%w: file list entry %q has no path", backends.ErrBadOutput, f)
-		}
-		e := FileEntry{Type: f[0], Path: f[1:]}
-		if path.IsAbs(e.Path) || e.Path == ".." || strings.HasPrefix(e.Path, "../") || strings.Contains(e.Path, "/../") || strings.HasSuffix(e.Path, "/..") {
-			return nil, fmt.Errorf("%w: file list entry %q escapes the directory", backends.ErrBadOutput, e.Path)
-		}
-		if len(ents) == MaxListEntries {
-			return nil, fmt.Errorf("%w: more than %d entries in the listing; refused", backends.ErrBadOutput, MaxListEntries)
-		}
-		ents = append(ents, e)
-	}
-	sort.Slice(ents, func(i, k int) bool { return ents[i].Path < ents[k].Path })
-	return ents, nil
+	return sts, nil
 }

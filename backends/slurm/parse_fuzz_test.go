@@ -2,17 +2,13 @@ package slurm
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"path"
-	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 )
 
 // Native fuzz targets of the parsers of SLURM's output: the output comes
@@ -25,21 +21,7 @@ import (
 // addCaptures adds every captured output (stdout and stderr) as a seed.
 func addCaptures(f *testing.F) {
 	f.Helper()
-	files, err := filepath.Glob("testdata/*.out")
-	if err != nil {
-		f.Fatal(err)
-	}
-	errFiles, _ := filepath.Glob("testdata/*.err")
-	if len(files) < 20 {
-		f.Fatalf("found %d captured outputs in testdata, want at least 20", len(files))
-	}
-	for _, file := range append(files, errFiles...) {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	sshbatchtest.SeedFiles(f, 20, "testdata/*.out", "testdata/*.err")
 }
 
 // maxErrLen bounds an error's text: badOutput quotes at most 2000 bytes of
@@ -247,59 +229,15 @@ func FuzzSinfo(f *testing.F) {
 	})
 }
 
-// FuzzFiles: ParseExitFiles keeps "path:code" lines with a code a shell can
-// return (0..255); ParseFileList gives sorted paths that stay inside the
-// listed directory, or refuses the listing; configValue reads "Key = value".
-func FuzzFiles(f *testing.F) {
+// FuzzConfig: configValue reads "Key = value", trimmed.
+func FuzzConfig(f *testing.F) {
 	addCaptures(f)
 	f.Add([]byte("JobCompType = jobcomp/filetxt\nJobCompLoc=/var/log/x\n"))
-	f.Add([]byte("/w/gridsub/g-1/.gridsub-exit:3\nnocolon\n:7\n"))
-	f.Add([]byte("a\x00b/c\x00x/../..\x00"))
 	f.Fuzz(func(t *testing.T, out []byte) {
-		for p, code := range ParseExitFiles(out) {
-			if code < 0 || code > 255 {
-				t.Errorf("exit file %q: code %d accepted", p, code)
-			}
-			if !strings.Contains(string(out), fmt.Sprintf("%s:", p)) {
-				t.Errorf("exit file path %q not in the output", p)
-			}
-		}
-		list, err := ParseFileList(out)
-		if err != nil {
-			if !errors.Is(err, backends.ErrBadOutput) {
-				t.Fatalf("ParseFileList error %v does not wrap ErrBadOutput", err)
-			}
-		} else {
-			files := listedPaths(list)
-			for i, p := range files {
-				c := path.Clean(p)
-				if p == "" || path.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../") {
-					t.Errorf("file list entry %q escapes the directory", p)
-				}
-				if i > 0 && files[i-1] > p {
-					t.Errorf("file list not sorted: %q before %q", files[i-1], p)
-				}
-			}
-		}
 		for _, key := range []string{"JobCompType", "JobCompLoc"} {
 			if v, ok := configValue(out, key); ok && v != strings.TrimSpace(v) {
 				t.Errorf("configValue(%s) = %q, not trimmed", key, v)
 			}
 		}
 	})
-}
-
-// listedPaths is the paths of ParseFileList's result, whether it lists bare
-// paths ([]string) or entries with a Path field (the typed listing of the
-// staging work), so that this target survives that change of type.
-func listedPaths(list any) []string {
-	if ps, ok := list.([]string); ok {
-		return ps
-	}
-	v := reflect.ValueOf(list)
-	out := make([]string, v.Len())
-	for i := range out {
-		out[i] = v.Index(i).FieldByName("Path").String()
-	}
-	return out
 }

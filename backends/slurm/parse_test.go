@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,7 +61,7 @@ func TestSbatchErrorsAreRejections(t *testing.T) {
 		if r.ExitCode == 0 {
 			t.Fatalf("%s: captured rc 0", name)
 		}
-		err := b.commandErr([]string{"sbatch"}, r)
+		err := b.Exec().Fail([]string{"sbatch"}, r)
 		if !errors.Is(err, backends.ErrRejected) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want ErrRejected containing %q", name, err, want)
 		}
@@ -70,7 +69,7 @@ func TestSbatchErrorsAreRejections(t *testing.T) {
 			t.Errorf("%s: prefix not stripped: %v", name, err)
 		}
 	}
-	err := b.commandErr([]string{"squeue"}, backends.Result{ExitCode: 1,
+	err := b.Exec().Fail([]string{"squeue"}, backends.Result{ExitCode: 1,
 		Stderr: []byte("squeue: error: Unable to contact slurm controller (connect failure)\n")})
 	if !errors.Is(err, backends.ErrUnavailable) {
 		t.Errorf("controller down: %v, want ErrUnavailable", err)
@@ -373,53 +372,5 @@ func TestMapState(t *testing.T) {
 		if got := MapState(s); got != want {
 			t.Errorf("MapState(%q) = %s, want %s", s, got, want)
 		}
-	}
-}
-
-func TestParseExitFilesAndGridDir(t *testing.T) {
-	m := ParseExitFiles([]byte("/s/gridsub/g1/.gridsub-exit:0\n/s/gridsub/g-2-1/.gridsub-exit:137\nbroken\n"))
-	if len(m) != 2 || m["/s/gridsub/g1/.gridsub-exit"] != 0 || m["/s/gridsub/g-2-1/.gridsub-exit"] != 137 {
-		t.Errorf("exit files: %v", m)
-	}
-	for _, c := range []struct {
-		dir, grid string
-		want      bool
-	}{
-		{"/x/gridsub/g1", "g1", true}, {"/x/gridsub/abc-def-3", "abc-def", true}, {"/x/gridsub/ct-12-4", "ct-12-4", true},
-		{"gridsub/ct-12-4", "ct-12-4", true}, {"/x/gridsub/g10", "g1", false}, {"/x/gridsub/g1-x", "g1", false},
-		{"/x/other/g1", "g1", false}, {"/x/gridsub/g1-", "g1", false},
-	} {
-		if got := dirBelongs(c.dir, c.grid); got != c.want {
-			t.Errorf("dirBelongs(%q, %q) = %v, want %v", c.dir, c.grid, got, c.want)
-		}
-	}
-}
-
-func TestParseFileList(t *testing.T) {
-	out, err := os.ReadFile("testdata/find_outputs.out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ParseFileList(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gotS []string
-	for _, e := range got {
-		gotS = append(gotS, string(e.Type)+" "+e.Path+" ("+e.TypeName()+")")
-	}
-	want := []string{"f a.log (regular file)", "p fifo (named pipe (FIFO))", "l leak (symbolic link)",
-		"f name with\nnewline (regular file)", "l rootlink (symbolic link)", "s sock (socket)",
-		"d sub (directory)", "f sub/b.log (regular file)", "l zero (symbolic link)"}
-	if !slices.Equal(gotS, want) {
-		t.Fatalf("got %q, want %q", gotS, want)
-	}
-	for _, bad := range []string{"f../etc/passwd\x00", "f/etc/passwd\x00", "fa/../../b\x00", "fa/..\x00", "f\x00"} {
-		if _, err := ParseFileList([]byte(bad)); !errors.Is(err, backends.ErrBadOutput) {
-			t.Errorf("%q: got %v, want ErrBadOutput", bad, err)
-		}
-	}
-	if _, err := ParseFileList([]byte(strings.Repeat("fx\x00", MaxListEntries+1))); !errors.Is(err, backends.ErrBadOutput) {
-		t.Errorf("a listing of %d entries: %v, want ErrBadOutput", MaxListEntries+1, err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/backendtest"
 	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/backends/sshbatch"
+	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
@@ -52,52 +53,6 @@ func dial(t testing.TB, s site) *transport.Client {
 	return c
 }
 
-// counter counts the remote commands by program name.
-type counter struct {
-	backends.Runner
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *counter) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
-	name := "?"
-	if len(argv) == 4 && argv[3] == "gridsub-batch" {
-		name = "batch"
-	}
-	for i, a := range argv {
-		if name != "?" {
-			break
-		}
-		if a == "mkdir" && i == 0 {
-			name = a
-			break
-		}
-		if a == "squeue" || a == "sbatch" || a == "scontrol" || a == "sinfo" || a == "scancel" || a == "sacct" || a == "grep" {
-			name = a
-			break
-		}
-		if a == "gridsub-submit" && i > 0 {
-			name = "sbatch"
-			break
-		}
-	}
-	c.mu.Lock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[name]++
-	c.mu.Unlock()
-	return c.Runner.Run(ctx, argv, stdin)
-}
-
-func (c *counter) reset() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = map[string]int{}
-	return n
-}
-
 var seq atomic.Int64
 
 func gridID(prefix string) string {
@@ -109,109 +64,25 @@ func newBackend(t testing.TB, s site, c *transport.Client, run backends.Runner) 
 		run, func(root string) backends.Stager { return c.Stager(root) })
 }
 
-func TestConformanceSLURM(t *testing.T) {
-	for _, name := range []string{"siteA", "siteB"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := testSite(t, name)
-			c := dial(t, s)
-			b := newBackend(t, s, c, c)
-			backendtest.Run(t, backendtest.Harness{
-				Backend:       b,
-				GridID:        func() string { return gridID("ct") },
-				Wait:          func(ctx context.Context, d time.Duration) { time.Sleep(d) },
-				Poll:          500 * time.Millisecond,
-				JobTimeout:    time.Minute,
-				Parallel:      true,
-				Walltime:      true,
-				TimeoutWall:   time.Minute,
-				Staging:       true,
-				Reservations:  true,
-				NamesReported: true,
-				UnknownID:     "999999",
-				RemoteExists: func(ctx context.Context, p string) (bool, error) {
-					r, err := c.Run(ctx, []string{"test", "-e", p}, nil)
-					return err == nil && r.ExitCode == 0, err
-				},
-			})
-		})
+// slurmSite describes a testbed site for the shared real-site cases.
+func slurmSite(t *testing.T, name string) sshbatchtest.Site {
+	s := testSite(t, name)
+	c := dial(t, s)
+	return sshbatchtest.Site{
+		Name: name, Client: c, Root: s.scratch, GridID: gridID,
+		New: func(run backends.Runner) *sshbatch.Backend { return newBackend(t, s, c, run).Backend },
+		Harness: backendtest.Harness{JobTimeout: time.Minute, TimeoutWall: time.Minute, NamesReported: true,
+			UnknownID: "999999"},
+		UnknownResv: "nosuchresv", PollJobs: 500, PollCommand: "squeue", LiveOutput: true,
 	}
 }
 
-// TestStatusOneSqueuePerPoll: tracking 500 live jobs costs exactly one
-// squeue (and nothing else) per poll.
-func TestStatusOneSqueuePerPoll(t *testing.T) {
-	s := testSite(t, "siteB")
-	c := dial(t, s)
-	cnt := &counter{Runner: c}
-	b := newBackend(t, s, c, cnt)
-	ctx := context.Background()
-	const n = 500
-	// The jobs go into a reservation that starts in an hour: live (pending,
-	// Reason=Reservation) and harmless.
-	resv, err := b.CreateReservation(ctx, &backends.ReservationSpec{Name: "r-" + gridID("track"),
-		Start: time.Now().Add(time.Hour), Duration: 10 * time.Minute, Nodes: 1})
-	if err != nil {
-		t.Fatalf("CreateReservation: %v", err)
-	}
-	ids := make([]backends.JobID, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 6)
-	for i := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			// Held by a begin time far ahead: live (pending) and harmless.
-			id, err := b.Submit(ctx, &backends.JobSpec{GridID: gridID("track"), Nodes: 1, CoresPerNode: 1,
-				Walltime: time.Minute, Command: []string{"true"}, Env: map[string]string{"N": strconv.Itoa(i)},
-				Reservation: string(resv)})
-			ids[i] = id
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	t.Cleanup(func() {
-		// Only our own jobs: other packages' tests may share the site.
-		var mine []backends.JobID
-		for _, id := range ids {
-			if id != "" {
-				mine = append(mine, id)
-			}
-		}
-		r, err := c.Run(context.Background(), slurm.ScancelArgv(mine...), nil)
-		if err != nil || r.ExitCode != 0 {
-			t.Logf("scancel: %v %s", err, r.Stderr)
-		}
-		time.Sleep(time.Second)
-		if err := b.DeleteReservation(context.Background(), resv); err != nil {
-			t.Logf("DeleteReservation: %v", err)
-		}
-	})
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-	}
-	cnt.reset()
-	for poll := 0; poll < 3; poll++ {
-		st, err := b.Status(ctx, ids)
-		if err != nil {
-			t.Fatalf("Status: %v", err)
-		}
-		calls := cnt.reset()
-		if calls["squeue"] != 1 || len(calls) != 1 {
-			t.Fatalf("poll %d of %d jobs ran %v, want exactly one squeue", poll, n, calls)
-		}
-		for i, x := range st {
-			if x.ID != ids[i] || x.State == backends.StateLost || x.State == backends.StateUnknown {
-				t.Fatalf("poll %d: entry %d = %+v for id %s", poll, i, x, ids[i])
-			}
-		}
-	}
+// TestRealSite runs the cases every sshbatch dialect passes on the real
+// SLURM testbed: all of them on siteB, and the conformance suite on siteA
+// too (another partition layout and node shape).
+func TestRealSite(t *testing.T) {
+	t.Run("siteA", func(t *testing.T) { t.Parallel(); sshbatchtest.Conformance(t, slurmSite(t, "siteA")) })
+	t.Run("siteB", func(t *testing.T) { t.Parallel(); sshbatchtest.Run(t, slurmSite(t, "siteB")) })
 }
 
 func TestInfoReal(t *testing.T) {

@@ -45,14 +45,15 @@ func (b *Backend) Withdraw(ctx context.Context, id backends.JobID) error {
 	if !validJobID(string(id)) {
 		return fmt.Errorf("%w: %q is not a SLURM job id", backends.ErrUnknownJob, id)
 	}
+	x := b.Exec()
 	argv := HoldArgv(id)
-	r, err := b.exec(ctx, argv, nil)
+	r, err := x.Run(ctx, argv, nil)
 	if err != nil {
 		return err
 	}
 	held := r.ExitCode == 0
 	if !held && !notPending(Message(r)) {
-		return b.commandErr(argv, r)
+		return x.Fail(argv, r)
 	}
 	sts, err := b.Status(ctx, []backends.JobID{id})
 	if err != nil {
@@ -61,30 +62,30 @@ func (b *Backend) Withdraw(ctx context.Context, id backends.JobID) error {
 	switch st := sts[0]; st.State {
 	case backends.StatePending:
 		if !held {
-			return fmt.Errorf("%w: job %s at %s is pending but could not be held: %s", backends.ErrUnavailable, id, b.cfg.Name, Message(r))
+			return fmt.Errorf("%w: job %s at %s is pending but could not be held: %s", backends.ErrUnavailable, id, x.Site, Message(r))
 		}
 	case backends.StateCancelled, backends.StateLost:
-		return withdrawn(b.cfg.Name, st)
+		return withdrawn(x.Site, st)
 	default: // it started (or the site cannot say): leave it alone
 		if held {
 			argv = ReleaseArgv(id)
-			if r, err := b.exec(ctx, argv, nil); err == nil && r.ExitCode != 0 && !notPending(Message(r)) {
-				b.log.Warn("releasing the hold of a job found started failed", "job", string(id), "err", Message(r))
+			if r, err := x.Run(ctx, argv, nil); err == nil && r.ExitCode != 0 && !notPending(Message(r)) {
+				x.Log.Warn("releasing the hold of a job found started failed", "job", string(id), "err", Message(r))
 			}
 		}
-		return withdrawn(b.cfg.Name, st)
+		return withdrawn(x.Site, st)
 	}
 	argv = WithdrawArgv(id)
-	if r, err = b.exec(ctx, argv, nil); err != nil {
+	if r, err = x.Run(ctx, argv, nil); err != nil {
 		return err
 	}
 	if r.ExitCode != 0 && !notPending(Message(r)) {
-		return b.commandErr(argv, r)
+		return x.Fail(argv, r)
 	}
 	if sts, err = b.Status(ctx, []backends.JobID{id}); err != nil {
 		return err
 	}
-	return withdrawn(b.cfg.Name, sts[0])
+	return withdrawn(x.Site, sts[0])
 }
 
 // notPending reports scontrol's and scancel's words for a job that is no

@@ -30,13 +30,28 @@ type SiteSpec struct {
 	GPUsPerNode  int   // simulated sites model it (0 = none)
 	H            float64
 	Area         string // local area, read by the trust-min-min planner
-	// Real builds the backend of a non-simulated site. It returns the backend
-	// and what to close at the end.
-	Real func(ctx context.Context) (backends.Backend, io.Closer, error)
-	// Plugin, when set instead of Real, builds a backend that runs out of
-	// process (a bridge/plugins.Supervisor); onEvent gets its supervisor's
-	// events (SuperviseOptions.OnEvent).
-	Plugin func(ctx context.Context, onEvent func(site, kind, detail string)) (backends.Backend, io.Closer, error)
+	// Backend is how the catalog builds the site's backend
+	// (bridge/plugins.Build): the built-in of its Builtin in process,
+	// isolated, or an external plugin. nil builds the built-in of Kind in
+	// process from the fields above (a simulated site on the broker's
+	// engine). Its Config names the same site.
+	Backend *plugins.BackendSpec
+	// Open, when set, builds the backend instead of the catalog: a
+	// backend the caller makes itself (a test's fake site). It returns the
+	// backend and what to close at the end.
+	Open func(ctx context.Context) (backends.Backend, io.Closer, error)
+}
+
+// backendSpec is the catalog's description of the site.
+func (s *SiteSpec) backendSpec() (plugins.BackendSpec, error) {
+	if s.Backend == nil {
+		return plugins.BackendSpec{Builtin: s.Kind, Config: plugins.BackendConfig{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes,
+			CoresPerNode: s.CoresPerNode, H: s.H, MemPerNode: s.MemPerNode, GPUsPerNode: s.GPUsPerNode}}, nil
+	}
+	if s.Backend.Config.Name != s.Name {
+		return plugins.BackendSpec{}, fmt.Errorf("%w: site %s: its backend is configured for site %q", ErrConfig, s.Name, s.Backend.Config.Name)
+	}
+	return *s.Backend, nil
 }
 
 // Spec is everything Build needs.
@@ -146,42 +161,24 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	}
 	var sites []bridge.SiteConfig
 	for _, s := range spec.Sites {
-		var be backends.Backend
-		switch {
-		case s.Kind == "sim":
-			site, err := simbackend.NewSite(env.Engine, simbackend.SiteConfig{Name: s.Name, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,
-				MemPerNode: s.MemPerNode, GPUsPerNode: s.GPUsPerNode})
-			if err != nil {
-				return nil, fmt.Errorf("%w: site %s: %w", ErrConfig, s.Name, err)
+		var (
+			be  backends.Backend
+			c   io.Closer
+			err error
+		)
+		if s.Open != nil {
+			if be, c, err = s.Open(ctx); err != nil {
+				err = fmt.Errorf("site %s: %w", s.Name, err)
 			}
-			be = site
-		case s.Plugin != nil:
-			var onEvent func(site, kind, detail string)
-			if opts.OnPlugin != nil {
-				onEvent = func(site, kind, detail string) { opts.OnPlugin(PluginEvent{Plugin: site, Kind: kind, Detail: detail}) }
-			}
-			b, c, err := s.Plugin(ctx, onEvent)
-			if err != nil {
-				env.Close()
-				return nil, fmt.Errorf("site %s: %w", s.Name, err)
-			}
-			be = b
-			if c != nil {
-				env.closers = append(env.closers, c)
-			}
-		default:
-			if s.Real == nil {
-				return nil, fmt.Errorf("%w: site %s: kind %q is not supported here (valid: sim, slurm, pbs)", ErrConfig, s.Name, s.Kind)
-			}
-			b, c, err := s.Real(ctx)
-			if err != nil {
-				env.Close()
-				return nil, fmt.Errorf("site %s: %w", s.Name, err)
-			}
-			be = b
-			if c != nil {
-				env.closers = append(env.closers, c)
-			}
+		} else {
+			be, c, err = buildSite(ctx, &s, env.Engine, opts.OnPlugin)
+		}
+		if err != nil {
+			env.Close()
+			return nil, err
+		}
+		if c != nil {
+			env.closers = append(env.closers, c)
 		}
 		sites = append(sites, bridge.SiteConfig{Name: s.Name, Backend: be, H: s.H, Simulated: s.Kind == "sim"})
 	}
@@ -221,6 +218,26 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	}
 	env.Broker = b
 	return env, nil
+}
+
+// buildSite builds a site's backend through the catalog: in process (a
+// simulated site on the broker's engine), or isolated or external behind a
+// supervisor whose events reach onPlugin. Its errors name the site; one
+// about the site's description wraps ErrConfig.
+func buildSite(ctx context.Context, s *SiteSpec, engine *simbackend.Engine, onPlugin func(PluginEvent)) (backends.Backend, io.Closer, error) {
+	spec, err := s.backendSpec()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := plugins.BuildOptions{Engine: engine}
+	if onPlugin != nil {
+		opts.OnEvent = func(site, kind, detail string) { onPlugin(PluginEvent{Plugin: site, Kind: kind, Detail: detail}) }
+	}
+	be, c, err := plugins.Build(ctx, spec, opts)
+	if err != nil && (errors.Is(err, plugins.ErrUnknownPlugin) || errors.Is(err, backends.ErrInvalidSpec)) {
+		err = fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return be, c, err
 }
 
 // BindLead is how long before its window an advance reservation is bound

@@ -2,23 +2,17 @@ package assemble
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
-	goplugin "github.com/hashicorp/go-plugin"
-
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
-	"github.com/gridsub/gridsub/policy/trust"
 )
 
 // Kinds of PluginEvent.
@@ -58,11 +52,10 @@ var selfExecutable = os.Executable
 // plannerPlugin is a live broker's planner plugin: the process, and what
 // the fallback did.
 type plannerPlugin struct {
-	ref      plannerrpc.Ref
-	policy   string // broker.policy as written
+	inst     *plugins.PolicyInstance
 	sha256   string
 	fallback string
-	p        *plannerrpc.Plugin
+	p        plugins.PolicyPlugin
 
 	mu       sync.Mutex
 	restarts int
@@ -70,64 +63,48 @@ type plannerPlugin struct {
 	reason   string // the last failure
 }
 
-// buildPlanner returns the broker's planner: a built-in by name, or a
-// planner plugin behind a plannerrpc.Fallback (restarted when it crashes
-// or hangs, replaced by spec.FallbackPlanner when it keeps failing). pp is
-// nil for a built-in.
+// buildPlanner returns the broker's planner, built by the plugin catalog
+// (plugins.Policy): a built-in by name, or a planner plugin behind a
+// plannerrpc.Fallback (restarted when it crashes or hangs, replaced by
+// spec.FallbackPlanner when it keeps failing). pp is nil for a built-in.
 func buildPlanner(ctx context.Context, spec Spec, log *slog.Logger, onPlugin func(PluginEvent)) (policy.Planner, *plannerPlugin, error) {
-	ref, isPlugin, err := plannerrpc.ParseRef(spec.Planner)
-	if err != nil {
+	if _, isPlugin, err := plugins.ParsePolicyRef(spec.Planner); err != nil {
 		return nil, nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
-	}
-	if !isPlugin && PlannerName(spec.Planner) == trust.PlannerName {
+	} else if !isPlugin {
 		areas := map[string]string{}
 		for _, s := range spec.Sites {
 			areas[s.Name] = s.Area
 		}
-		return &trust.Planner{Areas: areas}, nil, nil
-	}
-	if !isPlugin {
-		p, err := registry.ByName(PlannerName(spec.Planner))
+		inst, err := plugins.Policy(ctx, plugins.PolicySpec{Kind: plugins.KindPlanner, Ref: PlannerName(spec.Planner),
+			Input: plugins.PolicyInput{Areas: areas}})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: broker.policy: %w", ErrConfig, err)
 		}
-		return p, nil, nil
+		return inst.Value.(policy.Planner), nil, nil
 	}
 	fbName := spec.FallbackPlanner
 	if fbName == "" {
 		fbName = DefaultFallback
 	}
-	fb, err := registry.ByName(PlannerName(fbName))
+	fbv, err := plugins.BuiltinPolicy(plugins.KindPlanner, PlannerName(fbName), plugins.PolicyInput{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: broker.fallback_policy: %w", ErrConfig, err)
 	}
-	if ref.Builtin != "" {
-		if _, err := registry.ByName(ref.Builtin); err != nil {
-			return nil, nil, fmt.Errorf("%w: broker.policy %q: %w", ErrConfig, spec.Planner, err)
-		}
-	} else if spec.PlannerSHA256 == "" {
-		return nil, nil, fmt.Errorf("%w: broker.policy %q: an external planner plugin needs broker.policy_sha256 (sha256sum %s)", ErrConfig, spec.Planner, ref.Path)
-	}
-	cfg, err := ref.Config(selfExecutable)
-	if err != nil {
+	fb := fbv.(policy.Planner)
+	inst, err := plugins.Policy(ctx, plugins.PolicySpec{Kind: plugins.KindPlanner, Ref: spec.Planner, SHA256: spec.PlannerSHA256,
+		CallTimeout: spec.PlannerTimeout, Self: selfExecutable, Env: pluginEnv(), Logger: log, LogName: PlannerPluginName})
+	switch {
+	case errors.Is(err, plugins.ErrBadRef), errors.Is(err, plugins.ErrUnknownPlugin), errors.Is(err, registry.ErrUnknown):
+		return nil, nil, fmt.Errorf("%w: broker.policy %q: %w", ErrConfig, spec.Planner, err)
+	case err != nil:
 		return nil, nil, fmt.Errorf("broker.policy %q: %w", spec.Planner, err)
 	}
-	cfg.SHA256, cfg.CallTimeout = spec.PlannerSHA256, spec.PlannerTimeout
-	cfg.Logger, cfg.LogName = log, PlannerPluginName
-	cfg.Env = pluginEnv()
-	p, err := plannerrpc.Load(ctx, cfg)
-	if err != nil {
-		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
-			err = fmt.Errorf("%w (its sha256 now is %s; compute it with: sha256sum %s)", err, fileSHA256(cfg.Path), cfg.Path)
-		}
-		return nil, nil, fmt.Errorf("broker.policy %q: %w", spec.Planner, err)
-	}
-	pp := &plannerPlugin{ref: ref, policy: spec.Planner, sha256: spec.PlannerSHA256, fallback: fb.Name(), p: p}
+	pp := &plannerPlugin{inst: inst, sha256: spec.PlannerSHA256, fallback: fb.Name(), p: inst.Plugin}
 	timeout := spec.PlannerTimeout
 	if timeout <= 0 {
 		timeout = DefaultPlannerTimeout
 	}
-	f := &plannerrpc.Fallback{Primary: p.Planner(), Fallback: fb, CallTimeout: timeout,
+	f := &plannerrpc.Fallback{Primary: inst.Value.(policy.Planner), Fallback: fb, CallTimeout: timeout,
 		MaxRestarts: PlannerMaxRestarts, RestartWindow: PlannerRestartWindow,
 		OnSwitch: func(err error) { pp.switched(err, log, onPlugin) }}
 	return f.Planner(), pp, nil
@@ -167,19 +144,19 @@ func (pp *plannerPlugin) switched(err error, log *slog.Logger, onPlugin func(Plu
 	case errors.As(err, &se) && se.Restarted:
 		pp.restarts++
 		ev.Kind = EventPlannerRestarted
-		log.Warn("planner plugin failed and was restarted", "plugin", PlannerPluginName, "policy", pp.policy,
+		log.Warn("planner plugin failed and was restarted", "plugin", PlannerPluginName, "policy", pp.inst.Ref,
 			"pid", pp.p.Pid(), "restarts", pp.restarts, "err", se.Err)
 	case errors.As(err, &se) && !se.RestartFailed:
 		pp.active = true
 		ev.Kind = EventPlannerFallback
 		log.Error("planner plugin keeps failing; the fallback planner plans from now on", "plugin", PlannerPluginName,
-			"policy", pp.policy, "fallback", se.To, "pid", pp.p.Pid(), "err", se.Err)
+			"policy", pp.inst.Ref, "fallback", se.To, "pid", pp.p.Pid(), "err", se.Err)
 		// It is not asked again: stop it (a hung one would otherwise hold
 		// its memory until the broker stops). Off the cycle: a graceful
 		// stop may wait for a hung process.
 		go pp.p.Close()
 	default:
-		log.Warn("planner plugin restart failed", "plugin", PlannerPluginName, "policy", pp.policy, "err", err)
+		log.Warn("planner plugin restart failed", "plugin", PlannerPluginName, "policy", pp.inst.Ref, "err", err)
 	}
 	pp.reason = err.Error()
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -197,11 +174,13 @@ func (pp *plannerPlugin) listing() plugins.Listing {
 	defer pp.mu.Unlock()
 	// An external planner does not report its version over the planner
 	// protocol; a built-in is this binary.
-	l := plugins.Listing{Name: PlannerPluginName, Kind: plugins.KindPlanner, Mode: plugins.ModeExternal, Impl: pp.ref.Path,
+	// An external planner does not report its version over the planner
+	// protocol; a built-in is this binary.
+	l := plugins.Listing{Name: PlannerPluginName, Kind: plugins.KindPlanner, Mode: pp.inst.Mode, Impl: pp.inst.Impl,
 		SHA256: pp.sha256, Pid: pp.p.Pid(), Health: "ok", Restarts: pp.restarts,
 		Fallback: pp.fallback, FallbackActive: pp.active}
-	if pp.ref.Builtin != "" {
-		l.Mode, l.Impl, l.Version = plugins.ModeIsolated, pp.ref.Builtin, plugins.Version()
+	if pp.inst.Mode == plugins.ModeIsolated {
+		l.Version = plugins.Version()
 	}
 	switch {
 	case pp.active:
@@ -210,18 +189,4 @@ func (pp *plannerPlugin) listing() plugins.Listing {
 		l.Health, l.Reason = "restarting", "the process exited; it is restarted at the next cycle"
 	}
 	return l
-}
-
-// fileSHA256 is the file's SHA-256 in hex, or why it could not be read.
-func fileSHA256(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

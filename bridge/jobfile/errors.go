@@ -49,8 +49,11 @@ type Pos struct {
 	Line, Column int
 }
 
-// FieldError is one problem in a job file: where it is, which field, what is
-// wrong and what would be valid. It wraps one of the sentinel errors.
+// FieldError is one problem in a file gridsub reads — a job file, and the
+// configuration (internal/config) and experiment files
+// (simbackend/experiment), which use this same type: where it is, which
+// field, what is wrong and what would be valid. It wraps one sentinel error
+// of the language that found it.
 type FieldError struct {
 	File  string // the file name as given to Parse or Load
 	Pos   Pos    // position of the offending value (or of its mapping when missing)
@@ -80,7 +83,7 @@ func (e *FieldError) Error() string {
 // Unwrap returns the sentinel.
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// ErrorList is every problem found in one job file, in file order. It is
+// ErrorList is every problem found in one file, in file order. It is
 // the error Parse, Load, CheckSites and Resolve return when anything is
 // wrong; errors.As finds the first *FieldError through it and errors.Is
 // matches any of the sentinels of its members.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,24 +68,20 @@ func (s *BackendSpec) logger() *slog.Logger {
 	return s.Logger
 }
 
-// LoadBackend loads one backend: in process (a built-in's factory called
-// here), isolated, or external. Out of process the executable's checksum
+// LoadBackend loads one backend: in process (the catalog's built-in built
+// here, a simulated site on an engine of its own), isolated, or external. Out of process the executable's checksum
 // is verified before it starts, the handshake must complete within
 // StartTimeout, the connection uses AutoMTLS and gRPC only, and the plugin
 // is configured and pinged before LoadBackend returns. Every error names
 // the site and says what to do.
 func LoadBackend(ctx context.Context, spec BackendSpec) (*Instance, error) {
 	name := spec.Config.Name
-	cfg, err := json.Marshal(spec.Config)
+	cfg, err := spec.wireConfig()
 	if err != nil {
-		return nil, fmt.Errorf("plugin %s: encoding its configuration: %w", name, err)
+		return nil, err
 	}
 	if spec.mode() == ModeInProcess {
-		f, err := BuiltinBackend(spec.Builtin)
-		if err != nil {
-			return nil, fmt.Errorf("site %s: %w", name, err)
-		}
-		b, err := f(ctx, cfg)
+		b, err := buildInProcess(ctx, spec, nil)
 		if err != nil {
 			return nil, fmt.Errorf("site %s: %w", name, err)
 		}
@@ -96,7 +91,7 @@ func LoadBackend(ctx context.Context, spec BackendSpec) (*Instance, error) {
 	path, args := spec.Path, spec.Args
 	what := "the plugin executable"
 	if spec.mode() == ModeIsolated {
-		if _, err := BuiltinBackend(spec.Builtin); err != nil {
+		if _, err := builtin(spec.Builtin); err != nil {
 			return nil, fmt.Errorf("site %s: %w", name, err)
 		}
 		path, args = spec.Self, []string{"plugin", "serve", KindBackend, spec.Builtin}

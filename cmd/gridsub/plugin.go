@@ -2,68 +2,20 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/bridge/assemble"
-	"github.com/gridsub/gridsub/internal/config"
-	"github.com/gridsub/gridsub/policy/registry"
+	"github.com/gridsub/gridsub/policy"
 )
-
-// pluginSite returns the constructor of a site whose backend runs out of
-// process: its built-in isolated, or an external plugin. The backend is a
-// plugins.Supervisor (one stable value; the process behind it restarts).
-// st bounds its transfers as in process (BackendConfig.Staging); onEvent
-// gets the supervisor's restarts and crash loop.
-func pluginSite(s *config.Site, st *config.Staging, log *slog.Logger) (func(context.Context, func(site, kind, detail string)) (backends.Backend, io.Closer, error), error) {
-	spec := plugins.BackendSpec{
-		Config: plugins.BackendConfig{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,
-			Partition: s.Partition, RemoteDir: s.RemoteDir, BinDir: s.BinDir,
-			Staging: &plugins.StagingConfig{MaxFileSize: int64(st.MaxFileSize), MaxJobBytes: int64(st.MaxJobBytes),
-				MinRate: float64(st.MinRate), MinTime: st.MinTime}},
-		Builtin: s.Kind, Isolate: s.Isolate, Logger: log,
-	}
-	if x := s.SSH; x != nil {
-		spec.Config.SSH = &plugins.SSHConfig{Host: x.Host, Port: x.Port, User: x.User, Agent: x.Agent,
-			InsecureIgnoreHostKey: x.InsecureIgnoreHostKey, MaxSessions: x.MaxSessions}
-		if x.KeyFile != "" {
-			spec.Config.SSH.KeyFiles = []string{x.KeyFile}
-		}
-		if x.KnownHosts != "" {
-			spec.Config.SSH.KnownHosts = []string{x.KnownHosts}
-		}
-	}
-	if p := s.Plugin; p != nil {
-		spec.Path, spec.SHA256, spec.Args, spec.StartTimeout = p.Path, p.SHA256, p.Args, p.StartTimeout
-		if len(p.Options) > 0 {
-			raw, err := json.Marshal(p.Options)
-			if err != nil {
-				return nil, fmt.Errorf("site %s: plugin.options: %w", s.Name, err)
-			}
-			spec.Config.Options = raw
-		}
-	} else if _, err := plugins.BuiltinBackend(s.Kind); err != nil {
-		return nil, fmt.Errorf("site %s: isolate: %w", s.Name, err)
-	}
-	return func(ctx context.Context, onEvent func(site, kind, detail string)) (backends.Backend, io.Closer, error) {
-		sup, err := plugins.Supervise(ctx, spec, plugins.SuperviseOptions{OnEvent: onEvent})
-		if err != nil {
-			return nil, nil, err
-		}
-		return sup, sup, nil
-	}, nil
-}
 
 func newPluginCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -94,11 +46,11 @@ hand it only says that it is a plugin and exits.`,
 		Short: "Serve the built-in planner NAME",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := registry.ByName(args[0])
+			p, err := plugins.BuiltinPolicy(plugins.KindPlanner, args[0], plugins.PolicyInput{})
 			if err != nil {
 				return usageErr(err)
 			}
-			plannerrpc.ServePlanner(p)
+			plannerrpc.ServePlanner(p.(policy.Planner))
 			return nil
 		},
 	})

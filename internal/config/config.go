@@ -309,14 +309,14 @@ func read(path string) ([]byte, string, error) {
 		return data, path, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, path, &Error{Source: path, Msg: err.Error(), Err: ErrRead}
+		return nil, path, &Error{File: path, Msg: err.Error(), Err: ErrRead}
 	}
 	if !strings.ContainsRune(path, filepath.Separator) {
 		if d, e := configs.Read(path); e == nil {
 			return d, "configs/" + strings.TrimSuffix(path, ".yaml") + ".yaml (built in)", nil
 		}
 	}
-	return nil, path, &Error{Source: path, Msg: fmt.Sprintf("%v (built-in configurations: %s)", err, strings.Join(configs.Names(), ", ")), Err: ErrRead}
+	return nil, path, &Error{File: path, Msg: fmt.Sprintf("%v (built-in configurations: %s)", err, strings.Join(configs.Names(), ", ")), Err: ErrRead}
 }
 
 // Parse reads a configuration from data. source names it in errors; lookup
@@ -324,7 +324,7 @@ func read(path string) ([]byte, string, error) {
 // expansion and GRIDSUB_* overrides.
 func Parse(source string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	if len(data) > MaxFileSize {
-		return nil, Errors{{Source: source, Msg: fmt.Sprintf("%d bytes; a configuration may be at most %d bytes", len(data), MaxFileSize), Err: ErrRead}}
+		return nil, Errors{{File: source, Msg: fmt.Sprintf("%d bytes; a configuration may be at most %d bytes", len(data), MaxFileSize), Err: ErrRead}}
 	}
 	v := viper.New()
 	v.SetConfigType("yaml")
@@ -332,7 +332,7 @@ func Parse(source string, data []byte, lookup func(string) (string, bool)) (*Con
 		v.SetDefault(k, val)
 	}
 	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-		return nil, Errors{{Source: source, Msg: fmt.Sprintf("not valid YAML: %v", err), Err: ErrRead}}
+		return nil, Errors{{File: source, Msg: fmt.Sprintf("not valid YAML: %v", err), Err: ErrRead}}
 	}
 	// Environment overrides for the scalar keys, through the lookup so that
 	// tests need not touch the process environment.
@@ -406,7 +406,7 @@ func (c *Config) finish(lookup func(string) (string, bool)) error {
 		} else if h, ok := lookup("HOME"); ok && h != "" {
 			c.Broker.StateDir = filepath.Join(h, ".local", "state", "gridsub")
 		} else {
-			return Errors{{Source: c.Source, Key: "broker.state_dir", Msg: "not set and neither XDG_STATE_HOME nor HOME is; give a directory for the broker's durable state", Err: ErrInvalid}}
+			return Errors{{File: c.Source, Field: "broker.state_dir", Msg: "not set and neither XDG_STATE_HOME nor HOME is; give a directory for the broker's durable state", Err: ErrInvalid}}
 		}
 	}
 	if c.Broker.Socket == "" {

@@ -125,7 +125,7 @@ func checkConfigErrors(t *testing.T, source string, err error) {
 		if e == nil {
 			t.Fatalf("error %d is nil", i)
 		}
-		if e.Source != source || !strings.HasPrefix(e.Error(), source+": ") || e.Msg == "" {
+		if e.File != source || !strings.HasPrefix(e.Error(), source+": ") || e.Msg == "" {
 			t.Errorf("error %q does not name the source %s or says nothing", e.Error(), source)
 		}
 		n := 0

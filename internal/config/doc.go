@@ -48,4 +48,13 @@
 // Config.Links, Config.PolicySites and Config.Snapshot convert the
 // configuration into the policy package's Snapshot pieces; Config.SiteIndex
 // maps a name to its index there.
+//
+// Config.Spec is what bridge/assemble builds a broker from. Each site is
+// described once for the plugin catalog (Config.BackendSpec: a
+// plugins.BackendConfig with every field a backend reads, the staging
+// limits included, and the mode: in process, isolate, or the plugin
+// section's executable), and the catalog builds it the same way in every
+// mode. TestEverySiteFieldReachesTheBackend walks every field of Site, SSH,
+// Plugin and Staging by reflection through every mode: a field added here
+// fails it until the catalog passes it on.
 package config

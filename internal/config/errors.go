@@ -2,7 +2,8 @@ package config
 
 import (
 	"errors"
-	"strings"
+
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 // Sentinel errors. Every *Error wraps one of them.
@@ -22,54 +23,12 @@ var (
 	ErrMissingEnv = errors.New("environment variable not set")
 )
 
-// Error is one problem in a configuration: the source (file name), the key
-// path (e.g. "sites[1].ssh.port") and what is wrong and what would be valid.
-type Error struct {
-	Source string
-	Key    string
-	Msg    string
-	Err    error // the sentinel
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Source)
-	b.WriteString(": ")
-	if e.Key != "" {
-		b.WriteString(e.Key)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// Unwrap returns the sentinel.
-func (e *Error) Unwrap() error { return e.Err }
+// Error is one problem in a configuration: the source file (File), the key
+// path (Field, e.g. "sites[1].ssh.port"), what is wrong and what would be
+// valid (Msg), and the sentinel it wraps (Err). It is the positioned error
+// of every YAML language gridsub reads (jobfile.FieldError).
+type Error = jobfile.FieldError
 
 // Errors is every problem found in one configuration; Load returns it when
 // anything is wrong. errors.Is and errors.As see its members.
-type Errors []*Error
-
-func (l Errors) Error() string {
-	msgs := make([]string, len(l))
-	for i, e := range l {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, "\n")
-}
-
-// Unwrap exposes the members to errors.Is and errors.As.
-func (l Errors) Unwrap() []error {
-	out := make([]error, len(l))
-	for i, e := range l {
-		out[i] = e
-	}
-	return out
-}
-
-func (l Errors) asError() error {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
-}
+type Errors = jobfile.ErrorList

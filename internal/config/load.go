@@ -41,7 +41,7 @@ type loader struct {
 }
 
 func (p *loader) fail(key string, sentinel error, format string, args ...any) {
-	p.errs = append(p.errs, &Error{Source: p.source, Key: key, Msg: fmt.Sprintf(format, args...), Err: sentinel})
+	p.errs = append(p.errs, &Error{File: p.source, Field: key, Msg: fmt.Sprintf(format, args...), Err: sentinel})
 }
 
 // secretWords are the parts of a key name that mark a secret.
@@ -378,7 +378,7 @@ func (p *loader) reportMissing() {
 		case i == lastTestbed:
 			msg += "; " + p.testbedHint()
 		}
-		p.errs = append(p.errs, &Error{Source: p.source, Key: keys[0], Msg: msg, Err: ErrMissingEnv})
+		p.errs = append(p.errs, &Error{File: p.source, Field: keys[0], Msg: msg, Err: ErrMissingEnv})
 	}
 }
 
@@ -431,7 +431,7 @@ func (p *loader) decodeErrors(err error) error {
 		}
 		var de *mapstructure.DecodeError
 		if !errors.As(e, &de) {
-			errs = append(errs, &Error{Source: p.source, Msg: e.Error(), Err: ErrInvalid})
+			errs = append(errs, &Error{File: p.source, Msg: e.Error(), Err: ErrInvalid})
 			return
 		}
 		// Descend to the innermost DecodeError, which names the full key.
@@ -450,11 +450,11 @@ func (p *loader) decodeErrors(err error) error {
 		case errors.As(inner, &ue):
 			msg = fmt.Sprintf("must be %s, got %s", typeName(ue.Expected.Type()), describe(ue.Value))
 		}
-		errs = append(errs, &Error{Source: p.source, Key: de.Name(), Msg: msg, Err: ErrInvalid})
+		errs = append(errs, &Error{File: p.source, Field: de.Name(), Msg: msg, Err: ErrInvalid})
 	}
 	visit(err)
 	if len(errs) == 0 {
-		return &Error{Source: p.source, Msg: err.Error(), Err: ErrInvalid}
+		return &Error{File: p.source, Msg: err.Error(), Err: ErrInvalid}
 	}
 	return errs
 }

@@ -24,7 +24,7 @@ const MaxPolicyTimeout = time.Hour
 func (c *Config) validatePlannerPlugin() Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &Error{Source: c.Source, Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 	}
 	b := &c.Broker
 	rest, isPlugin := strings.CutPrefix(b.Policy, PlannerPluginPrefix)
@@ -69,7 +69,7 @@ func (c *Config) validatePlannerPlugin() Errors {
 func (c *Config) validatePlugin(s *Site, k string) Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &Error{Source: c.Source, Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 	}
 	if s.Isolate && s.Kind != KindSlurm && s.Kind != KindPBS {
 		bad(k+".isolate", "only a slurm or pbs site's built-in backend runs isolated (a simulated site lives on the broker's clock), got kind %q", s.Kind)

@@ -33,7 +33,7 @@ func TestRoots(t *testing.T) {
 	}
 	_, err = Parse("t.yaml", []byte(sites+"broker: {output_root: out, input_roots: [/ok, data]}\n"), env(map[string]string{"HOME": "/home/u"}))
 	var errs Errors
-	if !errors.As(err, &errs) || len(errs) != 2 || errs[0].Key != "broker.output_root" || errs[1].Key != "broker.input_roots[1]" ||
+	if !errors.As(err, &errs) || len(errs) != 2 || errs[0].Field != "broker.output_root" || errs[1].Field != "broker.input_roots[1]" ||
 		!strings.Contains(err.Error(), `must be an absolute directory, got "out"`) {
 		t.Fatalf("relative roots: %v", err)
 	}

@@ -47,7 +47,7 @@ const (
 func (c *Config) validate() Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &Error{Source: c.Source, Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 	}
 	if len(c.Sites) == 0 {
 		bad("sites", "at least one site is required (a list of {name, kind, nodes, ...})")
@@ -206,7 +206,7 @@ func (c *Config) validate() Errors {
 func (c *Config) validateStaging() Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &Error{Source: c.Source, Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 	}
 	st := &c.Staging
 	if st.MaxFileSize <= 0 {
@@ -268,7 +268,7 @@ func sortedCron(m map[string]string) []string {
 func (c *Config) validateRemote(s *Site, k string) Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &Error{Source: c.Source, Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 	}
 	if s.RemoteDir == "" {
 		bad(k+".remote_dir", "missing; give the absolute directory at the site under which gridsub makes job directories")

@@ -223,6 +223,18 @@ func Trust(t *testing.T, tr policy.Trust) {
 	if s1["B"] >= s1["A"] {
 		t.Fatalf("B failed where A completed, yet scores A %v, B %v", s1["A"], s1["B"])
 	}
+	named := &policy.TrustInput{Observer: in.Sites[0], Sites: in.Sites, Outcomes: in.Outcomes}
+	n1, err := tr.Scores(named)
+	if err != nil {
+		t.Fatalf("Scores as site A: %v", err)
+	}
+	n2, _ := tr.Scores(named)
+	same(t, "Scores as site A", n1, n2)
+	for _, n := range in.Sites {
+		if v, ok := n1[n.Name]; !ok || !(v > 0 && v <= 1) {
+			t.Fatalf("A's score of %s = %v (present %v), want in (0, 1]", n.Name, v, ok)
+		}
+	}
 	o := policy.Outcomes{Completed: 4, Failed: 2, Unreachable: 1}
 	if got := tr.Decay(o, 0, time.Hour); got != o {
 		t.Fatalf("Decay with no time elapsed: %+v", got)

@@ -33,21 +33,40 @@ var _ policy.Trust = Policy{}
 // Name is BuiltinName.
 func (Policy) Name() string { return BuiltinName }
 
-// Scores returns every named site's score as in.Observer sees it
-// (Model.Scores); the error wraps ErrModel when the model is out of range.
+// Scores returns every named site's score as in.Observer sees it. The
+// broker (Observer.Name "") scores with Model.Scores; a named observer (a
+// cluster or a local area that asks, as in paper 002's experiment) with
+// Model.Score from it to each site, over the observer and the sites as
+// nodes. The error wraps ErrModel when the model is out of range.
 func (p Policy) Scores(in *policy.TrustInput) (map[string]float64, error) {
 	if err := p.Model.Validate(); err != nil {
 		return nil, err
-	}
-	sites := make([]Node, len(in.Sites))
-	for i, s := range in.Sites {
-		sites[i] = Node(s)
 	}
 	out := make(map[Key]Outcomes, len(in.Outcomes))
 	for k, o := range in.Outcomes {
 		out[Key(k)] = Outcomes(o)
 	}
-	return p.Model.Scores(Node(in.Observer), sites, out), nil
+	if in.Observer.Name == "" {
+		sites := make([]Node, len(in.Sites))
+		for i, s := range in.Sites {
+			sites[i] = Node(s)
+		}
+		return p.Model.Scores(Node(in.Observer), sites, out), nil
+	}
+	nodes := make(map[string]Node, len(in.Sites)+1)
+	nodes[in.Observer.Name] = Node(in.Observer)
+	for _, s := range in.Sites {
+		if s.Name != "" {
+			nodes[s.Name] = Node(s)
+		}
+	}
+	scores := make(map[string]float64, len(in.Sites))
+	for _, s := range in.Sites {
+		if s.Name != "" {
+			scores[s.Name] = p.Model.Score(nodes, out, in.Observer.Name, s.Name)
+		}
+	}
+	return scores, nil
 }
 
 // Decay ages each count by elapsed at halfLife (Decay).

@@ -2,8 +2,8 @@ package experiment
 
 import (
 	"errors"
-	"fmt"
-	"strings"
+
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 // Sentinel errors. Errors of Load and Parse are an ErrorList of *FieldError,
@@ -23,49 +23,9 @@ var (
 	ErrNoTrace = errors.New("workload trace not found")
 )
 
-// FieldError is one problem of an experiment file.
-type FieldError struct {
-	File  string
-	Line  int    // 1-based; 0 when unknown
-	Field string // dotted path such as "sweep.p[2]"; "" for the whole file
-	Msg   string
-	Err   error // the sentinel
-}
-
-func (e *FieldError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// Unwrap returns the sentinel.
-func (e *FieldError) Unwrap() error { return e.Err }
+// FieldError is one problem of an experiment file: the job-file language's
+// positioned error (File, Pos.Line, Field, Msg, the sentinel Err).
+type FieldError = jobfile.FieldError
 
 // ErrorList is every problem found in one file, in file order.
-type ErrorList []*FieldError
-
-func (l ErrorList) Error() string {
-	s := make([]string, len(l))
-	for i, e := range l {
-		s[i] = e.Error()
-	}
-	return strings.Join(s, "\n")
-}
-
-// Unwrap exposes the members to errors.Is and errors.As.
-func (l ErrorList) Unwrap() []error {
-	out := make([]error, len(l))
-	for i, e := range l {
-		out[i] = e
-	}
-	return out
-}
+type ErrorList = jobfile.ErrorList

@@ -81,7 +81,7 @@ func checkExperimentErrors(t *testing.T, file string, err error) {
 		if fe == nil {
 			t.Fatalf("error %d is nil", i)
 		}
-		if fe.File != file || !strings.HasPrefix(fe.Error(), file) || fe.Msg == "" || fe.Line < 0 {
+		if fe.File != file || !strings.HasPrefix(fe.Error(), file) || fe.Msg == "" || fe.Pos.Line < 0 {
 			t.Errorf("error %q does not name the file or says nothing", fe.Error())
 		}
 		k := 0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 	"io"
 	"reflect"
 	"regexp"
@@ -228,7 +229,7 @@ func Parse(filename string, data []byte) (*Experiment, error) {
 	e.defaults()
 	p.validate(e)
 	if len(p.errs) > 0 {
-		slices.SortStableFunc(p.errs, func(a, b *FieldError) int { return a.Line - b.Line })
+		slices.SortStableFunc(p.errs, func(a, b *FieldError) int { return a.Pos.Line - b.Pos.Line })
 		return nil, p.errs
 	}
 	return e, nil
@@ -241,7 +242,7 @@ type parser struct {
 }
 
 func (p *parser) add(line int, field string, sentinel error, format string, args ...any) {
-	p.errs = append(p.errs, &FieldError{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...), Err: sentinel})
+	p.errs = append(p.errs, &FieldError{File: p.file, Pos: jobfile.Pos{Line: line}, Field: field, Msg: fmt.Sprintf(format, args...), Err: sentinel})
 }
 
 // at adds an error located at the line of field (or of its nearest parent

@@ -35,8 +35,8 @@ var pbsSubmitScript = pbs.Cmds{}.SubmitArgv("", nil)[2]
 // returns ok false and runs in the real shell, which gives the same answer
 // (TestBatchSbatchReadsTheHereDocument, TestBatchPBSMatchesShell).
 func (s *Site) batchRequests(line string) (nonce string, cmds []batchCmd, ok bool) {
-	w, ok := splitQuoted(line)
-	if !ok || len(w) != 4 || w[0] != sshbatch.Shell || w[1] != "-c" || w[3] != sshbatch.Program {
+	w, err := sshbatch.Unquote(line)
+	if err != nil || len(w) != 4 || w[0] != sshbatch.Shell || w[1] != "-c" || w[3] != sshbatch.Program {
 		return "", nil, false
 	}
 	nonce, dec, err := sshbatch.Decode(w[2])

@@ -204,6 +204,11 @@ func (s *Site) serveCmds() {
 	}
 }
 
+// cmdFunc answers one batch command of a dialect: a is its arguments
+// (req.Argv without the program), the answer goes to o, the exit code is
+// returned.
+type cmdFunc func(s *Site, o *out, a []string, req request) int
+
 // run dispatches one batch command to the dialect.
 func (s *Site) run(req request) reply {
 	name := path.Base(req.Argv[0])
@@ -211,11 +216,15 @@ func (s *Site) run(req request) reply {
 	s.batch[name]++
 	s.mu.Unlock()
 	o := &out{}
-	var code int
+	cmds := pbsAnswers
 	if s.cfg.Dialect == SLURM {
-		code = s.slurm(o, name, req)
+		cmds = slurmAnswers
+	}
+	code := 127
+	if f, ok := cmds[name]; ok {
+		code = f(s, o, req.Argv[1:], req)
 	} else {
-		code = s.pbs(o, name, req)
+		o.errf(127, "%s: command not found", name)
 	}
 	return reply{Stdout: o.stdout.Bytes(), Stderr: o.stderr.Bytes(), Code: code}
 }

@@ -4,6 +4,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // direct recognises a command line that is only a call of one of the
@@ -16,8 +18,8 @@ import (
 // without ~15 ms of process starts per command. Anything else (scripts,
 // pipes, other programs) returns ok false and runs in the real shell.
 func (s *Site) direct(line string) (req request, ok bool) {
-	w, ok := splitQuoted(line)
-	if !ok {
+	w, err := sshbatch.Unquote(line)
+	if err != nil {
 		return request{}, false
 	}
 	env := map[string]string{"USER": s.cfg.User}
@@ -57,45 +59,4 @@ func (s *Site) served(w []string, env map[string]string) (request, bool) {
 		return request{}, false
 	}
 	return request{Argv: append([]string{name}, w[1:]...), Cwd: s.home, Env: env}, true
-}
-
-// splitQuoted splits a line made only of transport.Quote's words.
-func splitQuoted(line string) ([]string, bool) {
-	var words []string
-	var cur strings.Builder
-	in := false
-	for i := 0; i < len(line); {
-		c := line[i]
-		switch {
-		case c == ' ':
-			if in {
-				words = append(words, cur.String())
-				cur.Reset()
-				in = false
-			}
-			i++
-		case c == '\'':
-			j := strings.IndexByte(line[i+1:], '\'')
-			if j < 0 {
-				return nil, false
-			}
-			cur.WriteString(line[i+1 : i+1+j])
-			in = true
-			i += j + 2
-		case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
-			cur.WriteByte('\'')
-			in = true
-			i += 2
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte("_-+.,/:@%", c) >= 0:
-			cur.WriteByte(c)
-			in = true
-			i++
-		default:
-			return nil, false
-		}
-	}
-	if in {
-		words = append(words, cur.String())
-	}
-	return words, len(words) > 0
 }

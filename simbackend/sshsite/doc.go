@@ -35,6 +35,10 @@
 //     shell and SFTP agree; a path or symbolic link leading outside is
 //     refused; every file written is bounded (Config.MaxFileSize).
 //
+// What the site reads of a request it reads with the backends' own code
+// (sshbatch.Unquote and Decode for command lines and batches,
+// pbs.ParseVariableList, pbs.ParseDuration and the tags' inverses
+// pbs.GridFromTag and slurm.GridFromTag), so the two cannot drift apart.
 // What the dialects print is what the backends' parsers read from the real
 // systems (their testdata fixtures); comparison tests hold the two side by
 // side against the real SLURM testbed and the real OpenPBS server. The

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/pbs"
 )
 
 // pbsQueue is the default queue of a PBS-dialect site.
@@ -21,38 +22,22 @@ const pbsQueue = "workq"
 // pbsVersion is what the dialect reports as pbs_version.
 const pbsVersion = "23.06.06"
 
-// pbsCtime is how PBS prints times (server local time).
-const pbsCtime = "Mon Jan _2 15:04:05 2006"
-
 var (
 	pbsNameRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,235}$`)
 	selectRe    = regexp.MustCompile(`^select=([0-9]+)(?::ncpus=([0-9]+))?$`)
-	pbsWallRe   = regexp.MustCompile(`^(?:(?:([0-9]+):)?([0-9]+):)?([0-9]+)$`)
 	pbsNumberRe = regexp.MustCompile(`^(?:0|-?[1-9][0-9]{0,17})$`)
 )
 
-// pbs runs one PBS command.
-func (s *Site) pbs(o *out, name string, req request) int {
-	a := req.Argv[1:]
-	switch name {
-	case "qsub":
-		return s.qsub(o, a, req)
-	case "qstat":
-		return s.qstat(o, a)
-	case "qselect":
-		return s.qselect(o, a)
-	case "qdel":
-		return s.qdel(o, a)
-	case "pbsnodes":
-		return s.pbsnodes(o, a)
-	case "pbs_rsub":
-		return s.rsub(o, a, req)
-	case "pbs_rstat":
-		return s.rstat(o, a)
-	case "pbs_rdel":
-		return s.rdel(o, a)
-	}
-	return o.errf(127, "%s: command not found", name)
+// pbsAnswers answer the PBS dialect's commands (pbsCmds).
+var pbsAnswers = map[string]cmdFunc{
+	"qsub":      (*Site).qsub,
+	"qstat":     func(s *Site, o *out, a []string, _ request) int { return s.qstat(o, a) },
+	"qselect":   func(s *Site, o *out, a []string, _ request) int { return s.qselect(o, a) },
+	"qdel":      func(s *Site, o *out, a []string, _ request) int { return s.qdel(o, a) },
+	"pbsnodes":  func(s *Site, o *out, a []string, _ request) int { return s.pbsnodes(o, a) },
+	"pbs_rsub":  (*Site).rsub,
+	"pbs_rstat": func(s *Site, o *out, a []string, _ request) int { return s.rstat(o, a) },
+	"pbs_rdel":  func(s *Site, o *out, a []string, _ request) int { return s.rdel(o, a) },
 }
 
 const qsubUsage = `usage: qsub [-a date_time] [-A account_string] [-c interval]
@@ -158,10 +143,10 @@ func (s *Site) qsub(o *out, a []string, req request) int {
 	j.vars["PBS_O_WORKDIR"] = req.Cwd
 	j.vars["PBS_O_SYSTEM"] = "Linux"
 	j.vars["PBS_O_HOST"] = s.cfg.Name
-	for k, v := range parseVarList(varList) {
+	for k, v := range pbs.ParseVariableList(varList) {
 		j.vars[k] = v
 	}
-	j.gridID = strings.TrimPrefix(j.vars["GRIDSUB_TAG"], "g:")
+	j.gridID = pbs.GridFromTag(j.vars[pbs.TagVar])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j.queue != pbsQueue {
@@ -205,43 +190,10 @@ func pbsJobName(script string) string {
 	return n
 }
 
-// parseVarList splits qsub -v "A=x,B=y" ("\," is a comma inside a value).
-func parseVarList(s string) map[string]string {
-	m := map[string]string{}
-	var cur strings.Builder
-	flush := func() {
-		if k, v, ok := strings.Cut(cur.String(), "="); ok && k != "" {
-			m[k] = v
-		}
-		cur.Reset()
-	}
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '\\' && i+1 < len(s) && s[i+1] == ',':
-			cur.WriteByte(',')
-			i++
-		case s[i] == ',':
-			flush()
-		default:
-			cur.WriteByte(s[i])
-		}
-	}
-	if s != "" {
-		flush()
-	}
-	return m
-}
-
+// pbsDuration reads a walltime or duration as PBS does ([[HH:]MM:]SS);
+// ok is false for one that is unreadable or not positive.
 func pbsDuration(v string) (time.Duration, bool) {
-	m := pbsWallRe.FindStringSubmatch(v)
-	if m == nil {
-		return 0, false
-	}
-	var n [3]int64
-	for i := 1; i <= 3; i++ {
-		n[i-1], _ = strconv.ParseInt(m[i], 10, 64)
-	}
-	d := time.Duration(n[0]*3600+n[1]*60+n[2]) * time.Second
+	d := pbs.ParseDuration(v)
 	return d, d > 0
 }
 
@@ -264,7 +216,7 @@ func (s *Site) pbsAttrs(j *job, st backends.JobStatus) []kv {
 	case st.State.Final():
 		state, substate = "F", "92"
 	}
-	ct := func(t time.Time) string { return t.Local().Format(pbsCtime) }
+	ct := func(t time.Time) string { return t.Local().Format(pbs.CtimeLayout) }
 	a := []kv{{"Job_Name", j.name}, {"Job_Owner", j.user + "@" + s.cfg.Name}, {"job_state", state},
 		{"queue", j.queue}, {"server", s.cfg.Name}, {"ctime", ct(j.submit)},
 		{"Error_Path", s.cfg.Name + ":" + j.err}, {"Output_Path", s.cfg.Name + ":" + j.out}}
@@ -350,7 +302,7 @@ func jsonJob(attrs []kv) map[string]any {
 	for _, a := range attrs {
 		if a.k == "Variable_List" {
 			vars := map[string]any{}
-			for k, v := range parseVarList(a.v) {
+			for k, v := range pbs.ParseVariableList(a.v) {
 				vars[k] = jsonValue(v)
 			}
 			m[a.k] = vars

@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/pbs"
 )
-
-// rsubLayout is pbs_rsub -R's CCYYMMDDhhmm[.SS], server local time.
-const rsubLayout = "200601021504.05"
 
 // rsub creates an advance reservation: pbs_rsub -R <start> -D <secs>
 // -l select=N[:ncpus=C] [-l place=...] [-N name] [-U users] [-I wait]. The
@@ -30,7 +28,7 @@ func (s *Site) rsub(o *out, a []string, req request) int {
 		i++
 		switch w {
 		case "-R":
-			t, err := time.ParseInLocation(rsubLayout, v, time.Local)
+			t, err := time.ParseInLocation(pbs.RsubTimeLayout, v, time.Local)
 			if err != nil {
 				t, err = time.ParseInLocation("200601021504", v, time.Local)
 			}
@@ -124,7 +122,7 @@ func (s *Site) rstat(o *out, a []string) int {
 		}
 	}
 	s.mu.Unlock()
-	ct := func(t time.Time) string { return t.Local().Format(pbsCtime) }
+	ct := func(t time.Time) string { return t.Local().Format(pbs.CtimeLayout) }
 	shown := 0
 	for _, r := range rs {
 		st := s.resvState(r)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/slurm"
 )
 
 // out collects a command's output.
@@ -29,24 +30,16 @@ func (o *out) errf(code int, format string, a ...any) int {
 // partition is the one partition of a SLURM-dialect site.
 const partition = "batch"
 
-// slurm runs one SLURM command.
-func (s *Site) slurm(o *out, name string, req request) int {
-	a := req.Argv[1:]
-	switch name {
-	case "sbatch":
-		return s.sbatch(o, a, req)
-	case "squeue":
-		return s.squeue(o, a, req)
-	case "sinfo":
-		return s.sinfo(o, a)
-	case "scancel":
-		return s.scancel(o, a)
-	case "sacct":
+// slurmAnswers answer the SLURM dialect's commands (slurmCmds).
+var slurmAnswers = map[string]cmdFunc{
+	"sbatch":  (*Site).sbatch,
+	"squeue":  (*Site).squeue,
+	"sinfo":   func(s *Site, o *out, a []string, _ request) int { return s.sinfo(o, a) },
+	"scancel": func(s *Site, o *out, a []string, _ request) int { return s.scancel(o, a) },
+	"sacct": func(_ *Site, o *out, _ []string, _ request) int {
 		return o.errf(1, "Slurm accounting storage is disabled")
-	case "scontrol":
-		return s.scontrol(o, a, req)
-	}
-	return o.errf(127, "%s: command not found", name)
+	},
+	"scontrol": (*Site).scontrol,
 }
 
 // longOpt splits "--name=value" or "--name value" (consuming the next
@@ -175,7 +168,7 @@ func (s *Site) sbatch(o *out, a []string, req request) int {
 	if errp == "" {
 		errp = outp
 	}
-	j.gridID, _ = strings.CutPrefix(j.comment, "gridsub:")
+	j.gridID = slurm.GridFromTag(j.comment)
 	if j.name == "" {
 		j.name = filepath.Base(j.script)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/trust"
 )
 
@@ -56,6 +57,11 @@ type Config struct {
 	Policy      string     // TrustMinMin or MinMin
 	Seed        uint64     // the world and every run's draw; the same for every policy
 	Model       trust.Model
+	// Trust learns the trust Trust-Min-min reads (policy.Trust, the
+	// interface the live broker's daemon uses), each cluster and each
+	// local area as the observer that asks; nil: paper 002's model with
+	// Model's constants (trust.Policy).
+	Trust policy.Trust
 }
 
 // Default is the paper's experiment with 100 tasks, Trust-Min-min, one by
@@ -228,9 +234,12 @@ func Sequence(ctx context.Context, c Config) ([]RunResult, error) {
 		}
 		d := w.draw(runs)
 		var lv trust.Levels
+		var err error
 		switch c.Policy {
 		case TrustMinMin:
-			lv = w.levels(learned)
+			if lv, err = w.levels(learned); err != nil {
+				return nil, err
+			}
 		case QoSMinMin:
 			one := func(string, string) float64 { return 1 }
 			lv = trust.Levels{Area: one, Cluster: one}
@@ -251,28 +260,47 @@ func Sequence(ctx context.Context, c Config) ([]RunResult, error) {
 
 // levels is the trust learned so far, as Trust-Min-min reads it: between
 // clusters over the clusters' outcomes, between areas over the same outcomes
-// pooled by area (trust.Model.Score: direct trust from the asker's own
-// outcomes, indirect from every other node's, β adapting to the asker's
-// experience of each witness). Computed once per run: trust does not change
-// while a run is planned.
-func (w *world) levels(learned map[trust.Key]trust.Outcomes) trust.Levels {
-	m := w.c.Model
-	byArea := map[trust.Key]trust.Outcomes{}
+// pooled by area, each asked of the trust policy with the asking cluster
+// (area) as the observer (paper 002's model: direct trust from the asker's
+// own outcomes, indirect from every other node's, β adapting to the
+// asker's experience of each witness). Computed once per run: trust does
+// not change while a run is planned.
+func (w *world) levels(learned map[trust.Key]trust.Outcomes) (trust.Levels, error) {
+	tp := w.c.Trust
+	if tp == nil {
+		tp = trust.Policy{Model: w.c.Model}
+	}
+	byArea := map[policy.TrustKey]policy.Outcomes{}
+	byCluster := make(map[policy.TrustKey]policy.Outcomes, len(learned))
 	for k, o := range learned {
-		ak := trust.Key{From: w.nodes[k.From].Area, To: w.nodes[k.To].Area}
-		byArea[ak] = byArea[ak].Add(o)
+		byCluster[policy.TrustKey(k)] = policy.Outcomes(o)
+		ak := policy.TrustKey{From: w.nodes[k.From].Area, To: w.nodes[k.To].Area}
+		byArea[ak] = byArea[ak].Add(policy.Outcomes(o))
 	}
-	cl := map[trust.Key]float64{}
-	for _, a := range w.clusters {
-		for _, b := range w.clusters {
-			cl[trust.Key{From: a.Name, To: b.Name}] = m.Score(w.nodes, learned, a.Name, b.Name)
+	table := func(nodes map[string]trust.Node, out map[policy.TrustKey]policy.Outcomes) (map[trust.Key]float64, error) {
+		sites := make([]policy.TrustNode, 0, len(nodes))
+		for _, n := range nodes {
+			sites = append(sites, policy.TrustNode(n))
 		}
+		t := make(map[trust.Key]float64, len(nodes)*len(nodes))
+		for _, a := range sites {
+			sc, err := tp.Scores(&policy.TrustInput{Observer: a, Sites: sites, Outcomes: out})
+			if err != nil {
+				return nil, fmt.Errorf("trust policy %s: %w", tp.Name(), err)
+			}
+			for b, v := range sc {
+				t[trust.Key{From: a.Name, To: b}] = v
+			}
+		}
+		return t, nil
 	}
-	ar := map[trust.Key]float64{}
-	for a := range w.areas {
-		for b := range w.areas {
-			ar[trust.Key{From: a, To: b}] = m.Score(w.areas, byArea, a, b)
-		}
+	cl, err := table(w.nodes, byCluster)
+	if err != nil {
+		return trust.Levels{}, err
+	}
+	ar, err := table(w.areas, byArea)
+	if err != nil {
+		return trust.Levels{}, err
 	}
 	get := func(t map[trust.Key]float64) func(from, to string) float64 {
 		return func(from, to string) float64 {
@@ -282,7 +310,7 @@ func (w *world) levels(learned map[trust.Key]trust.Outcomes) trust.Levels {
 			return 1 // a pair nobody knows: no history
 		}
 	}
-	return trust.Levels{Area: get(ar), Cluster: get(cl)}
+	return trust.Levels{Area: get(ar), Cluster: get(cl)}, nil
 }
 
 type placed struct {

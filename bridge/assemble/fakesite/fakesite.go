@@ -66,7 +66,7 @@ func Spec(epoch time.Time, sites ...Site) assemble.Spec {
 	var spec assemble.Spec
 	for _, s := range sites {
 		spec.Sites = append(spec.Sites, assemble.SiteSpec{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.Cores, H: s.H,
-			Real: func(context.Context) (backends.Backend, io.Closer, error) {
+			Open: func(context.Context) (backends.Backend, io.Closer, error) {
 				b, err := simbackend.NewSite(e, simbackend.SiteConfig{Name: s.Name, Nodes: s.Nodes, CoresPerNode: s.Cores})
 				if err != nil {
 					return nil, nil, err

@@ -34,5 +34,7 @@
 // executable (checksum verified before it starts, AutoMTLS, gRPC only, a
 // start timeout, none of gridsub's environment) and returns a planner whose value survives Restart;
 // WithFallback restarts a failing plugin and, when that does not help,
-// falls back to a built-in planner and says so.
+// falls back to a built-in planner and says so. This package installs
+// Load as the plugin catalog's loader of planners (catalog.go), so
+// bridge/plugins.Policy starts planner plugins the way it builds built-ins.
 package plannerrpc

@@ -3,6 +3,8 @@ package plannerrpc
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gridsub/gridsub/bridge/plugins"
 )
 
 // A policy name that starts with RefPrefix names a planner plugin, in an
@@ -14,7 +16,7 @@ import (
 //	                                  (isolated): the gridsub binary,
 //	                                  re-executed as `gridsub plugin serve
 //	                                  planner NAME`
-const RefPrefix = "plugin:"
+const RefPrefix = plugins.PolicyPluginPrefix
 
 const builtinPrefix = "builtin:"
 
@@ -25,25 +27,13 @@ type Ref struct {
 	Builtin string   // NAME of plugin:builtin:NAME
 }
 
-// ParseRef parses a policy name. ok is false for a name without
-// RefPrefix (a built-in planner run in process). It does not check that a
-// built-in's name exists: the caller's policy registry does.
+// ParseRef parses a policy name with the plugin catalog's syntax
+// (plugins.ParsePolicyRef). ok is false for a name without RefPrefix (a
+// built-in planner run in process). It does not check that a built-in's
+// name exists: the caller's policy registry does.
 func ParseRef(name string) (r Ref, ok bool, err error) {
-	rest, ok := strings.CutPrefix(name, RefPrefix)
-	if !ok {
-		return r, false, nil
-	}
-	if b, isBuiltin := strings.CutPrefix(rest, builtinPrefix); isBuiltin {
-		if b == "" {
-			return r, true, fmt.Errorf("%q names no built-in planner: write plugin:builtin:NAME", name)
-		}
-		return Ref{Builtin: b}, true, nil
-	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return r, true, fmt.Errorf("%q names no executable: write plugin:/path/to/planner, or plugin:builtin:NAME", name)
-	}
-	return Ref{Path: f[0], Args: f[1:]}, true, nil
+	p, ok, err := plugins.ParsePolicyRef(name)
+	return Ref{Path: p.Path, Args: p.Args, Builtin: p.Builtin}, ok, err
 }
 
 // String is the reference as it was written (arguments joined by one

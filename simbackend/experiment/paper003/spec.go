@@ -12,8 +12,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/gridsub/gridsub/simbackend/experiment"
 	"github.com/gridsub/gridsub/policy/benefit"
+	"github.com/gridsub/gridsub/simbackend/experiment"
 )
 
 // Kind is the experiment file's kind for paper 003.

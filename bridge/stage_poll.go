@@ -1,0 +1,134 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// poller is the poll stage. It asks every site that does not push its
+// changes, in one batched Status call, for the state of the live components
+// it runs, takes the changes the pushing sites reported (Notify), and folds
+// both into the components. The jobs that changed go to the track stage
+// (cycleState.touched), in the order of their first change. A site whose
+// status calls keep failing has lost the components it runs (detectDown,
+// outage.go).
+type poller struct {
+	part
+	*duties   // the cancels owed for the components a site lost
+	*remapper // the sites' estimated starts of waiting components
+}
+
+// run is the poll stage (see poller). It writes cs.touched, and a site's
+// failed status call to cs.rep.
+func (p *poller) run(ctx context.Context, cs *cycleState) {
+	now := cs.now
+	p.mu.Lock()
+	var ids [][]backends.JobID
+	if p.polling {
+		ids = make([][]backends.JobID, len(p.sites))
+		for _, id := range p.live {
+			for _, c := range p.jobs[id].Comps {
+				if s := p.siteIdx[c.Site]; !c.State.Final() && !p.sites[s].Pushes && c.RemoteID != "" {
+					ids[s] = append(ids[s], c.RemoteID)
+				}
+			}
+		}
+	}
+	p.mu.Unlock()
+
+	var results [][]backends.JobStatus
+	var errs []error
+	if ids != nil {
+		results = make([][]backends.JobStatus, len(p.sites))
+		errs = make([]error, len(p.sites))
+		p.eachSite(func(s int) {
+			if len(ids[s]) == 0 {
+				return
+			}
+			results[s], errs[s] = p.sites[s].Backend.Status(ctx, ids[s])
+			if errs[s] == nil && len(results[s]) != len(ids[s]) {
+				errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
+			}
+		})
+	}
+	notes := p.takeNotes()
+	defer p.spare(notes)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	touched := p.detectDown(ctx, results, errs, now)
+	for _, n := range notes {
+		if j := p.apply(n.site, n.st, now); j != nil {
+			touched = append(touched, j)
+		}
+	}
+	for s := range results {
+		if errs[s] != nil {
+			cs.rep.Errors = append(cs.rep.Errors, fmt.Errorf("site %s: status: %w", p.sites[s].Name, errs[s]))
+			lvl := slog.LevelWarn
+			if p.outageGoesOn(s, now) { // said once per outage
+				lvl = slog.LevelDebug
+			}
+			p.log.Log(ctx, lvl, "status poll failed", "site", p.sites[s].Name, "err", errs[s])
+			continue
+		}
+		cs.rep.Polled += len(results[s])
+		for i, st := range results[s] {
+			st.ID = ids[s][i] // answers come in request order; trust the order, not the echo
+			if j := p.apply(s, st, now); j != nil {
+				touched = append(touched, j)
+			}
+		}
+	}
+	cs.touched = touched
+}
+
+// apply records one component status and returns its job the first time the
+// job changes in this cycle (nil otherwise). The ledger's lock held.
+func (p *poller) apply(site int, st backends.JobStatus, now time.Time) *Job {
+	id, ok := p.where[compKey{site, st.ID}]
+	if !ok {
+		return nil
+	}
+	p.noteEstimate(site, st)
+	j := p.jobs[id]
+	if j.State != Dispatched && j.State != Running {
+		return nil
+	}
+	name := p.sites[site].Name
+	for k := range j.Comps {
+		c := &j.Comps[k]
+		if c.Site != name || c.RemoteID != st.ID || c.State.Final() || st.State == c.State {
+			continue
+		}
+		c.State, c.Reason = st.State, st.Reason
+		if st.State.Final() {
+			c.ExitCode = st.ExitCode
+			c.End = orNow(st.End, now)
+			p.noteLoss(site, st, now)
+		}
+		if st.State == backends.StateRunning || (st.State.Final() && c.Start.IsZero() && !st.Start.IsZero()) {
+			c.Start = orNow(st.Start, now)
+		}
+		if !j.touched {
+			j.touched = true
+			return j
+		}
+		return nil
+	}
+	return nil
+}
+
+type note struct {
+	site int
+	st   backends.JobStatus
+}
+
+type compKey struct {
+	site int
+	id   backends.JobID
+}

@@ -1,0 +1,92 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gridsub/gridsub/policy"
+)
+
+// snapshotter is the snapshot stage: it asks every site for its Info
+// (concurrently for real sites, in order for simulated ones; a site that
+// pushes its changes only when it changed) and builds the policy's view of
+// the world from it, the queue and the links. It owns the snapshot, which
+// is reused from cycle to cycle: the stages after it read it during the
+// cycle only.
+type snapshotter struct {
+	part
+	*reservations // a site's node count, learned for the reservation graph
+	*copies       // the queue's order by tier
+	snap          policy.Snapshot
+}
+
+// run is the snapshot stage: it writes cs.snap, and a site whose Info
+// failed to cs.rep.
+func (sn *snapshotter) run(ctx context.Context, cs *cycleState) error {
+	snap, err := sn.snapshot(ctx, cs.now, &cs.rep)
+	cs.snap = snap
+	return err
+}
+
+// snapshot builds the policy's view of the world at now.
+func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleReport) (*policy.Snapshot, error) {
+	if sn.snapSites == nil {
+		sn.snapSites = make([]policy.Site, len(sn.sites))
+		sn.infoOK = make([]bool, len(sn.sites))
+		sn.infoErr = make([]error, len(sn.sites))
+	}
+	sn.notesMu.Lock()
+	stale := sn.stale
+	sn.stale = 0
+	sn.notesMu.Unlock()
+	sn.eachSite(func(s int) {
+		// A site that pushes its changes is asked again only when it changed
+		// (or when asking failed last time); the others every cycle.
+		if sn.sites[s].Pushes && sn.infoOK[s] && stale&(1<<uint(min(s, 63))) == 0 && s < 64 {
+			return
+		}
+		in, err := sn.sites[s].Backend.Info(ctx)
+		sn.infoErr[s] = err
+		sn.infoOK[s] = err == nil && in != nil
+		ps := &sn.snapSites[s]
+		*ps = policy.Site{Name: sn.sites[s].Name, H: sn.sites[s].H, Busy: ps.Busy[:0]}
+		if !sn.infoOK[s] {
+			ps.Down = true
+			return
+		}
+		ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
+		ps.Shape = policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode}
+		ps.Trust = sn.trust[s]
+		for _, a := range in.Busy {
+			ps.Busy = append(ps.Busy, policy.Hold{Nodes: a.Nodes, Until: a.Until})
+		}
+	})
+	sn.mu.Lock()
+	for s := range sn.sites {
+		if !sn.infoOK[s] {
+			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", sn.sites[s].Name, sn.infoErr[s]))
+			sn.downKeepsSize(s)
+		} else if sn.see(s, sn.snapSites[s].Nodes, sn.snapSites[s].Shape); sn.capacity[s] != sn.snapSites[s].Nodes {
+			sn.learned(ctx, now, s, sn.snapSites[s].Nodes)
+		}
+	}
+	sn.mu.Unlock()
+	// The snapshot and its buffers are reused from cycle to cycle: the
+	// policy reads them only during Plan and must not modify them.
+	up := sn.uplinks()
+	sn.snap = policy.Snapshot{Now: now, Sites: sn.snapSites, Links: sn.siteLinks(up), MultiSite: sn.opts.MultiSite,
+		Quiet: sn.opts.NoHistory, Uplinks: up}
+	sn.mu.Lock()
+	// Only jobs submitted by the cycle's now: a submission that arrived while
+	// this cycle was polling the sites is planned by the next cycle, so no
+	// job is dispatched "before" it was submitted. Concurrent submissions
+	// may enter the queue in another order than their times (each takes its
+	// time before it is stored), so a late job may sit before an earlier
+	// one: every job is checked, and the queue is copied only when one is
+	// left out. The cap keeps an append by the policy from writing into the
+	// broker's own view of the queue.
+	sn.snap.Queue = sn.tierOrder(sn.submittedBy(now))
+	sn.mu.Unlock()
+	return &sn.snap, nil
+}
