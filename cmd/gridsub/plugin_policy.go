@@ -24,24 +24,25 @@ type policyKind struct {
 	byName func(string) (any, error)
 }
 
-// policyKinds are the six policy extension points, placement first, with
-// their built-ins from policy/registry.
+// policyKinds are the six policy extension points, placement first: their
+// built-ins' names from policy/registry, each built by the plugin catalog.
 func policyKinds() []policyKind {
 	kinds := []struct {
-		cli string
-		reg policy.Kind
-		get func(string) (any, error)
+		cli, catalog string
+		reg          policy.Kind
 	}{
-		{plugins.KindPlacement, policy.KindPlanner, func(n string) (any, error) { return registry.ByName(n) }},
-		{plugins.KindFeasibility, policy.KindFeasibility, func(n string) (any, error) { return registry.Feasibility(n) }},
-		{plugins.KindAdmission, policy.KindAdmission, func(n string) (any, error) { return registry.Admission(n) }},
-		{plugins.KindTrust, policy.KindTrust, func(n string) (any, error) { return registry.Trust(n) }},
-		{plugins.KindTiering, policy.KindTiering, func(n string) (any, error) { return registry.Tiering(n) }},
-		{plugins.KindRemap, policy.KindRemap, func(n string) (any, error) { return registry.Remap(n) }},
+		{plugins.KindPlacement, plugins.KindPlanner, policy.KindPlanner},
+		{plugins.KindFeasibility, plugins.KindFeasibility, policy.KindFeasibility},
+		{plugins.KindAdmission, plugins.KindAdmission, policy.KindAdmission},
+		{plugins.KindTrust, plugins.KindTrust, policy.KindTrust},
+		{plugins.KindTiering, plugins.KindTiering, policy.KindTiering},
+		{plugins.KindRemap, plugins.KindRemap, policy.KindRemap},
 	}
 	out := make([]policyKind, len(kinds))
 	for i, k := range kinds {
-		out[i] = policyKind{kind: k.cli, names: func() []string { return registry.NamesOf(k.reg) }, byName: k.get}
+		out[i] = policyKind{kind: k.cli, names: func() []string { return registry.NamesOf(k.reg) },
+			// the catalog's built-ins, as every policy is built
+			byName: func(n string) (any, error) { return plugins.BuiltinPolicy(k.catalog, n, plugins.PolicyInput{}) }}
 	}
 	return out
 }
