@@ -11,6 +11,7 @@ import (
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/trust"
 	"github.com/gridsub/gridsub/simbackend/replay"
+	"github.com/gridsub/gridsub/simbackend/trustsim"
 )
 
 // workload is n jobs arriving over a few days, a sixth of them running
@@ -111,4 +112,39 @@ func TestReplayThroughPlugin(t *testing.T) {
 	if err := remote.(interface{ Err() error }).Err(); err != nil {
 		t.Errorf("a Decay call failed in the plugin replay: %v", err)
 	}
+}
+
+// TestTrustExperimentThroughPlugin: paper 002's experiment (trustsim:
+// Trust-Min-min over 20 clusters, a fifth failing every run, trust learned
+// between runs with every cluster and area asking as the observer) gives
+// the same results with the beta model in process and out of process.
+func TestTrustExperimentThroughPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the plugin")
+	}
+	bin, sum := buildPlugin(t)
+	remote := loadPlugin(t, bin, sum)
+	c := trustsim.Default()
+	c.Runs, c.Tasks = 20, 60
+	var out [2]string
+	calls, decays := 0, 0
+	for i, tp := range []policy.Trust{New(), counting{remote, &calls, &decays}} {
+		c.Trust = tp
+		res, err := trustsim.Sequence(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(b)
+	}
+	if out[0] != out[1] {
+		t.Fatal("the experiment's results differ with the model out of process")
+	}
+	if calls == 0 {
+		t.Fatal("the experiment never asked the plugin")
+	}
+	t.Logf("%d Scores calls through the plugin", calls)
 }
