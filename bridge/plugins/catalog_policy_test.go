@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/gridsub/gridsub/bridge/plugins"
@@ -48,7 +49,8 @@ func TestPolicyCatalog(t *testing.T) {
 			t.Errorf("%s %q: %v, want an error (%v)", c.spec.Kind, c.spec.Ref, err, c.want)
 		}
 	}
-	if ks := plugins.PolicyKinds(); len(ks) == 0 || ks[0] != plugins.KindPlanner {
+	// The planner, and the five kinds catalog_policykinds.go adds.
+	if ks := plugins.PolicyKinds(); len(ks) != 6 || !slices.Contains(ks, plugins.KindPlanner) || !slices.Contains(ks, plugins.KindTrust) {
 		t.Errorf("policy kinds %v", ks)
 	}
 }

@@ -26,7 +26,7 @@ func newPluginCmd() *cobra.Command {
 process. gridsub starts it itself for a site with "isolate: true"; run by
 hand it only says that it is a plugin and exits.`,
 	}
-	serve := &cobra.Command{Use: "serve", Short: "Serve a built-in backend or planner over the plugin protocol"}
+	serve := &cobra.Command{Use: "serve", Short: "Serve a built-in backend or policy (of any kind) over the plugin protocol"}
 	serve.AddCommand(&cobra.Command{
 		Use:       "backend NAME",
 		Short:     "Serve the built-in backend NAME (" + strings.Join(plugins.BuiltinBackends(), ", ") + ")",
@@ -54,12 +54,13 @@ hand it only says that it is a plugin and exits.`,
 			return nil
 		},
 	})
+	addPolicyServeCmds(serve) // plugin_policy.go
 	c.AddCommand(serve)
 	return c
 }
 
 func newPluginsCmd(g *globals) *cobra.Command {
-	var embedded bool
+	var embedded, builtins bool
 	c := &cobra.Command{
 		Use:   "plugins",
 		Short: "List the plugins the configuration loads: mode, version, checksum, pid and health",
@@ -86,11 +87,21 @@ daemon has loaded (GET /v1/plugins), restarts and crash loops included.
 Without one, or with --embedded, it loads the configuration's sites here,
 lists them and stops them again.
 
---output json prints the same records.`,
+The table ends with the six policy kinds (placement, feasibility,
+admission, trust, tiering, remap) and their built-ins, each of which
+"gridsub plugin serve KIND NAME" runs out of process. --builtins prints
+only that list, without loading the configuration.
+
+--output json prints the same records (the loaded plugins; with
+--builtins, the kinds).`,
 		Example: `  gridsub --config site.yaml plugins
-  gridsub --config site.yaml plugins --output json`,
+  gridsub --config site.yaml plugins --output json
+  gridsub plugins --builtins`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if builtins {
+				return writeKinds(g.stdout, g.json())
+			}
 			if !embedded {
 				c, err := connect(cmd.Context(), g)
 				var ee *exitError
@@ -144,6 +155,7 @@ lists them and stops them again.
 		},
 	}
 	c.Flags().BoolVar(&embedded, "embedded", false, "load the configuration's plugins here even when a daemon runs")
+	c.Flags().BoolVar(&builtins, "builtins", false, "list the policy kinds and their built-ins only (no configuration needed)")
 	return c
 }
 
@@ -173,5 +185,6 @@ func writePlugins(w io.Writer, rows []plugins.Listing) error {
 	for _, n := range notes {
 		fmt.Fprintln(w, n)
 	}
-	return nil
+	fmt.Fprintln(w)
+	return writeKinds(w, false)
 }

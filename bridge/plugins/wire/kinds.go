@@ -124,6 +124,7 @@ type RemoteError struct {
 	Method string // the call that failed ("Submit")
 	Msg    string // the plugin's error text
 	Kinds  []Kind
+	codec  *Codec // the table Kinds index; nil: the backend protocol's (Table)
 }
 
 func (e *RemoteError) Error() string {
@@ -138,7 +139,12 @@ func (e *RemoteError) Error() string {
 }
 
 // Unwrap yields the sentinels of e's kinds.
-func (e *RemoteError) Unwrap() []error { return Sentinels(e.Kinds) }
+func (e *RemoteError) Unwrap() []error {
+	if e.codec != nil {
+		return e.codec.Sentinels(e.Kinds)
+	}
+	return Sentinels(e.Kinds)
+}
 
 // Decode is the client's side of a reply's error: nil when kinds is empty
 // and msg is "", else a *RemoteError.

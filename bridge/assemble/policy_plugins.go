@@ -1,0 +1,112 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
+	"github.com/gridsub/gridsub/policy"
+)
+
+// PolicyPlugins says how to start the policy plugins a PolicyNames names
+// with a plugin: reference (NAME | plugin:/path ARGS | plugin:builtin:NAME,
+// as broker.policy): one checksum per kind (plugin:builtin: needs none:
+// it is gridsub itself), and what every Config shares (timeouts, logger,
+// the gridsub executable).
+type PolicyPlugins struct {
+	SHA256 map[string]string // by kind: plugins.KindTrust, ...
+	Base   policyrpc.Config
+	// Fallback: a plugin that fails for good hands over to its kind's
+	// default built-in (policy/registry), as a planner plugin does to
+	// broker.fallback_policy.
+	Fallback bool
+}
+
+// Open is build for names that may also be plugin references: each
+// extension point's built-in in process, or its plugin started out of
+// process (checksummed, AutoMTLS, restarted when it dies). The closer
+// stops every plugin started (it is a *PolicyPluginSet, whose Listings
+// are their rows for `gridsub plugins`); on an error the ones already
+// started are stopped. (Written by the plugin seam's work: the config's validation and
+// Build call build today; switching them to Open lets broker.trust etc.
+// name plugins.)
+func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policies, io.Closer, error) {
+	var p bridge.Policies
+	started := &PolicyPluginSet{}
+	for _, x := range []struct {
+		kind, name string
+		set        func(any) bool
+	}{
+		{plugins.KindFeasibility, n.Feasibility, func(v any) (ok bool) { p.Feasibility, ok = v.(policy.Feasibility); return }},
+		{plugins.KindAdmission, n.Admission, func(v any) (ok bool) { p.Admission, ok = v.(policy.Admission); return }},
+		{plugins.KindTrust, n.Trust, func(v any) (ok bool) { p.Trust, ok = v.(policy.Trust); return }},
+		{plugins.KindTiering, n.Tiering, func(v any) (ok bool) { p.Tiering, ok = v.(policy.Tiering); return }},
+		{plugins.KindRemap, n.Remap, func(v any) (ok bool) { p.Remap, ok = v.(policy.Remap); return }},
+	} {
+		cfg := pp.Base
+		cfg.SHA256 = pp.SHA256[x.kind]
+		if cfg.LogName == "" {
+			cfg.LogName = x.kind
+		}
+		if pp.Fallback {
+			fb, _, err := policyrpc.Open(ctx, x.kind, "", policyrpc.Config{})
+			if err != nil {
+				started.Close()
+				return bridge.Policies{}, nil, err
+			}
+			cfg.Fallback = fb
+		}
+		v, c, err := policyrpc.Open(ctx, x.kind, x.name, cfg)
+		if c != nil {
+			started.names = append(started.names, x.name)
+		}
+		if err != nil {
+			started.Close()
+			if errors.Is(err, plugins.ErrUnknownPlugin) {
+				err = fmt.Errorf("%w: %w", ErrConfig, err)
+			}
+			return bridge.Policies{}, nil, err
+		}
+		if c != nil {
+			started.plugins = append(started.plugins, c.(*policyrpc.Plugin))
+		}
+		if !x.set(v) {
+			started.Close()
+			return bridge.Policies{}, nil, fmt.Errorf("%s policy %q: a %T is not one", x.kind, x.name, v)
+		}
+	}
+	return p, started, nil
+}
+
+// PolicyPluginSet is the policy plugins PolicyNames.Open started.
+type PolicyPluginSet struct {
+	plugins []*policyrpc.Plugin
+	names   []string // the references they were started from
+}
+
+// Close stops them.
+func (s *PolicyPluginSet) Close() error {
+	var errs []error
+	for _, p := range s.plugins {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Listings are their rows for `gridsub plugins`, named by kind.
+func (s *PolicyPluginSet) Listings() []plugins.Listing {
+	var out []plugins.Listing
+	for i, p := range s.plugins {
+		mode := plugins.ModeExternal
+		if strings.HasPrefix(s.names[i], "plugin:builtin:") {
+			mode = plugins.ModeIsolated
+		}
+		out = append(out, p.Listing(p.Kind, mode))
+	}
+	return out
+}
