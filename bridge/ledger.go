@@ -281,16 +281,7 @@ func (l *ledger) requeueAs(j *Job, now time.Time, kind, msg string) {
 		return
 	}
 	j.State = Queued
-	// FCFS: by submission time, then id.
-	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
-		q := l.jobs[id]
-		if c := q.Submit.Compare(t.Submit); c != 0 {
-			return c
-		}
-		return strings.Compare(q.ID, t.ID)
-	})
-	l.queue = slices.Insert(l.queue, pos, j.ID)
-	l.pq = slices.Insert(l.pq, pos, l.st.policyJob(j))
+	l.enqueue(j)
 }
 
 // index records that component c of job id runs at its site under its
@@ -416,7 +407,8 @@ func (l *ledger) unlive(j *Job) {
 	j.State = Submitting
 }
 
-// enqueue puts a queued job at its FCFS place in the queue. The ledger's lock held.
+// enqueue puts a queued job at its FCFS place in the queue (by submission
+// time, then id). The ledger's lock held.
 func (l *ledger) enqueue(j *Job) {
 	pos, _ := slices.BinarySearchFunc(l.queue, j, func(id string, t *Job) int {
 		q := l.jobs[id]

@@ -19,8 +19,8 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/bridge/jobfile"
+	"github.com/gridsub/gridsub/bridge/store"
 )
 
 // Native fuzz targets of the API's request decoding, through the real

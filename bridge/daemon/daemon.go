@@ -22,8 +22,8 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/bridge/assemble"
+	"github.com/gridsub/gridsub/bridge/store"
 )
 
 // Sentinel errors of the daemon.

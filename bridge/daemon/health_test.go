@@ -19,8 +19,8 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/bridge/store"
 )
 
 // unixHTTP is an HTTP client of the daemon's socket.

@@ -3,8 +3,8 @@ package daemon
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/assemble"
+	"github.com/gridsub/gridsub/bridge/plugins"
 )
 
 // plugins lists what serves each site's backend, then the planner plugin

@@ -11,8 +11,8 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/assemble"
-	"github.com/gridsub/gridsub/bridge/daemon"
 	"github.com/gridsub/gridsub/bridge/assemble/fakesite"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 // fakeSites are two real-kind sites backed by simulated ones (so no SSH is

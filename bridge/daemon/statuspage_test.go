@@ -21,8 +21,8 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/bridge/daemon"
 	"github.com/gridsub/gridsub/bridge/assemble/fakesite"
+	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
 // hostileErr is the error of the site that is down: markup in it must be

@@ -119,3 +119,16 @@ func Describe(site, impl string, b backends.Backend) Listing {
 	}
 	return Listing{Name: site, Kind: KindBackend, Mode: ModeInProcess, Impl: impl, Version: Version(), Health: "ok"}
 }
+
+// ProcessPid is the process id of a go-plugin client's plugin: 0 when
+// there is none or it has exited. The policy and planner plugin handles
+// report it in their listings.
+func ProcessPid(c *goplugin.Client) int {
+	if c == nil || c.Exited() {
+		return 0
+	}
+	if rc := c.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}

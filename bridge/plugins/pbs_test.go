@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends/backendtest"
+	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/bridge/plugins"
-	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 )
 
 // TestConformancePBSThroughPlugin runs the backend conformance suite

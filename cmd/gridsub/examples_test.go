@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/internal/config"
 )
 
 // knownFailingUntilMerge lists the expectations (file and expect line, as

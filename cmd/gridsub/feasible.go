@@ -2,8 +2,8 @@ package main
 
 import (
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/bridge/jobfile"
+	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/policy"
 )
 

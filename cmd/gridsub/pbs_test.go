@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/backends/pbs/pbslock"
+	"github.com/gridsub/gridsub/backends/transport"
 )
 
 // needPBS skips unless the OpenPBS testbed's environment is loaded.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
-	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/policy"
 )
 

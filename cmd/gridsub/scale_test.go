@@ -17,8 +17,8 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/bridge/store"
 )
 
 // TestDaemonScale100k (GRIDSUB_LONG=1): a daemon on a state directory with

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/internal/config"
 )
 
 // Environment variables that say where the daemon is. Every command reads

@@ -15,10 +15,10 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/bridge/assemble"
-	"github.com/gridsub/gridsub/bridge/daemon"
 	"github.com/gridsub/gridsub/bridge/assemble/fakesite"
+	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/bridge/store"
 )
 
 // twoSites: Remote (8 nodes, a measured link) and Down (4 nodes, failing

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/bridge/store"
 )
 
 func newStoreCmd(g *globals) *cobra.Command {

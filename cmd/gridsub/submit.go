@@ -17,8 +17,8 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/assemble"
-	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/bridge/jobfile"
+	"github.com/gridsub/gridsub/internal/config"
 )
 
 type submitFlags struct {

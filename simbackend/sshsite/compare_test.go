@@ -13,9 +13,9 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/pbs"
+	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/backends/transport"
-	"github.com/gridsub/gridsub/backends/pbs/pbslock"
 )
 
 // The comparison tests run one scenario through the same backend against a

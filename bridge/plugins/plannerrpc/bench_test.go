@@ -12,8 +12,8 @@ import (
 	"time"
 
 	pb "github.com/gridsub/gridsub/bridge/plugins/proto/v1"
-	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/simbackend/replay"
 )
 
 // The planner boundary's costs, side by side with the same work in

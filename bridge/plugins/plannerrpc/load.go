@@ -182,13 +182,7 @@ func (p *Plugin) Planner() policy.Planner { return p.planner }
 func (p *Plugin) Pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.gp == nil || p.gp.Exited() {
-		return 0
-	}
-	if rc := p.gp.ReattachConfig(); rc != nil {
-		return rc.Pid
-	}
-	return 0
+	return plugins.ProcessPid(p.gp)
 }
 
 // Exited reports whether the plugin process has exited.

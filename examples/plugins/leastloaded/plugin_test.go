@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
-	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/simbackend/replay"
 )
 
 type plain struct{ policy.Planner }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
 
