@@ -27,14 +27,14 @@ type PolicyPlugins struct {
 	Fallback bool
 }
 
-// Open is build for names that may also be plugin references: each
-// extension point's built-in in process, or its plugin started out of
-// process (checksummed, AutoMTLS, restarted when it dies). The closer
-// stops every plugin started (it is a *PolicyPluginSet, whose Listings
-// are their rows for `gridsub plugins`); on an error the ones already
-// started are stopped. (Written by the plugin seam's work: the config's validation and
-// Build call build today; switching them to Open lets broker.trust etc.
-// name plugins.)
+// Open builds the policy of each extension point beside the planner from
+// its name: a built-in in process, or a plugin started out of process
+// from a plugin: reference (checksummed, AutoMTLS, restarted when it
+// dies, replaced by the kind's default built-in when it fails for good if
+// pp.Fallback). Build calls it with the configuration's names. The closer
+// is a *PolicyPluginSet: it stops every plugin started, and its Listings
+// are their rows for `gridsub plugins`. On an error the plugins already
+// started are stopped; an unknown name wraps ErrConfig.
 func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policies, io.Closer, error) {
 	var p bridge.Policies
 	started := &PolicyPluginSet{}
