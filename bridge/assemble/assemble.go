@@ -14,8 +14,8 @@ import (
 	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
 	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/policy/dependable"
+	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/simbackend"
 )
 

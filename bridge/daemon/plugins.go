@@ -3,12 +3,13 @@ package daemon
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/assemble"
+	"github.com/gridsub/gridsub/bridge/plugins"
 )
 
 // plugins lists what serves each site's backend, then the planner plugin
-// when there is one (GET /v1/plugins, `gridsub plugins`).
+// when there is one, then the policy plugins (broker.trust: plugin:...
+// and the like) (GET /v1/plugins, `gridsub plugins`).
 func (d *Daemon) plugins() []plugins.Listing {
 	out := make([]plugins.Listing, 0, len(d.env.Sites)+1)
 	for _, sp := range d.env.Sites {
@@ -18,7 +19,7 @@ func (d *Daemon) plugins() []plugins.Listing {
 	if l, ok := d.env.PlannerPlugin(); ok {
 		out = append(out, l)
 	}
-	return out
+	return append(out, d.env.PolicyPlugins()...)
 }
 
 // onPlugin is told what the plugins' supervision did (assemble.Options
