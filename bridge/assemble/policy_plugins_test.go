@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,10 @@ func TestPolicyNamesOpenPlugins(t *testing.T) {
 	if _, _, err := (PolicyNames{Trust: "plugin:" + bin + " trust paper002"}).Open(context.Background(),
 		PolicyPlugins{SHA256: map[string]string{plugins.KindTrust: hex.EncodeToString(make([]byte, 32))}}); !errors.Is(err, plugins.ErrChecksum) {
 		t.Errorf("a wrong checksum: %v", err)
+	}
+	if _, _, err := (PolicyNames{Trust: "plugin:" + bin + " trust paper002"}).Open(context.Background(), PolicyPlugins{}); !errors.Is(err, ErrConfig) ||
+		!errors.Is(err, plugins.ErrBadRef) || !strings.Contains(err.Error(), "broker.trust_sha256") {
+		t.Errorf("no checksum: %v", err)
 	}
 }
 

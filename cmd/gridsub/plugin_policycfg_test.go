@@ -102,7 +102,7 @@ func TestPluginsListsPolicyPlugins(t *testing.T) {
 
 	wrong := policyPluginConfig(t, tb, strings.Repeat("0", 64))
 	out, err = exec.Command(bin, "--config", wrong, "plugins", "--embedded").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "checksum") {
+	if err == nil || !strings.Contains(string(out), "checksum") || !strings.Contains(string(out), "broker.trust_sha256 (sha256sum "+tb+")") {
 		t.Errorf("a wrong trust_sha256: %v\n%s", err, out)
 	}
 }
