@@ -109,8 +109,8 @@ type Options struct {
 	Logger  *slog.Logger
 	OnEvent func(*bridge.Job, bridge.Event)
 	// OnPlugin, when set, is told what the plugins' supervision did
-	// (restarts, the planner's fallback, a backend plugin down). It must
-	// not block.
+	// (restarts, the planner's and the policy plugins' fallbacks, a
+	// backend plugin down). It must not block.
 	OnPlugin func(PluginEvent)
 }
 
@@ -188,7 +188,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		}
 		sites = append(sites, bridge.SiteConfig{Name: s.Name, Backend: be, H: s.H, Simulated: s.Kind == "sim"})
 	}
-	policies, pc, err := spec.Policies.Open(ctx, PolicyPlugins{SHA256: spec.PolicySHA256, Fallback: true, // policy_plugins.go
+	policies, pc, err := spec.Policies.Open(ctx, PolicyPlugins{SHA256: spec.PolicySHA256, Fallback: true, OnEvent: opts.OnPlugin, // policy_plugins.go
 		Base: policyrpc.Config{CallTimeout: spec.PlannerTimeout, Env: pluginEnv(), Logger: log, Gridsub: gridsubExecutable()}})
 	if err != nil {
 		env.Close()

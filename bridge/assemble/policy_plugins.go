@@ -26,7 +26,18 @@ type PolicyPlugins struct {
 	// default built-in (policy/registry), as a planner plugin does to
 	// broker.fallback_policy.
 	Fallback bool
+	// OnEvent, when set, is told each restart of a plugin after a failure
+	// (EventPolicyRestarted, also logged to Base.Logger) and its switch to
+	// the fallback (EventPolicyFallback), with Plugin the kind; it must
+	// not block. Base.OnSwitch is replaced.
+	OnEvent func(PluginEvent)
 }
+
+// The policy plugins' events (PolicyPlugins.OnEvent).
+const (
+	EventPolicyRestarted = "policy-restarted"
+	EventPolicyFallback  = "policy-fallback"
+)
 
 // Open builds the policy of each extension point beside the planner from
 // its name: a built-in in process, or a plugin started out of process
@@ -65,6 +76,21 @@ func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policie
 		}
 		if cfg.LogName == "" {
 			cfg.LogName = x.kind
+		}
+		if on, log := pp.OnEvent, pp.Base.Logger; on != nil || log != nil {
+			kind := x.kind
+			cfg.OnSwitch = func(err error) {
+				ev := PluginEvent{Plugin: kind, Kind: EventPolicyFallback, Detail: err.Error()}
+				if se := (*policyrpc.SwitchError)(nil); errors.As(err, &se) && se.Restarted {
+					ev.Kind = EventPolicyRestarted
+					if log != nil { // the switch to the fallback is logged by policyrpc
+						log.Warn("policy plugin failed and was restarted", "plugin", kind, "err", se.Err)
+					}
+				}
+				if on != nil {
+					on(ev)
+				}
+			}
 		}
 		if pp.Fallback {
 			fb, _, err := policyrpc.Open(ctx, x.kind, "", policyrpc.Config{})

@@ -84,7 +84,8 @@ func TestBuildRunsPolicyPlugins(t *testing.T) {
 	ctx := context.Background()
 	spec := simSpec(bridge.NewMemStore(), epoch)
 	spec.Policies = PolicyNames{Trust: "plugin:builtin:paper002", Admission: "plugin:builtin:srrm"}
-	e, err := Build(ctx, spec, Options{})
+	events := make(chan PluginEvent, 10)
+	e, err := Build(ctx, spec, Options{OnPlugin: func(ev PluginEvent) { events <- ev }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +146,13 @@ func TestBuildRunsPolicyPlugins(t *testing.T) {
 	}
 	if l := e.PolicyPlugins()[0]; l.Restarts != 1 || l.Pid <= 0 || l.Pid == ls[0].Pid || l.Health != "ok" {
 		t.Errorf("after the admission: %+v", l)
+	}
+	select {
+	case ev := <-events:
+		if ev.Plugin != plugins.KindAdmission || ev.Kind != EventPolicyRestarted {
+			t.Errorf("event %+v", ev)
+		}
+	default:
+		t.Error("no event for the restart")
 	}
 }
