@@ -297,7 +297,7 @@ func (e *Env) PolicyPlugins() []plugins.Listing {
 // ConfiguredPolicies is what the configuration chose for each policy
 // kind, by kind (plugins.KindPlacement, KindFeasibility, ...): the
 // built-in's name (the kind's default when none was named) or the plugin
-// reference.
+// reference; the remap policy is marked "(off)" when remapping is.
 func (e *Env) ConfiguredPolicies() map[string]string {
 	n := e.spec.Policies
 	out := map[string]string{plugins.KindPlacement: PlannerName(e.spec.Planner)}
@@ -307,6 +307,9 @@ func (e *Env) ConfiguredPolicies() map[string]string {
 			name = registry.Default(policy.Kind(kind))
 		}
 		out[kind] = name
+	}
+	if e.spec.Remap == nil {
+		out[plugins.KindRemap] += " (off)" // broker.remap.enabled is false: no pass runs
 	}
 	return out
 }
