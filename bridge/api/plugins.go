@@ -25,7 +25,8 @@ type PluginReporter interface {
 type PolicyChoiceReporter interface {
 	// ConfiguredPolicies is by policy kind ("placement", "feasibility",
 	// "admission", "trust", "tiering", "remap"): the built-in's name or
-	// the plugin reference (plugin:/path ARGS, plugin:builtin:NAME).
+	// the plugin reference (plugin:/path ARGS, plugin:builtin:NAME); the
+	// remap policy ends in " (off)" while remapping is off.
 	ConfiguredPolicies() map[string]string
 }
 
