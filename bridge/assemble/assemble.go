@@ -12,8 +12,10 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/dependable"
+	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/simbackend"
 )
 
@@ -91,9 +93,15 @@ type Spec struct {
 	// (bridge.Options.Remap, broker.remap); nil: off.
 	Remap *bridge.RemapOptions
 
-	// Policies names the built-in of each extension point beside the
-	// planner (policies.go); "" = the kind's default.
-	Policies PolicyNames
+	// Policies names the policy of each extension point beside the
+	// planner (policies.go): a built-in ("" = the kind's default) or a
+	// policy plugin (NAME | plugin:/path ARGS | plugin:builtin:NAME).
+	// PolicySHA256 is the checksum of each plugin:/path executable, by
+	// kind (plugins.KindTrust, ...). A policy plugin's calls are bounded
+	// by PlannerTimeout too, and a plugin that fails for good hands over
+	// to its kind's default built-in.
+	Policies     PolicyNames
+	PolicySHA256 map[string]string
 }
 
 // Options are knobs of the caller, not of the configuration.
@@ -101,8 +109,8 @@ type Options struct {
 	Logger  *slog.Logger
 	OnEvent func(*bridge.Job, bridge.Event)
 	// OnPlugin, when set, is told what the plugins' supervision did
-	// (restarts, the planner's fallback, a backend plugin down). It must
-	// not block.
+	// (restarts, the planner's and the policy plugins' fallbacks, a
+	// backend plugin down). It must not block.
 	OnPlugin func(PluginEvent)
 }
 
@@ -115,6 +123,8 @@ type Env struct {
 	closers []io.Closer
 	log     *slog.Logger
 	planner *plannerPlugin // nil when the planner runs in process
+	// policies are the policy plugins started beside the planner.
+	policies *PolicyPluginSet
 	// rel is the availability model (reliability.go); relSaved the
 	// rel.Changed() last saved to the store.
 	rel      *dependable.Live
@@ -148,10 +158,6 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	if nsim > 0 && nsim < len(spec.Sites) {
 		return nil, fmt.Errorf("%w: %d simulated and %d real sites in one configuration; use one kind per configuration", ErrConfig, nsim, len(spec.Sites)-nsim)
 	}
-	policies, err := spec.Policies.build() // policies.go
-	if err != nil {
-		return nil, err
-	}
 	if nsim > 0 {
 		epoch := spec.Epoch
 		if epoch.IsZero() {
@@ -182,6 +188,14 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		}
 		sites = append(sites, bridge.SiteConfig{Name: s.Name, Backend: be, H: s.H, Simulated: s.Kind == "sim"})
 	}
+	policies, pc, err := spec.Policies.Open(ctx, PolicyPlugins{SHA256: spec.PolicySHA256, Fallback: true, OnEvent: opts.OnPlugin, // policy_plugins.go
+		Base: policyrpc.Config{CallTimeout: spec.PlannerTimeout, Env: pluginEnv(), Logger: log, Gridsub: gridsubExecutable()}})
+	if err != nil {
+		env.Close()
+		return nil, err
+	}
+	env.policies = pc.(*PolicyPluginSet)
+	env.closers = append(env.closers, pc)
 	planner, pp, err := buildPlanner(ctx, spec, log, opts.OnPlugin)
 	if err != nil {
 		env.Close()
@@ -270,7 +284,38 @@ func (e *Env) PlannerPlugin() (l plugins.Listing, ok bool) {
 	return e.planner.listing(), true
 }
 
-// Close releases the sites' connections and stops the planner plugin.
+// PolicyPlugins lists the policy plugins beside the planner (feasibility,
+// admission, trust, tiering, remap) that the broker runs out of process,
+// in that order; none when every one is a built-in in process.
+func (e *Env) PolicyPlugins() []plugins.Listing {
+	if e.policies == nil {
+		return nil
+	}
+	return e.policies.Listings()
+}
+
+// ConfiguredPolicies is what the configuration chose for each policy
+// kind, by kind (plugins.KindPlacement, KindFeasibility, ...): the
+// built-in's name (the kind's default when none was named) or the plugin
+// reference; the remap policy is marked "(off)" when remapping is.
+func (e *Env) ConfiguredPolicies() map[string]string {
+	n := e.spec.Policies
+	out := map[string]string{plugins.KindPlacement: PlannerName(e.spec.Planner)}
+	for kind, name := range map[string]string{plugins.KindFeasibility: n.Feasibility, plugins.KindAdmission: n.Admission,
+		plugins.KindTrust: n.Trust, plugins.KindTiering: n.Tiering, plugins.KindRemap: n.Remap} {
+		if name == "" {
+			name = registry.Default(policy.Kind(kind))
+		}
+		out[kind] = name
+	}
+	if e.spec.Remap == nil {
+		out[plugins.KindRemap] += " (off)" // broker.remap.enabled is false: no pass runs
+	}
+	return out
+}
+
+// Close releases the sites' connections and stops the planner and policy
+// plugins.
 func (e *Env) Close() error {
 	var errs []error
 	for _, c := range e.closers {

@@ -49,6 +49,17 @@ const DefaultFallback = "greedy-easy"
 // point it at a binary they built.
 var selfExecutable = os.Executable
 
+// gridsubExecutable is selfExecutable's path, "" when it cannot be found
+// (policyrpc.Config.Gridsub: then os.Executable is asked again, and its
+// error reported, only for a plugin:builtin: reference).
+func gridsubExecutable() string {
+	exe, err := selfExecutable()
+	if err != nil {
+		return ""
+	}
+	return exe
+}
+
 // plannerPlugin is a live broker's planner plugin: the process, and what
 // the fallback did.
 type plannerPlugin struct {

@@ -8,7 +8,8 @@ import (
 )
 
 // plugins lists what serves each site's backend, then the planner plugin
-// when there is one (GET /v1/plugins, `gridsub plugins`).
+// when there is one, then the policy plugins (broker.trust: plugin:...
+// and the like) (GET /v1/plugins, `gridsub plugins`).
 func (d *Daemon) plugins() []plugins.Listing {
 	out := make([]plugins.Listing, 0, len(d.env.Sites)+1)
 	for _, sp := range d.env.Sites {
@@ -18,12 +19,12 @@ func (d *Daemon) plugins() []plugins.Listing {
 	if l, ok := d.env.PlannerPlugin(); ok {
 		out = append(out, l)
 	}
-	return out
+	return append(out, d.env.PolicyPlugins()...)
 }
 
 // onPlugin is told what the plugins' supervision did (assemble.Options
-// OnPlugin): a planner plugin restarted or replaced by its fallback, a
-// backend plugin restarted or down. It says so in the log (the planner's
+// OnPlugin): a planner or policy plugin restarted or replaced by its
+// fallback, a backend plugin restarted or down. It says so in the log (the planner's
 // own restarts and switch are logged where they happen, by assemble) and
 // counts it; it must not block.
 func (d *Daemon) onPlugin(e assemble.PluginEvent) {
@@ -32,6 +33,7 @@ func (d *Daemon) onPlugin(e assemble.PluginEvent) {
 	case assemble.EventPlannerFallback:
 		d.m.plannerFallbacks.Inc()
 	case assemble.EventPlannerRestarted, assemble.EventPlannerRestartFailed:
+	case assemble.EventPolicyRestarted, assemble.EventPolicyFallback: // logged by the policy plugin's client
 	case "plugin-down":
 		d.log.Error("backend plugin down: its site is down until gridsub is restarted", "plugin", e.Plugin, "site", e.Plugin, "event", e.Kind, "detail", e.Detail)
 	default:

@@ -107,7 +107,7 @@ func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
 }
 
 // Plugins answers GET /v1/plugins: what serves each site's backend now,
-// then the planner plugin if the broker has one.
+// then the planner plugin if the broker has one, then its policy plugins.
 func (s *service) Plugins(context.Context) ([]api.Plugin, error) {
 	ls := s.d.plugins()
 	out := make([]api.Plugin, 0, len(ls))
@@ -116,6 +116,10 @@ func (s *service) Plugins(context.Context) ([]api.Plugin, error) {
 	}
 	return out, nil
 }
+
+// ConfiguredPolicies answers GET /v1/plugins' policies: what the
+// configuration chose for each policy kind.
+func (s *service) ConfiguredPolicies() map[string]string { return s.d.env.ConfiguredPolicies() }
 
 func (s *service) Health(ctx context.Context) error { return s.d.health(ctx) }
 

@@ -66,7 +66,9 @@ func newPluginsCmd(g *globals) *cobra.Command {
 		Short: "List the plugins the configuration loads: mode, version, checksum, pid and health",
 		Long: `Plugins loads the configuration's sites as a broker would and lists, for each,
 what serves its backend, then the broker's planner plugin when
-broker.policy names one (plugin:/path/to/exe, plugin:builtin:NAME):
+broker.policy names one (plugin:/path/to/exe, plugin:builtin:NAME), then
+each policy plugin broker.feasibility, admission, trust, tiering or
+remap.policy names (NAME is then the policy kind):
 
   MODE     in-process (a built-in inside gridsub, the fast path), isolated (a
            built-in re-executed as "gridsub plugin serve backend NAME") or
@@ -88,12 +90,14 @@ Without one, or with --embedded, it loads the configuration's sites here,
 lists them and stops them again.
 
 The table ends with the six policy kinds (placement, feasibility,
-admission, trust, tiering, remap) and their built-ins, each of which
-"gridsub plugin serve KIND NAME" runs out of process. --builtins prints
-only that list, without loading the configuration.
+admission, trust, tiering, remap), what the configuration chose for each
+(CONFIGURED: a built-in's name or a plugin reference) and their
+built-ins, each of which "gridsub plugin serve KIND NAME" runs out of
+process. --builtins prints only that list, without loading the
+configuration (and without CONFIGURED).
 
---output json prints the same records (the loaded plugins; with
---builtins, the kinds).`,
+--output json prints the loaded plugins' records (with --builtins, the
+kinds).`,
 		Example: `  gridsub --config site.yaml plugins
   gridsub --config site.yaml plugins --output json
   gridsub plugins --builtins`,
@@ -118,7 +122,7 @@ only that list, without loading the configuration.
 					if g.json() {
 						return writeJSON(g.stdout, rows)
 					}
-					return writePlugins(g.stdout, rows)
+					return writePlugins(g.stdout, rows, r.Policies)
 				case errors.As(err, &ee):
 					return err
 				case !errors.Is(err, errNoDaemon):
@@ -148,10 +152,11 @@ only that list, without loading the configuration.
 			if l, ok := env.PlannerPlugin(); ok {
 				rows = append(rows, l)
 			}
+			rows = append(rows, env.PolicyPlugins()...)
 			if g.json() {
 				return writeJSON(g.stdout, rows)
 			}
-			return writePlugins(g.stdout, rows)
+			return writePlugins(g.stdout, rows, env.ConfiguredPolicies())
 		},
 	}
 	c.Flags().BoolVar(&embedded, "embedded", false, "load the configuration's plugins here even when a daemon runs")
@@ -159,7 +164,9 @@ only that list, without loading the configuration.
 	return c
 }
 
-func writePlugins(w io.Writer, rows []plugins.Listing) error {
+// writePlugins prints the loaded plugins, then the policy kinds with
+// what configured chose for each (nil: the column is left out).
+func writePlugins(w io.Writer, rows []plugins.Listing, configured map[string]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tMODE\tIMPL\tVERSION\tSHA256\tPID\tHEALTH\tRESTARTS")
 	var notes []string
@@ -186,5 +193,5 @@ func writePlugins(w io.Writer, rows []plugins.Listing) error {
 		fmt.Fprintln(w, n)
 	}
 	fmt.Fprintln(w)
-	return writeKinds(w, false)
+	return writeKindsTable(w, configured)
 }

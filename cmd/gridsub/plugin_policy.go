@@ -98,21 +98,21 @@ type kindListing struct {
 	Builtins []string `json:"builtins"`
 	// Serve is how gridsub runs one of them out of process.
 	Serve string `json:"serve"`
-	// Ref is how a configuration names one run out of process (placement
-	// only, so far).
+	// Ref is how a configuration names one run out of process
+	// (broker.policy, broker.trust, ...: plugin:builtin:NAME).
 	Ref string `json:"ref,omitempty"`
 }
 
 func kindListings() []kindListing {
 	var out []kindListing
 	for _, k := range policyKinds() {
-		l := kindListing{Kind: k.kind, Builtins: k.names(), Serve: "gridsub plugin serve " + k.kind + " NAME"}
+		l := kindListing{Kind: k.kind, Builtins: k.names(), Serve: "gridsub plugin serve " + k.kind + " NAME",
+			Ref: plannerrpc.RefPrefix + "builtin:NAME"}
 		if l.Builtins == nil {
 			l.Builtins = []string{}
 		}
 		if k.kind == plugins.KindPlacement {
 			l.Serve = "gridsub plugin serve planner NAME"
-			l.Ref = plannerrpc.RefPrefix + "builtin:NAME"
 		}
 		out = append(out, l)
 	}
@@ -127,10 +127,28 @@ func writeKinds(w io.Writer, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
+	return writeKindsTable(w, nil)
+}
+
+// writeKindsTable prints the policy kinds and their built-ins, with what
+// configured (by kind) chose for each when it is not nil.
+func writeKindsTable(w io.Writer, configured map[string]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY KIND\tOUT OF PROCESS\tBUILT-INS")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Kind, r.Serve, orNone(r.Builtins))
+	if configured == nil {
+		fmt.Fprintln(tw, "POLICY KIND\tOUT OF PROCESS\tBUILT-INS")
+	} else {
+		fmt.Fprintln(tw, "POLICY KIND\tCONFIGURED\tOUT OF PROCESS\tBUILT-INS")
+	}
+	for _, r := range kindListings() {
+		if configured == nil {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Kind, r.Serve, orNone(r.Builtins))
+			continue
+		}
+		c := configured[r.Kind]
+		if c == "" {
+			c = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Kind, c, r.Serve, orNone(r.Builtins))
 	}
 	return tw.Flush()
 }

@@ -170,14 +170,22 @@ type Broker struct {
 	// them now (bridge.RemapOptions, docs/remap.md). Off by default.
 	Remap Remap `mapstructure:"remap"`
 
-	// The built-in of each extension point beside the planner (policy
-	// registry names; policies.go): the feasibility check at submission,
-	// the advance-reservation mechanism, the trust model, the tier rule
-	// and copy plan. broker.remap.policy names the remapping policy.
-	Feasibility string `mapstructure:"feasibility"`
-	Admission   string `mapstructure:"admission"`
-	Trust       string `mapstructure:"trust"`
-	Tiering     string `mapstructure:"tiering"`
+	// The policy of each extension point beside the planner (policies.go):
+	// the feasibility check at submission, the advance-reservation
+	// mechanism, the trust model, the tier rule and copy plan;
+	// broker.remap.policy names the remapping policy. Each is a built-in
+	// (policy registry name) or, as broker.policy, a policy plugin:
+	// plugin:/path/to/exe ARGS, whose SHA-256 (64 hex digits, quoted) the
+	// sibling *_sha256 key gives, or plugin:builtin:NAME (a built-in of
+	// the kind run out of process as `gridsub plugin serve KIND NAME`).
+	Feasibility       string `mapstructure:"feasibility"`
+	FeasibilitySHA256 string `mapstructure:"feasibility_sha256"`
+	Admission         string `mapstructure:"admission"`
+	AdmissionSHA256   string `mapstructure:"admission_sha256"`
+	Trust             string `mapstructure:"trust"`
+	TrustSHA256       string `mapstructure:"trust_sha256"`
+	Tiering           string `mapstructure:"tiering"`
+	TieringSHA256     string `mapstructure:"tiering_sha256"`
 }
 
 // Remap configures repetitive mapping of waiting jobs. Enabled turns it
@@ -187,11 +195,13 @@ type Broker struct {
 // gives up the job's place (and age) in the first site's queue and
 // stages its inputs again, which only the user's centre can judge worth it.
 type Remap struct {
-	Enabled  bool          `mapstructure:"enabled"`
-	Policy   string        `mapstructure:"policy"` // the remapping policy's name; "" = gain
-	MinGain  time.Duration `mapstructure:"min_gain"`
-	MaxMoves int           `mapstructure:"max_moves"`
-	Interval time.Duration `mapstructure:"interval"`
+	Enabled bool   `mapstructure:"enabled"`
+	Policy  string `mapstructure:"policy"` // the remapping policy: a built-in ("" = gain) or a plugin (PolicySHA256)
+	// PolicySHA256 is the SHA-256 of a plugin:/path remapping policy.
+	PolicySHA256 string        `mapstructure:"policy_sha256"`
+	MinGain      time.Duration `mapstructure:"min_gain"`
+	MaxMoves     int           `mapstructure:"max_moves"`
+	Interval     time.Duration `mapstructure:"interval"`
 }
 
 // QoS tunes the dependability tiers: Lambda is λ of the tier rule (0 =
@@ -245,6 +255,10 @@ var defaults = map[string]any{
 	"broker.admission":          "drrm",
 	"broker.trust":              "paper002",
 	"broker.tiering":            "dgjs",
+	"broker.feasibility_sha256": "",
+	"broker.admission_sha256":   "",
+	"broker.trust_sha256":       "",
+	"broker.tiering_sha256":     "",
 	"broker.interval":           "1s",
 	"broker.poll_interval":      "2s",
 	"broker.state_dir":          "",

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/registry"
 )
 
 func TestPolicyKeys(t *testing.T) {
@@ -40,6 +43,71 @@ func TestPolicyKeys(t *testing.T) {
 			var es Errors
 			if err == nil || !errors.As(err, &es) || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), tc.text) {
 				t.Fatalf("error %v: want key %s saying %q", err, tc.key, tc.text)
+			}
+		})
+	}
+}
+
+// TestPolicyPluginKeys: each of the five keys takes a built-in, a
+// plugin:builtin: of its kind or a plugin:/path with its checksum in the
+// sibling *_sha256 key, which Spec carries by kind; a plugin:/path
+// without a checksum and a name of no built-in are refused naming the
+// key and the valid built-ins.
+func TestPolicyPluginKeys(t *testing.T) {
+	const base = "sites:\n  - {name: A, kind: sim, nodes: 4}\n"
+	h := env(map[string]string{"HOME": "/h"})
+	sum := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		kind, builtin, other string
+		set                  func(v string) string // a broker section with the key set to v
+		sumKey               string
+	}{
+		{"feasibility", "capacity", "", func(v string) string { return "broker: {feasibility: '" + v + "'" }, "broker.feasibility_sha256"},
+		{"admission", "srrm", "drrm", func(v string) string { return "broker: {admission: '" + v + "'" }, "broker.admission_sha256"},
+		{"trust", "paper002", "", func(v string) string { return "broker: {trust: '" + v + "'" }, "broker.trust_sha256"},
+		{"tiering", "dgjs", "", func(v string) string { return "broker: {tiering: '" + v + "'" }, "broker.tiering_sha256"},
+		{"remap", "gain", "", func(v string) string { return "broker: {remap: {enabled: true, policy: '" + v + "'" }, "broker.remap.policy_sha256"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			key := strings.TrimSuffix(tc.sumKey, "_sha256")
+			sumField := tc.sumKey[strings.LastIndexByte(tc.sumKey, '.')+1:]
+			closing := "}\n"
+			if tc.kind == "remap" {
+				closing = "}}\n"
+			}
+			parse := func(v, extra string) (*Config, error) {
+				return Parse("p.yaml", []byte(base+tc.set(v)+extra+closing), h)
+			}
+			for _, ok := range []string{tc.builtin, "plugin:builtin:" + tc.builtin} {
+				if _, err := parse(ok, ""); err != nil {
+					t.Errorf("%s: %v", ok, err)
+				}
+			}
+			c, err := parse("plugin:/opt/p -v", ", "+sumField+": \""+sum+"\"")
+			if err != nil {
+				t.Fatalf("plugin:/opt/p with its sum: %v", err)
+			}
+			spec, err := c.Spec(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.PolicySHA256[tc.kind] != sum || len(spec.PolicySHA256) != 1 {
+				t.Errorf("spec checksums %v", spec.PolicySHA256)
+			}
+			for _, bad := range []struct{ v, extra, key, text string }{
+				{"plugin:/opt/p", "", tc.sumKey, sumField + `: "..."; sha256sum /opt/p), got ""`},
+				{"plugin:/opt/p", ", " + sumField + ": \"abc\"", tc.sumKey, "64 hex digits"},
+				{"plugin:opt/p", ", " + sumField + ": \"" + sum + "\"", key, "absolute path"},
+				{tc.builtin, ", " + sumField + ": \"" + sum + "\"", tc.sumKey, "remove it"},
+				{"plugin:builtin:" + tc.builtin, ", " + sumField + ": \"" + sum + "\"", tc.sumKey, "no checksum"},
+				{"nope-x", "", key, "(" + strings.Join(registry.NamesOf(policy.Kind(tc.kind)), ", ") + `), got "nope-x"`},
+				{"plugin:builtin:nope-x", "", key, "(" + strings.Join(registry.NamesOf(policy.Kind(tc.kind)), ", ") + `), got "nope-x"`},
+				{"plugin:builtin:", "", key, "plugin:builtin: must be followed by a built-in " + tc.kind + " policy's name"},
+			} {
+				_, err := parse(bad.v, bad.extra)
+				if err == nil || !strings.Contains(err.Error(), bad.key+":") || !strings.Contains(err.Error(), bad.text) {
+					t.Errorf("%s%s: %v: want %s saying %q", bad.v, bad.extra, err, bad.key, bad.text)
+				}
 			}
 		})
 	}

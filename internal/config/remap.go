@@ -16,7 +16,7 @@ func validateRemap(r *Remap, bad func(key, format string, args ...any)) {
 	if r.Interval < 0 || r.Interval > MaxInterval {
 		bad("broker.remap.interval", "must be a duration from 0 (every scheduling cycle) to %s, got %s", MaxInterval, r.Interval)
 	}
-	if !r.Enabled && (r.MinGain != 0 || r.MaxMoves != 0 || r.Interval != 0 || r.Policy != "") {
-		bad("broker.remap.enabled", "is false, so min_gain, max_moves, interval and policy would change nothing: set enabled: true or remove them")
+	if !r.Enabled && (r.MinGain != 0 || r.MaxMoves != 0 || r.Interval != 0 || r.Policy != "" || r.PolicySHA256 != "") {
+		bad("broker.remap.enabled", "is false, so min_gain, max_moves, interval, policy and policy_sha256 would change nothing: set enabled: true or remove them")
 	}
 }

@@ -33,6 +33,7 @@ func (c *Config) Spec(log *slog.Logger) (assemble.Spec, error) {
 	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = c.Broker.PolicySHA256, c.Broker.FallbackPolicy, c.Broker.PolicyTimeout
 	spec.Policies = assemble.PolicyNames{Feasibility: c.Broker.Feasibility, Admission: c.Broker.Admission,
 		Trust: c.Broker.Trust, Tiering: c.Broker.Tiering, Remap: c.Broker.Remap.Policy}
+	spec.PolicySHA256 = policySHA256(&c.Broker) // policies.go
 	for i := range c.Sites {
 		s := &c.Sites[i]
 		b, err := c.BackendSpec(s, log)
