@@ -66,6 +66,22 @@ type Admission interface {
 	NewBook(res []ResvResource, seed uint64) ReservationBook
 }
 
+// BookedStart is an optional capability of a ReservationBook: the start a
+// reservation is to be bound at, known right after Admit. A caller that
+// drives the book in virtual time (the paper 001 simulator) calls Bind
+// then. Booked answers:
+//
+//   - SRRM (srrm, srrm-random): the start Admit booked, or, once bound, the
+//     start Bind decided;
+//   - DRRM (drrm): the request's ET while the reservation is not bound yet
+//     (DRRM decides the start at the binding), the bound start after;
+//
+// and ok false for an id the book does not hold. A caller whose book lacks
+// the capability binds at the request's ET.
+type BookedStart interface {
+	Booked(id string) (start time.Time, ok bool)
+}
+
 // ReservationBook holds the admitted reservations over a set of resources.
 //
 // Contract: deterministic (equal call sequences give equal answers), no

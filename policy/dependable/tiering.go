@@ -37,9 +37,11 @@ func (Tiering) Name() string { return TieringName }
 
 // Tier derives a request's tier and says why: an explicit tier wins; else
 // none without a deadline, high when the deadline is within (1+λ)·CT_min of
-// the submission, low otherwise. CT_min is the estimate over the largest h
-// of the allowed sites (run time only: the queue and the transfer are not
-// known at submission). λ 0 means DefaultLambda.
+// the submission, low otherwise. CT_min is the run time on the fastest
+// allowed site, Estimate·h for the least h (Site.H, a run-time multiplier;
+// 0 or less counts as 1, and with no allowed site known h is 1): run time
+// only, the queue and the transfer are not known at submission. λ 0 means
+// DefaultLambda.
 func (Tiering) Tier(d *policy.TierDemand, sites []policy.Site) (policy.Tier, string) {
 	switch d.Asked {
 	case policy.TierHigh, policy.TierLow, policy.TierNone:
@@ -48,13 +50,22 @@ func (Tiering) Tier(d *policy.TierDemand, sites []policy.Site) (policy.Tier, str
 	if d.Deadline.IsZero() {
 		return policy.TierNone, "auto: no deadline"
 	}
-	h := 0.0
+	h := 0.0 // the least run-time multiplier of the allowed sites
 	for _, s := range sites {
 		if len(d.Sites) == 0 || slices.Contains(d.Sites, s.Name) {
-			h = max(h, s.H)
+			sh := s.H
+			if sh <= 0 {
+				sh = 1
+			}
+			if h == 0 || sh < h {
+				h = sh
+			}
 		}
 	}
-	ctMin := time.Duration(float64(d.Estimate) / h)
+	if h == 0 {
+		h = 1 // no allowed site known: the reference machine
+	}
+	ctMin := time.Duration(float64(d.Estimate) * h)
 	lam := d.Lambda
 	if lam == 0 {
 		lam = DefaultLambda

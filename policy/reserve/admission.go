@@ -58,6 +58,22 @@ func (b GraphBook) Admit(q policy.ResvRequest, _ time.Time, _ []policy.ResvRunni
 	return status(DRRMName, ok, why)
 }
 
+var _ policy.BookedStart = GraphBook{}
+
+// Booked is the start reservation id is to be bound at: its ET while it
+// is unbound (the graph decides the start at the binding), its bound start
+// after; ok false for an id the graph does not hold.
+func (b GraphBook) Booked(id string) (time.Time, bool) {
+	n, ok := b.Graph.byID[id]
+	switch {
+	case !ok:
+		return time.Time{}, false
+	case n.bound:
+		return n.start, true
+	}
+	return n.q.ET, true
+}
+
 // SRRM is paper 001's static baseline as a policy.Admission.
 type SRRM struct{ Mode StaticMode }
 
@@ -89,6 +105,18 @@ func (b StaticBook) Admit(q policy.ResvRequest, now time.Time, running []policy.
 		name = SRRMRandomName
 	}
 	return status(name, ok, why)
+}
+
+var _ policy.BookedStart = StaticBook{}
+
+// Booked is the start reservation id was booked at on admission, or the
+// start Bind decided once bound; ok false for an id the book does not hold.
+func (b StaticBook) Booked(id string) (time.Time, bool) {
+	x, ok := b.Static.byID[id]
+	if !ok {
+		return time.Time{}, false
+	}
+	return x.start, true
 }
 
 func status(plugin string, ok bool, why string) policy.Status {

@@ -3,6 +3,7 @@ package reserve
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gridsub/gridsub/policy"
 )
@@ -50,6 +51,48 @@ func TestBooksAnswerWithStatus(t *testing.T) {
 		if st := b.Admit(req("q2", 0, 10, 10, "B"), at(0), nil); st.Code != policy.Unresolvable || st.Plugin != a.Name() ||
 			st.Reasons[0] != "no candidate resource: none of the allowed resources [B] exists" {
 			t.Fatalf("%s: %+v", a.Name(), st)
+		}
+	}
+}
+
+// BookedStart: SRRM reports the start it booked at admission, DRRM the
+// request's ET until the binding decides, then the bound start.
+func TestBookedStart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	res := []policy.ResvResource{{Name: "A", Capacity: 1, Level: 1}}
+	q1 := policy.ResvRequest{ID: "q1", ET: t0, LT: t0.Add(3 * time.Hour), Dur: time.Hour, Demand: 1}
+	q2 := policy.ResvRequest{ID: "q2", ET: t0, LT: t0.Add(3 * time.Hour), Dur: time.Hour, Demand: 1}
+	for _, name := range Names() {
+		a, err := ByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := a.NewBook(res, 1)
+		bs, ok := b.(policy.BookedStart)
+		if !ok {
+			t.Fatalf("%s: its book has no BookedStart", name)
+		}
+		if _, ok := bs.Booked("q1"); ok {
+			t.Errorf("%s: Booked of an unknown id says ok", name)
+		}
+		qs, last, want := []policy.ResvRequest{q1, q2}, "q2", t0.Add(time.Hour) // SRRM books q2 after q1 on the one node
+		if name == DRRMName {
+			qs, last, want = qs[:1], "q1", t0 // the graph holds one of them; unbound: its ET
+		}
+		for _, q := range qs {
+			if st := b.Admit(q, t0, nil); st.Code != policy.Success {
+				t.Fatalf("%s: %s refused: %s", name, q.ID, st)
+			}
+		}
+		if got, ok := bs.Booked(last); !ok || !got.Equal(want) {
+			t.Errorf("%s: Booked(%s) = %v, %v; want %v", name, last, got, ok, want)
+		}
+		bd, err := b.Bind("q1", t0, nil)
+		if err != nil {
+			t.Fatalf("%s: bind q1: %v", name, err)
+		}
+		if got, ok := bs.Booked("q1"); !ok || !got.Equal(bd.Start) {
+			t.Errorf("%s: Booked(q1) after Bind = %v, %v; want %v", name, got, ok, bd.Start)
 		}
 	}
 }

@@ -73,7 +73,9 @@
 // resource. Static.Admit takes the jobs running at admission (for
 // m_schedule's forecast: those due to end before the start are gone, the
 // others have run that much longer) and returns the booking as a Binding;
-// call Static.Bind at its booked Start. Static.FailResource is SRRM's failure
+// call Static.Bind at its booked Start. As policy.ReservationBooks
+// (DRRM, SRRM), GraphBook and StaticBook also answer policy.BookedStart:
+// the start to bind at (SRRM's booking, DRRM's ET until bound). Static.FailResource is SRRM's failure
 // rule (§3.4): everything booked on the failed resource fails with it.
 //
 // # Numbers

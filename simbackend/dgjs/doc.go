@@ -3,7 +3,7 @@
 // grid of resources that fail and are repaired as simbackend/faults draws
 // it, and one of three schedulers places them:
 //
-//	dgjs     tiers from deadlines (policy/dependable.Tier, λ = 1.5) served
+//	dgjs     tiers from deadlines (the tiering extension point, λ = 1.5) served
 //	         high → low → none; Algorithm 1 (least RC among the resources
 //	         whose idle gap fits and that meet the deadline); high →
 //	         replication on the two least-RC resources, low → primary–backup,
@@ -11,6 +11,12 @@
 //	min-min  least completion time, no reliability, no tiers; retry
 //	refine   least RC (deadline-feasible resources), FCFS; primary–backup
 //	         for every job
+//
+// DGJS's tier is the broker's: the built-in policy.Tiering "dgjs" opened
+// with registry.Tiering decides it at arrival (Tier, from the deadline, the
+// base run time as the estimate and the resources' run-time factors as the
+// sites' H, so CT_min is the base run time on the fastest resource). The
+// placement below is the simulator's own.
 //
 // Candidates are ranked and filtered by the very functions the live
 // planner uses (dependable.Better, dependable.MeetsDeadline, dependable.Cost);

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/dependable"
+	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/simbackend"
 	"github.com/gridsub/gridsub/simbackend/faults"
 )
@@ -133,7 +135,17 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 	if cfg.Outages != nil {
 		outs = cfg.Outages
 	}
-	minH := slices.Min(cfg.Speeds)
+	// The tier rule is the broker's Tiering extension point; the sites it
+	// sees at submission are the resources' names and run-time factors.
+	tiering, err := registry.Tiering(dependable.TieringName)
+	if err != nil {
+		return nil, err
+	}
+	sites := make([]policy.Site, len(s.res))
+	for i, r := range s.res {
+		sites[i] = policy.Site{Name: r.name, H: r.h}
+	}
+	qos := map[policy.Tier]dependable.QoS{policy.TierHigh: dependable.High, policy.TierLow: dependable.Low, policy.TierNone: dependable.None}
 	for _, w := range work {
 		j := &job{Job: w, arrival: epoch.Add(w.Arrival)}
 		if w.Deadline > 0 {
@@ -141,7 +153,8 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 		}
 		switch cfg.Policy {
 		case PolicyDGJS:
-			j.tier, _ = dependable.Tier(j.arrival, j.deadline, time.Duration(float64(w.Base)*minH), cfg.Lambda)
+			t, _ := tiering.Tier(&policy.TierDemand{Deadline: j.deadline, Estimate: w.Base, Submit: j.arrival, Lambda: cfg.Lambda}, sites)
+			j.tier = qos[t]
 			j.strat = map[dependable.QoS]strategy{dependable.High: stReplicate, dependable.Low: stBackup, dependable.None: stRetry}[j.tier]
 			s.r.Tiers[j.tier.Rank()]++
 		case PolicyRefine:

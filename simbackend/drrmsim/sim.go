@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/registry"
 	"github.com/gridsub/gridsub/policy/reserve"
 )
 
@@ -20,48 +22,27 @@ const (
 // Mechanisms lists the mechanisms Run knows, in the paper's order.
 func Mechanisms() []string { return []string{DRRM, SRRMr, SRRMm} }
 
-// mechanism is DRRM or an SRRM variant as Run drives it.
-type mechanism interface {
-	admit(q reserve.Request, now time.Time, run func() []reserve.Running) (ok bool, bindAt time.Time)
-	bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error)
-	remove(id string)
-	fail(resource string) []string
+// admissions maps the paper's mechanism names onto the built-in admission
+// mechanisms (policy/reserve) that the broker's broker.admission names.
+var admissions = map[string]string{
+	DRRM:  reserve.DRRMName,       // the resource–reservation graph
+	SRRMr: reserve.SRRMRandomName, // r_schedule: a random candidate with room
+	SRRMm: reserve.SRRMName,       // m_schedule: the least predicted preemption cost
 }
 
-type drrm struct{ g *reserve.Graph }
-
-func (d drrm) admit(q reserve.Request, _ time.Time, _ func() []reserve.Running) (bool, time.Time) {
-	ok, _ := d.g.Admit(q)
-	return ok, q.ET
-}
-func (d drrm) bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error) {
-	return d.g.Bind(id, now, run)
-}
-func (d drrm) remove(id string)       { d.g.Remove(id) }
-func (d drrm) fail(r string) []string { return d.g.FailResource(r) }
-
-type srrm struct{ s *reserve.Static }
-
-func (x srrm) admit(q reserve.Request, now time.Time, run func() []reserve.Running) (bool, time.Time) {
-	b, ok, _ := x.s.Admit(q, now, run())
-	return ok, b.Start
-}
-func (x srrm) bind(id string, now time.Time, run []reserve.Running) (reserve.Binding, error) {
-	return x.s.Bind(id, now, run)
-}
-func (x srrm) remove(id string)       { x.s.Remove(id) }
-func (x srrm) fail(r string) []string { return x.s.FailResource(r) }
-
-func newMechanism(name string, res []reserve.Resource, seed uint64) (mechanism, error) {
-	switch name {
-	case DRRM:
-		return drrm{reserve.New(res)}, nil
-	case SRRMr:
-		return srrm{reserve.NewStatic(res, reserve.StaticRandom, seed)}, nil
-	case SRRMm:
-		return srrm{reserve.NewStatic(res, reserve.StaticMinCost, seed)}, nil
+// newBook opens mechanism name's reservation book over res through the
+// admission extension point, as the broker does; seed drives SRRM_r's
+// random choices.
+func newBook(name string, res []reserve.Resource, seed uint64) (policy.ReservationBook, error) {
+	a, ok := admissions[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (valid: DRRM, SRRM_r, SRRM_m)", ErrMechanism, name)
 	}
-	return nil, fmt.Errorf("%w: %q (valid: DRRM, SRRM_r, SRRM_m)", ErrMechanism, name)
+	adm, err := registry.Admission(a)
+	if err != nil {
+		return nil, err
+	}
+	return adm.NewBook(res, seed), nil
 }
 
 // Failure is one resource failing at T0 + Sigma·Horizon.
@@ -157,8 +138,13 @@ func insert(evs []event, e event) []event {
 	return slices.Insert(evs, i, e)
 }
 
-// Run drives mechanism mech ("DRRM", "SRRM_r", "SRRM_m") through w; seed
-// drives SRRM_r's random choices. fail, when non-nil, fails one resource at
+// Run drives mechanism mech ("DRRM", "SRRM_r", "SRRM_m") through w, as a
+// policy.ReservationBook opened with registry.Admission (drrm, srrm-random,
+// srrm); seed drives SRRM_r's random choices. Every arrival is offered to
+// Admit with the non-reserved jobs running then (DRRM's graph does not read
+// them, SRRM_m forecasts its preemption cost from them); an admitted
+// reservation is bound at the start policy.BookedStart reports (SRRM: the
+// booked start; DRRM: its ET). fail, when non-nil, fails one resource at
 // T0 + fail.Sigma·w.Horizon(): DRRM applies the paper's figure-2 rule
 // (reserve.Graph.FailResource), SRRM loses everything booked there
 // (reserve.Static.FailResource); each reservation so lost counts in Failed.
@@ -166,10 +152,11 @@ func insert(evs []event, e event) []event {
 // reservation holds the resource for its run, after which the resource's
 // non-reserved queue goes on as drawn (the same jobs under every mechanism).
 func Run(w *World, mech string, seed uint64, fail *Failure) (Result, error) {
-	m, err := newMechanism(mech, w.Res, seed)
+	m, err := newBook(mech, w.Res, seed)
 	if err != nil {
 		return Result{}, err
 	}
+	booked, _ := m.(policy.BookedStart)
 	var (
 		o        Result
 		binds    []event
@@ -227,13 +214,13 @@ func Run(w *World, mech string, seed uint64, fail *Failure) (Result, error) {
 		case kEnd:
 			e := ends[0]
 			ends = ends[1:]
-			m.remove(e.id)
+			m.Remove(e.id)
 			unhold(e.id)
 			o.Completed++
 		case kFail:
 			failPend = false
 			dead = fail.Resource
-			lost := m.fail(w.Res[dead].Name)
+			lost := m.FailResource(w.Res[dead].Name)
 			gone := map[string]bool{}
 			for _, id := range lost {
 				gone[id] = true
@@ -246,10 +233,10 @@ func Run(w *World, mech string, seed uint64, fail *Failure) (Result, error) {
 		case kBind:
 			e := binds[0]
 			binds = binds[1:]
-			b, err := m.bind(e.id, e.t, w.running(e.t, held, dead))
+			b, err := m.Bind(e.id, e.t, w.running(e.t, held, dead))
 			if err != nil {
 				o.BindFailed++
-				m.remove(e.id)
+				m.Remove(e.id)
 				continue
 			}
 			if len(b.Preempt) > 0 {
@@ -264,7 +251,13 @@ func Run(w *World, mech string, seed uint64, fail *Failure) (Result, error) {
 			q, now := w.Reqs[next], w.At[next]
 			next++
 			o.Requests++
-			if ok, at := m.admit(q, now, func() []reserve.Running { return w.running(now, held, dead) }); ok {
+			if m.Admit(q, now, w.running(now, held, dead)).Code == policy.Success {
+				at, ok := q.ET, false
+				if booked != nil {
+					if at, ok = booked.Booked(q.ID); !ok {
+						at = q.ET
+					}
+				}
 				o.Admitted++
 				o.AdmittedID = append(o.AdmittedID, q.ID)
 				binds = insert(binds, event{at, q.ID, q.Dur})
