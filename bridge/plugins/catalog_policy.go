@@ -27,7 +27,8 @@ var ErrBadRef = errors.New("bad policy reference")
 // PolicySpec says which policy of one kind to build, and how, in the one
 // way every kind is built: a built-in by name in process, or a plugin.
 type PolicySpec struct {
-	// Kind is the extension point: KindPlanner today.
+	// Kind is the extension point (KindPlanner, KindFeasibility, ...;
+	// PolicyKinds lists them).
 	Kind string
 	// Ref names the policy: a built-in's name (in process), or a
 	// PolicyPluginPrefix reference.
