@@ -243,6 +243,18 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 			return nil, err
 		}
 	}
+	if len(req.Steps) == 0 {
+		// The rule a single job obeys (Submit): an array, a sweep or a job
+		// with dependencies that no site could ever run — too wide, or a
+		// strict deadline missed even started at once — is refused here,
+		// as `gridsub validate` refuses it, not element by element later.
+		if err := checkDeadlineFields(&req); err != nil {
+			return nil, err
+		}
+		if _, err := gs.intake.feasible(ctx, &req, now); err != nil {
+			return nil, err
+		}
+	}
 	seq, err := gs.store.NextID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("allocating a job id: %w", err)
