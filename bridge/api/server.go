@@ -270,6 +270,10 @@ func status(err error) (int, string) {
 		return http.StatusConflict, CodeFinal
 	case errors.Is(err, store.ErrDiskFull):
 		return http.StatusInsufficientStorage, CodeDiskFull
+	case errors.Is(err, store.ErrCorrupt):
+		// The store refuses writes once it has found damage: the client may
+		// retry once the operator has restored a backup.
+		return http.StatusServiceUnavailable, CodeUnavailable
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, CodeUnavailable
 	}

@@ -138,6 +138,9 @@ func reportCheck(g *globals, rep *store.Report, err error) error {
 			return werr
 		}
 	} else {
+		if err != nil && len(rep.Problems) == 0 {
+			rep.Problems = []string{err.Error()} // never "ok" beside a failure
+		}
 		fmt.Fprintln(g.stdout, reportText(rep))
 		for _, p := range rep.Problems {
 			fmt.Fprintln(g.stdout, "  "+strings.ReplaceAll(p, "\n", "\n  "))
@@ -321,7 +324,10 @@ jobs: the ones submitted after the backup are only in the kept file.`,
 			kept, rep, err := store.Restore(cmd.Context(), args[0], db, time.Now())
 			if err != nil {
 				if rep != nil && len(rep.Problems) > 0 && !g.json() {
-					fmt.Fprintln(g.stdout, reportText(rep))
+					if err != nil && len(rep.Problems) == 0 {
+			rep.Problems = []string{err.Error()} // never "ok" beside a failure
+		}
+		fmt.Fprintln(g.stdout, reportText(rep))
 				}
 				return storeErr(g, err)
 			}
