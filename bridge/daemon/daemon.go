@@ -112,6 +112,8 @@ type Daemon struct {
 
 	once    sync.Once
 	shutErr error
+
+	lockLost atomic.Pointer[error] // set once the lock no longer excludes another daemon (lockHeld)
 }
 
 // Run starts a daemon and serves until ctx is cancelled, then shuts it down
@@ -430,7 +432,33 @@ func (d *Daemon) advance() {
 	d.lastSaved = now
 }
 
+// lockHeld says whether the state directory's lock still excludes every
+// other daemon (Lock.Check), before each task that dispatches. Once it
+// does not, the daemon dispatches nothing more (a second daemon may be
+// running the same jobs), says why in its log and in its health, and
+// waits to be stopped.
+func (d *Daemon) lockHeld() bool {
+	if d.lockLost.Load() != nil {
+		return false
+	}
+	restored, err := d.lock.Check()
+	if err != nil {
+		d.lockLost.Store(&err)
+		d.log.Error("stopped dispatching", "err", err)
+		return false
+	}
+	if restored {
+		d.log.Warn("the state directory's pid file was missing or changed; written again (the lock is on the directory and still held)",
+			"file", filepath.Join(d.opts.StateDir, LockName))
+	}
+	return true
+}
+
 func (d *Daemon) run(ctx context.Context, task string) {
+	if (task == TaskCycle || task == TaskBind) && !d.lockHeld() {
+		d.m.skipped.WithLabelValues(task).Inc()
+		return
+	}
 	switch task {
 	case TaskCycle:
 		t0 := time.Now()
@@ -524,6 +552,9 @@ func (d *Daemon) count(ctx context.Context, states ...bridge.JobState) (int, err
 // health is the api.Checker of the daemon: the store answers and no task
 // has been running for more than two minutes.
 func (d *Daemon) health(ctx context.Context) error {
+	if e := d.lockLost.Load(); e != nil {
+		return *e
+	}
 	if err := d.st.Health(ctx); err != nil {
 		return err
 	}

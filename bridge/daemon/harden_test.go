@@ -8,11 +8,15 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/bridge/daemon"
 	"github.com/gridsub/gridsub/bridge/store"
 )
 
@@ -79,5 +83,78 @@ func TestDamagedStoreRefusesSubmissions(t *testing.T) {
 	// The Go client reports it as the store's condition too.
 	if _, err := c.Submit(context.Background(), request("after2", 1, time.Second, time.Minute)); err == nil {
 		t.Fatal("the client's submission into a damaged store succeeded")
+	}
+}
+
+// TestDeletedLockFileExcludesASecondDaemon: deleting <state_dir>/gridsub.lock
+// while a daemon runs (a tmp cleaner, a user clearing a "stale" lock) does
+// not let a second daemon start on the same state directory — both would
+// dispatch the same queued jobs. The pid file is written again.
+func TestDeletedLockFileExcludesASecondDaemon(t *testing.T) {
+	state, sock := dirs(t)
+	start(t, state, sock, 60)
+	pidFile := filepath.Join(state, daemon.LockName)
+	if err := os.Remove(pidFile); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, err := daemon.LockHolder(state); !held || err != nil {
+		t.Fatalf("LockHolder after the pid file was deleted = %v, %v; want held", held, err)
+	}
+	d2, err := daemon.Start(context.Background(), daemon.Options{Spec: testbed(), StateDir: state, Socket: sock + "2"})
+	if err == nil {
+		stop(t, d2)
+		t.Fatal("a second daemon started on the state directory of a running one whose lock file was deleted")
+	}
+	if !errors.Is(err, daemon.ErrLocked) {
+		t.Fatalf("second Start = %v, want ErrLocked", err)
+	}
+	// The running daemon writes its pid file again.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(pidFile)
+		if strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid file not written again: %q", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLostLockStopsDispatching: a daemon whose state directory is moved
+// away and made again (where a second daemon could now lock and run the
+// same jobs) stops dispatching, and its health says why.
+func TestLostLockStopsDispatching(t *testing.T) {
+	state, sock := dirs(t)
+	d := start(t, state, sock, 60)
+	c := api.NewUnixClient(sock)
+	if err := os.Rename(state, state+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, h := health(t, sock)
+		if code == http.StatusServiceUnavailable && strings.Contains(h.Error, "lock is lost") && strings.Contains(h.Error, "dispatches nothing more") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health 20s after the state directory was replaced: %d %+v", code, h)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	j, err := c.Submit(context.Background(), request("late", 1, time.Second, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cycles are due every 50ms: none may dispatch it.
+	for range 25 {
+		time.Sleep(40 * time.Millisecond)
+		if got, _ := d.Broker().Job(j.ID); got == nil || got.State != bridge.Queued {
+			t.Fatalf("job %s dispatched by a daemon that lost its lock: %+v", j.ID, got)
+		}
 	}
 }

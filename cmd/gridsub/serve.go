@@ -94,9 +94,9 @@ structured (log/slog) on stderr. SIGTERM or SIGINT stops it gracefully: no new
 connections, requests and the current cycle finished, the store closed, the
 socket removed.
 
-One daemon per state directory: serve holds an exclusive lock on
-<state_dir>/gridsub.lock (with its pid in it) from before it opens anything
-there until it stops; the kernel drops it when the process ends, even by
+One daemon per state directory: serve holds an exclusive lock on the state
+directory itself (its pid in <state_dir>/gridsub.lock; deleting that file
+frees nothing) from before it opens anything there until it stops; the kernel drops it when the process ends, even by
 SIGKILL. A second serve on the same state directory exits with status 2 and
 the first one's pid. The database is checked when serve starts (SQLite's
 quick_check): an empty or damaged file is refused and left untouched — see
