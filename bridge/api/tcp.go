@@ -52,10 +52,16 @@ type TCPOptions struct {
 	// the path. Plain HTTP on a loopback address is always allowed.
 	InsecurePlaintext bool
 	MaxConns          int // concurrent connections (0 = DefaultMaxConns)
+	// MaxUnauthConns and MaxUnauthPerAddr bound the connections without a
+	// token yet, in all and per client address (see Limits; 0: the
+	// defaults).
+	MaxUnauthConns, MaxUnauthPerAddr int
 }
 
 // ListenTCP listens on addr and returns a listener that serves TLS when
-// o.TLS is set and at most o.MaxConns connections at once. It refuses (and
+// o.TLS is set and at most o.MaxConns connections at once, of which at
+// most o.MaxUnauthConns (o.MaxUnauthPerAddr per client address) have not
+// yet shown the token (see Limits.MaxUnauthConns). It refuses (and
 // binds nothing) when the token fails CheckToken, and refuses a
 // non-loopback address without TLS unless o.InsecurePlaintext (ErrPlaintext).
 // Loopback means an IP literal of the loopback range or "localhost"; ":8470"
@@ -87,7 +93,8 @@ func secureTCP(l net.Listener, o TCPOptions) (net.Listener, error) {
 	if o.TLS == nil && !o.InsecurePlaintext && !isLoopback(l.Addr()) {
 		return nil, plaintextErr(l.Addr().String())
 	}
-	out := LimitListener(l, o.MaxConns)
+	lim := Limits{MaxConns: o.MaxConns, MaxUnauthConns: o.MaxUnauthConns, MaxUnauthPerAddr: o.MaxUnauthPerAddr}.WithDefaults()
+	var out net.Listener = newGuardListener(l, lim.MaxConns, lim.MaxUnauthConns, lim.MaxUnauthPerAddr)
 	if o.TLS != nil {
 		out = tls.NewListener(out, o.TLS)
 	}
