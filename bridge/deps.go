@@ -187,6 +187,7 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 		}
 		own := req
 		own.Name, own.OutputDir, own.Steps, own.After, own.AfterOK, own.AfterAny = "", "", nil, nil, nil, nil
+		own.IdempotencyKey = "" // the pipeline's own, not a step's
 		if !reflect.DeepEqual(own, Request{}) {
 			p.addf("Steps", "a pipeline's own fields are Name, OutputDir, After, AfterOK, AfterAny and Steps; give the job fields in each step")
 		}

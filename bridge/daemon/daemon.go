@@ -251,7 +251,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		log.Warn("loading the stored trust scores", "err", err)
 	}
 
-	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d}
+	known, err := d.st.IdempotencyKeys(ctx, time.Now().Add(-bridge.MaxIdempotencyAge))
+	if err != nil {
+		return nil, err
+	}
+	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d, keys: newKeys(known, time.Now())}
 	metricsH := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	mux := func(srv *api.Server, token string) http.Handler {
 		m := http.NewServeMux()
@@ -272,7 +276,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
-			InsecurePlaintext: opts.InsecurePlaintext, MaxConns: opts.Limits.MaxConns})
+			InsecurePlaintext: opts.InsecurePlaintext, MaxConns: opts.Limits.MaxConns,
+			MaxUnauthConns: opts.Limits.MaxUnauthConns, MaxUnauthPerAddr: opts.Limits.MaxUnauthPerAddr})
 		if err != nil {
 			ul.Close()
 			return nil, fmt.Errorf("API on %s: %w", opts.Listen, err)
@@ -341,9 +346,11 @@ func bearer(token string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gridsub"`)
+			api.Refuse(w, r)
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
+		api.MarkAuthenticated(r)
 		h.ServeHTTP(w, r)
 	})
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -156,5 +158,126 @@ func TestLostLockStopsDispatching(t *testing.T) {
 		if got, _ := d.Broker().Job(j.ID); got == nil || got.State != bridge.Queued {
 			t.Fatalf("job %s dispatched by a daemon that lost its lock: %+v", j.ID, got)
 		}
+	}
+}
+
+// postKeyed submits req over the socket with an Idempotency-Key header and
+// returns the status and the job id.
+func postKeyed(t *testing.T, sock, key string, req bridge.Request) (int, string) {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	hr, _ := http.NewRequest(http.MethodPost, "http://gridsub/v1/jobs", bytes.NewReader(body))
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set(api.IdempotencyHeader, key)
+	resp, err := unixHTTP(sock).Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sr api.SubmitResponse
+	json.NewDecoder(resp.Body).Decode(&sr)
+	return resp.StatusCode, sr.ID
+}
+
+// named counts the stored jobs named name.
+func named(t *testing.T, d *daemon.Daemon, name string) int {
+	t.Helper()
+	js, err := d.Store().List(context.Background(), bridge.Filter{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(js)
+}
+
+// TestIdempotencyKeySurvivesRestart: a submission repeated with the same
+// Idempotency-Key gets the first job, not a second one — also after the
+// daemon restarts (the key is stored with its job); another key makes
+// another job; a malformed key is refused.
+func TestIdempotencyKeySurvivesRestart(t *testing.T) {
+	state, sock := dirs(t)
+	d := start(t, state, sock, 60)
+	r := request("keyed", 1, time.Hour, 2*time.Hour)
+	code, id := postKeyed(t, sock, "key-0001", r)
+	if code != http.StatusCreated || id == "" {
+		t.Fatalf("first submission: %d %q", code, id)
+	}
+	for range 3 {
+		if code, again := postKeyed(t, sock, "key-0001", r); code != http.StatusCreated || again != id {
+			t.Fatalf("the same key again: %d %q, want the first job %s", code, again, id)
+		}
+	}
+	if n := named(t, d, "keyed"); n != 1 {
+		t.Fatalf("%d jobs stored for one key", n)
+	}
+	stop(t, d)
+	d = start(t, state, sock, 60)
+	if code, again := postKeyed(t, sock, "key-0001", r); code != http.StatusCreated || again != id {
+		t.Fatalf("the same key after a restart: %d %q, want the first job %s", code, again, id)
+	}
+	if code, other := postKeyed(t, sock, "key-0002", r); code != http.StatusCreated || other == id {
+		t.Fatalf("another key: %d %q, want a new job", code, other)
+	}
+	if n := named(t, d, "keyed"); n != 2 {
+		t.Fatalf("%d jobs stored for two keys", n)
+	}
+	if code, _ := postKeyed(t, sock, strings.Repeat("k", bridge.MaxIdempotencyKey+1), r); code != http.StatusBadRequest {
+		t.Fatalf("an oversized key: %d, want 400", code)
+	}
+}
+
+// cutFirst serves a unix socket that forwards to the daemon's, but cuts
+// the first connection once the daemon has begun to answer, without
+// passing the answer on: the submission is stored, the client sees a
+// broken connection (what a daemon killed mid-answer looks like).
+func cutFirst(t *testing.T, daemonSock string) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(daemonSock), "cut.sock")
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for n := 0; ; n++ {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			dc, err := net.Dial("unix", daemonSock)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go io.Copy(dc, c)
+			if n == 0 {
+				go func() {
+					dc.Read(make([]byte, 1)) // the daemon has answered
+					c.Close()
+					dc.Close()
+				}()
+				continue
+			}
+			go func() { io.Copy(c, dc); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// TestClientRetriesWithTheSameKey: the Go client (the CLI's) retries a
+// submission whose answer was lost, with the same key: one job, and the
+// caller gets it.
+func TestClientRetriesWithTheSameKey(t *testing.T) {
+	state, sock := dirs(t)
+	d := start(t, state, sock, 60)
+	c := api.NewUnixClient(cutFirst(t, sock))
+	j, err := c.Submit(context.Background(), request("retried", 1, time.Hour, 2*time.Hour))
+	if err != nil {
+		t.Fatalf("a submission whose first answer was lost: %v", err)
+	}
+	if n := named(t, d, "retried"); n != 1 {
+		t.Fatalf("%d jobs stored for one submission retried", n)
+	}
+	if j.Req.Name != "retried" || j.Req.IdempotencyKey == "" {
+		t.Fatalf("job %+v", j)
 	}
 }

@@ -324,10 +324,7 @@ jobs: the ones submitted after the backup are only in the kept file.`,
 			kept, rep, err := store.Restore(cmd.Context(), args[0], db, time.Now())
 			if err != nil {
 				if rep != nil && len(rep.Problems) > 0 && !g.json() {
-					if err != nil && len(rep.Problems) == 0 {
-			rep.Problems = []string{err.Error()} // never "ok" beside a failure
-		}
-		fmt.Fprintln(g.stdout, reportText(rep))
+					fmt.Fprintln(g.stdout, reportText(rep))
 				}
 				return storeErr(g, err)
 			}
