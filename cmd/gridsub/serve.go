@@ -164,9 +164,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	token := os.Getenv(envToken)
 	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
+		b, err := config.ReadRegular("--token-file", f.tokenFile, config.MaxTokenFile) // never a FIFO or a device
 		if err != nil {
-			return usageErr(fmt.Errorf("--token-file: %w", err))
+			return usageErr(err)
 		}
 		token = strings.TrimSpace(string(b))
 	}
