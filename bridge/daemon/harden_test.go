@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +280,30 @@ func TestClientRetriesWithTheSameKey(t *testing.T) {
 	}
 	if j.Req.Name != "retried" || j.Req.IdempotencyKey == "" {
 		t.Fatalf("job %+v", j)
+	}
+}
+
+// TestLockExcludesAnOlderDaemon: a gridsub from before the directory lock
+// holds an flock on <state_dir>/gridsub.lock only; a new daemon respects
+// that lock too, so an upgrade never runs two daemons on one directory.
+func TestLockExcludesAnOlderDaemon(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, daemon.LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("4242\n")
+	if _, err := daemon.LockStateDir(dir); !errors.Is(err, daemon.ErrLocked) || !strings.Contains(err.Error(), "4242") {
+		t.Fatalf("LockStateDir beside an older daemon's lock = %v, want ErrLocked naming pid 4242", err)
+	}
+	if held, _, _ := daemon.LockHolder(dir); held {
+		t.Fatal("the refused lock left the directory locked")
 	}
 }

@@ -33,6 +33,7 @@ type Lock struct {
 	dir  *os.File // the locked directory
 	path string   // the directory's path
 	file string   // the pid file
+	pidf *os.File // the pid file, flocked too (what gridsub before issue 29 locked: a daemon of either kind excludes the other)
 }
 
 // LockStateDir takes the exclusive lock of the state directory dir
@@ -64,20 +65,49 @@ func LockStateDir(dir string) (*Lock, error) {
 	l := &Lock{dir: f, path: dir, file: p}
 	if err := l.writePID(); err != nil {
 		f.Close()
+		if errors.Is(err, ErrLocked) {
+			return nil, lockedErr(dir, p)
+		}
 		return nil, err
 	}
 	return l, nil
 }
 
-// writePID writes the holder's pid into the pid file (made again if it
-// was deleted).
+// writePID writes the holder's pid into the pid file, in place, made
+// again (and flocked again) if it was deleted or replaced. The pid file's
+// own flock is what an older gridsub takes: one that holds it (ErrLocked)
+// is another daemon on this directory.
 func (l *Lock) writePID() error {
-	tmp := l.file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+	if l.pidf != nil {
+		held, err1 := l.pidf.Stat()
+		now, err2 := os.Lstat(l.file)
+		if err1 != nil || err2 != nil || !os.SameFile(held, now) {
+			l.pidf.Close()
+			l.pidf = nil
+		}
+	}
+	if l.pidf == nil {
+		f, err := os.OpenFile(l.file, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+		if err != nil {
+			return fmt.Errorf("state directory lock %s: %w", l.file, err)
+		}
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			f.Close()
+			return fmt.Errorf("state directory lock %s: not a regular file", l.file)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return fmt.Errorf("%w: %s", ErrLocked, l.file)
+			}
+			return fmt.Errorf("state directory lock %s: %w", l.file, err)
+		}
+		l.pidf = f
+	}
+	if err := l.pidf.Truncate(0); err != nil {
 		return fmt.Errorf("state directory lock %s: %w", l.file, err)
 	}
-	if err := os.Rename(tmp, l.file); err != nil {
-		os.Remove(tmp)
+	if _, err := l.pidf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
 		return fmt.Errorf("state directory lock %s: %w", l.file, err)
 	}
 	return nil
@@ -106,7 +136,13 @@ func (l *Lock) Check() (restored bool, err error) {
 			"another daemon could lock it and run the same jobs, so this one dispatches nothing more: stop it and start it again", ErrLockLost, l.path)
 	}
 	if pid, _ := lockPID(l.file); pid != os.Getpid() {
-		return true, l.writePID()
+		if err := l.writePID(); errors.Is(err, ErrLocked) {
+			return false, fmt.Errorf("%w: another process took %s after it was deleted (an older gridsub?); this daemon dispatches nothing more: stop both and start one",
+				ErrLockLost, l.file)
+		} else if err != nil {
+			return true, err
+		}
+		return true, nil
 	}
 	return false, nil
 }
@@ -157,6 +193,10 @@ func (l *Lock) Release() error {
 	}
 	err := l.dir.Close() // closing the last descriptor drops the flock
 	l.dir = nil
+	if l.pidf != nil {
+		l.pidf.Close()
+		l.pidf = nil
+	}
 	return err
 }
 
