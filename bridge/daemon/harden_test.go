@@ -307,3 +307,31 @@ func TestLockExcludesAnOlderDaemon(t *testing.T) {
 		t.Fatal("the refused lock left the directory locked")
 	}
 }
+
+// TestIdempotencyKeyConcurrentRetries: retries of one submission that
+// arrive together (a client that timed out while its first request was
+// still being stored) make one job, and every one of them gets it.
+func TestIdempotencyKeyConcurrentRetries(t *testing.T) {
+	state, sock := dirs(t)
+	d := start(t, state, sock, 60)
+	r := request("together", 1, time.Hour, 2*time.Hour)
+	ids := make(chan string, 8)
+	for range 8 {
+		go func() {
+			code, id := postKeyed(t, sock, "same-key", r)
+			if code != http.StatusCreated {
+				id = "status " + strconv.Itoa(code)
+			}
+			ids <- id
+		}()
+	}
+	first := <-ids
+	for range 7 {
+		if id := <-ids; id != first {
+			t.Fatalf("concurrent retries got %q and %q", first, id)
+		}
+	}
+	if n := named(t, d, "together"); n != 1 {
+		t.Fatalf("%d jobs stored for 8 concurrent retries of one key", n)
+	}
+}

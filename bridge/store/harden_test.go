@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/store"
@@ -76,5 +78,40 @@ func TestDamagedStoreRefusesWrites(t *testing.T) {
 	}
 	if after := sum(t, p); after != before {
 		t.Fatal(fmt.Sprintf("the damaged file changed after its damage was found"))
+	}
+}
+
+// TestIdempotencyKeys: the keys of jobs written since a time, each to its
+// oldest job; group elements (which copy their parent's request) and jobs
+// without a key are left out.
+func TestIdempotencyKeys(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "k.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(id, key, parent string) {
+		j := &bridge.Job{ID: id, State: bridge.Queued, Parent: parent,
+			Req: bridge.Request{Name: "x", Nodes: 1, Command: []string{"true"}, IdempotencyKey: key}}
+		if err := s.Put(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := time.Now()
+	put("a1", "k1", "")
+	put("a2", "k1", "") // a second job of a key (never made by the daemon): the first wins
+	put("b1", "k2", "")
+	put("b1_1", "k2", "b1")
+	put("c1", "", "")
+	got, err := s.IdempotencyKeys(ctx, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["k1"] != "a1" || got["k2"] != "b1" {
+		t.Fatalf("IdempotencyKeys = %v", got)
+	}
+	if got, _ := s.IdempotencyKeys(ctx, time.Now().Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("keys of jobs written before since: %v", got)
 	}
 }
