@@ -187,6 +187,7 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 		}
 		own := req
 		own.Name, own.OutputDir, own.Steps, own.After, own.AfterOK, own.AfterAny = "", "", nil, nil, nil, nil
+		own.IdempotencyKey = "" // the pipeline's own, not a step's
 		if !reflect.DeepEqual(own, Request{}) {
 			p.addf("Steps", "a pipeline's own fields are Name, OutputDir, After, AfterOK, AfterAny and Steps; give the job fields in each step")
 		}
@@ -240,6 +241,18 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 			return nil, err
 		}
 		if err := gs.checkSites("prefer", r.Prefer); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.Steps) == 0 {
+		// The rule a single job obeys (Submit): an array, a sweep or a job
+		// with dependencies that no site could ever run — too wide, or a
+		// strict deadline missed even started at once — is refused here,
+		// as `gridsub validate` refuses it, not element by element later.
+		if err := checkDeadlineFields(&req); err != nil {
+			return nil, err
+		}
+		if _, err := gs.intake.feasible(ctx, &req, now); err != nil {
 			return nil, err
 		}
 	}

@@ -98,7 +98,22 @@ type Request struct {
 	// SiteOptions are batch options by site name (partition or queue,
 	// account); a site not listed uses its configured ones.
 	SiteOptions map[string]SiteOptions `json:",omitempty"`
+	// IdempotencyKey names this submission (the API's Idempotency-Key
+	// header; the CLI sends one per submission and retries with it): the
+	// daemon answers a second submission with the same key, within
+	// MaxIdempotencyAge of the first, with the first's job instead of a new
+	// one — across restarts, as the key is stored with the job. At most
+	// MaxIdempotencyKey printable ASCII characters. Group elements and
+	// pipeline steps are made by the broker and have none of their own.
+	IdempotencyKey string `json:",omitempty"`
 }
+
+// MaxIdempotencyKey bounds Request.IdempotencyKey.
+const MaxIdempotencyKey = 128
+
+// MaxIdempotencyAge is how long a submission's IdempotencyKey keeps
+// answering with its job.
+const MaxIdempotencyAge = 24 * time.Hour
 
 // Sweep is a parameter sweep: the cartesian product of the parameters'
 // values, the last parameter varying fastest; each element has every

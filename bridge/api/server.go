@@ -207,7 +207,8 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return fmt.Errorf("api: serving on %s: %w", l.Addr(), err)
 	}
-	sl, err := secureTCP(l, TCPOptions{Token: s.opts.Token, TLS: s.opts.TLS, InsecurePlaintext: s.opts.InsecurePlaintext, MaxConns: s.opts.Limits.MaxConns})
+	sl, err := secureTCP(l, TCPOptions{Token: s.opts.Token, TLS: s.opts.TLS, InsecurePlaintext: s.opts.InsecurePlaintext,
+		MaxConns: s.opts.Limits.MaxConns, MaxUnauthConns: s.opts.Limits.MaxUnauthConns, MaxUnauthPerAddr: s.opts.Limits.MaxUnauthPerAddr})
 	if err != nil {
 		l.Close()
 		return err
@@ -227,9 +228,11 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gridsub"`)
+			Refuse(w, r) // closed after this answer: a refused client holds no connection
 			s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
 			return
 		}
+		MarkAuthenticated(r)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -270,6 +273,10 @@ func status(err error) (int, string) {
 		return http.StatusConflict, CodeFinal
 	case errors.Is(err, store.ErrDiskFull):
 		return http.StatusInsufficientStorage, CodeDiskFull
+	case errors.Is(err, store.ErrCorrupt):
+		// The store refuses writes once it has found damage: the client may
+		// retry once the operator has restored a backup.
+		return http.StatusServiceUnavailable, CodeUnavailable
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, CodeUnavailable
 	}
@@ -294,6 +301,12 @@ func writeJSON(w http.ResponseWriter, st int, v any) {
 	enc := json.NewEncoder(w)
 	enc.Encode(v) // the status is sent; a failed write is the client's loss
 }
+
+// IdempotencyHeader names a submission (Request.IdempotencyKey): a
+// retry with the same key gets the first submission's job, never a second
+// job. Client.Submit sends a new one for each submission and retries with
+// it.
+const IdempotencyHeader = "Idempotency-Key"
 
 // SubmitResponse is the answer to POST /v1/jobs.
 type SubmitResponse struct {
@@ -324,6 +337,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if dec.More() {
 		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "request body has data after the job request")
 		return
+	}
+	if k := r.Header.Get(IdempotencyHeader); k != "" {
+		if req.IdempotencyKey != "" && req.IdempotencyKey != k {
+			s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "the "+IdempotencyHeader+" header and the request's IdempotencyKey differ; give one")
+			return
+		}
+		req.IdempotencyKey = k // the broker checks its form
 	}
 	j, err := s.b.Submit(r.Context(), req, s.opts.Now())
 	if err != nil {

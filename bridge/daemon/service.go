@@ -19,10 +19,11 @@ const IDPlaceholder = bridge.IDPlaceholder
 // lists and for jobs that ended before the daemon's last restart (the
 // broker's memory holds only what it ran or recovered).
 type service struct {
-	b  *bridge.Broker
-	st *store.SQLite
-	m  *metrics
-	d  *Daemon
+	b    *bridge.Broker
+	st   *store.SQLite
+	m    *metrics
+	d    *Daemon
+	keys *keys // idempotency keys (idempotency.go)
 }
 
 var (
@@ -43,7 +44,22 @@ func (s *service) ExplainJob(ctx context.Context, id string, now time.Time) (*br
 	return s.b.ExplainJob(ctx, id, now)
 }
 
+// Submit submits through the broker. A request with an IdempotencyKey
+// already answered (within bridge.MaxIdempotencyAge, across restarts)
+// gets the job of its first submission, as it is now, and no new job.
 func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
+	if req.IdempotencyKey == "" || s.keys == nil {
+		return s.submit(ctx, req, now)
+	}
+	id, j, err := s.keys.submit(ctx, req.IdempotencyKey, func() (*bridge.Job, error) { return s.submit(ctx, req, now) })
+	if id != "" {
+		s.m.submissions.WithLabelValues("replayed").Inc()
+		return s.Job(id)
+	}
+	return j, err
+}
+
+func (s *service) submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
 	j, err := s.b.Submit(ctx, req, now)
 	switch {
 	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite), errors.Is(err, bridge.ErrInfeasible):

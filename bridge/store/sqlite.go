@@ -385,6 +385,13 @@ func (s *SQLite) try(ops []*op, errs []error) error {
 // written; once the batch holding it has started, write waits for the
 // commit's outcome (the answer must say whether it is durable).
 func (s *SQLite) write(ctx context.Context, apply func(*wtx) error) error {
+	if e := s.health.corrupt.Load(); e != nil {
+		// Damage found at run time (a quick_check, or a damaged page met
+		// by a read or write): what would be written now may be lost with
+		// the file, and the file is refused at the next start. Nothing is
+		// written until the file is restored and the store reopened.
+		return fmt.Errorf("store %s: refusing writes into a damaged database (%s): %w", s.path, liveHint, *e)
+	}
 	o := &op{apply: apply, err: make(chan error, 1)}
 	select {
 	case s.ops <- o:

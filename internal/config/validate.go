@@ -193,6 +193,17 @@ func (c *Config) validate() Errors {
 	if (b.TLSCert == "") != (b.TLSKey == "") {
 		bad("broker.tls_cert", "give both broker.tls_cert and broker.tls_key (PEM certificate and private key files), or neither")
 	}
+	for _, f := range []struct {
+		key, path string
+		max       int64
+	}{{"broker.tls_cert", b.TLSCert, MaxCertFile}, {"broker.tls_key", b.TLSKey, MaxKeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if msg := checkNamedFile(f.path, f.max); msg != "" {
+			bad(f.key, "%s", msg)
+		}
+	}
 	if !(c.Sim.TimeScale > 0) || math.IsInf(c.Sim.TimeScale, 0) {
 		bad("sim.time_scale", "must be a number > 0 (virtual seconds per wall second), got %v", c.Sim.TimeScale)
 	} else if c.Sim.TimeScale < MinTimeScale || c.Sim.TimeScale > MaxTimeScale {
@@ -298,6 +309,17 @@ func (c *Config) validateRemote(s *Site, k string) Errors {
 	}
 	if x.KnownHosts == "" && !x.InsecureIgnoreHostKey {
 		bad(k+".known_hosts", "missing; give a known_hosts file holding the site's host key (insecure_ignore_host_key: true skips the check, for tests only)")
+	}
+	for _, f := range []struct {
+		key, path string
+		max       int64
+	}{{".key_file", x.KeyFile, MaxKeyFile}, {".known_hosts", x.KnownHosts, MaxKnownHostsFile}} {
+		if f.path == "" {
+			continue
+		}
+		if msg := checkNamedFile(f.path, f.max); msg != "" {
+			bad(k+f.key, "%s", msg)
+		}
 	}
 	if x.MaxSessions < 1 || x.MaxSessions > 1024 {
 		bad(k+".max_sessions", "must be a whole number 1..1024, got %d", x.MaxSessions)
