@@ -303,7 +303,7 @@ func startInProcessDaemon(t *testing.T) *daemon.Daemon {
 	t.Helper()
 	dir := t.TempDir()
 	state, sock := filepath.Join(dir, "state"), filepath.Join(dir, "gs.sock")
-	cfg, err := config.Load("")
+	cfg, err := config.Load(os.Getenv("GRIDSUB_CONFIG"))
 	if err != nil {
 		t.Fatal(err)
 	}

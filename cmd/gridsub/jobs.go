@@ -311,13 +311,13 @@ ago than its --keep-history. Needs a running daemon (gridsub serve).`,
 			if err != nil {
 				return usageErr(err)
 			}
-			final := []bridge.JobState{bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
+			final := []bridge.JobState{bridge.Completed, bridge.Failed, bridge.Timeout, bridge.Cancelled, bridge.Rejected}
 			if len(flt.States) == 0 {
 				flt.States = final
 			}
 			for _, s := range flt.States {
 				if !slices.Contains(final, s) {
-					return usageErr(fmt.Errorf("history lists ended jobs: --state %q is not a final state (completed, failed, cancelled, rejected); use `gridsub list --state %s`", s, s))
+					return usageErr(fmt.Errorf("history lists ended jobs: --state %q is not a final state (completed, failed, timeout, cancelled, rejected); use `gridsub list --state %s`", s, s))
 				}
 			}
 			c, err := mustConnect(cmd.Context(), g)

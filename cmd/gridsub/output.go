@@ -88,7 +88,7 @@ func noOutputWhy(j *bridge.Job) string {
 	switch {
 	case j.Req.OutputDir == "":
 		return " (it was submitted without an output directory)"
-	case j.State != bridge.Completed && j.State != bridge.Failed:
+	case j.State != bridge.Completed && j.State != bridge.Failed && j.State != bridge.Timeout:
 		return " (it " + string(j.State) + " before it ran)"
 	}
 	return " (the job wrote none of its declared outputs)"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -221,12 +222,55 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 			return err
 		}
 	} else {
+		if !f.quiet {
+			echoJobOutput(g, final)
+		}
 		fmt.Fprint(g.stdout, summaryText(final, env.Simulated()))
 	}
 	if final.State != bridge.Completed {
 		return &exitError{exitJobFailed, fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)}
 	}
 	return nil
+}
+
+// maxEcho bounds what echoJobOutput copies from each stream.
+const maxEcho = 64 << 10
+
+// echoJobOutput copies an ended job's fetched standard output to stdout and
+// its standard error to stderr, as srun would show them, before the
+// summary: at most maxEcho bytes of each, saying where the rest is.
+func echoJobOutput(g *globals, j *bridge.Job) {
+	for _, o := range j.Outputs {
+		var w io.Writer
+		switch filepath.Base(o) {
+		case "gridsub.out":
+			w = g.stdout
+		case "gridsub.err":
+			w = g.stderr
+		default:
+			continue
+		}
+		f, err := os.Open(o)
+		if err != nil {
+			continue
+		}
+		data, _ := io.ReadAll(io.LimitReader(f, maxEcho+1))
+		f.Close()
+		if len(data) == 0 {
+			continue
+		}
+		more := len(data) > maxEcho
+		if more {
+			data = data[:maxEcho]
+		}
+		w.Write(data)
+		if data[len(data)-1] != '\n' {
+			fmt.Fprintln(w)
+		}
+		if more {
+			fmt.Fprintf(w, "[... more in %s]\n", o)
+		}
+	}
 }
 
 // follow runs broker cycles until the job ends. On Ctrl-C it cancels the job

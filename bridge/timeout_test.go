@@ -1,0 +1,60 @@
+package bridge
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/backends"
+)
+
+// A component killed at its walltime ends the job as Timeout at once, even
+// in the none tier that retries failures: the same limit would kill it
+// again, and nobody asked for the retry. It is not the site's fault.
+func TestWalltimeKillIsTimeoutNotRetried(t *testing.T) {
+	a, c := newFake("A", 4), newFake("B", 4)
+	b := tierBroker(t, nil, a, c)
+	j, _ := b.Submit(context.Background(), qreq("none"), t0)
+	mustCycle(t, b, t0)
+	a.mu.Lock()
+	for _, st := range a.jobs {
+		st.State, st.ExitCode, st.Reason = backends.StateTimeout, -1, "killed at its walltime of 1m0s"
+	}
+	a.mu.Unlock()
+	mustCycle(t, b, t0.Add(time.Second))
+	got, _ := b.Job(j.ID)
+	if got.State != Timeout || got.Attempts != 1 || strings.Contains(kinds(got), "retry") {
+		t.Fatalf("%s after %d attempts: %s", got.State, got.Attempts, kinds(got))
+	}
+	if !strings.Contains(got.Reason, "killed at its walltime at A") || !strings.Contains(got.Reason, "1m0s") || got.SiteFault {
+		t.Fatalf("reason %q, site fault %v", got.Reason, got.SiteFault)
+	}
+	if !strings.Contains(kinds(got), "timeout") {
+		t.Fatalf("no timeout event: %s", kinds(got))
+	}
+}
+
+// SiteFault is set only for a failure that is the site's: a component that
+// failed without an exit code of its own (a node failure, a launch that
+// never ran), not one whose command exited non-zero.
+func TestSiteFaultOnlyForSiteFailures(t *testing.T) {
+	for _, tc := range []struct {
+		exit  int
+		fault bool
+	}{{3, false}, {-1, true}} {
+		a := newFake("A", 4)
+		b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a, H: 1}}, Planner: scriptPlanner{firstFit}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := b.Submit(context.Background(), req(1), t0)
+		mustCycle(t, b, t0)
+		a.set(j.ID, backends.StateFailed, tc.exit)
+		mustCycle(t, b, t0.Add(time.Second))
+		got, _ := b.Job(j.ID)
+		if got.State != Failed || got.SiteFault != tc.fault {
+			t.Errorf("exit %d: %s, site fault %v; want failed, %v", tc.exit, got.State, got.SiteFault, tc.fault)
+		}
+	}
+}
