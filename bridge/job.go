@@ -217,7 +217,7 @@ type Job struct {
 	// failure, a launch failure, a job the site lost), not because its own
 	// command failed or ran out of time; only such a failure counts
 	// against the site's trust (store.SiteHealth's Failed).
-	SiteFault bool `json:",omitempty"`
+	SiteFault bool     `json:",omitempty"`
 	Outputs   []string // local paths of fetched outputs
 	// FetchErrors says what could not be brought back (the job's own state
 	// is not changed by it).

@@ -17,8 +17,8 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/backendtest"
-	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/backends/local"
+	"github.com/gridsub/gridsub/bridge/plugins"
 )
 
 var n atomic.Int64

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
