@@ -7,8 +7,8 @@ import (
 	"github.com/gridsub/gridsub/internal/config"
 )
 
-// loadConfig loads --config (or GRIDSUB_CONFIG), or the built-in simulated
-// testbed when neither is given.
+// loadConfig loads --config (or GRIDSUB_CONFIG), or the built-in local
+// site (configs/local.yaml) when neither is given.
 func loadConfig(g *globals) (*config.Config, error) {
 	return config.Load(g.config)
 }

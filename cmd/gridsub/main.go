@@ -68,8 +68,11 @@ several sites at once for a co-allocated parallel job), stages the files,
 submits through the site's own batch system (SLURM, PBS), follows the job to
 its end and brings the outputs back.
 
-Without --config it runs on the built-in simulated testbed (paper 000's three
-sites: Beijing 128 nodes, Shanghai 64, Harbin 32), so you can try it anywhere.
+Without --config it runs the job here, on the built-in local site (real
+processes on this machine, one slot per core; walltime enforced, outputs
+fetched), so you can try it anywhere; --config testbed is the built-in
+simulated testbed (paper 000's three sites: Beijing 128 nodes, Shanghai 64,
+Harbin 32).
 
 With a daemon running ("gridsub serve &"), jobs go to it: "gridsub job.yaml"
 returns the grid job id at once (--wait follows the job), and status, list,
@@ -79,8 +82,8 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 2 a usage, job-file or configuration error; 3 gridsub could not do its work;
 130 Ctrl-C stopped following a daemon's job (--wait, watch, logs -f), which
 goes on in the daemon.`,
-		Example: `  gridsub examples/hello.yaml                 # run on the simulated testbed
-  gridsub examples/wide.yaml --output json    # machine-readable summary on stdout
+		Example: `  gridsub examples/hello.yaml                 # run it here: prints "hello from gridsub"
+  gridsub --config testbed examples/wide.yaml --output json   # on the simulated testbed; JSON summary
   gridsub validate examples/*.yaml            # check job files
   gridsub --config configs/local-slurm.yaml examples/hello.yaml   # real SLURM sites`,
 		Args:          cobra.ArbitraryArgs,
@@ -105,7 +108,7 @@ goes on in the daemon.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.config, "config", "c", os.Getenv("GRIDSUB_CONFIG"), "site configuration file (env GRIDSUB_CONFIG; default: the built-in simulated testbed)")
+	pf.StringVarP(&g.config, "config", "c", os.Getenv("GRIDSUB_CONFIG"), "site configuration file or built-in name (env GRIDSUB_CONFIG; default: the built-in local site, real processes on this machine; testbed: the simulated testbed)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {

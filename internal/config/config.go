@@ -300,11 +300,11 @@ func EnvKeys() []string {
 	return sortStrings(keys)
 }
 
-// LoadDefault loads the built-in default configuration (configs/testbed.yaml).
+// LoadDefault loads the built-in default configuration (configs/local.yaml).
 func LoadDefault() (*Config, error) { return Load("") }
 
 // Load reads, expands and validates a configuration. path "" means the
-// built-in configs/testbed.yaml; a path that does not exist but names a
+// built-in configs/local.yaml; a path that does not exist but names a
 // built-in configuration ("local-slurm" or "local-slurm.yaml") loads that.
 // On a validation problem the error is an Errors listing every problem.
 func Load(path string) (*Config, error) {
