@@ -545,6 +545,9 @@ type HealthResponse struct {
 	// Simulated: Time is the simulated sites' virtual clock (ServerOptions.Simulated).
 	Simulated bool `json:"simulated,omitempty"`
 	Sites     int  `json:"sites"`
+	// SiteNames are the configured sites, in configuration order: a client
+	// holding a configuration checks that this daemon runs the same one.
+	SiteNames []string `json:"site_names,omitempty"`
 }
 
 // Reasons of an unhealthy daemon (HealthResponse.Reason).
@@ -575,7 +578,8 @@ func healthReason(err error) string {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(s.b.SiteNames())}
+	names := s.b.SiteNames()
+	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(names), SiteNames: names}
 	if c, ok := s.b.(Checker); ok {
 		if err := c.Health(r.Context()); err != nil {
 			h.Status, h.Error, h.Code, h.Reason = "unhealthy", err.Error(), CodeUnavailable, healthReason(err)

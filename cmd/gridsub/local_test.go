@@ -91,3 +91,27 @@ scheduling: {qos: none}
 		t.Errorf("reason %q", j.Reason)
 	}
 }
+
+// TestConfigOtherThanTheDaemons: a job whose --config names other sites
+// than the running daemon's is refused with the reason, not sent to the
+// daemon's sites; the daemon's own configuration and --embedded go ahead.
+// gridsub sim refuses --config, which it would not read.
+func TestConfigOtherThanTheDaemons(t *testing.T) {
+	startInProcessDaemon(t) // the simulated testbed
+	code, stdout, stderr := cli("--config", "sim-pair", filepath.Join(repoRoot, "examples/hello.yaml"))
+	if code != exitUsage || stdout != "" {
+		t.Fatalf("exit %d stdout %q, want %d and nothing", code, stdout, exitUsage)
+	}
+	for _, want := range []string{"runs the sites Beijing, Shanghai, Harbin", "names Nanjing, Wuhan", "nothing was sent", "--embedded"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code, _, stderr := cli("--config", "testbed", "list"); code != 0 {
+		t.Errorf("the daemon's own configuration: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := cli("--config", "testbed", "sim", "configs/experiments/ctc-easy-reference.yaml"); code != exitUsage ||
+		!strings.Contains(stderr, "takes its sites from the experiment file") {
+		t.Errorf("sim --config: exit %d\n%s", code, stderr)
+	}
+}
