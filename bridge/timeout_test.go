@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,39 @@ func TestSiteFaultOnlyForSiteFailures(t *testing.T) {
 		if got.State != Failed || got.SiteFault != tc.fault {
 			t.Errorf("exit %d: %s, site fault %v; want failed, %v", tc.exit, got.State, got.SiteFault, tc.fault)
 		}
+	}
+}
+
+// A dependency may be given as a unique prefix or suffix of a job's id, as
+// every command takes one: the stored job names the dependency in full. An
+// ambiguous one is refused with the candidates.
+func TestDependencyByShortID(t *testing.T) {
+	a := newFake("A", 4)
+	b := newTestBroker(t, firstFit, a)
+	ctx := context.Background()
+	first, _ := b.Submit(ctx, req(1), t0)
+	other, _ := b.Submit(ctx, req(1), t0)
+	short := first.ID[len(first.ID)-2:] // "01": the suffix of the first job's id only
+	if strings.HasSuffix(other.ID, short) {
+		t.Fatalf("ids %s and %s share the suffix %s", first.ID, other.ID, short)
+	}
+	r := req(1)
+	r.AfterOK = []string{short}
+	given := r.AfterOK
+	second, err := b.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustJob(t, b, second.ID); len(got.Req.AfterOK) != 1 || got.Req.AfterOK[0] != first.ID {
+		t.Fatalf("stored dependency %v, want %s", got.Req.AfterOK, first.ID)
+	}
+	if given[0] != short {
+		t.Errorf("the caller's request was changed: %v", given)
+	}
+	prefix := first.ID[:len(first.ID)-3] // a prefix of both ids
+	r.AfterOK = []string{prefix}
+	_, err = b.Submit(ctx, r, t0)
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "is ambiguous: matches") || !strings.Contains(err.Error(), first.ID) {
+		t.Fatalf("ambiguous dependency: %v", err)
 	}
 }

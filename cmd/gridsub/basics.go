@@ -192,7 +192,10 @@ func usageArgs(c *cobra.Command) {
 		}
 	}
 	c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageErr(fmt.Errorf("%s: %w", cmd.CommandPath(), err))
+		if !cmd.HasParent() {
+			return usageErr(err) // "gridsub: unknown flag", not "gridsub: gridsub: ..."
+		}
+		return usageErr(fmt.Errorf("%s: %w", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err))
 	})
 	for _, sub := range c.Commands() {
 		usageArgs(sub)

@@ -60,11 +60,11 @@ func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 	switch {
 	case err == nil, errors.As(err, &ae): // it answers (perhaps unhealthy: its requests will say why)
 		c.sim = h != nil && h.Simulated
-		if h != nil && cfg != nil && g.config != "" && len(h.SiteNames) > 0 && !slices.Equal(h.SiteNames, cfg.SiteNames()) {
+		if h != nil && cfg != nil && g.configFlag && len(h.SiteNames) > 0 && !slices.Equal(h.SiteNames, cfg.SiteNames()) {
 			// The job was meant for the sites of --config, not the daemon's.
-			return nil, usageErr(fmt.Errorf("the daemon at %s runs the sites %s, but %s (--config or GRIDSUB_CONFIG) names %s; "+
+			return nil, usageErr(fmt.Errorf("the daemon at %s runs the sites %s, but --config %s names %s; "+
 				"nothing was sent to it. Use --embedded to run here with %s, or stop that daemon and start `gridsub --config %s serve &`",
-				c.where, strings.Join(h.SiteNames, ", "), cfg.Source, strings.Join(cfg.SiteNames(), ", "), g.config, g.config))
+				c.where, strings.Join(h.SiteNames, ", "), g.config, strings.Join(cfg.SiteNames(), ", "), g.config, g.config))
 		}
 		return c, nil
 	case errors.Is(err, api.ErrNoDaemon):

@@ -131,7 +131,7 @@ func startServe(t *testing.T, bin, state, sock string, args ...string) *servePro
 	cmd := exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
 		return strings.HasPrefix(e, "GRIDSUB_") && !strings.HasPrefix(e, envCPUProfile+"=") && !strings.HasPrefix(e, envMemProfile+"=")
-	}), envStateDir+"="+state, envSocket+"="+sock,
+	}), envStateDir+"="+state, envSocket+"="+sock, "GRIDSUB_CONFIG="+os.Getenv("GRIDSUB_CONFIG"),
 		// The tests' --out-dir are beside the state directory.
 		config.EnvName("broker.output_root")+"="+filepath.Dir(state))
 	p := &serveProc{cmd: cmd, logs: &logBuffer{}, done: make(chan error, 1)}

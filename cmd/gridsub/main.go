@@ -38,11 +38,14 @@ func usageErr(err error) error { return &exitError{exitUsage, err} }
 
 // globals are the persistent flags.
 type globals struct {
-	config   string
-	output   string
-	logLevel string
-	stdout   io.Writer
-	stderr   io.Writer
+	config string
+	// configFlag: --config was given on the command line (not only
+	// GRIDSUB_CONFIG), so the job is meant for its sites.
+	configFlag bool
+	output     string
+	logLevel   string
+	stdout     io.Writer
+	stderr     io.Writer
 }
 
 func (g *globals) json() bool { return g.output == "json" }
@@ -112,6 +115,9 @@ goes on in the daemon.`,
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if fl := cmd.Flag("config"); fl != nil {
+			g.configFlag = fl.Changed
+		}
 		if g.output != "table" && g.output != "json" {
 			return usageErr(fmt.Errorf("--output must be table or json, got %q", g.output))
 		}
@@ -142,11 +148,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil && (ee.code != exitJobFailed || errors.Is(ee.err, bridge.ErrInfeasible)) { // a job that can never run has no summary to say why
-			fmt.Fprintln(stderr, "gridsub:", ee.err)
+			fmt.Fprintln(stderr, "gridsub:", sentence(ee.err))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "gridsub:", err)
+	fmt.Fprintln(stderr, "gridsub:", sentence(err))
 	if strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "flag") {
 		return exitUsage
 	}
