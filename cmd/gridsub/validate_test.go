@@ -67,7 +67,7 @@ func TestDaemonOutputRoot(t *testing.T) {
 	p := startServe(t, bin, state, sock, "--time-scale", "3000") // output root: d
 	elsewhere := t.TempDir()
 	code, stdout, stderr := cli("examples/hello.yaml", "--out-dir", elsewhere)
-	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "OutputDir: "+filepath.Join(elsewhere, bridge.IDPlaceholder)+" is outside the output root ("+d+")") ||
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "the output directory (--out-dir): "+filepath.Join(elsewhere, bridge.IDPlaceholder)+" is outside the output root ("+d+")") ||
 		!strings.Contains(stderr, "--out-dir must lie inside the daemon's output root (broker.output_root)") {
 		t.Errorf("--out-dir outside the root: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
