@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReadmeFirstCommandPrintsHello: the README's first command,
@@ -113,5 +114,135 @@ func TestConfigOtherThanTheDaemons(t *testing.T) {
 	if code, _, stderr := cli("--config", "testbed", "sim", "configs/experiments/ctc-easy-reference.yaml"); code != exitUsage ||
 		!strings.Contains(stderr, "takes its sites from the experiment file") {
 		t.Errorf("sim --config: exit %d\n%s", code, stderr)
+	}
+}
+
+// waitFinal polls a daemon's job until it ended (generous deadline: the
+// machine may be loaded).
+func waitFinal(t *testing.T, id string) jobJSON {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		code, stdout, stderr := cli("status", id, "-o", "json")
+		var j jobJSON
+		if code == 0 || code == exitJobFailed {
+			if err := json.Unmarshal([]byte(stdout), &j); err == nil && (j.State == "completed" || j.State == "failed" ||
+				j.State == "cancelled" || j.State == "rejected" || j.State == "timeout") {
+				return j
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not end: exit %d %s %s", id, code, stdout, stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestDayOneFrictions walks what a new user tries against a daemon: the
+// daemon's errors read as sentences, dependencies by short id and on the
+// command line, cancel by name and state, list's columns, did-you-mean for
+// --site and --state, logs and output of a group's parent and of a job
+// cancelled before it ran, and SLURM verbs pointing at gridsub's commands.
+func TestDayOneFrictions(t *testing.T) {
+	startInProcessDaemon(t) // the simulated testbed
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	job := write("job.yaml", "name: one\ncommand: [/bin/true]\nresources: {nodes: 1, walltime: 1m}\nsimulate: {runtime: 10s}\n")
+
+	// An unknown dependency: one sentence, the job file's field name, no
+	// HTTP status, no doubled prefix, exit status 2.
+	code, _, stderr := cli(job, "--afterok", "g999999")
+	if code != exitUsage || !strings.HasPrefix(stderr, "gridsub: afterok[0]: no job \"g999999\"") ||
+		strings.Contains(stderr, "HTTP") || strings.Contains(stderr, "gridsub daemon:") || strings.Contains(stderr, "AfterOK") ||
+		strings.Contains(stderr, "bad request") {
+		t.Errorf("unknown dependency: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := cli("status", "nosuchjob"); code != exitUsage || strings.Contains(stderr, "HTTP") || strings.Contains(stderr, "gridsub daemon:") {
+		t.Errorf("unknown job: exit %d\n%s", code, stderr)
+	}
+
+	// A dependency by a shortened id, on the command line.
+	code, stdout, stderr := cli(job, "-q")
+	first := strings.TrimSpace(stdout)
+	if code != 0 || first == "" {
+		t.Fatalf("submit: exit %d %s", code, stderr)
+	}
+	code, stdout, stderr = cli(job, "-q", "--afterok", first[len(first)-6:])
+	second := strings.TrimSpace(stdout)
+	if code != 0 {
+		t.Fatalf("--afterok by suffix: exit %d %s", code, stderr)
+	}
+	if j := waitFinal(t, second); j.State != "completed" {
+		t.Errorf("the dependent job %s", j.State)
+	}
+
+	// list: nodes, elapsed and time limit; did-you-mean for --site and --state.
+	code, stdout, _ = cli("list")
+	if code != 0 || !strings.Contains(stdout, "NODES") || !strings.Contains(stdout, "ELAPSED") || !strings.Contains(stdout, "TIME_LIMIT") {
+		t.Errorf("list columns:\n%s", stdout)
+	}
+	if code, _, stderr := cli("list", "--site", "Beijng"); code != exitUsage || !strings.Contains(stderr, `did you mean "Beijing"?`) {
+		t.Errorf("--site Beijng: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := cli("list", "--state", "runing"); code != exitUsage || !strings.Contains(stderr, `did you mean "running"?`) {
+		t.Errorf("--state runing: exit %d %s", code, stderr)
+	}
+
+	// Cancel by name: every unfinished job of that name, and nothing else.
+	long := write("long.yaml", "name: longone\ncommand: [/bin/true]\nresources: {nodes: 1, walltime: 10h}\nsimulate: {runtime: 9h}\n")
+	var longIDs []string
+	for range 2 {
+		_, stdout, _ := cli(long, "-q")
+		longIDs = append(longIDs, strings.TrimSpace(stdout))
+	}
+	code, stdout, stderr = cli("cancel", "--name", "longone")
+	if code != 0 || strings.Count(stdout, " cancelled") != 2 {
+		t.Fatalf("cancel --name: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Logs of a job cancelled before it ran say so (not "no such job").
+	held := write("held.yaml", "name: heldone\ncommand: [/bin/true]\nresources: {nodes: 1, walltime: 1m}\n")
+	_, stdout, _ = cli(long, "-q")
+	blocker := strings.TrimSpace(stdout)
+	_, stdout, _ = cli(held, "-q", "--afterok", blocker)
+	h := strings.TrimSpace(stdout)
+	if code, stdout, stderr := cli("cancel", "--state", "held"); code != 0 || !strings.Contains(stdout, h+" cancelled") {
+		t.Fatalf("cancel --state held: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli("logs", h); code != 0 || !strings.Contains(stderr, "cancelled before it ran") {
+		t.Errorf("logs of a job cancelled before it ran: exit %d %s", code, stderr)
+	}
+	cli("cancel", blocker)
+
+	// A sweep's parent: logs and outputs are its elements'.
+	code, stdout, stderr = cli(filepath.Join(repoRoot, "examples/sweep.yaml"), "-q")
+	sweep := strings.TrimSpace(stdout)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d %s", code, stderr)
+	}
+	if j := waitFinal(t, sweep); j.State != "completed" {
+		t.Fatalf("sweep %s", j.State)
+	}
+	if code, stdout, stderr := cli("logs", sweep); code != 0 || strings.Count(stdout, "==> "+sweep+"_") != 6 {
+		t.Errorf("logs of the sweep: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := cli("output", sweep); code != 0 || strings.Count(stdout, "gridsub.out") != 6 {
+		t.Errorf("output of the sweep: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	// SLURM and PBS verbs point at gridsub's own commands.
+	for verb, want := range map[string]string{"squeue": "gridsub list", "scancel": "gridsub cancel", "qsub": "gridsub JOB.yaml"} {
+		if code, _, stderr := cli(verb, "-u", "me"); code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d %s", verb, code, stderr)
+		}
+	}
+	// No doubled prefix on a flag error.
+	if _, _, stderr := cli("--bogus"); !strings.HasPrefix(stderr, "gridsub: unknown flag: --bogus") {
+		t.Errorf("flag error: %q", stderr)
 	}
 }

@@ -140,6 +140,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot(stdout, stderr)
+	if len(args) > 0 && !isFile(args[0]) {
+		if _, ok := batchVerbs[args[0]]; ok {
+			if c, _, err := root.Find(args[:1]); err != nil || c == root {
+				// A batch verb with its own flags (squeue -u me): point at
+				// gridsub's way before the flags are refused one by one.
+				fmt.Fprintln(stderr, "gridsub:", notAJobFile(root, args[0]))
+				return exitUsage
+			}
+		}
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
