@@ -363,6 +363,10 @@ func (gs *groups) releaseHeld(ctx context.Context, now time.Time) {
 		if j == nil || j.State != Held {
 			continue
 		}
+		if j.UserHold {
+			keep = append(keep, id)
+			continue
+		}
 		fail, wait := gs.verdict(ctx, &j.Req)
 		switch {
 		case fail != "":

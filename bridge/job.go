@@ -233,6 +233,9 @@ type Job struct {
 	Group *Group `json:",omitempty"`
 	// Waiting says what a Held job waits for.
 	Waiting string `json:",omitempty"`
+	// UserHold: the user held the job (Broker.Hold); it stays Held,
+	// whatever its dependencies, until Broker.Release.
+	UserHold bool `json:",omitempty"`
 	// Refused are the sites that refused one of the job's submissions
 	// for good (the batch system said no: resources, partition, limits),
 	// with why; the job is never placed there again (refused.go).

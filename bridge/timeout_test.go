@@ -93,3 +93,56 @@ func TestDependencyByShortID(t *testing.T) {
 		t.Fatalf("ambiguous dependency: %v", err)
 	}
 }
+
+// Hold keeps a waiting job out of the queue until Release; Requeue stops a
+// running job's attempt at its site and places the job again.
+func TestHoldReleaseRequeue(t *testing.T) {
+	a := newFake("A", 1)
+	b := newTestBroker(t, firstFit, a)
+	ctx := context.Background()
+	first, _ := b.Submit(ctx, req(1), t0)
+	second, _ := b.Submit(ctx, req(1), t0)
+	if err := b.Hold(ctx, second.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Hold(ctx, "nope", t0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("hold of an unknown job: %v", err)
+	}
+	mustCycle(t, b, t0.Add(time.Second))
+	if err := b.Hold(ctx, first.ID, t0); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "requeue it first") {
+		t.Errorf("hold of a dispatched job: %v", err)
+	}
+	a.runAll(backends.StateCompleted, 0)
+	mustCycle(t, b, t0.Add(2*time.Second))
+	mustCycle(t, b, t0.Add(3*time.Second))
+	if s := mustJob(t, b, second.ID); s.State != Held || !s.UserHold || s.Waiting != UserHoldWaiting {
+		t.Fatalf("held job %s (%q) with the site free", s.State, s.Waiting)
+	}
+	if err := b.Release(ctx, first.ID, t0); !errors.Is(err, ErrFinal) {
+		t.Errorf("release of an ended job: %v", err)
+	}
+	if err := b.Release(ctx, second.ID, t0.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(4*time.Second))
+	s := mustJob(t, b, second.ID)
+	if s.State != Dispatched || s.UserHold {
+		t.Fatalf("released job %s", s.State)
+	}
+	if err := b.Requeue(ctx, second.ID, t0.Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if s := mustJob(t, b, second.ID); s.State != Queued || !strings.Contains(kinds(s), "requeued") {
+		t.Fatalf("requeued job %s: %s", s.State, kinds(s))
+	}
+	if len(a.cancels) != 1 {
+		t.Fatalf("cancels sent: %v", a.cancels)
+	}
+	mustCycle(t, b, t0.Add(6*time.Second))
+	if s := mustJob(t, b, second.ID); s.State != Dispatched || s.Attempts != 2 {
+		t.Fatalf("after the requeue: %s, attempt %d", s.State, s.Attempts)
+	}
+	if err := b.Requeue(ctx, first.ID, t0); !errors.Is(err, ErrFinal) {
+		t.Errorf("requeue of an ended job: %v", err)
+	}
+}

@@ -219,6 +219,42 @@ func TestDayOneFrictions(t *testing.T) {
 	}
 	cli("cancel", blocker)
 
+	// Requeue a running job: stopped at its site, placed again; hold a
+	// waiting one, release it.
+	_, stdout, _ = cli(long, "-q")
+	run1 := strings.TrimSpace(stdout)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, stdout, _ := cli("status", run1, "-o", "json")
+		var j jobJSON
+		if json.Unmarshal([]byte(stdout), &j) == nil && j.State == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never ran: %s", run1, stdout)
+		}
+	}
+	if code, stdout, stderr := cli("hold", run1); code != exitUsage || !strings.Contains(stderr, "requeue it first") {
+		t.Errorf("hold of a running job: exit %d %s %s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := cli("requeue", run1); code != 0 || !strings.Contains(stdout, run1+" queued") {
+		t.Fatalf("requeue: exit %d %s %s", code, stdout, stderr)
+	}
+	_, stdout, _ = cli(held, "-q", "--afterok", run1)
+	h2 := strings.TrimSpace(stdout)
+	if code, stdout, stderr := cli("hold", h2); code != 0 || !strings.Contains(stdout, h2+" held") {
+		t.Fatalf("hold: exit %d %s %s", code, stdout, stderr)
+	}
+	if _, stdout, _ := cli("status", h2); !strings.Contains(stdout, "held by the user") {
+		t.Errorf("status of a held job:\n%s", stdout)
+	}
+	if code, stdout, stderr := cli("release", h2); code != 0 || !strings.Contains(stdout, h2+" held") {
+		t.Fatalf("release: exit %d %s %s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli("release", h2); code != exitUsage || !strings.Contains(stderr, "not held by the user") {
+		t.Errorf("second release: exit %d %s", code, stderr)
+	}
+	cli("cancel", run1, h2)
+
 	// A sweep's parent: logs and outputs are its elements'.
 	code, stdout, stderr = cli(filepath.Join(repoRoot, "examples/sweep.yaml"), "-q")
 	sweep := strings.TrimSpace(stdout)
