@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -280,5 +281,54 @@ func TestDayOneFrictions(t *testing.T) {
 	// No doubled prefix on a flag error.
 	if _, _, stderr := cli("--bogus"); !strings.HasPrefix(stderr, "gridsub: unknown flag: --bogus") {
 		t.Errorf("flag error: %q", stderr)
+	}
+}
+
+// TestLocalJobSurvivesDaemonKill: on the default local site, a job running
+// when its daemon is SIGKILLed goes on; the restarted daemon re-attaches it
+// (it is not run twice), and it completes with its output fetched.
+func TestLocalJobSurvivesDaemonKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds gridsub and starts a daemon")
+	}
+	bin := buildBinary(t)
+	dir, state, sock := serveDirs(t)
+	t.Setenv(envSocket, sock)
+	t.Setenv(envStateDir, state)
+	mark := filepath.Join(dir, "runs")
+	job := filepath.Join(dir, "job.yaml")
+	src := "name: survivor\ncommand: [/bin/sh, -c, 'echo run >> \"$MARK\"; sleep 4; echo finished']\nenv: {MARK: " + mark + "}\nresources: {nodes: 1, walltime: 1m}\n"
+	if err := os.WriteFile(job, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, bin, state, sock, "--config", "local")
+	code, stdout, stderr := cli("--config", "local", job, "-q")
+	id := strings.TrimSpace(stdout)
+	if code != 0 || id == "" {
+		t.Fatalf("submit: exit %d %s", code, stderr)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(mark); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never started\n%s", p.logs)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	startServe(t, bin, state, sock, "--config", "local")
+	j := waitFinal(t, id)
+	if j.State != "completed" {
+		t.Fatalf("after the restart: %s (%s)", j.State, j.Reason)
+	}
+	if b, _ := os.ReadFile(mark); string(b) != "run\n" {
+		t.Errorf("the job ran %d times: %q", strings.Count(string(b), "run"), b)
+	}
+	code, stdout, stderr = cli("logs", id)
+	if code != 0 || stdout != "finished\n" {
+		t.Errorf("logs after the restart: exit %d %q %s", code, stdout, stderr)
 	}
 }
