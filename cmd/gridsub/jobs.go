@@ -88,6 +88,9 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 	if err != nil {
 		return err
 	}
+	if !f.quiet && !g.json() {
+		echoJobOutput(g, final) // the fetched files are on this machine when the daemon is (a unix socket)
+	}
 	return report(g, final, c.sim)
 }
 
