@@ -50,7 +50,10 @@ broker.
 A policy may be a planner plugin: "plugin:/path/to/planner [ARG...]" starts
 that executable for each run (see docs/plugins.md), and
 "plugin:builtin:NAME" runs a built-in planner out of process. A centre can so
-replay its own policy on its own trace before it goes live.
+replay its own policy on its own trace before it goes live. Paper 001's
+policies may name an admission plugin the same way (plugin:builtin:srrm
+beside SRRM_m gives the same numbers), and paper 004's dgjs.tiering a
+tiering plugin.
 
 The kind "paper003" (configs/experiments/paper003-*.yaml) runs paper 003's
 repetitive mapping instead: benefit, Min-min and Sufferage (data-aware or
