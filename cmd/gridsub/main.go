@@ -124,8 +124,9 @@ goes on in the daemon.`,
 		return nil
 	}
 	sub.register(root)
+	root.AddCommand(newHoldCmd(g), newReleaseCmd(g), newRequeueCmd(g)) // control.go
 	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
-		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHoldCmd(g), newReleaseCmd(g), newRequeueCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
+		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
 		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g), newSimsiteCmd(g))
 	usageArgs(root)
 	return root
