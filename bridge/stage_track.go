@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -122,9 +123,13 @@ func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleR
 			kind: "failed", site: c.Site, msg: reason, siteFault: siteFault(c)}
 		if c.State == backends.StateTimeout {
 			f.state, f.kind = Timeout, "timeout"
-			f.reason = "killed at its walltime at " + c.Site
-			if c.Reason != "" {
-				f.reason += " (" + c.Reason + ")"
+			switch {
+			case strings.HasPrefix(c.Reason, "killed at its walltime"): // the site's own words, with the limit
+				f.reason = c.Reason + " at " + c.Site
+			case c.Reason != "":
+				f.reason = "killed at its walltime at " + c.Site + " (" + c.Reason + ")"
+			default:
+				f.reason = "killed at its walltime at " + c.Site
 			}
 			f.msg = f.reason
 		}

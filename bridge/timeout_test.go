@@ -28,7 +28,7 @@ func TestWalltimeKillIsTimeoutNotRetried(t *testing.T) {
 	if got.State != Timeout || got.Attempts != 1 || strings.Contains(kinds(got), "retry") {
 		t.Fatalf("%s after %d attempts: %s", got.State, got.Attempts, kinds(got))
 	}
-	if !strings.Contains(got.Reason, "killed at its walltime at A") || !strings.Contains(got.Reason, "1m0s") || got.SiteFault {
+	if got.Reason != "killed at its walltime of 1m0s at A" || got.SiteFault {
 		t.Fatalf("reason %q, site fault %v", got.Reason, got.SiteFault)
 	}
 	if !strings.Contains(kinds(got), "timeout") {

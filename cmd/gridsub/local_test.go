@@ -89,7 +89,7 @@ scheduling: {qos: none}
 	if code != exitJobFailed || j.State != "timeout" || j.Attempts != 1 {
 		t.Fatalf("exit %d, %s after %d attempt(s) (%s)\n%s", code, j.State, j.Attempts, j.Reason, stderr)
 	}
-	if !strings.Contains(j.Reason, "killed at its walltime at local") {
+	if j.Reason != "killed at its walltime of 2s at local" {
 		t.Errorf("reason %q", j.Reason)
 	}
 }
