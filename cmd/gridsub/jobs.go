@@ -364,6 +364,9 @@ ago than its --keep-history. Needs a running daemon (gridsub serve).`,
 			if err != nil {
 				return err
 			}
+			if err := checkSiteFlag(cmd.Context(), c, flt.Site); err != nil {
+				return err
+			}
 			js, err := fetch(cmd.Context(), c, flt, f.limit, true)
 			if err != nil {
 				return clientErr(err)
