@@ -198,7 +198,7 @@ func lockRoot(stateDir string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s (stop the other gridsub or plugin using it first)", ErrRootInUse, filepath.Dir(stateDir))
+			return nil, fmt.Errorf("%w: %s (another gridsub runs this site, perhaps the daemon: submit to it without --embedded, or stop it first)", ErrRootInUse, filepath.Dir(stateDir))
 		}
 		return nil, fmt.Errorf("%w: locking %s: %w", ErrConfig, stateDir, err)
 	}
