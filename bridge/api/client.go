@@ -304,6 +304,16 @@ func (c *Client) Cancel(ctx context.Context, id string) (*bridge.Job, error) {
 	return &j, nil
 }
 
+// Control holds, releases or requeues a job (action "hold", "release" or
+// "requeue") and returns it as it is after the change.
+func (c *Client) Control(ctx context.Context, id, action string) (*bridge.Job, error) {
+	var j bridge.Job
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/"+url.PathEscape(action), nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
 // Sites lists the broker's site names.
 func (c *Client) Sites(ctx context.Context) ([]string, error) {
 	r, err := c.SiteStatus(ctx)

@@ -158,6 +158,18 @@ var Routes = []string{
 	"POST /v1/explain",
 	"GET /v1/jobs/{id}/explain",
 	"GET /v1/jobs/{id}/logs",
+	"POST /v1/jobs/{id}/hold",
+	"POST /v1/jobs/{id}/release",
+	"POST /v1/jobs/{id}/requeue",
+}
+
+// Controller is optionally implemented by a Broker that holds, releases and
+// requeues jobs (bridge.Broker's Hold, Release, Requeue); without it those
+// routes answer 404.
+type Controller interface {
+	Hold(ctx context.Context, id string, now time.Time) error
+	Release(ctx context.Context, id string, now time.Time) error
+	Requeue(ctx context.Context, id string, now time.Time) error
 }
 
 // NewServer returns a server for b.
@@ -174,7 +186,8 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
-	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs}
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs,
+		s.control("hold"), s.control("release"), s.control("requeue")}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
@@ -436,6 +449,34 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, j)
 }
 
+// control serves POST /v1/jobs/{id}/hold, release and requeue: the job
+// after the change.
+func (s *Server) control(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := s.b.(Controller)
+		if !ok {
+			s.fail(w, r, http.StatusNotFound, CodeNotFound, "this server cannot "+action+" jobs")
+			return
+		}
+		id, err := s.resolve(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		do := map[string]func(context.Context, string, time.Time) error{"hold": c.Hold, "release": c.Release, "requeue": c.Requeue}[action]
+		if err := do(r.Context(), id, s.opts.Now()); err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		j, err := s.b.Job(id)
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, j)
+	}
+}
+
 // ListResponse is the answer to GET /v1/jobs. Next, when set, is the
 // "after" value of the next page.
 type ListResponse struct {
@@ -565,6 +606,9 @@ type HealthResponse struct {
 	// Simulated: Time is the simulated sites' virtual clock (ServerOptions.Simulated).
 	Simulated bool `json:"simulated,omitempty"`
 	Sites     int  `json:"sites"`
+	// SiteNames are the configured sites, in configuration order: a client
+	// holding a configuration checks that this daemon runs the same one.
+	SiteNames []string `json:"site_names,omitempty"`
 }
 
 // Reasons of an unhealthy daemon (HealthResponse.Reason).
@@ -595,7 +639,8 @@ func healthReason(err error) string {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(s.b.SiteNames())}
+	names := s.b.SiteNames()
+	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(names), SiteNames: names}
 	if c, ok := s.b.(Checker); ok {
 		if err := c.Health(r.Context()); err != nil {
 			h.Status, h.Error, h.Code, h.Reason = "unhealthy", err.Error(), CodeUnavailable, healthReason(err)

@@ -109,6 +109,9 @@ type Daemon struct {
 	scale     float64
 	v0, w0    time.Time // virtual and wall time of the simulated clock's last advance
 	lastSaved time.Time
+	// trustLogged are the trust scores last logged at INFO (trust.go): the
+	// task runs often, its log line only when a score moved.
+	trustLogged map[string]float64
 
 	once    sync.Once
 	shutErr error

@@ -99,6 +99,29 @@ func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {
 
 func (s *service) SiteNames() []string { return s.b.SiteNames() }
 
+// Hold, Release and Requeue implement api.Controller: a job that ended
+// before the last restart (known to the store only) is ErrFinal.
+func (s *service) Hold(ctx context.Context, id string, now time.Time) error {
+	return s.ended(ctx, id, s.b.Hold(ctx, id, now))
+}
+
+func (s *service) Release(ctx context.Context, id string, now time.Time) error {
+	return s.ended(ctx, id, s.b.Release(ctx, id, now))
+}
+
+func (s *service) Requeue(ctx context.Context, id string, now time.Time) error {
+	return s.ended(ctx, id, s.b.Requeue(ctx, id, now))
+}
+
+func (s *service) ended(ctx context.Context, id string, err error) error {
+	if errors.Is(err, bridge.ErrNotFound) {
+		if j, gerr := s.st.Get(ctx, id); gerr == nil && j.State.Final() {
+			return fmt.Errorf("%w: %s is %s", bridge.ErrFinal, id, j.State)
+		}
+	}
+	return err
+}
+
 // SiteStatus answers GET /v1/sites from the store: the health task's last
 // probes (of this run, or of the previous one until the first probe), the
 // outcome counts Put keeps, trust when a policy has computed it, and the

@@ -106,7 +106,8 @@ quick_check): an empty or damaged file is refused and left untouched — see
 Simulated sites run inside the daemon on a virtual clock (--time-scale virtual
 seconds per wall second); they do not survive a restart, so jobs that were
 running on them when the daemon stopped are found lost and queued again.`,
-		Example: `  gridsub serve &                          # the simulated testbed, state in ~/.local/state/gridsub
+		Example: `  gridsub serve &                          # the local site, state in ~/.local/state/gridsub
+  gridsub --config testbed serve &         # the simulated testbed
   GRIDSUB_STATE_DIR=/tmp/gs gridsub serve --log-format json
   gridsub --config site.yaml serve --metrics-listen 127.0.0.1:9108
   GRIDSUB_TOKEN=$(cat tok) gridsub serve --listen 127.0.0.1:8470   # also on TCP, with a bearer token

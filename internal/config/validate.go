@@ -76,6 +76,19 @@ func (c *Config) validate() Errors {
 			if s.RemoteDir != "" || s.Partition != "" {
 				bad(k, "remote_dir and partition are only for slurm and pbs sites")
 			}
+		case s.Kind == KindLocal:
+			if s.Nodes < 0 || s.Nodes > MaxNodes {
+				bad(k+".nodes", "a local site's slots: from 0 (= one per core of this machine) to %d, got %d", MaxNodes, s.Nodes)
+			}
+			if s.SSH != nil {
+				bad(k+".ssh", "a local site runs its jobs on this machine; remove it, or set kind: slurm or pbs")
+			}
+			if s.Partition != "" {
+				bad(k, "partition is only for slurm and pbs sites")
+			}
+			if s.RemoteDir != "" && (!path.IsAbs(s.RemoteDir) || path.Clean(s.RemoteDir) != s.RemoteDir) {
+				bad(k+".remote_dir", "a local site's job directories: a clean absolute path, got %q (leave it out for <state_dir>/sites/<name>)", s.RemoteDir)
+			}
 		case remote:
 			if s.Nodes < 0 || s.Nodes > MaxNodes {
 				bad(k+".nodes", "must be from 0 (= ask the site) to %d, got %d", MaxNodes, s.Nodes)
