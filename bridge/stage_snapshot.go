@@ -3,8 +3,10 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/policy"
 )
 
@@ -19,6 +21,18 @@ type snapshotter struct {
 	*reservations // a site's node count, learned for the reservation graph
 	*copies       // the queue's order by tier
 	snap          policy.Snapshot
+	// reported is each site's Free and Busy as its Info gave them, before
+	// seeOwnPending counted the broker's own jobs it does not show yet (a
+	// pushing site's Info is not asked again every cycle: the count starts
+	// from the report each time, never from last cycle's result).
+	reported []siteReport
+	pendBuf  []int
+}
+
+// siteReport is what a site's Info said of its free nodes.
+type siteReport struct {
+	free  int
+	nbusy int // len(Busy) as reported
 }
 
 // run is the snapshot stage: it writes cs.snap, and a site whose Info
@@ -35,6 +49,8 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 		sn.snapSites = make([]policy.Site, len(sn.sites))
 		sn.infoOK = make([]bool, len(sn.sites))
 		sn.infoErr = make([]error, len(sn.sites))
+		sn.reported = make([]siteReport, len(sn.sites))
+		sn.pendBuf = make([]int, len(sn.sites))
 	}
 	sn.notesMu.Lock()
 	stale := sn.stale
@@ -61,6 +77,7 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 		for _, a := range in.Busy {
 			ps.Busy = append(ps.Busy, policy.Hold{Nodes: a.Nodes, Until: a.Until})
 		}
+		sn.reported[s] = siteReport{free: ps.Free, nbusy: len(ps.Busy)}
 	})
 	sn.mu.Lock()
 	for s := range sn.sites {
@@ -71,6 +88,7 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 			sn.learned(ctx, now, s, sn.snapSites[s].Nodes)
 		}
 	}
+	sn.seeOwnPending(now)
 	sn.mu.Unlock()
 	// The snapshot and its buffers are reused from cycle to cycle: the
 	// policy reads them only during Plan and must not modify them.
@@ -89,4 +107,58 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 	sn.snap.Queue = sn.tierOrder(sn.submittedBy(now))
 	sn.mu.Unlock()
 	return &sn.snap, nil
+}
+
+// seeOwnPending counts against each site's free nodes the broker's own
+// jobs there that the site's report does not include yet: every live
+// component not seen running (just submitted, or pending in the site's
+// queue). A batch system reports a job's nodes as busy only once it has
+// started it; until then its idle nodes are already promised, and a burst
+// planned on them would pile up pending at one site while another has
+// nodes idle. Each such component takes its nodes from Free (never below
+// zero: a site already full is not made fuller) and holds them as a Busy
+// block until now plus the job's estimate, so Free + sum(Busy) = Nodes
+// still holds. A component seen running is in the report (its nodes are
+// busy there); one that started since the last poll is counted twice for
+// at most a poll, erring towards sending less. The ledger's lock held.
+func (sn *snapshotter) seeOwnPending(now time.Time) {
+	pend := sn.pendBuf
+	clear(pend)
+	for s := range sn.snapSites {
+		if !sn.infoOK[s] {
+			continue
+		}
+		ps := &sn.snapSites[s]
+		r := sn.reported[s]
+		ps.Free, ps.Busy = r.free, ps.Busy[:r.nbusy]
+	}
+	for _, id := range sn.live {
+		j, ok := sn.jobs[id]
+		if !ok || (j.State != Dispatched && j.State != Running) {
+			continue
+		}
+		for k := range j.Comps {
+			c := &j.Comps[k]
+			if c.Passive || c.State == backends.StateRunning || c.State.Final() {
+				continue
+			}
+			s, ok := sn.siteIdx[c.Site]
+			if !ok || !sn.infoOK[s] {
+				continue
+			}
+			ps := &sn.snapSites[s]
+			n := min(c.Nodes, ps.Free)
+			if n <= 0 {
+				continue
+			}
+			ps.Free -= n
+			ps.Busy = append(ps.Busy, policy.Hold{Nodes: n, Until: now.Add(j.Req.Estimate)})
+			pend[s] += n
+		}
+	}
+	for s, n := range pend {
+		if n > 0 {
+			slices.SortStableFunc(sn.snapSites[s].Busy, func(a, b policy.Hold) int { return a.Until.Compare(b.Until) })
+		}
+	}
 }
