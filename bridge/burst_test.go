@@ -16,13 +16,14 @@ type laggingSite struct{ *fakeSite }
 func (f laggingSite) Info(context.Context) (*backends.SiteInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	used := 0
+	in := &backends.SiteInfo{Name: f.name, Nodes: f.nodes, FreeNodes: f.nodes}
 	for id, st := range f.jobs {
 		if st.State == backends.StateRunning {
-			used += f.specs[id].Nodes
+			in.FreeNodes -= f.specs[id].Nodes
+			in.Busy = append(in.Busy, backends.Allocation{Nodes: f.specs[id].Nodes, Until: t0.Add(time.Hour)})
 		}
 	}
-	return &backends.SiteInfo{Name: f.name, Nodes: f.nodes, FreeNodes: f.nodes - used}, nil
+	return in, nil
 }
 
 // count is the nodes of the jobs a site holds in state s.

@@ -66,6 +66,19 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 			}
 			dp.mu.Unlock()
 		case policy.Start, policy.Replicate:
+			if dp.refuseMisfits(j, partNames(names, d.Chosen.Parts), now) {
+				// A chosen site lacks the partition or queue the job names
+				// there (misconfig.go): nothing is submitted; the job is
+				// planned again on the sites left, or rejected.
+				if left := dp.allowedLeft(j); len(left) == 0 {
+					dp.endAs(j, now, Rejected, "rejected", "", "no allowed site can take it as asked: "+refusedText(j))
+					dp.dequeue(j.ID)
+					rep.Rejected++
+				}
+				dp.saveLater(ctx, j)
+				dp.mu.Unlock()
+				continue
+			}
 			if dp.copiesFor(j) {
 				dp.dispatchCopies(ctx, now, j, d, rep) // releases dp.mu
 				continue
@@ -140,4 +153,13 @@ func (dp *dispatcher) alone(j *Job, p policy.Part, o policy.Option) policy.Optio
 	o.Runtime = dp.snap.Runtime(&pj, o.Parts)
 	o.Transfer = dp.snap.Transfer(&pj, o.Parts)
 	return o
+}
+
+// partNames is the names of the sites of parts.
+func partNames(names []string, parts []policy.Part) []string {
+	out := make([]string, len(parts))
+	for k, p := range parts {
+		out[k] = names[p.Site]
+	}
+	return out
 }
