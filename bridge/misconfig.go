@@ -72,36 +72,71 @@ type optionMisfit struct {
 // not list. A site whose partitions are not known is not judged. The
 // ledger's lock held.
 func (st *siteTable) optionMisfits(req *Request, only []string) []optionMisfit {
+	return misfits(req, only, func(name string) (siteOffer, bool) {
+		s, ok := st.siteIdx[name]
+		if !ok || st.offers == nil || st.offers[s].parts == nil {
+			return siteOffer{}, false
+		}
+		return st.offers[s], true
+	})
+}
+
+// misfits is optionMisfits over any record of what the sites offer.
+func misfits(req *Request, only []string, offer func(site string) (siteOffer, bool)) []optionMisfit {
 	var out []optionMisfit
 	for _, name := range slices.Sorted(maps.Keys(req.SiteOptions)) {
 		o := req.SiteOptions[name]
 		if o.Partition == "" || (only != nil && !slices.Contains(only, name)) {
 			continue
 		}
-		s, ok := st.siteIdx[name]
-		if !ok || st.offers == nil || st.offers[s].parts == nil || slices.Contains(st.offers[s].parts, o.Partition) {
+		off, ok := offer(name)
+		if !ok || slices.Contains(off.parts, o.Partition) {
 			continue
 		}
-		off := st.offers[s]
-		w := partitionWord(off.kind)
 		out = append(out, optionMisfit{site: name, field: "SiteOptions[" + strconv.Quote(name) + "].Partition",
-			msg: fmt.Sprintf("site %s has no %s %q; it has: %s", name, w, o.Partition, backends.Offers(off.parts))})
+			msg: fmt.Sprintf("site %s has no %s %q; it has: %s", name, partitionWord(off.kind), o.Partition, backends.Offers(off.parts))})
 	}
 	return out
 }
 
-// checkOptions is the submission's check of SiteOptions against what the
-// sites offer: a RequestError naming each field, or nil. The ledger's lock
-// held.
-func (st *siteTable) checkOptions(req *Request) error {
+// CheckSiteOptions checks req's SiteOptions against the sites' Info, by
+// site name (a site without an Info, or whose Info lists no partitions, is
+// not judged): a RequestError with a FieldError on each
+// SiteOptions["site"].Partition the site does not have, naming the site
+// and what it has; nil when every one is there. It is the check Submit
+// applies to the sites it has seen, for `gridsub validate`.
+func CheckSiteOptions(req *Request, infos map[string]*backends.SiteInfo) error {
+	return misfitError(misfits(req, nil, func(name string) (siteOffer, bool) {
+		in := infos[name]
+		if in == nil || len(in.Partitions) == 0 {
+			return siteOffer{}, false
+		}
+		return siteOffer{kind: in.Kind, parts: in.Partitions}, true
+	}))
+}
+
+// misfitError is the RequestError of misfits, or nil.
+func misfitError(mis []optionMisfit) error {
 	var p problems
-	for _, m := range st.optionMisfits(req, nil) {
+	for _, m := range mis {
 		p = append(p, &FieldError{Field: m.field, Msg: m.msg, Err: jobrules.ErrValue})
 	}
 	if len(p) == 0 {
 		return nil
 	}
 	return RequestError(p)
+}
+
+// Misconfigured reports whether err, from a site's Info, is the site
+// refusing its own configuration (a partition or queue it does not have),
+// not a site that does not answer.
+func Misconfigured(err error) bool { return misconfigured(err) }
+
+// checkOptions is the submission's check of SiteOptions against what the
+// sites offer: a RequestError naming each field, or nil. The ledger's lock
+// held.
+func (st *siteTable) checkOptions(req *Request) error {
+	return misfitError(st.optionMisfits(req, nil))
 }
 
 // downWhy says why site s is out of the cycle's snapshot: the site's own

@@ -27,7 +27,7 @@ func (p *partSite) Info(ctx context.Context) (*backends.SiteInfo, error) {
 	parts, bad := p.parts, p.bad
 	p.mu.Unlock()
 	if bad != "" {
-		return nil, fmt.Errorf("%w: %s", backends.ErrRejected, backends.MissingName(p.name, "partition", bad, parts))
+		return nil, fmt.Errorf("%w: %s", backends.ErrRejected, backends.MissingName(p.name, "partition", "partition", bad, parts))
 	}
 	in, err := p.fakeSite.Info(ctx)
 	if in != nil {
