@@ -37,6 +37,7 @@ type reservations struct {
 	rrg       admissionsBook // admitted reservations over the sites (policies.go); built on first use
 	resFailed []bool         // site taken out of the graph after it failed
 	releases  []release      // native reservations to delete
+	runBooked map[string]int // grid jobs started with a booking in the graph: parts booked (reserve_guard.go)
 }
 
 // capacityWait is how long admission waits for the sites' node counts.
@@ -314,8 +315,8 @@ func (rsv *reservations) gridRunning(now time.Time) []reserve.Running {
 	var out []reserve.Running
 	for _, id := range rsv.live {
 		j := rsv.jobs[id]
-		if j.Resv != nil || (j.State != Dispatched && j.State != Running) {
-			continue
+		if j.Resv != nil || (j.State != Dispatched && j.State != Running) || rsv.runBooked[id] > 0 {
+			continue // a booked job's nodes are held by its booking (reserve_guard.go)
 		}
 		expected := j.Predicted.Runtime + j.Predicted.Transfer
 		if expected <= 0 {

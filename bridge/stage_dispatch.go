@@ -19,6 +19,7 @@ type dispatcher struct {
 	part
 	*copies // copies of QoS-tiered jobs, and the cycle's snapshot
 	planner policy.Planner
+	resv    *reservations // the admission graph a start is offered to (reserve_guard.go)
 }
 
 // run is the dispatch stage (see dispatcher).
@@ -35,6 +36,9 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 	var intents, pend []pendingSubmit
 	dp.mu.Lock()
 	dp.startGroup() // rejections and reservations are written after the intents, together
+	if dp.resv != nil && dp.resv.runBooked != nil {
+		dp.resv.releaseRunBookings()
+	}
 	dp.mu.Unlock()
 	for _, d := range plan.Decisions {
 		dp.mu.Lock()
@@ -79,12 +83,26 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 				dp.mu.Unlock()
 				continue
 			}
+			if dp.resv != nil {
+				if ok, why := dp.resv.bookRun(j, &d, names, now); !ok {
+					if j.Reason != why {
+						j.Reason = why
+						dp.note(j, now, "waiting", "", why)
+						dp.saveLater(ctx, j)
+					}
+					dp.mu.Unlock()
+					continue
+				}
+			}
 			if dp.copiesFor(j) {
 				dp.dispatchCopies(ctx, now, j, d, rep) // releases dp.mu
 				continue
 			}
 			j.Attempts++
 			j.Predicted, j.Beaten, j.SiteNames = d.Chosen, d.Beaten, names
+			if strings.HasPrefix(j.Reason, notStartedPrefix) {
+				j.Reason = ""
+			}
 			if !dp.opts.NoHistory {
 				verb := "dispatching to "
 				if d.Action == policy.Replicate {
