@@ -74,8 +74,8 @@ func (rsv *reservations) bookRun(j *Job, d *policy.Decision, names []string, now
 			for i := range k {
 				g.Remove(runBookID(j.ID, i))
 			}
-			return false, fmt.Sprintf(notStartedPrefix+"%s: it would still run there (%s, until %s) when an admitted reservation window opens, and the reservations admitted cannot all be held around it (%s); it waits",
-				names[p.Site], run, now.Add(run).Format(time.RFC3339), strings.Join(st.Reasons, "; "))
+			return false, fmt.Sprintf(notStartedPrefix+"%s: it would still run there (for %s) when an admitted reservation window opens, and the reservations admitted cannot all be held around it (%s); it waits",
+				names[p.Site], run, strings.Join(st.Reasons, "; "))
 		}
 	}
 	if rsv.runBooked == nil {
