@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,8 +30,10 @@ import (
 //     refused for the job with the same text, and the job is rejected with
 //     it when no allowed site is left.
 //   - An account a site refuses is named from the site's own refusal
-//     (accountRefusal): the batch systems do not list accounts without
-//     their accounting database, so the refusal is the only word on it.
+//     (refusalField): the batch systems do not list accounts without their
+//     accounting database, so the refusal is the only word on it; the
+//     refusal recorded names the field (the job's SiteOptions, or the
+//     site's configuration) and the account.
 
 // siteOffer is what a site offers by name, as its last Info said.
 type siteOffer struct {
@@ -183,4 +186,35 @@ func (dp *dispatcher) refuseMisfits(j *Job, chosen []string, now time.Time) bool
 		dp.pq[i] = dp.policyJob(j)
 	}
 	return true
+}
+
+// accountRefusedRe and partitionRefusedRe are the batch systems' words for
+// an account or a partition they do not have: sbatch's "Invalid account or
+// account/partition combination specified" and "invalid partition
+// specified", qsub's "Unknown queue" and "Bad Account".
+var (
+	accountRefusedRe   = regexp.MustCompile(`(?i)invalid account|bad account|unknown account`)
+	partitionRefusedRe = regexp.MustCompile(`(?i)invalid partition|unknown queue`)
+)
+
+// refusalField prefixes a site's refusal of job j with the field it names,
+// when the site's words say which: the job's SiteOptions entry for the
+// site when it sets one, else the site's configuration. "" when the
+// refusal names no field.
+func refusalField(j *Job, site string, err error) string {
+	msg := err.Error()
+	o := j.Req.SiteOptions[site]
+	switch {
+	case accountRefusedRe.MatchString(msg):
+		if o.Account != "" {
+			return fmt.Sprintf("SiteOptions[%q].Account %q: site %s does not take it", site, o.Account, site)
+		}
+		return fmt.Sprintf("the account of sites.%s.account (or the login's default): site %s does not take it", site, site)
+	case partitionRefusedRe.MatchString(msg):
+		if o.Partition != "" {
+			return fmt.Sprintf("SiteOptions[%q].Partition %q: site %s does not have it", site, o.Partition, site)
+		}
+		return fmt.Sprintf("sites.%s.partition: site %s does not have it", site, site)
+	}
+	return ""
 }

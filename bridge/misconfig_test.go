@@ -144,3 +144,28 @@ func TestJobPartitionNamed(t *testing.T) {
 		t.Fatalf("another site allowed: %s on %s, events %+v", got.State, got.Sites(), got.Events)
 	}
 }
+
+// TestRefusedAccountNamed: a site that refuses a job's account (sbatch's
+// words with enforced associations) is recorded with the field and the
+// account named, ahead of the site's own message, and the job's reason
+// carries it when no site is left.
+func TestRefusedAccountNamed(t *testing.T) {
+	ctx := context.Background()
+	a := newFake("a", 4)
+	a.submitErr = fmt.Errorf("%w: sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified", backends.ErrRejected)
+	b := greedyBroker(t, NewMemStore(), false, a)
+	r := req(1)
+	r.SiteOptions = map[string]SiteOptions{"a": {Account: "nosuch"}}
+	j, err := b.Submit(ctx, r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3 {
+		mustCycle(t, b, t0.Add(time.Duration(k)*time.Second))
+	}
+	got, _ := b.Job(j.ID)
+	want := `SiteOptions["a"].Account "nosuch": site a does not take it: `
+	if got.State != Failed || !strings.Contains(got.Reason, want) || !strings.Contains(got.Reason, "Invalid account") {
+		t.Fatalf("%s %q; want failed naming %q and the site's words", got.State, got.Reason, want)
+	}
+}
