@@ -34,10 +34,11 @@ type reservations struct {
 	*duties    // the cancel stage, for the grid jobs a binding preempts
 	*submitter // the submit stage, for a job bound to its reservation
 
-	rrg       admissionsBook // admitted reservations over the sites (policies.go); built on first use
-	resFailed []bool         // site taken out of the graph after it failed
-	releases  []release      // native reservations to delete
-	runBooked map[string]int // grid jobs started with a booking in the graph: parts booked (reserve_guard.go)
+	rrg       admissionsBook      // admitted reservations over the sites (policies.go); built on first use
+	resFailed []bool              // site taken out of the graph after it failed
+	releases  []release           // native reservations to delete
+	runBooked map[string]int      // grid jobs started with a booking in the graph: parts booked (reserve_guard.go)
+	heldOff   map[string][]string // queued jobs kept off sites the graph refused them, while reservations are pending
 }
 
 // capacityWait is how long admission waits for the sites' node counts.

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,9 @@ import (
 // reservations plans around it instead of preempting it (gridRunning
 // leaves booked jobs out: the booking already holds their nodes). Refused,
 // the job is not started this cycle: it stays queued with the graph's
-// reason, and is planned again next cycle.
+// reason, and the planner's view of it leaves that site out while
+// reservations are pending (holdOff), so the next plan starts it at
+// another of its sites if one can take it.
 //
 // Bookings are in memory: after a restart the graph is rebuilt from the
 // admitted reservations only, and the jobs running then are plain running
@@ -57,15 +60,24 @@ func (rsv *reservations) windowsPending() bool {
 // the graph's reason when starting now would take nodes an admitted
 // window needs. The ledger's lock held.
 func (rsv *reservations) bookRun(j *Job, d *policy.Decision, names []string, now time.Time) (bool, string) {
+	ok, why, site := rsv.tryBook(j, d, names, now)
+	if !ok {
+		rsv.holdOff(j, site)
+	}
+	return ok, why
+}
+
+// tryBook is bookRun's offer to the graph; site is the refused part's.
+func (rsv *reservations) tryBook(j *Job, d *policy.Decision, names []string, now time.Time) (bool, string, string) {
 	if !rsv.windowsPending() {
-		return true, ""
+		return true, "", ""
 	}
 	run := d.Chosen.Runtime + d.Chosen.Transfer
 	if run <= 0 {
 		run = j.Req.Estimate
 	}
 	if run <= 0 {
-		return true, ""
+		return true, "", ""
 	}
 	g := rsv.graph()
 	for k, p := range d.Chosen.Parts {
@@ -75,14 +87,59 @@ func (rsv *reservations) bookRun(j *Job, d *policy.Decision, names []string, now
 				g.Remove(runBookID(j.ID, i))
 			}
 			return false, fmt.Sprintf(notStartedPrefix+"%s: it would still run there (for %s) when an admitted reservation window opens, and the reservations admitted cannot all be held around it (%s); it waits",
-				names[p.Site], run, strings.Join(st.Reasons, "; "))
+				names[p.Site], run, strings.Join(st.Reasons, "; ")), names[p.Site]
 		}
 	}
 	if rsv.runBooked == nil {
 		rsv.runBooked = map[string]int{}
 	}
 	rsv.runBooked[j.ID] = len(d.Chosen.Parts)
-	return true, ""
+	return true, "", ""
+}
+
+// holdOff narrows the planner's view of queued job j to its allowed sites
+// other than site (unless none would be left), so that the next plan
+// looks for a start elsewhere instead of choosing the site the graph
+// refused again. The narrowing lasts while reservations are pending
+// (restoreHeldOff). The ledger's lock held.
+func (rsv *reservations) holdOff(j *Job, site string) {
+	i := slices.Index(rsv.queue, j.ID)
+	if i < 0 {
+		return
+	}
+	if rsv.heldOff == nil {
+		rsv.heldOff = map[string][]string{}
+	}
+	off := rsv.heldOff[j.ID]
+	if !slices.Contains(off, site) {
+		off = append(off, site)
+		rsv.heldOff[j.ID] = off
+	}
+	pj := rsv.policyJob(j)
+	var keep []int
+	for s := range rsv.sites {
+		if (pj.Allowed == nil || slices.Contains(pj.Allowed, s)) && !slices.Contains(off, rsv.names[s]) {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) > 0 {
+		pj.Allowed = keep
+	}
+	rsv.pq[i] = pj
+}
+
+// restoreHeldOff gives the jobs holdOff narrowed their full view back
+// once no reservation is pending any more. The ledger's lock held.
+func (rsv *reservations) restoreHeldOff() {
+	if len(rsv.heldOff) == 0 || rsv.windowsPending() {
+		return
+	}
+	for id := range rsv.heldOff {
+		if i := slices.Index(rsv.queue, id); i >= 0 {
+			rsv.pq[i] = rsv.policyJob(rsv.jobs[id])
+		}
+	}
+	clear(rsv.heldOff)
 }
 
 // releaseRunBookings removes from the graph the bookings of jobs that are

@@ -440,3 +440,31 @@ func TestReservationHoldsBackAJobThatWouldRunIntoIt(t *testing.T) {
 		t.Fatalf("long job runs, yet its reason still says %q", l.Reason)
 	}
 }
+
+// A job held back from the site an admitted window needs is started at
+// another of its sites instead, at once.
+func TestReservationHeldBackJobGoesElsewhere(t *testing.T) {
+	ctx := context.Background()
+	g := newSimGrid(t, bridge.NewMemStore(), map[string]int{"A": 4, "B": 4}, "A", "B")
+	rq := window(resvReq("r", 4, 10*time.Minute), 20*time.Minute, 30*time.Minute)
+	rq.Sites = []string{"A"}
+	r, err := g.b.Submit(ctx, rq, epoch)
+	if err != nil || r.State != bridge.Reserved {
+		t.Fatalf("reservation: %+v %v", r, err)
+	}
+	long, err := g.b.Submit(ctx, resvReq("long", 4, 2*time.Hour), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.run(t, epoch.Add(time.Minute), 10*time.Second)
+	l, _ := g.b.Job(long.ID)
+	logEvents(t, l)
+	if l.State != bridge.Running || l.Sites() != "B:4" {
+		t.Fatalf("long job: %s on %s (%s); want running at B", l.State, l.Sites(), l.Reason)
+	}
+	g.run(t, epoch.Add(35*time.Minute), 10*time.Second)
+	got, _ := g.b.Job(r.ID)
+	if got.State != bridge.Completed || len(got.Resv.Preempted) != 0 {
+		t.Fatalf("reservation: %s, preempted %v", got.State, got.Resv.Preempted)
+	}
+}

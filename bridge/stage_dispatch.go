@@ -36,8 +36,9 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 	var intents, pend []pendingSubmit
 	dp.mu.Lock()
 	dp.startGroup() // rejections and reservations are written after the intents, together
-	if dp.resv != nil && dp.resv.runBooked != nil {
+	if dp.resv != nil {
 		dp.resv.releaseRunBookings()
+		dp.resv.restoreHeldOff()
 	}
 	dp.mu.Unlock()
 	for _, d := range plan.Decisions {
