@@ -2,6 +2,7 @@ package backends
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -15,10 +16,11 @@ func MissingName(site, word, key, name string, have []string) string {
 	return fmt.Sprintf("site %s has no %s %q (sites.%s.%s in the configuration); it has: %s", site, word, name, site, key, Offers(have))
 }
 
-// Offers lists names for a message: "a, b, c", or "none".
+// Offers lists names for a message, sorted (a batch system lists its
+// partitions in no fixed order): "a, b, c", or "none".
 func Offers(have []string) string {
 	if len(have) == 0 {
 		return "none"
 	}
-	return strings.Join(have, ", ")
+	return strings.Join(slices.Sorted(slices.Values(have)), ", ")
 }

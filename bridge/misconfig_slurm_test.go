@@ -52,7 +52,7 @@ func TestRealSlurmMisconfigurationInReason(t *testing.T) {
 	})
 	mustCycle(t, b, time.Now())
 	got, _ := b.Job(j.ID)
-	want := `site siteA has no partition "nosuch" (sites.siteA.partition in the configuration); it has: batch`
+	want := `site siteA has no partition "nosuch" (sites.siteA.partition in the configuration); it has: batch, debug`
 	if got.State != Queued || !strings.Contains(got.Reason, want) {
 		t.Fatalf("pinned to the misconfigured site: %s, reason %q; want queued with %q", got.State, got.Reason, want)
 	}

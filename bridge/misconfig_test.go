@@ -52,7 +52,7 @@ func TestMisconfiguredSiteIsNamed(t *testing.T) {
 	}
 	mustCycle(t, b, t0)
 	got, _ := b.Job(j.ID)
-	want := `site a has no partition "nope" (sites.a.partition in the configuration); it has: debug, batch`
+	want := `site a has no partition "nope" (sites.a.partition in the configuration); it has: batch, debug`
 	if got.State != Queued || !strings.Contains(got.Reason, want) {
 		t.Fatalf("pinned to a misconfigured site: %s, reason %q; want it queued with %q", got.State, got.Reason, want)
 	}
@@ -89,7 +89,7 @@ func TestJobPartitionNamed(t *testing.T) {
 	b := greedyBroker(t, NewMemStore(), true, a, c)
 	r := req(1)
 	r.SiteOptions = map[string]SiteOptions{"a": {Partition: "gpu"}}
-	want := `site a has no partition "gpu"; it has: debug, batch`
+	want := `site a has no partition "gpu"; it has: batch, debug`
 	for name, call := range map[string]func() error{
 		"submit":  func() error { _, err := b.Submit(ctx, r, t0); return err },
 		"dry run": func() error { _, err := b.Explain(ctx, r, t0); return err },

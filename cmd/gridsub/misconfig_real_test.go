@@ -60,14 +60,14 @@ resources: {nodes: 1, walltime: 5m}
 scheduling: {sites: [siteA]}
 site_options: {siteA: {partition: nosuch}}
 `)
-	want := `site siteA has no partition "nosuch"; it has: batch`
+	want := `site siteA has no partition "nosuch"; it has: batch, debug`
 	wantNamed(t, "validate", exitUsage, []string{"--config", "configs/local-slurm.yaml", "validate", job}, `SiteOptions["siteA"].Partition`, want)
 	wantNamed(t, "dry run", exitUsage, []string{"--config", "configs/local-slurm.yaml", "submit", "--dry-run", "--embedded", job}, `SiteOptions["siteA"].Partition`, want)
 
 	cfg := misconfigured(t, dir, "configs/local-slurm.yaml", "partition: batch", "partition: nosuch")
 	pinned := writeFile(t, dir, "pinned.yaml", "name: pinned\ncommand: [\"/bin/true\"]\nresources: {nodes: 1, walltime: 5m}\nscheduling: {sites: [siteA]}\n")
 	open := writeFile(t, dir, "open.yaml", "name: open\ncommand: [\"/bin/true\"]\nresources: {nodes: 1, walltime: 5m}\n")
-	want = `site siteA has no partition "nosuch" (sites.siteA.partition in the configuration); it has: batch`
+	want = `site siteA has no partition "nosuch" (sites.siteA.partition in the configuration); it has: batch, debug`
 	wantNamed(t, "validate, misconfigured site", exitJobFailed, []string{"--config", cfg, "validate", pinned}, "site siteA is misconfigured: "+want)
 	wantNamed(t, "validate, another site left", 0, []string{"--config", cfg, "validate", open}, "warning: site siteA is misconfigured: "+want)
 	wantNamed(t, "dry run, misconfigured site", 0, []string{"--config", cfg, "submit", "--dry-run", "--embedded", open}, "misconfigured: "+want)
