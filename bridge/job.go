@@ -166,6 +166,11 @@ type Reservation struct {
 	Preempted        []string        // grid jobs restarted to make room at binding
 	Cost             float64         // preemption cost: seconds of work the preempted jobs lose
 	Reason           string          // why it was placed where it is, or why it failed
+	// Waiting: bound (State Binding), the native reservation not created
+	// yet: the binding preempted jobs and waits until the site shows their
+	// nodes free, or the site refused the creation and is asked again
+	// while the window allows (reserve_wait.go).
+	Waiting bool `json:",omitempty"`
 }
 
 // ResvName is the native reservation name of a job: tagged with the grid id,

@@ -14,7 +14,8 @@ import (
 )
 
 func newValidateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var offline bool
+	c := &cobra.Command{
 		Use:   "validate job.yaml...",
 		Short: "Check job files without running them",
 		Long: `Validate parses each job file and checks it against the configured sites
@@ -25,7 +26,14 @@ it: a job too wide for the sites (or for one site with no_split), asking more
 cores, memory or GPUs per node than any allowed site's nodes have, or with a
 strict deadline the fastest placement cannot meet under the run-time model, can
 never run (a best-effort one is valid, with a warning that it would run late).
-Submission applies the same rule, with or without a daemon. Exit status 0 when
+Submission applies the same rule, with or without a daemon.
+
+The configured batch sites (slurm, pbs) are asked for their partitions or
+queues (at most 30 s; --offline asks nothing): a partition or queue a job's
+site options name that its site does not have is an error naming the site,
+the field and what the site has; a site whose own configured partition or
+queue is missing is named too (an error when the job may run nowhere else,
+else a warning). A site that does not answer is not judged. Exit status 0 when
 every file is valid and feasible, 2 when one is invalid, else 1 when one can
 never run.`,
 		Example: `  gridsub validate examples/*.yaml
@@ -54,19 +62,31 @@ never run.`,
 			if err != nil {
 				return usageErr(err)
 			}
+			var probe *siteProbe
+			if !offline {
+				probe = probeSites(cmd.Context(), g, cfg)
+			}
 			for _, path := range args {
 				r := result{File: path, Valid: true}
 				job, err := loadJob(path, cfg.SiteNames())
 				if err == nil {
 					var req bridge.Request
 					if req, err = toRequest(job, now, ""); err == nil {
+						err = probe.checkOptions(path, &req) // a partition or queue its site does not have
+					}
+					if err == nil && probe.misconfigured(&req, path, &r.Errors, &r.Warning) {
+						infeasible++
+						r.Valid, r.Infeasible = false, true
+					} else if err == nil {
 						m := &policy.Snapshot{Now: now, Sites: sites, Links: cfg.Links(), MultiSite: cfg.Network.MultiSiteFactor}
+						w := r.Warning
 						if r.Warning, err = bridge.FeasibleBy(check, &req, m); err != nil {
 							infeasible++
 							r.Valid, r.Infeasible = false, true
 							r.Errors = []string{path + ": " + err.Error()}
 							err = nil
 						}
+						r.Warning = joinWarnings(w, r.Warning)
 					}
 				}
 				if err != nil {
@@ -110,4 +130,6 @@ never run.`,
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&offline, "offline", false, "ask no site for its partitions or queues; check the files against the configuration only")
+	return c
 }
