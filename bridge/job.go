@@ -98,6 +98,11 @@ type Request struct {
 	// SiteOptions are batch options by site name (partition or queue,
 	// account); a site not listed uses its configured ones.
 	SiteOptions map[string]SiteOptions `json:",omitempty"`
+	// NoRetry: a failure of the job's own command is final even when the
+	// broker's tiers would retry it. Workflow engines (Snakemake, Toil)
+	// submitting through the sbatch and qsub front-ends set it: the engine
+	// owns retries. A site's fault (a lost job) is still requeued.
+	NoRetry bool `json:",omitempty"`
 }
 
 // Sweep is a parameter sweep: the cartesian product of the parameters'

@@ -131,6 +131,10 @@ type ServerOptions struct {
 	// Simulated says Now is a simulated (virtual) clock; GET /v1/health
 	// tells clients so that they mark the times they show.
 	Simulated bool
+	// IDPrefix is what starts every job id of the broker (bridge.Options.
+	// IDPrefix); GET /v1/health tells it, so the SLURM and PBS front-ends
+	// can print ids as the integers their clients expect.
+	IDPrefix string
 }
 
 // Server serves the API over HTTP/JSON.
@@ -545,6 +549,9 @@ type HealthResponse struct {
 	// Simulated: Time is the simulated sites' virtual clock (ServerOptions.Simulated).
 	Simulated bool `json:"simulated,omitempty"`
 	Sites     int  `json:"sites"`
+	// IDPrefix starts every job id ("g0lx8k2p3q9ab-"); the rest is a
+	// zero-padded sequence number, the id the front-ends print.
+	IDPrefix string `json:"id_prefix,omitempty"`
 }
 
 // Reasons of an unhealthy daemon (HealthResponse.Reason).
@@ -575,7 +582,7 @@ func healthReason(err error) string {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(s.b.SiteNames())}
+	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(s.b.SiteNames()), IDPrefix: s.opts.IDPrefix}
 	if c, ok := s.b.(Checker); ok {
 		if err := c.Health(r.Context()); err != nil {
 			h.Status, h.Error, h.Code, h.Reason = "unhealthy", err.Error(), CodeUnavailable, healthReason(err)

@@ -8,6 +8,10 @@ import (
 	"github.com/gridsub/gridsub/bridge/jobrules"
 )
 
+// whole is the line of a problem of the whole script, not of one
+// directive.
+const whole = -1
+
 // finish derives the job's shape from what the directives gave, the way
 // sbatch and qsub do, and checks what only the whole can show.
 func (p *parser) finish() {
@@ -31,11 +35,11 @@ func (p *parser) finish() {
 		s.NTasks = s.Nodes * s.TasksPerNode
 	}
 	if s.NTasks < s.Nodes {
-		p.fail(0, "--ntasks", ErrValue, "%d tasks on %d nodes leaves nodes without a task; give at least one task per node", s.NTasks, s.Nodes)
+		p.fail(whole, "--ntasks", ErrValue, "%d tasks on %d nodes leaves nodes without a task; give at least one task per node", s.NTasks, s.Nodes)
 	}
 	s.CoresPerNode = s.TasksPerNode * s.CPUsPerTask
 	if s.CoresPerNode > jobrules.MaxCoresPerNode {
-		p.fail(0, "--cpus-per-task", ErrValue, "%d cores per node is too many", s.CoresPerNode)
+		p.fail(whole, "--cpus-per-task", ErrValue, "%d cores per node is too many", s.CoresPerNode)
 	}
 	if p.memPerCPU > 0 {
 		s.MemPerNode = p.memPerCPU * int64(s.CoresPerNode)
@@ -44,7 +48,7 @@ func (p *parser) finish() {
 		s.MemPerNode = (p.memTotal + int64(s.Nodes) - 1) / int64(s.Nodes)
 	}
 	if s.MemPerNode > jobrules.MaxMemPerNode {
-		p.fail(0, "--mem-per-cpu", ErrValue, "%d bytes per node is more than 1PiB", s.MemPerNode)
+		p.fail(whole, "--mem-per-cpu", ErrValue, "%d bytes per node is more than 1PiB", s.MemPerNode)
 	}
 	if p.gpusTotal > 0 {
 		if p.gpusTotal%s.Nodes != 0 {
@@ -58,7 +62,7 @@ func (p *parser) finish() {
 	}
 	if !s.WalltimeSet {
 		s.Walltime = DefaultWalltime
-		p.warn(0, "--time", fmt.Sprintf("no time limit given: gridsub plans and asks the site for %s (give --time or -l walltime= to change it)", DefaultWalltime))
+		p.warn(whole, "--time", fmt.Sprintf("no time limit given: gridsub plans and asks the site for %s (give --time or -l walltime= to change it)", DefaultWalltime))
 	}
 	if p.joined && s.Stderr != "" && s.Stdout == "" {
 		s.Stdout, s.Stderr = s.Stderr, ""
@@ -68,13 +72,13 @@ func (p *parser) finish() {
 	if s.Dialect == PBS && s.Stdout != "" && s.Stderr == "" && !p.joined {
 		// qsub without -j writes the error stream to its own file; with
 		// only -o given, gridsub keeps it in the site's job log.
-		p.warn(0, "-e", "no -e and no -j oe: the error stream stays in the site's job log (`gridsub logs`)")
+		p.warn(whole, "-e", "no -e and no -j oe: the error stream stays in the site's job log (`gridsub logs`)")
 	}
 	if len(s.MailTypes) > 0 && s.MailUser == "" {
-		p.warn(0, "--mail-user", "no mail user: mail goes to the site account's own address")
+		p.warn(whole, "--mail-user", "no mail user: mail goes to the site account's own address")
 	}
 	if len(s.MailTypes) == 0 && s.MailUser != "" {
-		p.warn(0, "--mail-user", "a mail user without mail types: no mail is sent (give --mail-type or -m)")
+		p.warn(whole, "--mail-user", "a mail user without mail types: no mail is sent (give --mail-type or -m)")
 	}
 	p.exportEnv()
 }
@@ -88,7 +92,7 @@ func (p *parser) exportEnv() {
 	if p.export == "" {
 		return
 	}
-	ln := p.exportLine
+	ln := p.exportLine // 0: on the command line
 	dir := "--export=" + p.export
 	if p.s.Dialect == PBS {
 		dir = "-v " + p.export

@@ -73,7 +73,11 @@ func (s *Spec) Script() string {
 	q := shellQuote
 	fmt.Fprintf(&b, "#!/bin/bash\n# gridsub: the %s script %s, translated (bridge/batchscript)\n", s.Dialect, q(s.Name))
 	b.WriteString("gridsub_top=${GRIDSUB_JOB_DIR:-$PWD}\n")
-	b.WriteString("gridsub_n=${GRIDSUB_JOB_ID##*[!0-9]}; export GRIDSUB_JOB_NUM=$((10#${gridsub_n:-0}))\n")
+	// The front-ends' id: the sequence number of the grid id, with an
+	// array element's "_INDEX" (g0lx8k-000042_3 is 42_3).
+	b.WriteString("gridsub_id=${GRIDSUB_JOB_ID:-0}; gridsub_el=\n")
+	b.WriteString("case $gridsub_id in *_*) gridsub_el=_${gridsub_id##*_}; gridsub_id=${gridsub_id%_*} ;; esac\n")
+	b.WriteString("gridsub_n=${gridsub_id##*[!0-9]}; export GRIDSUB_JOB_NUM=$((10#${gridsub_n:-0}))$gridsub_el\n")
 	b.WriteString("if [ -n \"${GRIDSUB_ARRAY_JOB_ID:-}\" ]; then gridsub_n=${GRIDSUB_ARRAY_JOB_ID##*[!0-9]}; export GRIDSUB_ARRAY_JOB_NUM=$((10#${gridsub_n:-0})); fi\n")
 	name := s.Name
 	if s.OrigName != "" {

@@ -35,7 +35,7 @@ const MaxScript = 1 << 20
 // Error is a directive gridsub refuses, with where it was.
 type Error struct {
 	File      string // script name ("" for command-line options)
-	Line      int    // 1-based line of the directive; 0 for a command-line option
+	Line      int    // 1-based line of the directive; 0 for a command-line option; -1 for the whole script
 	Directive string // the option as written ("--qos=high", "-l nodes=n01")
 	Msg       string
 	Err       error // ErrUnsupported, ErrValue or ErrScript
@@ -43,9 +43,10 @@ type Error struct {
 
 func (e *Error) Error() string {
 	where := "command line"
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0:
 		where = fmt.Sprintf("%s:%d", e.File, e.Line)
-	} else if e.File != "" && e.Directive == "" {
+	case e.Line < 0 || e.File != "" && e.Directive == "":
 		where = e.File
 	}
 	if e.Directive == "" {
@@ -79,15 +80,18 @@ func (es Errors) Unwrap() []error {
 
 // Warning is a directive accepted without effect, or changed, with why.
 type Warning struct {
-	Line      int    `json:"line,omitempty"` // 0: a command-line option
+	Line      int    `json:"line,omitempty"` // 0: a command-line option; -1: the whole script
 	Directive string `json:"directive"`
 	Msg       string `json:"msg"`
 }
 
 func (w Warning) String(file string) string {
 	where := "command line"
-	if w.Line > 0 {
+	switch {
+	case w.Line > 0:
 		where = fmt.Sprintf("%s:%d", file, w.Line)
+	case w.Line < 0:
+		where = file
 	}
 	return fmt.Sprintf("%s: %s: %s", where, w.Directive, w.Msg)
 }

@@ -75,7 +75,7 @@ func TestJobVariables(t *testing.T) {
 // TestArrayAndPBS: array elements see their index; a PBS script's -o with
 // ^array_index^ and -j oe; no #! runs with bash.
 func TestArrayAndPBS(t *testing.T) {
-	body := "#PBS -N arr\n#PBS -J 1-4\n#PBS -l walltime=60\n#PBS -j oe\n#PBS -o out/task.^array_index^.log\necho \"$PBS_ARRAY_INDEX $SLURM_ARRAY_TASK_ID $PBS_ARRAY_ID $PBS_JOBNAME\"\n"
+	body := "#PBS -N arr\n#PBS -J 1-4\n#PBS -l walltime=60\n#PBS -j oe\n#PBS -o out/task.^array_index^.log\necho \"$PBS_ARRAY_INDEX $SLURM_ARRAY_TASK_ID $PBS_ARRAY_ID $PBS_JOBNAME $PBS_JOBID\"\n"
 	s, err := Parse("arr.pbs", []byte(body), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,9 +83,9 @@ func TestArrayAndPBS(t *testing.T) {
 	if s.Walltime != time.Minute || s.Array != "1-4" {
 		t.Fatalf("spec %+v", s)
 	}
-	dir, _ := run(t, s, "GRIDSUB_ARRAY_INDEX=3", "GRIDSUB_ARRAY_JOB_ID=gxyz-000040")
+	dir, _ := run(t, s, "GRIDSUB_JOB_ID=gxyz-000040_3", "GRIDSUB_ARRAY_INDEX=3", "GRIDSUB_ARRAY_JOB_ID=gxyz-000040")
 	got, err := os.ReadFile(filepath.Join(dir, "out", "task.3.log"))
-	if err != nil || string(got) != "3 3 40 arr\n" {
+	if err != nil || string(got) != "3 3 40 arr 40_3\n" {
 		t.Errorf("got %q, %v", got, err)
 	}
 }

@@ -266,7 +266,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	sockMux := http.NewServeMux()
 	sockMux.HandleFunc(BackupRoute, d.backupHandler) // the socket only: see BackupRoute
-	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log}), ""))
+	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
@@ -277,7 +277,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		d.tcp = tl.Addr().String()
 		listeners = append(listeners, tl)
-		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token}), opts.Token))
+		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix}), opts.Token))
 	}
 	if opts.MetricsListen != "" {
 		ml, err := net.Listen("tcp", opts.MetricsListen)
