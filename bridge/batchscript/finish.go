@@ -124,6 +124,10 @@ func (p *parser) exportEnv() {
 				continue
 			}
 		}
+		if len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' && hasVal {
+			// A shell-quoted value (Toil quotes each with shlex.quote).
+			v = strings.ReplaceAll(v[1:len(v)-1], `'"'"'`, "'")
+		}
 		if p.s.Env == nil {
 			p.s.Env = map[string]string{}
 		}

@@ -126,13 +126,17 @@ func (s *Spec) Script() string {
 	if contains(s.MailTypes, "BEGIN") {
 		fmt.Fprintf(&b, "gridsub_mail %s \"began on $(hostname)\"\n", subject("began"))
 	}
+	args := ""
+	for _, a := range s.Args {
+		args += " " + q(a)
+	}
 	switch {
 	case s.Interpreter != "":
-		fmt.Fprintf(&b, "%s \"$gridsub_body\"\n", q(s.Interpreter))
+		fmt.Fprintf(&b, "%s \"$gridsub_body\"%s\n", q(s.Interpreter), args)
 	case strings.HasPrefix(s.Body, "#!"):
-		b.WriteString("\"$gridsub_body\"\n")
+		fmt.Fprintf(&b, "\"$gridsub_body\"%s\n", args)
 	default: // qsub runs a script without #! with the user's shell
-		b.WriteString("bash \"$gridsub_body\"\n")
+		fmt.Fprintf(&b, "bash \"$gridsub_body\"%s\n", args)
 	}
 	b.WriteString("gridsub_rc=$?\n")
 	if contains(s.MailTypes, "END") || contains(s.MailTypes, "FAIL") {

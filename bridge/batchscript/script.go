@@ -106,6 +106,8 @@ type Options struct {
 	// Environ is the submitting environment ("K=V" entries), read by
 	// --export=NAME, --export=ALL and qsub's -v NAME and -V. Nil: none.
 	Environ []string
+	// ScriptArgs are the script's own arguments (sbatch script.sh ARGS).
+	ScriptArgs []string
 	// DefaultName is the job name when no directive gives one (sbatch
 	// uses the script's file name, "wrap" for --wrap, "sbatch" for stdin).
 	DefaultName string
@@ -139,8 +141,10 @@ type Spec struct {
 	Chdir        string            `json:"chdir,omitempty"`
 	Interpreter  string            `json:"interpreter,omitempty"` // qsub -S; "" = the script's #! line
 	Warnings     []Warning         `json:"warnings,omitempty"`
-	// Body is the script as given, run as the job.
-	Body string `json:"-"`
+	// Body is the script as given, run as the job, with Args (sbatch
+	// script.sh ARGS...) as its arguments.
+	Body string   `json:"-"`
+	Args []string `json:"args,omitempty"`
 	// OrigName is the name asked for before it was made a valid gridsub
 	// name ("" when it was valid); the job sees it as SLURM_JOB_NAME.
 	OrigName string `json:"orig_name,omitempty"`
@@ -183,7 +187,7 @@ func Parse(file string, data []byte, opts Options) (*Spec, error) {
 	if d == "" {
 		d = SLURM
 	}
-	p := &parser{file: file, environ: opts.Environ, s: &Spec{Dialect: d, Body: body, CPUsPerTask: 1}}
+	p := &parser{file: file, environ: opts.Environ, s: &Spec{Dialect: d, Body: body, CPUsPerTask: 1, Args: opts.ScriptArgs}}
 	lines := directives(body)
 	sawOther := false
 	for _, l := range lines {
@@ -376,4 +380,38 @@ func (p *parser) lookupEnv(k string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// SplitArgs splits an sbatch (SLURM) or qsub (PBS) command line into its
+// options, in order, and the rest: the script and its arguments. It stops
+// at the first word that is neither an option nor an option's value, or
+// after "--". An unknown option is kept as one word (Parse refuses it).
+func SplitArgs(d Dialect, args []string) (opts, rest []string) {
+	table := slurmOpts
+	if d == PBS {
+		table = pbsOpts
+	}
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w == "--":
+			return opts, args[i+1:]
+		case d == SLURM && strings.HasPrefix(w, "--"):
+			name, _, eq := strings.Cut(w[2:], "=")
+			opts = append(opts, w)
+			if o := findLong(table, name); o != nil && o.arg && !eq && i+1 < len(args) {
+				i++
+				opts = append(opts, args[i])
+			}
+		case len(w) >= 2 && w[0] == '-':
+			opts = append(opts, w)
+			if o := findShort(table, w[1]); o != nil && o.arg && len(w) == 2 && i+1 < len(args) {
+				i++
+				opts = append(opts, args[i])
+			}
+		default:
+			return opts, args[i:]
+		}
+	}
+	return opts, nil
 }

@@ -113,7 +113,8 @@ func jobIDs(g *globals) cobra.CompletionFunc {
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	snakemake := false
+	c := &cobra.Command{
 		Use:   "status ID",
 		Short: "Show one job of the daemon: state, placement, times",
 		Long: `Status shows a job the daemon knows: its state, where it runs, its wait and
@@ -127,6 +128,9 @@ serve).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: jobIDs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if snakemake {
+				return snakemakeStatus(cmd.Context(), g, args[0]) // fe_shims.go
+			}
 			c, err := mustConnect(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -152,6 +156,8 @@ serve).`,
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&snakemake, "snakemake", false, "print only running, success or failed, for Snakemake's --cluster-status; ID may be the integer sbatch printed; exit status 0 even when the daemon does not answer (then: running)")
+	return c
 }
 
 // listFlags filter a list of jobs.
