@@ -46,7 +46,27 @@ func feFail(prog string, format string, a ...any) error {
 
 // feConnect connects to the daemon (GRIDSUB_URL or the configuration's
 // socket) and reads its id prefix.
+//
+// With GRIDSUB_SOCKET set (and no GRIDSUB_URL) it reads no configuration:
+// a workflow engine's every poll costs one process start and a few local
+// requests, and its environment needs no site's settings.
 func feConnect(ctx context.Context, g *globals, prog string) (*feClient, error) {
+	if sock := os.Getenv(envSocket); sock != "" && os.Getenv(envURL) == "" {
+		c := &daemonClient{Client: api.NewUnixClient(sock), where: sock}
+		h, err := c.Health(ctx)
+		switch {
+		case err == nil:
+		case errors.Is(err, api.ErrNoDaemon):
+			return nil, &exitError{1, &feError{prog, 1, fmt.Sprintf("%v at %s (%s=%s); start it with `gridsub serve`", errNoDaemon, sock, envSocket, sock)}}
+		default:
+			return nil, &exitError{1, &feError{prog, 1, "asking the daemon: " + err.Error()}}
+		}
+		if h.IDPrefix == "" {
+			return nil, &exitError{1, &feError{prog, 1, "the daemon at " + sock + " does not tell its job id prefix (an older gridsub serve?)"}}
+		}
+		c.sim = h.Simulated
+		return &feClient{daemonClient: c, prefix: h.IDPrefix, now: h.Time}, nil
+	}
 	c, err := connect(ctx, g)
 	if err != nil {
 		var ee *exitError
