@@ -305,7 +305,8 @@ type field struct {
 	right bool
 }
 
-// parseFormat reads squeue's -o format: %[.][width]letter, %% and text.
+// parseFormat reads squeue's -o format: %[.][width]letter (".": right-
+// justified; printf's "-" is taken for the default, left), %% and text.
 func parseFormat(f string) (layout, error) {
 	var out layout
 	for i := 0; i < len(f); i++ {
@@ -324,8 +325,11 @@ func parseFormat(f string) (layout, error) {
 			continue
 		}
 		fd := field{}
-		if i < len(f) && f[i] == '.' {
+		switch {
+		case i < len(f) && f[i] == '.':
 			fd.right = true
+			i++
+		case i < len(f) && f[i] == '-': // left, as without '.'
 			i++
 		}
 		for i < len(f) && f[i] >= '0' && f[i] <= '9' {
