@@ -70,6 +70,18 @@ func (s *service) ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job,
 	return s.st.List(ctx, f)
 }
 
+// Queue answers GET /v1/queue from the broker's memory: every unfinished
+// job is there, so the front-ends' squeue reads no store.
+func (s *service) Queue(context.Context) ([]api.QueueRow, error) {
+	var rows []api.QueueRow
+	for _, j := range s.b.Jobs() {
+		if !j.State.Final() {
+			rows = append(rows, api.QueueRowOf(j))
+		}
+	}
+	return rows, nil
+}
+
 func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {
 	err := s.b.Cancel(ctx, id, now)
 	if errors.Is(err, bridge.ErrNotFound) {

@@ -18,6 +18,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/batchscript"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/policy"
 )
 
 // frontEnd makes a command that parses its own flags, as the tool it
@@ -121,9 +122,13 @@ func runSbatch(ctx context.Context, g *globals, args []string) error {
 // engine owns (NoRetry), and returns its front-end id. Its dependencies
 // may be front-end ids.
 func (c *feClient) submitSpec(ctx context.Context, spec *batchscript.Spec, file string) (string, error) {
-	sites, err := c.Sites(ctx)
-	if err != nil {
-		return "", err
+	var sites []string
+	if spec.Partition != "" || spec.Account != "" {
+		// A partition or account is asked for at every site: their names.
+		var err error
+		if sites, err = c.Sites(ctx); err != nil {
+			return "", err
+		}
 	}
 	for _, deps := range []*[]string{&spec.After, &spec.AfterOK, &spec.AfterAny} {
 		for i, d := range *deps {
@@ -194,7 +199,7 @@ func runSqueue(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	js, err := c.selectJobs(ctx, *jobs, func(j *bridge.Job) bool {
+	keep := func(j *bridge.Job) bool {
 		long, short := slurmState(j)
 		if all {
 			return true
@@ -203,7 +208,14 @@ func runSqueue(ctx context.Context, g *globals, args []string) error {
 			return !j.State.Final()
 		}
 		return want[long] || want[short]
-	})
+	}
+	var js []*bridge.Job
+	if *jobs == "" && !all && onlyUnfinished(want) {
+		// What squeue shows by default: the daemon's queue, from memory.
+		js, err = c.queueJobs(ctx, keep)
+	} else {
+		js, err = c.selectJobs(ctx, *jobs, keep)
+	}
 	if err != nil {
 		return feFail("squeue", "%v", err)
 	}
@@ -231,6 +243,44 @@ func runSqueue(ctx context.Context, g *globals, args []string) error {
 	}
 	_, err = io.WriteString(g.stdout, b.String())
 	return err
+}
+
+// onlyUnfinished: the states asked for (none: the default) are only
+// those of unfinished jobs.
+func onlyUnfinished(want map[string]bool) bool {
+	for k := range want {
+		if !slices.Contains([]string{"PD", "PENDING", "R", "RUNNING"}, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// queueJobs are the daemon's unfinished jobs (GET /v1/queue) that keep
+// selects, as jobs with what the front-ends print.
+func (c *feClient) queueJobs(ctx context.Context, keep func(*bridge.Job) bool) ([]*bridge.Job, error) {
+	rows, err := c.Queue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*bridge.Job, 0, len(rows))
+	for _, r := range rows {
+		j := &bridge.Job{ID: r.ID, Parent: r.Parent, Index: r.Index, State: r.State, Submit: r.Submit, Start: r.Start,
+			Req: bridge.Request{Name: r.Name, Nodes: r.Nodes, CoresPerNode: r.Cores, Estimate: r.Estimate}}
+		if r.Partition != "" || r.Account != "" {
+			j.Req.SiteOptions = map[string]bridge.SiteOptions{"": {Partition: r.Partition, Account: r.Account}}
+		}
+		for _, s := range r.Sites {
+			j.Comps = append(j.Comps, bridge.Component{Site: s})
+		}
+		if r.Predicted {
+			j.Predicted.Parts = []policy.Part{}
+		}
+		if keep(j) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 // inList: an empty comma-separated list matches everything.
