@@ -574,3 +574,65 @@ func TestToilCWL(t *testing.T) {
 		})
 	}
 }
+
+// TestFrontEndsAskNoSite: the front-ends answer from the daemon's state
+// alone. With the daemon's own cycle and health probe set an hour apart,
+// a hundred squeue, sacct, scontrol, qstat and status --snakemake calls
+// leave the SLURM controller's count of the site user's RPCs (sdiag)
+// where it was.
+func TestFrontEndsAskNoSite(t *testing.T) {
+	needEngine(t)
+	site := engineSites[0]
+	if site.name != "slurm" {
+		t.Skip("counts the SLURM controller's RPCs")
+	}
+	if _, err := exec.LookPath("sdiag"); err != nil {
+		t.Skip("no sdiag")
+	}
+	e := newEngineEnv(t, site)
+	cfg, _ := os.ReadFile(e.config)
+	slow := strings.Replace(string(cfg), "interval: 1s\n", "interval: 1h\n  cron: {health: \"@every 1h\", reservation_binding: \"@every 1h\"}\n", 1)
+	e.writeFiles(map[string]string{"site.yaml": slow})
+	e.daemon.Process.Signal(syscall.SIGTERM)
+	<-e.done
+	e.startDaemon()
+	for i := range 3 {
+		e.frontEnd("sbatch", "-t", "10", "-J", fmt.Sprintf("quiet%d", i), "--wrap", "sleep 600")
+	}
+	// Each submission runs a cycle at once: the jobs reach the site.
+	waitFor(t, 2*time.Minute, "3 jobs at the site", func() bool { return strings.Count(realSqueue(t), "\n") == 2 })
+	time.Sleep(2 * time.Second)
+	before := siteRPCs(t)
+	for i := range 20 {
+		e.frontEnd("squeue")
+		e.frontEnd("squeue", "-h", "-t", "all", "-o", "%i %t %M")
+		e.frontEnd("sacct", "-n", "-P", "-j", "1,2,3", "--format", "JobIDRaw,State,ExitCode")
+		e.frontEnd("scontrol", "show", "job", fmt.Sprint(1+i%3))
+		e.frontEnd("qstat", "-f")
+		e.gridsub("status", "--snakemake", fmt.Sprint(1+i%3))
+	}
+	if after := siteRPCs(t); after != before {
+		t.Fatalf("the site user's RPCs at the controller went from %d to %d during 120 front-end calls", before, after)
+	}
+	t.Logf("120 front-end calls, %d RPCs of the site user before and after", before)
+	e.frontEnd("scancel", "1", "2", "3")
+}
+
+// siteRPCs is sdiag's count of the testbed user's RPCs at siteA's
+// controller.
+func siteRPCs(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sdiag")
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+os.Getenv("GRIDSUB_SITEA_SLURM_CONF"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sdiag: %v\n%s", err, out)
+	}
+	re := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(os.Getenv("GRIDSUB_SSH_USER")) + `\s+\(\s*\d+\)\s+count:(\d+)`)
+	m := re.FindStringSubmatch(string(out))
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}

@@ -114,6 +114,18 @@ func TestFrontEndSpeed(t *testing.T) {
 	}
 	t.Logf("10,000 jobs in the daemon, %d unfinished; load average %s", unfinished, load())
 
+	// The daemon's side of squeue alone: GET /v1/queue in this process.
+	var qs []time.Duration
+	for range 30 {
+		start := time.Now()
+		rows, err := c.Queue(context.Background())
+		if err != nil || len(rows) != unfinished {
+			t.Fatalf("GET /v1/queue: %d rows, %v", len(rows), err)
+		}
+		qs = append(qs, time.Since(start))
+	}
+	qm, qp := stats(qs)
+	t.Logf("GET /v1/queue (%d rows) in this process: median %s p99 %s", unfinished, qm.Round(10*time.Microsecond), qp.Round(10*time.Microsecond))
 	measure := func(n int, args ...string) (time.Duration, time.Duration, string) {
 		var ds []time.Duration
 		var out string
