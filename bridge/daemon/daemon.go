@@ -100,6 +100,7 @@ type Daemon struct {
 	tcp     string // the API's TCP address, if any
 	mtcp    string // the metrics-only TCP address, if any
 
+	queue    queueCache // GET /v1/queue's rows (queue.go)
 	trig     chan string
 	pending  map[string]*atomic.Bool
 	stop     chan struct{}
@@ -436,6 +437,7 @@ func (d *Daemon) run(ctx context.Context, task string) {
 		t0 := time.Now()
 		rep, err := d.env.Broker.Cycle(ctx, d.env.Now())
 		el := time.Since(t0)
+		d.queue.refresh(d.env.Broker, false) // GET /v1/queue's rows (queue.go)
 		d.m.cycle(el, rep, err)
 		switch {
 		case err != nil:

@@ -147,6 +147,10 @@ func TestFrontEndsOnSimulatedSites(t *testing.T) {
 	// scancel and qdel: recorded at once.
 	long := strings.TrimSpace(must(0, "sbatch", "--parsable", "-t", "2-00:00:00", "--wrap", "sleep 1d"))
 	pbs := strings.TrimSpace(must(0, "qsub", "-l", "walltime=48:00:00", "a.sh"))
+	// squeue lists a job as soon as it is queued (GET /v1/queue).
+	if q := must(0, "squeue", "-h", "-o", "%i"); !strings.Contains(q, long+"\n") || !strings.Contains(q, strings.TrimSuffix(pbs, ".gridsub")+"\n") {
+		t.Errorf("squeue right after sbatch and qsub: %q", q)
+	}
 	start := time.Now()
 	must(0, "scancel", long)
 	if d := time.Since(start); d > 10*time.Second {
