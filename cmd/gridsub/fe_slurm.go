@@ -24,10 +24,14 @@ import (
 // frontEnd makes a command that parses its own flags, as the tool it
 // stands for does (sbatch's -o is not gridsub's --output).
 func frontEnd(g *globals, use, short, long string, run func(ctx context.Context, g *globals, args []string) error) *cobra.Command {
-	return &cobra.Command{
-		Use:                use,
-		Short:              short,
-		Long:               long,
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: long + `
+
+Every option is the tool's own: gridsub's -c/--config, -o/--output and -h are
+not read here (GRIDSUB_SOCKET, GRIDSUB_URL or GRIDSUB_CONFIG find the daemon);
+--help alone shows this text.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
@@ -41,6 +45,8 @@ func frontEnd(g *globals, use, short, long string, run func(ctx context.Context,
 			return run(cmd.Context(), g, args)
 		},
 	}
+	c.Flags().Bool("help", false, "show this text") // no -h: it is the tool's own (squeue -h: no header)
+	return c
 }
 
 // newSbatchCmd: sbatch [options] [script [args...]] | --wrap=CMD.
