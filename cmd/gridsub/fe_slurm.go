@@ -435,17 +435,22 @@ func (l layout) row(b *strings.Builder, val func(byte) string) {
 			continue
 		}
 		v := val(f.k)
-		if f.width > 0 {
-			if len(v) > f.width {
-				v = v[:f.width] // squeue truncates to the width
-			}
-			if f.right {
-				v = strings.Repeat(" ", f.width-len(v)) + v
-			} else {
-				v += strings.Repeat(" ", f.width-len(v))
-			}
+		if f.width == 0 {
+			b.WriteString(v)
+			continue
 		}
-		b.WriteString(v)
+		if len(v) > f.width {
+			v = v[:f.width] // squeue truncates to the width
+		}
+		if !f.right {
+			b.WriteString(v)
+		}
+		for range f.width - len(v) {
+			b.WriteByte(' ')
+		}
+		if f.right {
+			b.WriteString(v)
+		}
 	}
 	b.WriteByte('\n')
 }
