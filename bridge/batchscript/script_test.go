@@ -187,3 +187,21 @@ func TestTimes(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitArgs(t *testing.T) {
+	for _, c := range []struct {
+		d          Dialect
+		args       []string
+		opts, rest string
+	}{
+		{SLURM, []string{"-J", "x", "--time=5", "--mem", "4G", "--parsable", "job.sh", "-a", "b"}, "-J x --time=5 --mem 4G --parsable", "job.sh -a b"},
+		{SLURM, []string{"-Jx", "--wrap", "echo hi"}, "-Jx --wrap echo hi", ""},
+		{SLURM, []string{"--exclusive", "--", "-weird.sh"}, "--exclusive", "-weird.sh"},
+		{PBS, []string{"-N", "n", "-l", "walltime=1:00", "-V", "-j", "oe", "job.pbs"}, "-N n -l walltime=1:00 -V -j oe", "job.pbs"},
+	} {
+		opts, rest := SplitArgs(c.d, c.args)
+		if strings.Join(opts, " ") != c.opts || strings.Join(rest, " ") != c.rest {
+			t.Errorf("SplitArgs(%v) = %q, %q; want %q, %q", c.args, opts, rest, c.opts, c.rest)
+		}
+	}
+}
