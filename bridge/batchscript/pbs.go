@@ -1,7 +1,6 @@
 package batchscript
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -118,7 +117,7 @@ func (p *parser) pbsOptions(ln int, words []string) {
 
 // pbsResources reads -l's comma-separated NAME=VALUE list.
 func (p *parser) pbsResources(ln int, dir, v string) {
-	for _, kv := range splitResources(v) {
+	for _, kv := range strings.Split(v, ",") { // ':' and '+' belong to select= and nodes=
 		k, val, ok := strings.Cut(kv, "=")
 		if !ok {
 			p.fail(ln, dir, ErrValue, "%q: want NAME=VALUE", kv)
@@ -162,12 +161,6 @@ func (p *parser) pbsResources(ln int, dir, v string) {
 			p.fail(ln, dir, ErrUnsupported, "resource %q is not supported; gridsub knows walltime, select, nodes, ncpus, ppn, mem, pmem, ngpus", k)
 		}
 	}
-}
-
-// splitResources splits "-l" at commas outside a select's chunk: commas
-// separate resources, ':' and '+' belong to select and nodes.
-func splitResources(v string) []string {
-	return strings.Split(v, ",")
 }
 
 // pbsSelect reads PBS Pro's select=N:ncpus=M:mem=X:ngpus=G[:mpiprocs=..].
@@ -322,5 +315,3 @@ func mergeExport(cur, add string) string {
 	}
 	return cur + "," + add
 }
-
-var _ = fmt.Sprintf

@@ -189,14 +189,12 @@ func Parse(file string, data []byte, opts Options) (*Spec, error) {
 	}
 	p := &parser{file: file, environ: opts.Environ, s: &Spec{Dialect: d, Body: body, CPUsPerTask: 1, Args: opts.ScriptArgs}}
 	lines := directives(body)
-	sawOther := false
 	for _, l := range lines {
 		if l.late {
 			p.warn(l.line, l.prefix+" "+strings.TrimSpace(l.text), "after the first command: ignored, as "+map[Dialect]string{SLURM: "sbatch", PBS: "qsub"}[l.dialect]+" ignores it")
 			continue
 		}
 		if l.dialect != d {
-			sawOther = true
 			p.warn(l.line, l.prefix+" "+strings.TrimSpace(l.text), fmt.Sprintf("a %s directive in a script with %s directives: ignored (gridsub reads one language per script)", l.dialect, d))
 			continue
 		}
@@ -207,7 +205,6 @@ func Parse(file string, data []byte, opts Options) (*Spec, error) {
 		}
 		p.options(l.line, d, words)
 	}
-	_ = sawOther
 	ad := opts.Dialect
 	if ad == "" {
 		ad = d

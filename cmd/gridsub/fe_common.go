@@ -29,7 +29,8 @@ type feClient struct {
 	now    time.Time // the daemon's clock at connection
 }
 
-// errFrontEnd is a front-end's own usage error, printed as "PROG: error: ...".
+// feError is a front-end's error, printed as the tool prints its own
+// ("squeue: error: ...") with the tool's exit status.
 type feError struct {
 	prog string
 	code int
