@@ -107,6 +107,11 @@ type Request struct {
 	// MaxIdempotencyKey printable ASCII characters. Group elements and
 	// pipeline steps are made by the broker and have none of their own.
 	IdempotencyKey string `json:",omitempty"`
+	// NoRetry: a failure of the job's own command is final even when the
+	// broker's tiers would retry it. Workflow engines (Snakemake, Toil)
+	// submitting through the sbatch and qsub front-ends set it: the engine
+	// owns retries. A site's fault (a lost job) is still requeued.
+	NoRetry bool `json:",omitempty"`
 }
 
 // MaxIdempotencyKey bounds Request.IdempotencyKey.

@@ -35,6 +35,12 @@ fi
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q chromium >/dev/null || echo "test.sh: could not install chromium; the status page's browser test will skip" >&2
 fi
+# The workflow-engine tests (cmd/gridsub/engines_test.go) drive Debian 12's
+# Snakemake 7.21 and Toil 5.9 through gridsub's front-ends; they skip with a
+# message without them.
+if { ! command -v snakemake >/dev/null 2>&1 || ! command -v toil-cwl-runner >/dev/null 2>&1; } && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q snakemake toil >/dev/null || echo "test.sh: could not install snakemake and toil; the workflow-engine tests will skip" >&2
+fi
 export GOBIN="${GOBIN:-$(go env GOPATH)/bin}"
 export PATH="$GOBIN:$PATH"
 go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12

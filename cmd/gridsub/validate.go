@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/batchscript"
 	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
@@ -54,6 +55,9 @@ never run.`,
 				// Warning: the file is valid and feasible, but its
 				// best-effort deadline cannot be met: it would run late.
 				Warning string `json:"warning,omitempty"`
+				// Warnings: a batch script's directives accepted without
+				// effect, each with its line and why (fe_script.go).
+				Warnings []string `json:"warnings,omitempty"`
 			}
 			var results []result
 			bad, infeasible := 0, 0
@@ -68,7 +72,8 @@ never run.`,
 			}
 			for _, path := range args {
 				r := result{File: path, Valid: true}
-				job, err := loadJob(path, cfg.SiteNames())
+				job, warns, err := loadJobWarn(path, cfg.SiteNames())
+				r.Warnings = warns
 				if err == nil {
 					var req bridge.Request
 					if req, err = toRequest(job, now, ""); err == nil {
@@ -93,7 +98,12 @@ never run.`,
 					bad++
 					r.Valid = false
 					var list jobfile.ErrorList
-					if errors.As(err, &list) {
+					var serrs batchscript.Errors
+					if errors.As(err, &serrs) {
+						for _, e := range serrs {
+							r.Errors = append(r.Errors, e.Error())
+						}
+					} else if errors.As(err, &list) {
 						for _, e := range list {
 							r.Errors = append(r.Errors, e.Error())
 						}
@@ -111,6 +121,9 @@ never run.`,
 				for _, r := range results {
 					if r.Valid {
 						fmt.Fprintf(g.stdout, "%s: ok\n", r.File)
+						for _, w := range r.Warnings {
+							fmt.Fprintf(g.stdout, "%s: warning: %s\n", r.File, w)
+						}
 						if r.Warning != "" {
 							fmt.Fprintf(g.stdout, "%s: warning: %s\n", r.File, r.Warning)
 						}
