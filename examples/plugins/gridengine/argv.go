@@ -49,13 +49,21 @@ func (c Cmds) cmd(name string) string {
 const IndexDir = "gridsub/.ids"
 
 // submitScript runs at the login node as `bash -c submitScript
-// gridsub-submit <qsub> <jobdir> <index dir> <grid id> <qsub options...>`
-// with the wrapper on stdin: it makes the job directory, stores the
-// wrapper there, submits it with the directory as the job's working
-// directory and its output files there, records the job number in IDFile
-// and the grid id under the index, and prints the job number.
-const submitScript = `set -e; q=$1; d=$2; ix=$3; g=$4; shift 4; mkdir -p -- "$ix" "$d"; ix=$(cd -- "$ix" && pwd); cd -- "$d"; cat > ` + sshbatch.ScriptFile + `; chmod 0700 ` + sshbatch.ScriptFile +
-	`; id=$("$q" -terse -wd "$PWD" -o "$PWD/` + sshbatch.StdoutFile + `" -e "$PWD/` + sshbatch.StderrFile + `" "$@" ` + sshbatch.ScriptFile +
+// gridsub-submit <qsub> <qrstat> <jobdir> <index dir> <grid id> <h_rt
+// seconds> <reservation or ""> <qsub options...>` with the wrapper on
+// stdin: it makes the job directory, stores the wrapper there, submits it
+// with the directory as the job's working directory and its output files
+// there, records the job number in IDFile and the grid id under the
+// index, and prints the job number. A job in an advance reservation gets
+// at most the reservation's remaining time as h_rt (its end from qrstat,
+// in the same command): Grid Engine refuses a job that would outlast the
+// reservation, where SLURM and PBS end it at the reservation's end. A
+// reservation qrstat does not show is left to qsub to refuse.
+const submitScript = `set -e; q=$1; qr=$2; d=$3; ix=$4; g=$5; rt=$6; ar=$7; shift 7; ` +
+	`if [ -n "$ar" ]; then e=$("$qr" -ar "$ar" -xml </dev/null | sed -n 's/.*<end_time>\([-0-9T:]*\)<\/end_time>.*/\1/p'); ` +
+	`if [ -n "$e" ]; then l=$(( $(date -d "$e" +%s) - $(date +%s) - 1 )); [ "$l" -ge "$rt" ] || rt=$(( l > 0 ? l : 1 )); fi; set -- "$@" -ar "$ar"; fi; ` +
+	`mkdir -p -- "$ix" "$d"; ix=$(cd -- "$ix" && pwd); cd -- "$d"; cat > ` + sshbatch.ScriptFile + `; chmod 0700 ` + sshbatch.ScriptFile +
+	`; id=$("$q" -terse -wd "$PWD" -o "$PWD/` + sshbatch.StdoutFile + `" -e "$PWD/` + sshbatch.StderrFile + `" -l "h_rt=$rt" "$@" ` + sshbatch.ScriptFile +
 	`); id=${id%%.*}; printf '%s\n' "$id" > ` + IDFile + `; printf '%s\n' "$g" > "$ix/$id"; printf '%s\n' "$id"`
 
 // CleanName makes a job or reservation name Grid Engine accepts: letters,
@@ -104,13 +112,13 @@ func (s Shape) Slots(spec *backends.JobSpec) int {
 	return spec.Nodes * per
 }
 
-// QsubArgs builds the qsub options for spec (without -terse, -wd, -o/-e
-// and the script): name, the grid tag, not rerunnable (Grid Engine must
-// not run a job a second time behind gridsub's back), bash as the shell,
-// "verify: refuse a job that can never run" (-w e), the slots through the
-// parallel environment, the walltime (h_rt), memory per slot (h_vmem: the
-// node's memory shared among its slots, in whole MiB rounded up), queue,
-// project and advance reservation.
+// QsubArgs builds the qsub options for spec but those submitScript adds
+// (-terse, -wd, -o/-e, h_rt, -ar, the script): name, the grid tag, not
+// rerunnable (Grid Engine must not run a job a second time behind
+// gridsub's back), bash as the shell, "verify: refuse a job that can never
+// run" (-w e), the slots through the parallel environment, memory per slot
+// (h_vmem: the node's memory shared among its slots, in whole MiB rounded
+// up), queue and project.
 func QsubArgs(spec *backends.JobSpec, shape Shape, queue, project string) []string {
 	name := spec.Name
 	if name == "" {
@@ -121,7 +129,6 @@ func QsubArgs(spec *backends.JobSpec, shape Shape, queue, project string) []stri
 	if slots > 1 {
 		a = append(a, "-pe", shape.PE, strconv.Itoa(slots))
 	}
-	a = append(a, "-l", "h_rt="+Seconds(spec.Walltime))
 	if spec.MemPerNode > 0 {
 		per := max(slots/spec.Nodes, 1)
 		mib := (spec.MemPerNode/int64(per) + 1<<20 - 1) >> 20
@@ -139,16 +146,14 @@ func QsubArgs(spec *backends.JobSpec, shape Shape, queue, project string) []stri
 	if project != "" {
 		a = append(a, "-P", project)
 	}
-	if spec.Reservation != "" {
-		a = append(a, "-ar", spec.Reservation)
-	}
 	return a
 }
 
-// SubmitArgv is the one remote command of a submission; the wrapper goes on
-// its stdin.
-func (c Cmds) SubmitArgv(jobDir, indexDir, gridID string, qsubArgs []string) []string {
-	return append([]string{"bash", "-c", submitScript, "gridsub-submit", c.cmd("qsub"), jobDir, indexDir, gridID}, qsubArgs...)
+// SubmitArgv is the one remote command of spec's submission from jobDir
+// (submitScript); the wrapper goes on its stdin.
+func (c Cmds) SubmitArgv(jobDir, indexDir string, spec *backends.JobSpec, qsubArgs []string) []string {
+	return append([]string{"bash", "-c", submitScript, "gridsub-submit", c.cmd("qsub"), c.cmd("qrstat"), jobDir, indexDir, spec.GridID,
+		Seconds(spec.Walltime), spec.Reservation}, qsubArgs...)
 }
 
 // statusScript answers for many ids in one remote command and one qmaster

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -28,9 +27,6 @@ var (
 type dialect struct {
 	cfg  Config
 	cmds Cmds
-
-	mu   sync.Mutex
-	ends map[backends.ResvID]time.Time // reservations' ends, as qrstat showed them
 }
 
 func newDialect(cfg Config) *dialect {
@@ -47,7 +43,7 @@ func newDialect(cfg Config) *dialect {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &dialect{cfg: cfg, cmds: Cmds{Bin: cfg.BinDir}, ends: map[backends.ResvID]time.Time{}}
+	return &dialect{cfg: cfg, cmds: Cmds{Bin: cfg.BinDir}}
 }
 
 func (d *dialect) shape() Shape { return Shape{SlotsPerNode: d.cfg.SlotsPerNode, PE: d.cfg.PE} }
@@ -129,48 +125,12 @@ func (d *dialect) Failure(r backends.Result) (string, bool) {
 
 // SubmitCommand returns the script that makes the job directory, stores
 // the wrapper, submits it with qsub -w e (the qmaster refuses a job that
-// can never run: "no suitable queues") and records the job number. A job
-// in an advance reservation gets at most the reservation's remaining time
-// as its h_rt: Grid Engine refuses a job that would outlast the
-// reservation, where SLURM and PBS end it at the reservation's end (the
-// reservation's end is read once, with qrstat, and remembered).
-func (d *dialect) SubmitCommand(ctx context.Context, x *sshbatch.Exec, spec *backends.JobSpec, dir string, _ bool) (sshbatch.Command, error) {
-	sp := spec
-	if spec.Reservation != "" {
-		end, err := d.resvEnd(ctx, x, backends.ResvID(spec.Reservation))
-		if err != nil {
-			return sshbatch.Command{}, err
-		}
-		left := end.Sub(d.cfg.Now()).Truncate(time.Second) - time.Second
-		if left <= 0 {
-			return sshbatch.Command{}, fmt.Errorf("%w: advance reservation %s on %s ended at %s", backends.ErrRejected, spec.Reservation, d.cfg.Name, end.Format(time.RFC3339))
-		}
-		if spec.Walltime > left {
-			c := *spec
-			c.Walltime = left
-			sp = &c
-		}
-	}
-	return sshbatch.Command{Argv: d.cmds.SubmitArgv(dir, d.indexDir(), spec.GridID, QsubArgs(sp, d.shape(), d.cfg.Queue, d.cfg.Project)),
+// can never run: "no suitable queues") and records the job number; a job
+// in a reservation has its h_rt cut to the reservation's end there
+// (submitScript).
+func (d *dialect) SubmitCommand(_ context.Context, _ *sshbatch.Exec, spec *backends.JobSpec, dir string, _ bool) (sshbatch.Command, error) {
+	return sshbatch.Command{Argv: d.cmds.SubmitArgv(dir, d.indexDir(), spec, QsubArgs(spec, d.shape(), d.cfg.Queue, d.cfg.Project)),
 		Stdin: sshbatch.Wrapper(spec, "")}, nil
-}
-
-// resvEnd is when reservation id ends (qrstat once per reservation).
-func (d *dialect) resvEnd(ctx context.Context, x *sshbatch.Exec, id backends.ResvID) (time.Time, error) {
-	d.mu.Lock()
-	end, ok := d.ends[id]
-	d.mu.Unlock()
-	if ok {
-		return end, nil
-	}
-	r, err := d.Show(ctx, x, id)
-	if err != nil {
-		return time.Time{}, err
-	}
-	d.mu.Lock()
-	d.ends[id] = r.End
-	d.mu.Unlock()
-	return r.End, nil
 }
 
 func (d *dialect) ParseSubmitted(stdout []byte) (backends.JobID, error) { return ParseQsub(stdout) }
@@ -260,8 +220,12 @@ func Merge(p *Polled, ids []backends.JobID, loc *time.Location) map[backends.Job
 // CancelArgv is qdel of one job, leaving its marker.
 func (d *dialect) CancelArgv(id backends.JobID) []string { return d.cmds.CancelArgv(d.cancelledDir(), id) }
 
+// goneRe: qdel's and qrdel's words for a job or reservation that has
+// ended or that they do not know.
+var goneRe = regexp.MustCompile(`denied: (job|advance_reservation) "[0-9]+" does not exist`)
+
 // Ended: qdel's words for a job that has ended or that it does not know.
-func (d *dialect) Ended(msg string) bool { return strings.Contains(msg, "does not exist") }
+func (d *dialect) Ended(msg string) bool { return goneRe.MatchString(msg) }
 
 // tagged runs the tag listing and keeps the user's jobs.
 func (d *dialect) tagged(ctx context.Context, x *sshbatch.Exec) ([]Tagged, error) {
@@ -430,7 +394,7 @@ func ParseInfo(out []byte, site, queue string, slotsPerNode int) (*backends.Site
 	var total, avail int
 	for _, c := range cqs {
 		if queue == "" || c.Name == queue {
-			total += c.Total - c.Unavailable
+			total += max(c.Total-c.Unavailable, 0)
 			avail += c.Avail
 		}
 	}
@@ -519,7 +483,7 @@ func (d *dialect) Delete(ctx context.Context, x *sshbatch.Exec, id backends.Resv
 	if err != nil {
 		return err
 	}
-	if r.ExitCode != 0 && !strings.Contains(Message(r), "does not exist") {
+	if r.ExitCode != 0 && !goneRe.MatchString(Message(r)) {
 		return x.Fail(argv, r)
 	}
 	return nil

@@ -86,3 +86,56 @@ func TestRealSite(t *testing.T) {
 		LiveOutput: true,
 	})
 }
+
+// TestCaptureFixtures writes the real outputs the parsers' fixtures come
+// from into $GRIDSUB_GE_CAPTURE (skipped without it): the info command's,
+// and one status command over a running, a pending, a completed, a failed,
+// a cancelled and an unknown job. Rerun it on a new Grid Engine version
+// and compare with testdata/.
+func TestCaptureFixtures(t *testing.T) {
+	dir := os.Getenv("GRIDSUB_GE_CAPTURE")
+	if dir == "" {
+		t.Skip("GRIDSUB_GE_CAPTURE names no directory to write captures into")
+	}
+	s := testSite(t)
+	c := dial(t, s)
+	b := newBackend(s, c, c)
+	ctx := context.Background()
+	cmds := gridengine.Cmds{Bin: gridengine.DefaultBinDir}
+	write := func(name string, argv []string) {
+		r, err := c.Run(ctx, argv, nil)
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("%s: %v %d %s", name, err, r.ExitCode, r.Stderr)
+		}
+		if err := os.WriteFile(dir+"/"+name, r.Stdout, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("info.txt", cmds.InfoArgv())
+	sub := func(script string, nodes int) backends.JobID {
+		id, err := b.Submit(ctx, &backends.JobSpec{GridID: gridID("cap"), Nodes: nodes, Walltime: time.Minute, Script: script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	ok, bad := sub("true", 1), sub("exit 3", 1)
+	run := sub("sleep 30", 1)
+	wide := sub("true", s.slots) // waits behind the running one
+	if err := b.Cancel(ctx, wide); err != nil {
+		t.Fatal(err)
+	}
+	pend := sub("true", s.slots)
+	time.Sleep(8 * time.Second)
+	ids := []backends.JobID{ok, bad, run, wide, pend, "999999999"}
+	root := s.home + "/gridsub-test"
+	write("status.txt", cmds.StatusArgv(s.ssh.User, root+"/"+gridengine.CancelledDir, root+"/"+gridengine.IndexDir, ids))
+	st, err := b.Status(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("statuses: %+v", st)
+	for _, id := range []backends.JobID{run, pend} {
+		_ = b.Cancel(ctx, id)
+	}
+}
