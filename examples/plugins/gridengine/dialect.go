@@ -218,7 +218,9 @@ func Merge(p *Polled, ids []backends.JobID, loc *time.Location) map[backends.Job
 }
 
 // CancelArgv is qdel of one job, leaving its marker.
-func (d *dialect) CancelArgv(id backends.JobID) []string { return d.cmds.CancelArgv(d.cancelledDir(), id) }
+func (d *dialect) CancelArgv(id backends.JobID) []string {
+	return d.cmds.CancelArgv(d.cancelledDir(), id)
+}
 
 // goneRe: qdel's and qrdel's words for a job or reservation that has
 // ended or that they do not know.

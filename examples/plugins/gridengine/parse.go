@@ -361,8 +361,8 @@ const (
 
 // Polled is what one status command reports.
 type Polled struct {
-	Live      []Job    // qstat -xml
-	Acct      []Acct   // qacct records of jobs no longer live
+	Live      []Job             // qstat -xml
+	Acct      []Acct            // qacct records of jobs no longer live
 	Cancelled []string          // jobs gridsub's qdel deleted (their marker files)
 	GridIDs   map[string]string // job number -> grid id, from the index
 }
