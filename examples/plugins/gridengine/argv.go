@@ -50,18 +50,20 @@ const IndexDir = "gridsub/.ids"
 
 // submitScript runs at the login node as `bash -c submitScript
 // gridsub-submit <qsub> <qrstat> <jobdir> <index dir> <grid id> <h_rt
-// seconds> <reservation or ""> <qsub options...>` with the wrapper on
-// stdin: it makes the job directory, stores the wrapper there, submits it
-// with the directory as the job's working directory and its output files
-// there, records the job number in IDFile and the grid id under the
-// index, and prints the job number. A job in an advance reservation gets
-// at most the reservation's remaining time as h_rt (its end from qrstat,
-// in the same command): Grid Engine refuses a job that would outlast the
-// reservation, where SLURM and PBS end it at the reservation's end. A
-// reservation qrstat does not show is left to qsub to refuse.
-const submitScript = `set -e; q=$1; qr=$2; d=$3; ix=$4; g=$5; rt=$6; ar=$7; shift 7; ` +
-	`if [ -n "$ar" ]; then e=$("$qr" -ar "$ar" -xml </dev/null | sed -n 's/.*<end_time>\([-0-9T:]*\)<\/end_time>.*/\1/p'); ` +
-	`if [ -n "$e" ]; then l=$(( $(date -d "$e" +%s) - $(date +%s) - 1 )); [ "$l" -ge "$rt" ] || rt=$(( l > 0 ? l : 1 )); fi; set -- "$@" -ar "$ar"; fi; ` +
+// seconds> <reservation or ""> <its end in Unix seconds or ""> <qsub
+// options...>` with the wrapper on stdin: it makes the job directory,
+// stores the wrapper there, submits it with the directory as the job's
+// working directory and its output files there, records the job number in
+// IDFile and the grid id under the index, and prints the job number. A job
+// in an advance reservation gets at most the reservation's remaining time
+// as h_rt: Grid Engine refuses a job that would outlast the reservation,
+// where SLURM and PBS end it at the reservation's end. The end is the one
+// given, else qrstat's (in the same command); a reservation qrstat does
+// not show is left to qsub to refuse.
+const submitScript = `set -e; q=$1; qr=$2; d=$3; ix=$4; g=$5; rt=$6; ar=$7; e=$8; shift 8; ` +
+	`if [ -n "$ar" ]; then if [ -z "$e" ]; then e=$("$qr" -ar "$ar" -xml </dev/null | sed -n 's/.*<end_time>\([-0-9T:]*\)<\/end_time>.*/\1/p'); ` +
+	`[ -z "$e" ] || e=$(date -d "$e" +%s); fi; ` +
+	`if [ -n "$e" ]; then l=$(( e - $(date +%s) - 1 )); [ "$l" -ge "$rt" ] || rt=$(( l > 0 ? l : 1 )); fi; set -- "$@" -ar "$ar"; fi; ` +
 	`mkdir -p -- "$ix" "$d"; ix=$(cd -- "$ix" && pwd); cd -- "$d"; cat > ` + sshbatch.ScriptFile + `; chmod 0700 ` + sshbatch.ScriptFile +
 	`; id=$("$q" -terse -wd "$PWD" -o "$PWD/` + sshbatch.StdoutFile + `" -e "$PWD/` + sshbatch.StderrFile + `" -l "h_rt=$rt" "$@" ` + sshbatch.ScriptFile +
 	`); id=${id%%.*}; printf '%s\n' "$id" > ` + IDFile + `; printf '%s\n' "$g" > "$ix/$id"; printf '%s\n' "$id"`
@@ -150,10 +152,15 @@ func QsubArgs(spec *backends.JobSpec, shape Shape, queue, project string) []stri
 }
 
 // SubmitArgv is the one remote command of spec's submission from jobDir
-// (submitScript); the wrapper goes on its stdin.
-func (c Cmds) SubmitArgv(jobDir, indexDir string, spec *backends.JobSpec, qsubArgs []string) []string {
+// (submitScript); the wrapper goes on its stdin. resvEnd is the end of
+// spec's reservation when known (zero: qrstat is asked).
+func (c Cmds) SubmitArgv(jobDir, indexDir string, spec *backends.JobSpec, resvEnd time.Time, qsubArgs []string) []string {
+	end := ""
+	if spec.Reservation != "" && !resvEnd.IsZero() {
+		end = strconv.FormatInt(resvEnd.Unix(), 10)
+	}
 	return append([]string{"bash", "-c", submitScript, "gridsub-submit", c.cmd("qsub"), c.cmd("qrstat"), jobDir, indexDir, spec.GridID,
-		Seconds(spec.Walltime), spec.Reservation}, qsubArgs...)
+		Seconds(spec.Walltime), spec.Reservation, end}, qsubArgs...)
 }
 
 // statusScript answers for many ids in one remote command and one qmaster

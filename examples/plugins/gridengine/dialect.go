@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -27,6 +28,9 @@ var (
 type dialect struct {
 	cfg  Config
 	cmds Cmds
+
+	mu   sync.Mutex
+	ends map[backends.ResvID]time.Time // the ends of the reservations Show read
 }
 
 func newDialect(cfg Config) *dialect {
@@ -43,7 +47,7 @@ func newDialect(cfg Config) *dialect {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &dialect{cfg: cfg, cmds: Cmds{Bin: cfg.BinDir}}
+	return &dialect{cfg: cfg, cmds: Cmds{Bin: cfg.BinDir}, ends: map[backends.ResvID]time.Time{}}
 }
 
 func (d *dialect) shape() Shape { return Shape{SlotsPerNode: d.cfg.SlotsPerNode, PE: d.cfg.PE} }
@@ -127,9 +131,13 @@ func (d *dialect) Failure(r backends.Result) (string, bool) {
 // the wrapper, submits it with qsub -w e (the qmaster refuses a job that
 // can never run: "no suitable queues") and records the job number; a job
 // in a reservation has its h_rt cut to the reservation's end there
-// (submitScript).
+// (submitScript; the end of a reservation this backend made or showed is
+// remembered, else the script asks qrstat).
 func (d *dialect) SubmitCommand(_ context.Context, _ *sshbatch.Exec, spec *backends.JobSpec, dir string, _ bool) (sshbatch.Command, error) {
-	return sshbatch.Command{Argv: d.cmds.SubmitArgv(dir, d.indexDir(), spec, QsubArgs(spec, d.shape(), d.cfg.Queue, d.cfg.Project)),
+	d.mu.Lock()
+	end := d.ends[backends.ResvID(spec.Reservation)]
+	d.mu.Unlock()
+	return sshbatch.Command{Argv: d.cmds.SubmitArgv(dir, d.indexDir(), spec, end, QsubArgs(spec, d.shape(), d.cfg.Queue, d.cfg.Project)),
 		Stdin: sshbatch.Wrapper(spec, "")}, nil
 }
 
@@ -465,6 +473,9 @@ func (d *dialect) Show(ctx context.Context, x *sshbatch.Exec, id backends.ResvID
 	}
 	for _, a := range ars {
 		if a.ID == string(id) {
+			d.mu.Lock()
+			d.ends[id] = a.End
+			d.mu.Unlock()
 			return &backends.Reservation{ID: id, Start: a.Start, End: a.End, Nodes: a.Slots / d.cfg.SlotsPerNode,
 				NodeList: strings.Join(a.Instances, ","), State: a.State}, nil
 		}

@@ -317,8 +317,8 @@ func TestQsubArgs(t *testing.T) {
 	if one != "-N x -v GRIDSUB_TAG=g:x -r n -S /bin/bash -w e" {
 		t.Errorf("single slot: %s", one)
 	}
-	argv := Cmds{}.SubmitArgv("r/gridsub/x", "r/gridsub/.ids", &backends.JobSpec{GridID: "x", Walltime: 1500 * time.Millisecond, Reservation: "5"}, nil)
-	if argv[4] != "/usr/bin/qsub" || argv[5] != "/usr/bin/qrstat" || argv[9] != "2" || argv[10] != "5" {
+	argv := Cmds{}.SubmitArgv("r/gridsub/x", "r/gridsub/.ids", &backends.JobSpec{GridID: "x", Walltime: 1500 * time.Millisecond, Reservation: "5"}, time.Unix(1e9, 0), nil)
+	if argv[4] != "/usr/bin/qsub" || argv[5] != "/usr/bin/qrstat" || argv[9] != "2" || argv[10] != "5" || argv[11] != "1000000000" {
 		t.Errorf("SubmitArgv: %q", argv)
 	}
 	if CleanName("1st") != "g1st" || CleanName("") != "g" || len(CleanName(strings.Repeat("a", 300))) != 200 {
