@@ -191,13 +191,21 @@ EOF
   if qconf -sq "$QUEUE" >/dev/null 2>&1; then qc -Mq "$d/queue" >/dev/null; else qc -Aq "$d/queue" >/dev/null; fi
 }
 
-start_daemons() {
-  fix_names
+start_qmaster() {
   if ! pidfile_pid "$QMASTER_PID" $BIN_QMASTER >/dev/null; then
     say "starting sge_qmaster"
     /usr/sbin/sge_qmaster || fail "sge_qmaster did not start (see /var/spool/gridengine/qmaster/messages)"
   fi
-  until_ok 30 qconf -sh || fail "qmaster does not answer qconf -sh (see /var/spool/gridengine/qmaster/messages)"
+  until_ok 30 qconf -sh
+}
+
+start_daemons() {
+  fix_names
+  if ! start_qmaster; then
+    # A qmaster still shutting down when it was looked at: start it once more.
+    pidfile_pid "$QMASTER_PID" $BIN_QMASTER >/dev/null && fail "qmaster runs but does not answer qconf -sh (see /var/spool/gridengine/qmaster/messages)"
+    start_qmaster || fail "qmaster does not answer qconf -sh (see /var/spool/gridengine/qmaster/messages)"
+  fi
   if ! pidfile_pid "$(execd_pidfile)" $BIN_EXECD >/dev/null; then
     say "starting sge_execd"
     /usr/sbin/sge_execd || fail "sge_execd did not start (see /var/spool/gridengine/execd/$HOST/messages)"

@@ -20,6 +20,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/examples/plugins/gridengine"
+	"github.com/gridsub/gridsub/examples/plugins/gridengine/gelock"
 )
 
 // These tests run gridsub against the real Grid Engine of
@@ -33,6 +34,7 @@ func needGE(t *testing.T) {
 	if os.Getenv("GRIDSUB_GE_SSH_KEY") == "" || os.Getenv("GRIDSUB_GE_SSH_PORT") == "" {
 		t.Skip("no Grid Engine testbed: run `bash scripts/sge-testbed.sh start && source /var/tmp/gridsub-ge/testbed.env` (scripts/test.sh does both)")
 	}
+	gelock.Hold(t)
 }
 
 var (

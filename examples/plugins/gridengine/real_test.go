@@ -15,6 +15,7 @@ import (
 	"github.com/gridsub/gridsub/backends/sshbatch/sshbatchtest"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/examples/plugins/gridengine"
+	"github.com/gridsub/gridsub/examples/plugins/gridengine/gelock"
 )
 
 // These tests talk to the real Grid Engine of the testbed
@@ -34,6 +35,7 @@ func testSite(t testing.TB) site {
 	if key == "" || port == 0 {
 		t.Skip("no Grid Engine testbed: run `bash scripts/sge-testbed.sh start && source /var/tmp/gridsub-ge/testbed.env` (as root) to run the real-daemon tests")
 	}
+	gelock.Hold(t)
 	slots, _ := strconv.Atoi(os.Getenv("GRIDSUB_GE_SLOTS"))
 	return site{home: os.Getenv("GRIDSUB_GE_HOME_DIR"), queue: os.Getenv("GRIDSUB_GE_QUEUE"), pe: os.Getenv("GRIDSUB_GE_PE"),
 		project: os.Getenv("GRIDSUB_GE_PROJECT"), slots: slots,
