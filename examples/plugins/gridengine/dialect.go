@@ -429,10 +429,17 @@ func ParseInfo(out []byte, site, queue string, slotsPerNode int) (*backends.Site
 	return info, nil
 }
 
+var userRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]{0,63}$`)
+
 // Reserve asks qrsub for the slots of rs.Nodes nodes in the site's queue
 // and reads the reservation back (qrstat). qrsub decides at once: a
 // reservation it cannot place is refused ("no suitable queues").
 func (d *dialect) Reserve(ctx context.Context, x *sshbatch.Exec, rs *backends.ReservationSpec) (*backends.Reservation, error) {
+	for _, u := range rs.Users {
+		if !userRe.MatchString(u) {
+			return nil, fmt.Errorf("%w: reservation user %q is not a user name (qrsub -u takes a comma-separated list)", backends.ErrInvalidSpec, u)
+		}
+	}
 	slots := rs.Nodes * d.cfg.SlotsPerNode
 	if slots > 1 && d.cfg.PE == "" {
 		return nil, fmt.Errorf("%w: %s has no parallel environment configured (plugin.options.pe): it reserves one slot at most", backends.ErrInvalidSpec, d.cfg.Name)

@@ -1,6 +1,7 @@
 package gridengine
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strconv"
@@ -340,5 +341,16 @@ func TestCheckSpec(t *testing.T) {
 	}
 	if err := d.CheckSpec(&backends.JobSpec{Nodes: 1, CoresPerNode: 1, Reservation: "5"}); err != nil {
 		t.Errorf("one slot in reservation 5: %v", err)
+	}
+}
+
+// A reservation's users reach qrsub -u as one comma-separated word: a
+// name that is no user name is refused before anything runs.
+func TestReserveRefusesBadUsers(t *testing.T) {
+	d := newDialect(Config{Name: "ge", PE: "gridsub"})
+	for _, u := range []string{"a,b", "@arusers", "", "-x"} {
+		if _, err := d.Reserve(context.Background(), nil, &backends.ReservationSpec{Name: "r", Nodes: 1, Duration: time.Minute, Users: []string{u}}); !errors.Is(err, backends.ErrInvalidSpec) {
+			t.Errorf("user %q: %v, want ErrInvalidSpec", u, err)
+		}
 	}
 }
