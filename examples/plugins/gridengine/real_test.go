@@ -2,9 +2,11 @@ package gridengine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,5 +141,60 @@ func TestCaptureFixtures(t *testing.T) {
 	t.Logf("statuses: %+v", st)
 	for _, id := range []backends.JobID{run, pend} {
 		_ = b.Cancel(ctx, id)
+	}
+}
+
+// TestRealResources: memory per node (h_vmem per slot), the project (a
+// job's account, qsub -P), the queue (partition) and a two-node job
+// through the parallel environment reach qsub, which accepts them, and
+// the job completes having seen its limits; a project the site does not
+// have is refused by qsub with its words.
+func TestRealResources(t *testing.T) {
+	s := testSite(t)
+	c := dial(t, s)
+	cfg := s.config()
+	cfg.SlotsPerNode = 1
+	b := gridengine.New(cfg, c, func(root string) backends.Stager { return c.Stager(root) })
+	ctx := context.Background()
+	spec := &backends.JobSpec{GridID: gridID("res"), Nodes: 2, MemPerNode: 256 << 20, Walltime: time.Minute,
+		Partition: s.queue, Account: s.project, Script: `echo "slots=$NSLOTS pe=$PE queue=$QUEUE vmem=$(ulimit -v)"`}
+	id, err := b.Submit(ctx, spec)
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		st, err := b.Status(ctx, []backends.JobID{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st[0].State.Final() {
+			if st[0].State != backends.StateCompleted {
+				t.Fatalf("job %s: %+v", id, st[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s", id, st[0].State)
+		}
+		time.Sleep(time.Second)
+	}
+	var out strings.Builder
+	data, _, err := b.ReadLog(ctx, id, spec, "stdout", 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Write(data)
+	// h_vmem=256M per slot; Grid Engine limits a job's address space on a
+	// host to h_vmem times its slots there: both slots are on the
+	// testbed's one host, so 512 MiB (ulimit -v counts KiB).
+	want := fmt.Sprintf("slots=2 pe=%s queue=%s vmem=%d", s.pe, s.queue, 2*256<<10)
+	if strings.TrimSpace(out.String()) != want {
+		t.Fatalf("the job said %q, want %q", out.String(), want)
+	}
+	bad := *spec
+	bad.GridID, bad.Account = gridID("res"), "nosuchproject"
+	if _, err := b.Submit(ctx, &bad); !errors.Is(err, backends.ErrRejected) || !strings.Contains(err.Error(), `project "nosuchproject" does not exist`) {
+		t.Fatalf("unknown project: %v, want qsub's refusal naming it", err)
 	}
 }
