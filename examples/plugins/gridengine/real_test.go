@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -196,5 +197,74 @@ func TestRealResources(t *testing.T) {
 	bad.GridID, bad.Account = gridID("res"), "nosuchproject"
 	if _, err := b.Submit(ctx, &bad); !errors.Is(err, backends.ErrRejected) || !strings.Contains(err.Error(), `project "nosuchproject" does not exist`) {
 		t.Fatalf("unknown project: %v, want qsub's refusal naming it", err)
+	}
+}
+
+// noAcct runs every command unchanged but the status command, whose qacct
+// it points at a path that does not exist: a site without accounting.
+type noAcct struct{ backends.Runner }
+
+func (r noAcct) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	if len(argv) > 5 && argv[0] == "bash" && argv[3] == "gridsub-status" {
+		argv = append([]string(nil), argv...)
+		argv[5] = "/nonexistent/qacct"
+	}
+	return r.Runner.Run(ctx, argv, stdin)
+}
+
+// TestRealEndingLadder: a job's end is read from qacct while the
+// accounting file has it, else from the job's exit-code file (a site
+// without accounting); a job with neither is lost.
+func TestRealEndingLadder(t *testing.T) {
+	s := testSite(t)
+	c := dial(t, s)
+	ctx := context.Background()
+	b := newBackend(s, c, c)
+	var ids []backends.JobID
+	var grids []string
+	for _, code := range []int{0, 3} {
+		g := gridID("ladder")
+		id, err := b.Submit(ctx, &backends.JobSpec{GridID: g, Nodes: 1, Walltime: time.Minute, Script: fmt.Sprintf("exit %d", code)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, grids = append(ids, id), append(grids, g)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		st, err := b.Status(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st[0].State.Final() && st[1].State.Final() {
+			if st[0].State != backends.StateCompleted || st[1].State != backends.StateFailed || st[1].ExitCode != 3 || strings.Contains(st[1].Reason, "exit-code file") {
+				t.Fatalf("from qacct: %+v", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ended: %+v", st)
+		}
+		time.Sleep(time.Second)
+	}
+	// A backend on a site whose qacct is gone: FindByGridID finds each
+	// job by its directory's id file, and the exit-code files answer.
+	b2 := gridengine.New(s.config(), noAcct{c}, func(root string) backends.Stager { return c.Stager(root) })
+	for i, id := range ids {
+		found, err := b2.FindByGridID(ctx, grids[i])
+		if err != nil || len(found) != 1 || found[0].ID != id {
+			t.Fatalf("find %s (%s): %+v %v", grids[i], id, found, err)
+		}
+		want := []backends.State{backends.StateCompleted, backends.StateFailed}[i]
+		if found[0].State != want || !strings.Contains(found[0].Reason, "exit-code file") {
+			t.Fatalf("job %s without accounting: %+v, want %s from the exit-code file", id, found[0], want)
+		}
+	}
+	st, err := b2.Status(ctx, append(ids, "999999998"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st[0].State != backends.StateCompleted || st[1].State != backends.StateFailed || st[1].ExitCode != 3 || st[2].State != backends.StateLost {
+		t.Fatalf("Status without accounting: %+v", st)
 	}
 }
