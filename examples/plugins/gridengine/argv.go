@@ -28,7 +28,7 @@ const IDFile = ".gridsub-jobid"
 // of a pending job deleted with qdel, and its accounting does not tell a
 // qdel from another kill. Grid ids never start with '.', so no job
 // directory is named so.
-const CancelledDir = "gridsub/.cancelled"
+const CancelledDir = "gridsub/.cancelled" // beside IndexDir: submitScript finds it from there
 
 // Cmds names the Grid Engine client commands by absolute path.
 type Cmds struct{ Bin string }
@@ -54,7 +54,8 @@ const IndexDir = "gridsub/.ids"
 // options...>` with the wrapper on stdin: it makes the job directory,
 // stores the wrapper there, submits it with the directory as the job's
 // working directory and its output files there, records the job number in
-// IDFile and the grid id under the index, and prints the job number. A job
+// IDFile and the grid id under the index (removing a cancel marker a
+// wrapped-around job number may have left), and prints the job number. A job
 // in an advance reservation gets at most the reservation's remaining time
 // as h_rt: Grid Engine refuses a job that would outlast the reservation,
 // where SLURM and PBS end it at the reservation's end. The end is the one
@@ -66,7 +67,7 @@ const submitScript = `set -e; q=$1; qr=$2; d=$3; ix=$4; g=$5; rt=$6; ar=$7; e=$8
 	`if [ -n "$e" ]; then l=$(( e - $(date +%s) - 1 )); [ "$l" -ge "$rt" ] || rt=$(( l > 0 ? l : 1 )); fi; set -- "$@" -ar "$ar"; fi; ` +
 	`mkdir -p -- "$ix" "$d"; ix=$(cd -- "$ix" && pwd); cd -- "$d"; cat > ` + sshbatch.ScriptFile + `; chmod 0700 ` + sshbatch.ScriptFile +
 	`; id=$("$q" -terse -wd "$PWD" -o "$PWD/` + sshbatch.StdoutFile + `" -e "$PWD/` + sshbatch.StderrFile + `" -l "h_rt=$rt" "$@" ` + sshbatch.ScriptFile +
-	`); id=${id%%.*}; printf '%s\n' "$id" > ` + IDFile + `; printf '%s\n' "$g" > "$ix/$id"; printf '%s\n' "$id"`
+	`); id=${id%%.*}; printf '%s\n' "$id" > ` + IDFile + `; printf '%s\n' "$g" > "$ix/$id"; rm -f -- "$ix/../.cancelled/$id"; printf '%s\n' "$id"`
 
 // CleanName makes a job or reservation name Grid Engine accepts: letters,
 // digits, '.', '_' and '-' are kept, anything else becomes '_', a name not
