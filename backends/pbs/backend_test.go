@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,8 +184,8 @@ func TestReservationDecisions(t *testing.T) {
 	if _, err := b.CreateReservation(ctx, spec); !errors.Is(err, backends.ErrRejected) || !strings.Contains(err.Error(), "still unconfirmed") {
 		t.Errorf("never confirmed: %v", err)
 	}
-	if last := s.calls[len(s.calls)-1]; last[0] != "/site/pbs/bin/pbs_rdel" || last[1] != "R8.srv" {
-		t.Errorf("an unconfirmed reservation was not deleted: last call %q", last)
+	if !slices.ContainsFunc(s.calls, func(c []string) bool { return c[0] == "/site/pbs/bin/pbs_rdel" && c[1] == "R8.srv" }) {
+		t.Errorf("an unconfirmed reservation was not deleted: calls %q", s.calls)
 	}
 	// Granted with fewer nodes than asked: deleted, rejected.
 	two := `{"pbs_version":"x","nodes":{"a":{"state":"free","resources_available":{"ncpus":2}},"b":{"state":"free","resources_available":{"ncpus":2}}}}`

@@ -8,11 +8,11 @@ import (
 	"github.com/gridsub/gridsub/backends"
 )
 
-// testdata/schedlog.txt: lines of the real OpenPBS testbed's scheduler log
+// testdata/schedlog/schedlog.txt: lines of the real OpenPBS testbed's scheduler log
 // (/var/spool/pbs/sched_logs/20261128), one denied and one confirmed
 // reservation.
 func TestParseSchedLog(t *testing.T) {
-	out, err := os.ReadFile("testdata/schedlog.txt")
+	out, err := os.ReadFile("testdata/schedlog/schedlog.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

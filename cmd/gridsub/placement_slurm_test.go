@@ -48,18 +48,20 @@ func TestRealSlurmEnvArgsLandsOnSiteB(t *testing.T) {
 	}
 }
 
-// A site whose batch system refuses the job (here sbatch: siteA has no
-// partition "nosuch", which the job file asks of siteA only) is not the
-// end of the job: the broker records the refusal and the job runs on
-// siteB, with an event saying so.
+// A site whose batch system refuses the job (here sbatch: siteA's debug
+// partition allows 30 minutes and the testbed enforces partition limits at
+// submission; the job asks an hour there) is not the end of the job: the
+// broker records the refusal and the job runs on siteB, with an event
+// saying so. (A partition the site does not have at all is named at
+// submission instead: TestRealSlurmWrongPartitionNamed.)
 func TestRealSlurmRefusalFallsThrough(t *testing.T) {
 	needSlurm(t)
 	job := filepath.Join(t.TempDir(), "refused.yaml")
 	src := `name: refused-then-b
 command: ["/bin/echo", "ran"]
-resources: {nodes: 1, walltime: 2m}
+resources: {nodes: 1, walltime: 1h}
 site_options:
-  siteA: {partition: nosuch}
+  siteA: {partition: debug}
 scheduling: {prefer: [siteA]}
 `
 	if err := os.WriteFile(job, []byte(src), 0o644); err != nil {
@@ -75,7 +77,7 @@ scheduling: {prefer: [siteA]}
 	}
 	var failed, refused bool
 	for _, e := range r.Events {
-		failed = failed || (e.Kind == "submit-failed" && e.Site == "siteA" && strings.Contains(e.Msg, "partition"))
+		failed = failed || (e.Kind == "submit-failed" && e.Site == "siteA" && strings.Contains(e.Msg, "time limit"))
 		refused = refused || (e.Kind == "refused" && strings.Contains(e.Msg, "siteA refused the job") && strings.Contains(e.Msg, "siteB"))
 	}
 	if !failed || !refused || r.Attempts != 2 {
