@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -79,6 +80,18 @@ func newHostKeys(cfg Config) (*hostKeys, error) {
 		hk.cb = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 			return explainHostKeyError(cfg, key, kh(hostname, remote, key))
 		}
+	}
+	// A host certificate outside its validity window is refused with the
+	// window, before knownhosts' terse "cert has expired".
+	check := hk.cb
+	hk.cb = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		if cert, ok := key.(*ssh.Certificate); ok && cert.CertType == ssh.HostCert {
+			if msg := certWindow(cert, time.Now()); msg != "" {
+				return fmt.Errorf("%w: %s offered host certificate %q (signed by CA %s), which %s",
+					ErrHostCertInvalid, knownHostsName(cfg), cert.KeyId, ssh.FingerprintSHA256(cert.SignatureKey), msg)
+			}
+		}
+		return check(hostname, remote, key)
 	}
 	hk.algos = preferredHostKeyAlgos(cfg, kh)
 	return hk, nil
