@@ -44,7 +44,8 @@ func ParseSSHG(out []byte) (SSHSettings, error) {
 			continue
 		}
 		k, v, _ := strings.Cut(line, " ")
-		if k == "" || strings.ToLower(k) != k {
+		k = strings.ToLower(k) // OpenSSH 9.2 prints "canonicalizePermittedcnames"
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') }) {
 			return nil, fmt.Errorf("%w: ssh -G line %d is not \"keyword value\": %q", ErrSSHConfig, n, line)
 		}
 		s[k] = append(s[k], strings.TrimSpace(v))
