@@ -136,7 +136,8 @@ func startSSHD(t testing.TB, o sshdOpts) *testSSHD {
 		}
 	}
 	s := &testSSHD{Port: freePort(t), HostKey: hostPub, Dir: dir, Log: filepath.Join(dir, "sshd.log")}
-	lines := []string{
+	// sshd takes the first value of a keyword: the extra lines go first.
+	lines := append(append([]string(nil), o.extra...),
 		"ListenAddress 127.0.0.1",
 		"Port " + strconv.Itoa(s.Port),
 		"HostKey " + hostKey,
@@ -149,14 +150,13 @@ func startSSHD(t testing.TB, o sshdOpts) *testSSHD {
 		"UseDNS no",
 		"Subsystem sftp internal-sftp",
 		"LogLevel VERBOSE",
-	}
+	)
 	if o.hostCert != nil {
 		lines = append(lines, "HostCertificate "+o.hostCert(t, hostKey+".pub"))
 	}
 	if !hasPrefix(o.extra, "UsePAM") {
 		lines = append(lines, "UsePAM no", "KbdInteractiveAuthentication no")
 	}
-	lines = append(lines, o.extra...)
 	conf := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -169,6 +169,10 @@ func startSSHD(t testing.TB, o sshdOpts) *testSSHD {
 		}
 	}
 	s.cmd = exec.Command(bin, "-D", "-f", conf, "-E", s.Log)
+	if out, err := os.Create(filepath.Join(dir, "stdout")); err == nil {
+		s.cmd.Stdout, s.cmd.Stderr = out, out
+		defer out.Close()
+	}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +180,8 @@ func startSSHD(t testing.TB, o sshdOpts) *testSSHD {
 		s.Stop()
 		if t.Failed() || os.Getenv("DEBUG_SSHD") != "" {
 			b, _ := os.ReadFile(s.Log)
-			t.Logf("sshd log (%s):\n%s", o.progName, b)
+			out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+			t.Logf("sshd log (%s):\n%s\n%s", o.progName, b, out)
 		}
 	})
 	deadline := time.Now().Add(10 * time.Second)
