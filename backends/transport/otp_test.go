@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,12 +119,18 @@ func TestOTPLogin(t *testing.T) {
 	if c.NeedsLogin() {
 		t.Error("still needs login after Login")
 	}
-	for i := range 50 {
-		res, err := c.Run(ctx, []string{"echo", fmt.Sprint(i)}, nil)
-		if err != nil || string(res.Stdout) != fmt.Sprintf("%d\n", i) {
-			t.Fatalf("command %d: %q %v", i, res.Stdout, err)
-		}
+	var wg sync.WaitGroup
+	for i := range 50 { // eight at a time (Config.MaxSessions), all on the one connection
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.Run(ctx, []string{"echo", fmt.Sprint(i)}, nil)
+			if err != nil || string(res.Stdout) != fmt.Sprintf("%d\n", i) {
+				t.Errorf("command %d: %q %v", i, res.Stdout, err)
+			}
+		}()
 	}
+	wg.Wait()
 	time.Sleep(2500 * time.Millisecond) // keepalives go out and are answered
 	if _, err := c.Run(ctx, []string{"true"}, nil); err != nil {
 		t.Fatalf("after keepalives: %v", err)
