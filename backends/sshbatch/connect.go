@@ -16,6 +16,12 @@ import (
 // ssh.Lazy an unreachable site is not an error: the backend connects on
 // first use and ConnErr says why it cannot yet.
 func Dial(ctx context.Context, cfg Config, d Dialect, ssh transport.Config) (*Backend, error) {
+	// The login user may come from the OpenSSH configuration.
+	ssh, err := transport.ResolveSSHConfig(ctx, ssh)
+	if err != nil {
+		return nil, fmt.Errorf("%s site %s: %w", d.Traits().Kind, cfg.Name, err)
+	}
+	ssh.SSHConfig = ""
 	if cfg.User == "" {
 		cfg.User = ssh.User
 	}

@@ -57,6 +57,11 @@ type Config struct {
 	// before. Every hop's host key is checked (InsecureIgnoreHostKey never
 	// applies to a hop) and every hop's connection is kept and reused.
 	Jumps []Hop
+	// ProxyJump is OpenSSH's ProxyJump, "[user@]host[:port],...": with
+	// SSHConfig each hop is resolved as ssh does, else taken literally
+	// (with the login node's credentials and known_hosts). Used when Jumps
+	// is empty.
+	ProxyJump string
 
 	// KnownHosts are known_hosts files. Several keys per host,
 	// "[host]:port" entries, hashed host names, @cert-authority and @revoked

@@ -167,6 +167,13 @@ func SSHG(ctx context.Context, file, host, user string, port int) (SSHSettings, 
 // unchanged.
 func ResolveSSHConfig(ctx context.Context, cfg Config) (Config, error) {
 	if cfg.SSHConfig == "" {
+		if cfg.ProxyJump != "" && len(cfg.Jumps) == 0 {
+			hops, err := parseProxyJump(cfg.ProxyJump)
+			if err != nil {
+				return cfg, err
+			}
+			cfg.Jumps = hops
+		}
 		return cfg, nil
 	}
 	if cfg.Host == "" {
@@ -217,7 +224,11 @@ func ResolveSSHConfig(ctx context.Context, cfg Config) (Config, error) {
 		}
 	}
 	if len(cfg.Jumps) == 0 {
-		if pj := s.one("proxyjump"); pj != "" && pj != "none" {
+		pj := cfg.ProxyJump
+		if pj == "" {
+			pj = s.one("proxyjump")
+		}
+		if pj != "" && pj != "none" {
 			cfg.Jumps, err = resolveJumps(ctx, cfg.SSHConfig, pj, 0)
 			if err != nil {
 				return cfg, fmt.Errorf("host %s: ProxyJump %s: %w", alias, pj, err)
@@ -273,6 +284,30 @@ func resolveJumps(ctx context.Context, file, list string, depth int) ([]Hop, err
 		if depth+len(hops) > maxJumpDepth {
 			return nil, fmt.Errorf("%w: more than %d jump hosts (a ProxyJump loop?)", ErrSSHConfig, maxJumpDepth)
 		}
+	}
+	return hops, nil
+}
+
+// parseProxyJump reads "[user@]host[:port],..." literally.
+func parseProxyJump(list string) ([]Hop, error) {
+	var hops []Hop
+	for _, spec := range strings.Split(list, ",") {
+		spec = strings.TrimSpace(spec)
+		user, hostport, ok := strings.Cut(spec, "@")
+		if !ok {
+			user, hostport = "", spec
+		}
+		h := Hop{Host: hostport, User: user}
+		if host, port, err := splitHostPort(hostport); err == nil {
+			h.Host, h.Port = host, port
+		}
+		if h.Host == "" || strings.ContainsAny(spec, " \t/") {
+			return nil, fmt.Errorf("%w: ProxyJump element %q is not [user@]host[:port]", ErrSSHConfig, spec)
+		}
+		hops = append(hops, h)
+	}
+	if len(hops) > maxJumpDepth {
+		return nil, fmt.Errorf("%w: ProxyJump %q has more than %d jump hosts", ErrSSHConfig, list, maxJumpDepth)
 	}
 	return hops, nil
 }
