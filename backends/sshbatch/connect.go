@@ -50,6 +50,12 @@ func (b *Backend) ConnErr() error { return b.link.ConnErr() }
 // built with New or before the first transfer.
 func (b *Backend) LinkEstimate() (float64, time.Duration, bool) { return b.link.LinkEstimate() }
 
+// Login logs the site's connection in, p answering what only a person can
+// (see transport.Client.Login); the daemon's `gridsub login` calls it.
+func (b *Backend) Login(ctx context.Context, p transport.Prompter) (already bool, err error) {
+	return b.link.Login(ctx, p)
+}
+
 // Close releases the connection Dial made (a no-op for a Backend built
 // with New, whose Runner belongs to the caller).
 func (b *Backend) Close() error { return b.link.Close() }

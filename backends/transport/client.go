@@ -35,26 +35,26 @@ const (
 type Client struct {
 	cfg  Config
 	log  *slog.Logger
-	eps  []*endpoint // the jump hosts in order, then the login node
-	keys keyring     // keys whose passphrase was given
+	eps  []*endpoint   // the jump hosts in order, then the login node
+	keys keyring       // keys whose passphrase was given
 	sem  chan struct{} // one token per open session, MaxSessions in all
 	est  *Estimator
 
 	dialTok chan struct{} // held by the one goroutine (re)dialing
 	closeCh chan struct{}
 
-	mu       sync.Mutex
-	cur      *conn
-	hops     []*hopConn // kept connections to the jump hosts (eps[i])
-	closed   bool
+	mu     sync.Mutex
+	cur    *conn
+	hops   []*hopConn // kept connections to the jump hosts (eps[i])
+	closed bool
 	// needLogin is why the Client waits for Login (it wraps
 	// ErrNeedsLogin): the last dial met a question nobody could answer.
 	// While it is set nothing is dialed.
 	needLogin error
-	failures int       // consecutive failed dials
-	nextDial time.Time // no dial before this (backoff)
-	lastErr  error     // of the last failed dial
-	orphans  []string  // temp files a failed Put could not remove yet
+	failures  int       // consecutive failed dials
+	nextDial  time.Time // no dial before this (backoff)
+	lastErr   error     // of the last failed dial
+	orphans   []string  // temp files a failed Put could not remove yet
 }
 
 var _ backends.Runner = (*Client)(nil)
@@ -84,27 +84,9 @@ func (cn *conn) alive() bool {
 // ends first. Errors wrap ErrHostKeyChanged, ErrHostKeyUnknown,
 // ErrHostKeyRevoked, ErrAuth, or backends.ErrUnavailable (network, timeout).
 func Dial(ctx context.Context, cfg Config) (*Client, error) {
-	cfg, err := ResolveSSHConfig(ctx, cfg)
+	c, err := newClient(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	cfg, err = cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	eps, err := endpoints(cfg)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{
-		cfg:     cfg,
-		log:     cfg.Logger.With("site", cfg.addr()),
-		eps:     eps,
-		hops:    make([]*hopConn, len(eps)-1),
-		sem:     make(chan struct{}, cfg.MaxSessions),
-		est:     NewEstimator(0),
-		dialTok: make(chan struct{}, 1),
-		closeCh: make(chan struct{}),
 	}
 	cn, err := c.dial(ctx, nil)
 	if err != nil {
@@ -124,6 +106,33 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.cur = cn
 	return c, nil
+}
+
+// newClient resolves and checks cfg and returns a Client that has not
+// dialed yet.
+func newClient(ctx context.Context, cfg Config) (*Client, error) {
+	cfg, err := ResolveSSHConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	eps, err := endpoints(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{
+		cfg:     cfg,
+		log:     cfg.Logger.With("site", cfg.addr()),
+		eps:     eps,
+		hops:    make([]*hopConn, len(eps)-1),
+		sem:     make(chan struct{}, cfg.MaxSessions),
+		est:     NewEstimator(0),
+		dialTok: make(chan struct{}, 1),
+		closeCh: make(chan struct{}),
+	}, nil
 }
 
 // Err is why the Client has no connection now: the last dial error, nil

@@ -110,6 +110,19 @@ func dialTCP(ctx context.Context, ep *endpoint, via *ssh.Client, viaLabel string
 // bounded by ctx (closing nc aborts it). p answers the questions a person
 // must (nil: none can be answered).
 func (c *Client) handshake(ctx context.Context, ep *endpoint, nc net.Conn, p Prompter) (*ssh.Client, error) {
+	return c.handshakeInfo(ctx, ep, nc, p, &handshakeInfo{})
+}
+
+// handshakeInfo is what a handshake saw, for Diagnose.
+type handshakeInfo struct {
+	hostKey   ssh.PublicKey // as offered; nil if the handshake never got there
+	hostKeyOK bool
+	offered   string // what was offered for authentication
+	answered  bool   // keyboard-interactive questions were answered
+	version   string // the server's version string
+}
+
+func (c *Client) handshakeInfo(ctx context.Context, ep *endpoint, nc net.Conn, p Prompter, info *handshakeInfo) (*ssh.Client, error) {
 	addr := ep.cfg.addr()
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
@@ -123,8 +136,10 @@ func (c *Client) handshake(ctx context.Context, ep *endpoint, nc net.Conn, p Pro
 		return nil, c.authErr(ep, err, nil, false)
 	}
 	defer o.closer()
+	info.offered = strings.Join(o.desc, "; ")
 	var hostKeyErr error
 	var answered bool
+	defer func() { info.answered = answered }()
 	methods := o.authMethods(ctx, ep, PrompterFunc(func(ctx context.Context, ch Challenge) ([]string, error) {
 		if p == nil {
 			return nil, &errNoPrompter{fmt.Sprintf("%s asks %q (keyboard-interactive)", ep.label, questionsText(ch))}
@@ -137,6 +152,7 @@ func (c *Client) handshake(ctx context.Context, ep *endpoint, nc net.Conn, p Pro
 		Auth: methods,
 		HostKeyCallback: func(hostname string, remote net.Addr, key ssh.PublicKey) error {
 			hostKeyErr = ep.hk.cb(hostname, remote, key)
+			info.hostKey, info.hostKeyOK = key, hostKeyErr == nil
 			return hostKeyErr
 		},
 		HostKeyAlgorithms: ep.hk.algos,
@@ -159,6 +175,7 @@ func (c *Client) handshake(ctx context.Context, ep *endpoint, nc net.Conn, p Pro
 		return nil, c.authErr(ep, err, o, answered)
 	}
 	nc.SetDeadline(time.Time{})
+	info.version = string(sc.ServerVersion())
 	return ssh.NewClient(sc, chans, reqs), nil
 }
 

@@ -260,7 +260,7 @@ func resolveJumps(ctx context.Context, file, list string, depth int) ([]Hop, err
 			return nil, err
 		}
 		h := Hop{Host: s.one("hostname"), User: s.one("user"), KeyFiles: existing(s["identityfile"]),
-			CertFiles: existing(s["certificatefile"]),
+			CertFiles:  existing(s["certificatefile"]),
 			KnownHosts: existing(append(append([]string(nil), s["userknownhostsfile"]...), s["globalknownhostsfile"]...))}
 		if h.Port, err = strconv.Atoi(s.one("port")); err != nil {
 			return nil, fmt.Errorf("%w: jump host %s: port %q", ErrSSHConfig, host, s.one("port"))

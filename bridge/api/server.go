@@ -158,6 +158,7 @@ var Routes = []string{
 	"POST /v1/explain",
 	"GET /v1/jobs/{id}/explain",
 	"GET /v1/jobs/{id}/logs",
+	"POST /v1/sites/{name}/login",
 }
 
 // NewServer returns a server for b.
@@ -174,7 +175,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
-	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs}
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs, s.login}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}

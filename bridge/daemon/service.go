@@ -23,6 +23,8 @@ type service struct {
 	st *store.SQLite
 	m  *metrics
 	d  *Daemon
+	// logins are the site logins under way (login.go).
+	logins logins
 }
 
 var (
