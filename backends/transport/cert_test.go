@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gridsub/gridsub/backends/transport/sshdtest"
 )
 
 // TestCertificates: a user certificate signed with ssh-keygen -s is
@@ -15,22 +17,22 @@ import (
 // expired or not yet valid certificate, user or host, is refused saying
 // so with its validity window.
 func TestCertificates(t *testing.T) {
-	needSSHD(t)
-	dir := worldDir(t)
-	userCA, _ := newKeyFile(t, dir, "user_ca", "")
-	hostCA, _ := newKeyFile(t, dir, "host_ca", "")
-	key, _ := newKeyFile(t, dir, "id_ed25519", "")
+	sshdtest.Need(t)
+	dir := sshdtest.WorldDir(t)
+	userCA, _ := sshdtest.NewKeyFile(t, dir, "user_ca", "")
+	hostCA, _ := sshdtest.NewKeyFile(t, dir, "host_ca", "")
+	key, _ := sshdtest.NewKeyFile(t, dir, "id_ed25519", "")
 	signUser := func(validity string) {
 		os.Remove(key + "-cert.pub")
-		keygen(t, "-s", userCA, "-I", "alice@gridsub-test", "-n", "root", "-V", validity, key+".pub")
+		sshdtest.Keygen(t, "-s", userCA, "-I", "alice@gridsub-test", "-n", "root", "-V", validity, key+".pub")
 	}
 	hostValidity := "-5m:+1h"
 	hostCert := func(t testing.TB, hostPub string) string {
-		keygen(t, "-s", hostCA, "-h", "-I", "login1.test", "-n", "127.0.0.1", "-V", hostValidity, hostPub)
+		sshdtest.Keygen(t, "-s", hostCA, "-h", "-I", "login1.test", "-n", "127.0.0.1", "-V", hostValidity, hostPub)
 		return strings.TrimSuffix(hostPub, ".pub") + "-cert.pub"
 	}
-	start := func() *testSSHD {
-		return startSSHD(t, sshdOpts{hostCert: hostCert, extra: []string{"TrustedUserCAKeys " + userCA + ".pub"}})
+	start := func() *sshdtest.Server {
+		return sshdtest.Start(t, sshdtest.Opts{HostCert: hostCert, Extra: []string{"TrustedUserCAKeys " + userCA + ".pub"}})
 	}
 	caPub, err := os.ReadFile(hostCA + ".pub")
 	if err != nil {
@@ -79,7 +81,7 @@ func TestCertificates(t *testing.T) {
 	signUser("-5m:+1h")
 
 	// A host certificate from another CA is not trusted.
-	other, _ := newKeyFile(t, dir, "other_ca", "")
+	other, _ := sshdtest.NewKeyFile(t, dir, "other_ca", "")
 	otherPub, _ := os.ReadFile(other + ".pub")
 	cfg.KnownHosts = []string{writeKnownHosts(t, fmt.Sprintf("@cert-authority [127.0.0.1]:%d %s", s.Port, strings.TrimSpace(string(otherPub))))}
 	if _, err := Dial(ctx, cfg); !errors.Is(err, ErrHostKeyUnknown) && !errors.Is(err, ErrHostKeyChanged) {

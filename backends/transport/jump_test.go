@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/gridsub/gridsub/backends/transport/sshdtest"
 )
 
 // slurmLogin is the SLURM testbed's login node of siteA (testbed.env),
@@ -30,7 +32,7 @@ func slurmLogin(t testing.TB) (port, user, key, knownHosts string) {
 // through them (ProxyJump bastion1,bastion2) and whose known_hosts holds
 // every hop's key, hashed (ssh-keygen -H).
 type chain struct {
-	b1, b2     *testSSHD
+	b1, b2     *sshdtest.Server
 	home       string
 	sshConfig  string
 	knownHosts string
@@ -40,14 +42,14 @@ type chain struct {
 
 func newChain(t testing.TB) *chain {
 	t.Helper()
-	needSSHD(t)
+	sshdtest.Need(t)
 	port, user, key, kh := slurmLogin(t)
-	ch := &chain{home: worldDir(t)}
+	ch := &chain{home: sshdtest.WorldDir(t)}
 	sshDir := filepath.Join(ch.home, ".ssh")
 	os.MkdirAll(sshDir, 0o700)
 	var hopPub = readPubOf(t, filepath.Join(sshDir, "id_hop"), &ch.hopKey)
-	bastion := sshdOpts{authKeys: hopPub, extra: []string{"AllowTcpForwarding yes", "PermitOpen any"}}
-	ch.b1, ch.b2 = startSSHD(t, bastion), startSSHD(t, bastion)
+	bastion := sshdtest.Opts{AuthKeys: hopPub, Extra: []string{"AllowTcpForwarding yes", "PermitOpen any"}}
+	ch.b1, ch.b2 = sshdtest.Start(t, bastion), sshdtest.Start(t, bastion)
 	b, err := os.ReadFile(kh)
 	if err != nil {
 		t.Fatal(err)
@@ -94,9 +96,9 @@ Host *
 
 func readPubOf(t testing.TB, path string, out *string) []ssh.PublicKey {
 	t.Helper()
-	keygen(t, "-t", "ed25519", "-N", "", "-f", path)
+	sshdtest.Keygen(t, "-t", "ed25519", "-N", "", "-f", path)
 	*out = path
-	return []ssh.PublicKey{readPub(t, path+".pub")}
+	return []ssh.PublicKey{sshdtest.ReadPub(t, path+".pub")}
 }
 
 // writeKnownHosts writes the lines and hashes them as ssh-keygen -H does.
@@ -105,7 +107,7 @@ func (ch *chain) writeKnownHosts(t testing.TB, lines ...string) {
 	if err := os.WriteFile(ch.knownHosts, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keygen(t, "-H", "-f", ch.knownHosts)
+	sshdtest.Keygen(t, "-H", "-f", ch.knownHosts)
 	os.Remove(ch.knownHosts + ".old")
 	if b, _ := os.ReadFile(ch.knownHosts); strings.Contains(string(b), "127.0.0.1") {
 		t.Fatalf("known_hosts not hashed:\n%s", b)

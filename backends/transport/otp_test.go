@@ -1,13 +1,9 @@
 package transport
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,65 +12,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/transport/sshdtest"
 )
-
-// otpSSHD is an sshd that asks a key and then a TOTP code through PAM
-// (Debian's libpam-oath); code() gives the current code with oathtool.
-type otpSSHD struct {
-	*testSSHD
-	secret string
-}
-
-// startOTPSSHD runs sshd under a name of its own, so that its PAM service
-// (/etc/pam.d/<name>, removed at the end) is pam_oath and no other sshd's.
-func startOTPSSHD(t testing.TB, user string, keys []ssh.PublicKey, extra ...string) *otpSSHD {
-	t.Helper()
-	needSSHD(t)
-	if _, err := os.Stat("/lib/x86_64-linux-gnu/security/pam_oath.so"); err != nil {
-		if m, _ := filepath.Glob("/lib/*/security/pam_oath.so"); len(m) == 0 {
-			t.Skip("no pam_oath (apt-get install libpam-oath oathtool)")
-		}
-	}
-	if _, err := exec.LookPath("oathtool"); err != nil {
-		t.Skip("no oathtool (apt-get install oathtool)")
-	}
-	var rnd [20]byte
-	rand.Read(rnd[:])
-	secret := hex.EncodeToString(rnd[:])
-	users := filepath.Join(worldDir(t), "users.oath")
-	if err := os.WriteFile(users, []byte(fmt.Sprintf("HOTP/T30 %s - %s\n", user, secret)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	name := "gridsub-otp-" + hex.EncodeToString(rnd[:4])
-	pam := filepath.Join("/etc/pam.d", name)
-	conf := fmt.Sprintf("# written by gridsub's transport tests; removed when they end\n"+
-		"auth required pam_oath.so usersfile=%s window=4 digits=6\n"+
-		"account required pam_permit.so\nsession required pam_permit.so\n", users)
-	if err := os.WriteFile(pam, []byte(conf), 0o644); err != nil {
-		t.Skipf("cannot write a PAM service: %v", err)
-	}
-	t.Cleanup(func() { os.Remove(pam) })
-	s := startSSHD(t, sshdOpts{user: user, authKeys: keys, progName: name, extra: append([]string{
-		"UsePAM yes",
-		"PermitRootLogin yes", // else sshd feeds PAM a bad password for root
-		"KbdInteractiveAuthentication yes",
-		"AuthenticationMethods publickey,keyboard-interactive",
-	}, extra...)})
-	return &otpSSHD{testSSHD: s, secret: secret}
-}
-
-// code is the TOTP code of the time step at now+ahead (pam_oath refuses
-// a code of a step already used, so a second login in the same 30 s uses
-// the next step's, which its window accepts).
-func (s *otpSSHD) code(t testing.TB, ahead time.Duration) string {
-	t.Helper()
-	at := time.Now().Add(ahead).UTC().Format("2006-01-02 15:04:05 UTC")
-	out, err := exec.Command("oathtool", "--totp", "-N", at, s.secret).Output()
-	if err != nil {
-		t.Fatalf("oathtool: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // TestOTPLogin: an sshd whose PAM asks a TOTP code. Without a person to
 // ask, the Client waits in "needs login" and sends nothing (no dial); a
@@ -82,9 +21,9 @@ func (s *otpSSHD) code(t testing.TB, ahead time.Duration) string {
 // a dropped connection returns to "needs login" (not a redial storm); a
 // wrong code is refused saying so; the right one restores it.
 func TestOTPLogin(t *testing.T) {
-	dir := worldDir(t)
-	key, pub := newKeyFile(t, dir, "id", "")
-	s := startOTPSSHD(t, "root", []ssh.PublicKey{pub})
+	dir := sshdtest.WorldDir(t)
+	key, pub := sshdtest.NewKeyFile(t, dir, "id", "")
+	s := sshdtest.StartOTP(t, "root", []ssh.PublicKey{pub})
 	var logs syncBuffer
 	cfg := Config{Host: "127.0.0.1", Port: s.Port, User: "root", KeyFiles: []string{key},
 		KnownHosts: []string{writeKnownHosts(t, s.KnownHostsLine())}, Lazy: true, KeepAlive: time.Second,
@@ -111,7 +50,7 @@ func TestOTPLogin(t *testing.T) {
 	}
 
 	p := &countingPrompter{answer: func(ch Challenge) ([]string, error) {
-		return []string{s.code(t, 0)}, nil
+		return []string{s.Code(t, 0)}, nil
 	}}
 	if already, err := c.Login(ctx, p); err != nil || already {
 		t.Fatalf("Login: %v %v", already, err)
@@ -168,14 +107,14 @@ func TestOTPLogin(t *testing.T) {
 	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "one-time code") {
 		t.Errorf("a wrong code: %v", err)
 	}
-	p.answer = func(Challenge) ([]string, error) { return []string{s.code(t, 30*time.Second)}, nil }
+	p.answer = func(Challenge) ([]string, error) { return []string{s.Code(t, 30*time.Second)}, nil }
 	if _, err := c.Login(ctx, p); err != nil {
 		t.Fatalf("Login again: %v", err)
 	}
 	if _, err := c.Run(ctx, []string{"true"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(logs.String(), s.code(t, 0)) || strings.Contains(logs.String(), s.code(t, 30*time.Second)) {
+	if strings.Contains(logs.String(), s.Code(t, 0)) || strings.Contains(logs.String(), s.Code(t, 30*time.Second)) {
 		t.Error("a one-time code reached the log")
 	}
 }
@@ -184,10 +123,10 @@ func TestOTPLogin(t *testing.T) {
 // once (after one wrong answer, asked again), then the key serves every
 // connection of the run, the jump host's and the login node's.
 func TestPassphraseAskedOnce(t *testing.T) {
-	dir := worldDir(t)
-	key, pub := newKeyFile(t, dir, "id_enc", "right horse battery")
-	bastion := startSSHD(t, sshdOpts{authKeys: []ssh.PublicKey{pub}, extra: []string{"AllowTcpForwarding yes"}})
-	login := startSSHD(t, sshdOpts{authKeys: []ssh.PublicKey{pub}})
+	dir := sshdtest.WorldDir(t)
+	key, pub := sshdtest.NewKeyFile(t, dir, "id_enc", "right horse battery")
+	bastion := sshdtest.Start(t, sshdtest.Opts{AuthKeys: []ssh.PublicKey{pub}, Extra: []string{"AllowTcpForwarding yes"}})
+	login := sshdtest.Start(t, sshdtest.Opts{AuthKeys: []ssh.PublicKey{pub}})
 	kh := writeKnownHosts(t, bastion.KnownHostsLine()+"\n"+login.KnownHostsLine())
 	var answers []string
 	p := &countingPrompter{answer: func(ch Challenge) ([]string, error) {
