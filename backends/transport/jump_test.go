@@ -15,105 +15,6 @@ import (
 	"github.com/gridsub/gridsub/backends/transport/sshdtest"
 )
 
-// slurmLogin is the SLURM testbed's login node of siteA (testbed.env),
-// or a skip.
-func slurmLogin(t testing.TB) (port, user, key, knownHosts string) {
-	t.Helper()
-	port, user = os.Getenv("GRIDSUB_SITEA_SSH_PORT"), os.Getenv("GRIDSUB_SSH_USER")
-	key, knownHosts = os.Getenv("GRIDSUB_SSH_KEY"), os.Getenv("GRIDSUB_SSH_KNOWN_HOSTS")
-	if port == "" || user == "" || key == "" || knownHosts == "" {
-		t.Skip("no SLURM testbed: bash scripts/slurm-testbed.sh start; source its testbed.env")
-	}
-	return
-}
-
-// chain is two bastion sshds in front of the SLURM testbed's login node,
-// and a test home whose .ssh/config has the alias "cluster" reaching it
-// through them (ProxyJump bastion1,bastion2) and whose known_hosts holds
-// every hop's key, hashed (ssh-keygen -H).
-type chain struct {
-	b1, b2     *sshdtest.Server
-	home       string
-	sshConfig  string
-	knownHosts string
-	hopKey     string
-	loginLine  string // the login node's known_hosts line
-}
-
-func newChain(t testing.TB) *chain {
-	t.Helper()
-	sshdtest.Need(t)
-	port, user, key, kh := slurmLogin(t)
-	ch := &chain{home: sshdtest.WorldDir(t)}
-	sshDir := filepath.Join(ch.home, ".ssh")
-	os.MkdirAll(sshDir, 0o700)
-	var hopPub = readPubOf(t, filepath.Join(sshDir, "id_hop"), &ch.hopKey)
-	bastion := sshdtest.Opts{AuthKeys: hopPub, Extra: []string{"AllowTcpForwarding yes", "PermitOpen any"}}
-	ch.b1, ch.b2 = sshdtest.Start(t, bastion), sshdtest.Start(t, bastion)
-	b, err := os.ReadFile(kh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "[127.0.0.1]:"+port+" ") {
-			ch.loginLine = l
-		}
-	}
-	if ch.loginLine == "" {
-		t.Fatalf("%s lists no key for [127.0.0.1]:%s", kh, port)
-	}
-	ch.knownHosts = filepath.Join(sshDir, "known_hosts")
-	ch.writeKnownHosts(t, ch.b1.KnownHostsLine(), ch.b2.KnownHostsLine(), ch.loginLine)
-	ch.sshConfig = filepath.Join(sshDir, "config")
-	conf := fmt.Sprintf(`Host bastion1
-  HostName 127.0.0.1
-  Port %d
-  User root
-Host bastion2
-  HostName 127.0.0.1
-  Port %d
-  User root
-Host bastion*
-  IdentityFile %s
-  IdentitiesOnly yes
-Host cluster
-  HostName 127.0.0.1
-  Port %s
-  User %s
-  IdentityFile %s
-  IdentitiesOnly yes
-  ProxyJump bastion1,bastion2
-  ServerAliveInterval 15
-  ConnectTimeout 20
-Host *
-  UserKnownHostsFile %s
-`, ch.b1.Port, ch.b2.Port, ch.hopKey, port, user, key, ch.knownHosts)
-	if err := os.WriteFile(ch.sshConfig, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return ch
-}
-
-func readPubOf(t testing.TB, path string, out *string) []ssh.PublicKey {
-	t.Helper()
-	sshdtest.Keygen(t, "-t", "ed25519", "-N", "", "-f", path)
-	*out = path
-	return []ssh.PublicKey{sshdtest.ReadPub(t, path+".pub")}
-}
-
-// writeKnownHosts writes the lines and hashes them as ssh-keygen -H does.
-func (ch *chain) writeKnownHosts(t testing.TB, lines ...string) {
-	t.Helper()
-	if err := os.WriteFile(ch.knownHosts, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sshdtest.Keygen(t, "-H", "-f", ch.knownHosts)
-	os.Remove(ch.knownHosts + ".old")
-	if b, _ := os.ReadFile(ch.knownHosts); strings.Contains(string(b), "127.0.0.1") {
-		t.Fatalf("known_hosts not hashed:\n%s", b)
-	}
-}
-
 // TestJumpChainToSlurmLoginNode reaches the SLURM testbed's login node
 // from a ~/.ssh/config alias through two bastion sshds: the alias is
 // resolved by ssh -G, every hop's key is checked against hashed
@@ -121,9 +22,9 @@ func (ch *chain) writeKnownHosts(t testing.TB, lines ...string) {
 // login-node connection is redialed through the kept hop connections, and
 // a changed host key at any hop is refused naming the hop.
 func TestJumpChainToSlurmLoginNode(t *testing.T) {
-	ch := newChain(t)
+	ch := sshdtest.NewChain(t)
 	var logs syncBuffer
-	cfg := Config{Host: "cluster", SSHConfig: ch.sshConfig, Logger: testLogger(t, &logs)}
+	cfg := Config{Host: "cluster", SSHConfig: ch.SSHConfig, Logger: testLogger(t, &logs)}
 	ctx := ctxTimeout(t, 120*time.Second)
 	c, err := Dial(ctx, cfg)
 	if err != nil {
@@ -155,24 +56,24 @@ func TestJumpChainToSlurmLoginNode(t *testing.T) {
 	}
 
 	// A changed key at each hop in turn is refused, naming the hop.
-	other := newChain(t) // other host keys
+	other := sshdtest.NewChain(t) // other host keys
 	for i, tc := range []struct {
 		lines []string
 		name  string
 	}{
-		{[]string{strings.Replace(other.b1.KnownHostsLine(), fmt.Sprint(other.b1.Port), fmt.Sprint(ch.b1.Port), 1), ch.b2.KnownHostsLine(), ch.loginLine}, "jump host 1 of 2"},
-		{[]string{ch.b1.KnownHostsLine(), strings.Replace(other.b2.KnownHostsLine(), fmt.Sprint(other.b2.Port), fmt.Sprint(ch.b2.Port), 1), ch.loginLine}, "jump host 2 of 2"},
+		{[]string{strings.Replace(other.B1.KnownHostsLine(), fmt.Sprint(other.B1.Port), fmt.Sprint(ch.B1.Port), 1), ch.B2.KnownHostsLine(), ch.LoginLine}, "jump host 1 of 2"},
+		{[]string{ch.B1.KnownHostsLine(), strings.Replace(other.B2.KnownHostsLine(), fmt.Sprint(other.B2.Port), fmt.Sprint(ch.B2.Port), 1), ch.LoginLine}, "jump host 2 of 2"},
 	} {
-		ch.writeKnownHosts(t, tc.lines...)
+		ch.WriteKnownHosts(t, tc.lines...)
 		_, err := Dial(ctxTimeout(t, 30*time.Second), cfg)
 		if !errors.Is(err, ErrHostKeyChanged) || !strings.Contains(err.Error(), tc.name) {
 			t.Errorf("case %d: changed key at %s: got %v", i, tc.name, err)
 		}
 	}
 	// At the login node: its known_hosts line now carries a bastion's key.
-	fields := strings.Fields(ch.loginLine)
-	ch.writeKnownHosts(t, ch.b1.KnownHostsLine(), ch.b2.KnownHostsLine(),
-		fields[0]+" "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ch.b1.HostKey))))
+	fields := strings.Fields(ch.LoginLine)
+	ch.WriteKnownHosts(t, ch.B1.KnownHostsLine(), ch.B2.KnownHostsLine(),
+		fields[0]+" "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ch.B1.HostKey))))
 	_, err = Dial(ctxTimeout(t, 30*time.Second), cfg)
 	if !errors.Is(err, ErrHostKeyChanged) || !strings.Contains(err.Error(), "login node") {
 		t.Errorf("changed key at the login node: got %v", err)

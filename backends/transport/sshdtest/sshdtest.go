@@ -319,3 +319,102 @@ func (s *OTPServer) Code(t testing.TB, ahead time.Duration) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// SlurmLogin is the SLURM testbed's login node of siteA (testbed.env),
+// or a skip.
+func SlurmLogin(t testing.TB) (port, user, key, knownHosts string) {
+	t.Helper()
+	port, user = os.Getenv("GRIDSUB_SITEA_SSH_PORT"), os.Getenv("GRIDSUB_SSH_USER")
+	key, knownHosts = os.Getenv("GRIDSUB_SSH_KEY"), os.Getenv("GRIDSUB_SSH_KNOWN_HOSTS")
+	if port == "" || user == "" || key == "" || knownHosts == "" {
+		t.Skip("no SLURM testbed: bash scripts/slurm-testbed.sh start; source its testbed.env")
+	}
+	return
+}
+
+// Chain is two bastion sshds in front of the SLURM testbed's login node,
+// and a test home whose .ssh/config has the alias "cluster" reaching it
+// through them (ProxyJump bastion1,bastion2) and whose known_hosts holds
+// every hop's key, hashed (ssh-keygen -H).
+type Chain struct {
+	B1, B2     *Server // the bastions
+	Home       string
+	SSHConfig  string // the test home's .ssh/config
+	KnownHosts string
+	HopKey     string
+	LoginLine  string // the login node's known_hosts line
+}
+
+func NewChain(t testing.TB) *Chain {
+	t.Helper()
+	Need(t)
+	port, user, key, kh := SlurmLogin(t)
+	ch := &Chain{Home: WorldDir(t)}
+	sshDir := filepath.Join(ch.Home, ".ssh")
+	os.MkdirAll(sshDir, 0o700)
+	var hopPub = readPubOf(t, filepath.Join(sshDir, "id_hop"), &ch.HopKey)
+	bastion := Opts{AuthKeys: hopPub, Extra: []string{"AllowTcpForwarding yes", "PermitOpen any"}}
+	ch.B1, ch.B2 = Start(t, bastion), Start(t, bastion)
+	b, err := os.ReadFile(kh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "[127.0.0.1]:"+port+" ") {
+			ch.LoginLine = l
+		}
+	}
+	if ch.LoginLine == "" {
+		t.Fatalf("%s lists no key for [127.0.0.1]:%s", kh, port)
+	}
+	ch.KnownHosts = filepath.Join(sshDir, "known_hosts")
+	ch.WriteKnownHosts(t, ch.B1.KnownHostsLine(), ch.B2.KnownHostsLine(), ch.LoginLine)
+	ch.SSHConfig = filepath.Join(sshDir, "config")
+	conf := fmt.Sprintf(`Host bastion1
+  HostName 127.0.0.1
+  Port %d
+  User root
+Host bastion2
+  HostName 127.0.0.1
+  Port %d
+  User root
+Host bastion*
+  IdentityFile %s
+  IdentitiesOnly yes
+Host cluster
+  HostName 127.0.0.1
+  Port %s
+  User %s
+  IdentityFile %s
+  IdentitiesOnly yes
+  ProxyJump bastion1,bastion2
+  ServerAliveInterval 15
+  ConnectTimeout 20
+Host *
+  UserKnownHostsFile %s
+`, ch.B1.Port, ch.B2.Port, ch.HopKey, port, user, key, ch.KnownHosts)
+	if err := os.WriteFile(ch.SSHConfig, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func readPubOf(t testing.TB, path string, out *string) []ssh.PublicKey {
+	t.Helper()
+	Keygen(t, "-t", "ed25519", "-N", "", "-f", path)
+	*out = path
+	return []ssh.PublicKey{ReadPub(t, path+".pub")}
+}
+
+// WriteKnownHosts writes the lines and hashes them as ssh-keygen -H does.
+func (ch *Chain) WriteKnownHosts(t testing.TB, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(ch.KnownHosts, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	Keygen(t, "-H", "-f", ch.KnownHosts)
+	os.Remove(ch.KnownHosts + ".old")
+	if b, _ := os.ReadFile(ch.KnownHosts); strings.Contains(string(b), "127.0.0.1") {
+		t.Fatalf("known_hosts not hashed:\n%s", b)
+	}
+}
