@@ -36,6 +36,18 @@ func Diagnose(ctx context.Context, cfg Config, p Prompter, report func(Step)) (*
 		p = cfg.Prompter
 	}
 	t0 := time.Now()
+	if cfg.SSHConfig != "" && net.ParseIP(cfg.Host) == nil {
+		// An alias that no Host block renames and DNS does not know.
+		if st, err := SSHG(ctx, cfg.SSHConfig, cfg.Host, cfg.User, cfg.Port); err == nil && st.one("hostname") == cfg.Host {
+			if _, lerr := net.DefaultResolver.LookupHost(ctx, cfg.Host); lerr != nil {
+				err := fmt.Errorf("%w: unknown alias %q: no Host block of the ssh configuration (%s) gives it a HostName, and DNS does not know it: %w",
+					ErrSSHConfig, cfg.Host, cfg.SSHConfig, lerr)
+				report(Step{Hop: cfg.Host, Name: "resolve", Detail: err.Error(), Err: err, Took: time.Since(t0),
+					Fix: fmt.Sprintf("check the spelling, or add \"Host %s\" with its HostName to your ssh configuration (ssh -G %s shows what ssh resolves)", cfg.Host, cfg.Host)})
+				return nil, err
+			}
+		}
+	}
 	c, err := newClient(ctx, cfg)
 	if err != nil {
 		st := Step{Hop: cfg.Host, Name: "resolve", Detail: err.Error(), Err: err, Took: time.Since(t0)}
