@@ -202,6 +202,8 @@ func siteHealthWord(status string) string {
 		return "not probed"
 	case strings.HasPrefix(status, api.SiteUnreachable):
 		return "unreachable"
+	case strings.HasPrefix(status, api.SiteNeedsLogin):
+		return "needs login"
 	}
 	return "unknown"
 }
