@@ -59,6 +59,17 @@ func ParseSSHG(out []byte) (SSHSettings, error) {
 	return s, nil
 }
 
+// One is the first value of keyword k ("" if absent).
+func (s SSHSettings) One(k string) string { return s.one(k) }
+
+// Existing is the files the values of keyword k name (space-separated,
+// "~/" expanded) that exist, in order.
+func (s SSHSettings) Existing(k string) []string { return existing(s[k]) }
+
+// Refuse is the error for a setting gridsub cannot honour (see
+// ResolveSSHConfig), nil if there is none.
+func (s SSHSettings) Refuse(host string) error { return s.refuse(host) }
+
 func (s SSHSettings) one(k string) string {
 	if v := s[k]; len(v) > 0 {
 		return v[0]
