@@ -35,6 +35,12 @@ fi
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q chromium >/dev/null || echo "test.sh: could not install chromium; the status page's browser test will skip" >&2
 fi
+# The login tests (backends/transport, cmd/gridsub: one-time passwords) run
+# an sshd whose PAM asks a TOTP code: Debian's libpam-oath, codes from
+# oathtool. They skip with a message without them.
+if ! command -v oathtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q libpam-oath oathtool >/dev/null || echo "test.sh: could not install libpam-oath/oathtool; the TOTP login tests will skip" >&2
+fi
 export GOBIN="${GOBIN:-$(go env GOPATH)/bin}"
 export PATH="$GOBIN:$PATH"
 go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
