@@ -231,6 +231,9 @@ func resolve(spec BackendSpec, engine *simbackend.Engine) (*Resolved, error) {
 		return nil, err
 	}
 	r.Mode, r.Builtin = mode, spec.Builtin
+	if mode == ModeInProcess && r.SSH != nil {
+		r.SSH.Prompter = spec.Prompter
+	}
 	return r, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/bridge/assemble"
 )
 
 func newLoginCmd(g *globals) *cobra.Command {
@@ -70,6 +71,23 @@ per line from stdin (for scripts; mind where the secret comes from).`,
 				req = api.LoginRequest{Session: rep.Session, Answers: ans}
 			}
 		},
+	}
+}
+
+// promptOnTerminal lets the in-process sites of spec ask on the terminal
+// what their SSH login needs from a person (a one-time password, a key
+// passphrase), when stdin is a terminal; otherwise such a site shows
+// "needs login". Commands that run the broker in process call it; the
+// daemon does not (its logins come through gridsub login).
+func promptOnTerminal(spec *assemble.Spec, g *globals) {
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return
+	}
+	p := newTermPrompter(os.Stdin, g.stderr)
+	for i := range spec.Sites {
+		if b := spec.Sites[i].Backend; b != nil {
+			b.Prompter = p
+		}
 	}
 }
 

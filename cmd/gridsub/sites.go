@@ -280,6 +280,7 @@ func siteRows(ctx context.Context, g *globals, cfg *config.Config, offline bool)
 	if err != nil {
 		return nil, usageErr(err)
 	}
+	promptOnTerminal(&spec, g)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})
