@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,24 @@ func TestConfigInitAlias(t *testing.T) {
 	code, d, raw := doctor(t, path)
 	if code != 0 || !d.OK {
 		t.Fatalf("doctor on the written file: exit %d\n%s", code, raw)
+	}
+	// A job runs through the two jump hosts, the broker in process.
+	job := filepath.Join(t.TempDir(), "job.yaml")
+	os.WriteFile(job, []byte("name: chain\ncommand: [/bin/sh, -c, 'echo through-two-jump-hosts > out.txt']\nresources: {nodes: 1, walltime: 5m}\noutputs: [out.txt]\n"), 0o644)
+	out := t.TempDir()
+	code, stdout, stderr = cli("--config", path, job, "--out-dir", out, "-o", "json")
+	var r runJSON
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != 0 || r.State != "completed" || len(r.Outputs) == 0 {
+		t.Fatalf("a job through the chain: exit %d %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	found := false
+	for _, o := range r.Outputs {
+		if b, _ := os.ReadFile(o); strings.HasSuffix(o, "out.txt") && strings.TrimSpace(string(b)) == "through-two-jump-hosts" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no out.txt with the job's line among its outputs %v", r.Outputs)
 	}
 
 	bad := filepath.Join(t.TempDir(), "ssh_config")
