@@ -176,3 +176,36 @@ func TestDeadlineRuleWithSitesNotKnown(t *testing.T) {
 		t.Fatalf("size not known: %v", err)
 	}
 }
+
+// An array (or a sweep, or a job with dependencies) with a strict deadline
+// no site can meet is refused at submission exactly as a single job is
+// (and as `gridsub validate` refuses it): ErrDeadline, nothing stored —
+// not accepted and then every element rejected in the cycles.
+func TestSubmitRefusesAnArrayWithAnImpossibleDeadline(t *testing.T) {
+	b, _, _ := deadlineBroker(t, firstFit)
+	r := req(1)
+	r.Estimate = 2 * time.Hour // 1 h on B (h 0.5), 4 h on A
+	r.Deadline = t0.Add(50 * time.Minute)
+	r.Array = "1-4"
+	_, single := b.Submit(context.Background(), func() Request { s := r; s.Array = ""; return s }(), t0)
+	_, err := b.Submit(context.Background(), r, t0)
+	if !errors.Is(err, ErrDeadline) || !errors.Is(err, ErrInfeasible) || errors.Is(err, ErrBadRequest) {
+		t.Fatalf("Submit of an array: %v, want ErrDeadline and ErrInfeasible", err)
+	}
+	if single == nil || err.Error() != single.Error() {
+		t.Fatalf("array refused with %q, a single job with %q: want one rule, one answer", err, single)
+	}
+	r.Array, r.Sweep = "", &Sweep{Params: []SweepParam{{"X", []string{"1", "2"}}}}
+	if _, err := b.Submit(context.Background(), r, t0); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("Submit of a sweep: %v, want ErrDeadline", err)
+	}
+	if n := len(b.Jobs()); n != 0 {
+		t.Fatalf("%d jobs stored after refusals", n)
+	}
+	// A deadline that can be met is accepted.
+	r.Sweep, r.Array = nil, "1-4"
+	r.Deadline = t0.Add(90 * time.Minute)
+	if _, err := b.Submit(context.Background(), r, t0); err != nil {
+		t.Fatalf("a feasible array: %v", err)
+	}
+}

@@ -27,13 +27,13 @@ import (
 type depKind struct {
 	field string // the request's field, for messages
 	name  string // as the job file spells it
-	ids   func(r *Request) []string
+	ids   func(r *Request) *[]string
 }
 
 var depKinds = []depKind{
-	{"After", "after", func(r *Request) []string { return r.After }},
-	{"AfterOK", "afterok", func(r *Request) []string { return r.AfterOK }},
-	{"AfterAny", "afterany", func(r *Request) []string { return r.AfterAny }},
+	{"After", "after", func(r *Request) *[]string { return &r.After }},
+	{"AfterOK", "afterok", func(r *Request) *[]string { return &r.AfterOK }},
+	{"AfterAny", "afterany", func(r *Request) *[]string { return &r.AfterAny }},
 }
 
 // depStatus is a dependency's state as the broker can see it.
@@ -57,12 +57,39 @@ func (gs *groups) depOf(ctx context.Context, id string) depStatus {
 	return depStatus{j.State, !j.Start.IsZero(), j.Reason, true}
 }
 
+// depMatcher finds the jobs a shortened dependency id may name: those in
+// memory and, when the store can search, those it holds. The ledger's lock
+// held.
+type depMatcher struct{ gs *groups }
+
+func (m depMatcher) MatchIDs(ctx context.Context, q string, limit int) ([]string, error) {
+	var out []string
+	for id := range m.gs.jobs {
+		if strings.HasPrefix(id, q) || strings.HasSuffix(id, q) {
+			out = append(out, id)
+		}
+	}
+	if s, ok := m.gs.store.(IDMatcher); ok {
+		more, err := s.MatchIDs(ctx, q, limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range more {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // verdict says whether a job's dependencies are met (""), can never be
 // met (fail: why), or are still awaited (wait: what). The ledger's lock held.
 func (gs *groups) verdict(ctx context.Context, r *Request) (fail, wait string) {
 	var waits []string
 	for _, k := range depKinds {
-		for _, id := range k.ids(r) {
+		for _, id := range *k.ids(r) {
 			d := gs.depOf(ctx, id)
 			switch {
 			case !d.found:
@@ -92,7 +119,7 @@ func (gs *groups) verdict(ctx context.Context, r *Request) (fail, wait string) {
 func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *problems) {
 	n := 0
 	for _, k := range depKinds {
-		ids := k.ids(r)
+		ids := *k.ids(r)
 		n += len(ids)
 		if d := jobrules.UniqueStrings(ids); d != "" {
 			p.addf(field+k.field, "%q is given twice", d)
@@ -100,8 +127,22 @@ func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *pr
 		for i, id := range ids {
 			f := field + k.field + "[" + strconv.Itoa(i) + "]"
 			d := gs.depOf(ctx, id)
+			if !d.found && id != "" {
+				// A shortened id, as every command takes one.
+				full, err := ResolveID(ctx, id, func(string) error { return ErrNotFound }, depMatcher{gs})
+				switch {
+				case errors.Is(err, ErrAmbiguous):
+					p.addf(f, "%s", strings.TrimPrefix(err.Error(), ErrBadRequest.Error()+": "+ErrAmbiguous.Error()+": "))
+					continue
+				case err == nil:
+					ids = slices.Clone(ids) // the caller's slice stays as it was
+					ids[i], id = full, full
+					*k.ids(r) = ids
+					d = gs.depOf(ctx, id)
+				}
+			}
 			if !d.found {
-				p.addf(f, "no job %q: a dependency must name a job the broker knows", id)
+				p.addf(f, "no job %q: a dependency must name a job the broker knows (its id, or a unique prefix or suffix of it)", id)
 				continue
 			}
 			if k.name == "afterok" && d.state.Final() && d.state != Completed {
@@ -135,7 +176,7 @@ func (gs *groups) resolveSteps(ctx context.Context, parent string, steps []Reque
 		}
 		var ids problems
 		for _, k := range depKinds {
-			list := k.ids(st)
+			list := *k.ids(st)
 			for j, ref := range list {
 				if at, ok := names[ref]; ok {
 					list[j] = ElementID(parent, at+1)
@@ -150,7 +191,7 @@ func (gs *groups) resolveSteps(ctx context.Context, parent string, steps []Reque
 		// Ids (not names) must be known jobs.
 		ext := Request{}
 		for _, k := range depKinds {
-			for _, ref := range k.ids(st) {
+			for _, ref := range *k.ids(st) {
 				if ref != "" && !strings.HasPrefix(ref, parent+"_") {
 					switch k.name {
 					case "after":
@@ -164,6 +205,19 @@ func (gs *groups) resolveSteps(ctx context.Context, parent string, steps []Reque
 			}
 		}
 		gs.checkDeps(ctx, &ext, f, &ids)
+		// The step keeps the ids checkDeps resolved (shortened ones in full).
+		for _, k := range depKinds {
+			own, full := k.ids(st), *k.ids(&ext)
+			resolved := slices.Clone(*own)
+			n := 0
+			for j, ref := range resolved {
+				if ref != "" && !strings.HasPrefix(ref, parent+"_") && n < len(full) {
+					resolved[j] = full[n]
+					n++
+				}
+			}
+			*own = resolved
+		}
 		*p = append(*p, ids...)
 		names[st.Name] = i
 	}
@@ -187,6 +241,7 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 		}
 		own := req
 		own.Name, own.OutputDir, own.Steps, own.After, own.AfterOK, own.AfterAny = "", "", nil, nil, nil, nil
+		own.IdempotencyKey = "" // the pipeline's own, not a step's
 		if !reflect.DeepEqual(own, Request{}) {
 			p.addf("Steps", "a pipeline's own fields are Name, OutputDir, After, AfterOK, AfterAny and Steps; give the job fields in each step")
 		}
@@ -240,6 +295,18 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 			return nil, err
 		}
 		if err := gs.checkSites("prefer", r.Prefer); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.Steps) == 0 {
+		// The rule a single job obeys (Submit): an array, a sweep or a job
+		// with dependencies that no site could ever run — too wide, or a
+		// strict deadline missed even started at once — is refused here,
+		// as `gridsub validate` refuses it, not element by element later.
+		if err := checkDeadlineFields(&req); err != nil {
+			return nil, err
+		}
+		if _, err := gs.intake.feasible(ctx, &req, now); err != nil {
 			return nil, err
 		}
 	}
@@ -307,6 +374,10 @@ func (gs *groups) releaseHeld(ctx context.Context, now time.Time) {
 	for _, id := range gs.held {
 		j := gs.jobs[id]
 		if j == nil || j.State != Held {
+			continue
+		}
+		if j.UserHold {
+			keep = append(keep, id)
 			continue
 		}
 		fail, wait := gs.verdict(ctx, &j.Req)

@@ -167,7 +167,7 @@ func element(parent *Job, indices []int, k int) (Request, error) {
 		return st, nil
 	}
 	r := pr.clone()
-	r.Array, r.Sweep, r.After, r.AfterOK, r.AfterAny = "", nil, nil, nil, nil
+	r.Array, r.Sweep, r.After, r.AfterOK, r.AfterAny, r.IdempotencyKey = "", nil, nil, nil, nil, "" // the parent's key is the parent's
 	idx := indices[k]
 	if r.Env == nil {
 		r.Env = map[string]string{}

@@ -14,14 +14,15 @@ import (
 // JobState is a grid job's state in the broker.
 type JobState string
 
-// Grid job states. Completed, Failed, Cancelled and Rejected are final.
+// Grid job states. Completed, Failed, Timeout, Cancelled and Rejected are final.
 const (
 	Queued     JobState = "queued"     // in the global queue, waiting for the policy
 	Submitting JobState = "submitting" // write-ahead intent: submission to the sites under way; Recover reconciles it after a crash
 	Dispatched JobState = "dispatched" // submitted to its site(s), not yet running everywhere
 	Running    JobState = "running"    // every component runs
 	Completed  JobState = "completed"  // every component ended with exit code 0
-	Failed     JobState = "failed"     // a component failed, timed out or was lost, and no retry is left
+	Failed     JobState = "failed"     // a component failed or was lost, and no retry is left
+	Timeout    JobState = "timeout"    // a component was killed at its walltime (never retried: the same limit would kill it again)
 	Cancelled  JobState = "cancelled"  // cancelled by the user
 	Rejected   JobState = "rejected"   // the policy found it can never run
 	// Reserved: an advance reservation was admitted for the job (Job.Resv);
@@ -35,7 +36,7 @@ const (
 
 // Final reports whether the state can no longer change.
 func (s JobState) Final() bool {
-	return s == Completed || s == Failed || s == Cancelled || s == Rejected
+	return s == Completed || s == Failed || s == Timeout || s == Cancelled || s == Rejected
 }
 
 // Request is what a user asks the broker to run: a job file, resolved.
@@ -98,7 +99,22 @@ type Request struct {
 	// SiteOptions are batch options by site name (partition or queue,
 	// account); a site not listed uses its configured ones.
 	SiteOptions map[string]SiteOptions `json:",omitempty"`
+	// IdempotencyKey names this submission (the API's Idempotency-Key
+	// header; the CLI sends one per submission and retries with it): the
+	// daemon answers a second submission with the same key, within
+	// MaxIdempotencyAge of the first, with the first's job instead of a new
+	// one — across restarts, as the key is stored with the job. At most
+	// MaxIdempotencyKey printable ASCII characters. Group elements and
+	// pipeline steps are made by the broker and have none of their own.
+	IdempotencyKey string `json:",omitempty"`
 }
+
+// MaxIdempotencyKey bounds Request.IdempotencyKey.
+const MaxIdempotencyKey = 128
+
+// MaxIdempotencyAge is how long a submission's IdempotencyKey keeps
+// answering with its job.
+const MaxIdempotencyAge = 24 * time.Hour
 
 // Sweep is a parameter sweep: the cartesian product of the parameters'
 // values, the last parameter varying fastest; each element has every
@@ -212,6 +228,11 @@ type Job struct {
 	SiteNames []string        // site names indexing Predicted/Beaten parts
 	Reason    string          // why it failed or was rejected
 	ExitCode  int
+	// SiteFault says a Failed job failed because of its site (a node
+	// failure, a launch failure, a job the site lost), not because its own
+	// command failed or ran out of time; only such a failure counts
+	// against the site's trust (store.SiteHealth's Failed).
+	SiteFault bool     `json:",omitempty"`
 	Outputs   []string // local paths of fetched outputs
 	// FetchErrors says what could not be brought back (the job's own state
 	// is not changed by it).
@@ -227,6 +248,9 @@ type Job struct {
 	Group *Group `json:",omitempty"`
 	// Waiting says what a Held job waits for.
 	Waiting string `json:",omitempty"`
+	// UserHold: the user held the job (Broker.Hold); it stays Held,
+	// whatever its dependencies, until Broker.Release.
+	UserHold bool `json:",omitempty"`
 	// Refused are the sites that refused one of the job's submissions
 	// for good (the batch system said no: resources, partition, limits),
 	// with why; the job is never placed there again (refused.go).

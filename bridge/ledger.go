@@ -300,6 +300,9 @@ func (l *ledger) forget(c Component) {
 // the caller (index). The ledger's lock held.
 func (l *ledger) goLive(j *Job) {
 	j.State = Dispatched
+	if strings.HasPrefix(j.Reason, PreemptedReason) {
+		j.Reason = "" // it runs again
+	}
 	l.dequeue(j.ID)
 	l.live = append(l.live, j.ID)
 }

@@ -26,6 +26,11 @@ import (
 // Each site is one resource of the graph, with its node count as capacity;
 // a reservation needs its nodes on one site (no co-allocation).
 
+// PreemptedReason begins the reason of a job that ran and was put back in
+// the queue to make room for an advance reservation; the reserving job's id
+// follows. It is cleared when the job is dispatched again.
+const PreemptedReason = "requeued: preempted by reservation "
+
 // reservations runs the advance reservations: the resource–reservation
 // graph, admission, binding, the native reservations. Guarded by the
 // ledger's lock.
@@ -386,6 +391,8 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 				cancels = append(cancels, cancelReq{p.ID, c.Site, c.RemoteID, "preempted by the advance reservation of " + j.ID})
 			}
 		}
+		p.Reason = fmt.Sprintf("%s%s (its nodes at %s went to the reservation; attempt %d starts again from its place in the queue)",
+			PreemptedReason, j.ID, bd.Resource, p.Attempts+1)
 		rsv.requeueAs(p, now, "preempted", fmt.Sprintf("attempt %d restarted: its nodes at %s go to the advance reservation of %s", p.Attempts, bd.Resource, j.ID))
 		rep.Preempted++
 	}

@@ -16,7 +16,7 @@ var (
 // States lists every job state in the order a job passes through them. It
 // is the one list the CLI (list --state, completion), the API (the state
 // filter) and the docs draw on.
-var States = []JobState{Held, Queued, Reserved, Submitting, Dispatched, Running, Completed, Failed, Cancelled, Rejected}
+var States = []JobState{Held, Queued, Reserved, Submitting, Dispatched, Running, Completed, Failed, Timeout, Cancelled, Rejected}
 
 // StateNames is States as a comma-separated list, for help texts and errors.
 func StateNames() string {

@@ -39,7 +39,7 @@ func TestParseState(t *testing.T) {
 	if _, err := ParseState("done"); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "valid: held, queued, reserved,") {
 		t.Errorf("unknown: %v", err)
 	}
-	if len(States) != 10 {
+	if len(States) != 11 {
 		t.Errorf("States has %d entries; a new state must be added there", len(States))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -114,12 +115,24 @@ func (tk *tracker) track(ctx context.Context, j *Job, now time.Time, rep *CycleR
 		if c.Reason != "" {
 			reason += " (" + c.Reason + ")"
 		}
-		if (c.State == backends.StateLost || tk.retries(j)) && j.Attempts-j.Moves < tk.opts.MaxAttempts {
+		if c.State != backends.StateTimeout && (c.State == backends.StateLost || tk.retries(j)) && j.Attempts-j.Moves < tk.opts.MaxAttempts {
 			tk.retryAfter(j, c, now, reason)
 			break
 		}
 		f := outcome{state: Failed, reason: reason, exit: c.ExitCode, start: j.Start, end: orNow(c.End, now),
-			kind: "failed", site: c.Site, msg: reason}
+			kind: "failed", site: c.Site, msg: reason, siteFault: siteFault(c)}
+		if c.State == backends.StateTimeout {
+			f.state, f.kind = Timeout, "timeout"
+			switch {
+			case strings.HasPrefix(c.Reason, "killed at its walltime"): // the site's own words, with the limit
+				f.reason = c.Reason + " at " + c.Site
+			case c.Reason != "":
+				f.reason = "killed at its walltime at " + c.Site + " (" + c.Reason + ")"
+			default:
+				f.reason = "killed at its walltime at " + c.Site
+			}
+			f.msg = f.reason
+		}
 		if f.start.IsZero() && !c.Start.IsZero() {
 			f.start, _ = latest(j.Comps, now)
 		}
@@ -153,6 +166,15 @@ type outcome struct {
 	exit            int
 	start, end      time.Time
 	kind, site, msg string // the final event
+	siteFault       bool   // Job.SiteFault
+}
+
+// siteFault says whether a component's failure is its site's: lost, or
+// failed without an exit code of its own (a node failure, a job that never
+// started). A command that exited non-zero, or ran out of its walltime, is
+// the job's own doing.
+func siteFault(c Component) bool {
+	return c.State == backends.StateLost || c.State == backends.StateFailed && c.ExitCode < 0
 }
 
 // finish ends a job with f. A job whose outputs are to be fetched ends only
@@ -169,7 +191,7 @@ func (tk *tracker) finish(j *Job, f outcome, now time.Time) {
 
 // end applies a final outcome. The ledger's lock held.
 func (tk *tracker) end(j *Job, f outcome, now time.Time) {
-	j.Reason, j.ExitCode, j.final = f.reason, f.exit, nil
+	j.Reason, j.ExitCode, j.SiteFault, j.final = f.reason, f.exit, f.siteFault, nil
 	if !f.start.IsZero() {
 		j.Start = f.start
 	}

@@ -92,6 +92,9 @@ type intake struct {
 func (ik *intake) validate(req *Request, now time.Time) error {
 	var p problems
 	p.add("Name", jobrules.Name(req.Name))
+	if k := req.IdempotencyKey; len(k) > MaxIdempotencyKey || strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		p.addf("IdempotencyKey", "an idempotency key is 1 to %d printable ASCII characters without spaces (a UUID, or `openssl rand -hex 16`)", MaxIdempotencyKey)
+	}
 	switch {
 	case len(req.Command) == 0 && req.Script == "":
 		p.addf("Command", "a job needs a command (an argv list) or a script")

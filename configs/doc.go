@@ -1,6 +1,8 @@
 // Package configs embeds the site configurations shipped with gridsub, so the
 // binary runs without any file next to it:
 //
+//	local.yaml            the default: one site, "local", running each job as
+//	                      real processes on this machine, one slot per core
 //	testbed.yaml          paper 000's testbed: Beijing 128, Shanghai 64, Harbin 32
 //	                      nodes, all simulated, small heterogeneity (h = 1.0)
 //	testbed-large-h.yaml  the same with large heterogeneity (h = 1.4, 1.0, 0.6)
@@ -28,7 +30,7 @@ import (
 )
 
 // Default is the name of the configuration used when none is given.
-const Default = "testbed.yaml"
+const Default = "local.yaml"
 
 //go:embed *.yaml
 var files embed.FS

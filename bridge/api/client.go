@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/store"
@@ -107,6 +110,11 @@ const MaxResponse = 256 << 20
 
 // do sends a request and decodes a 2xx JSON answer into out.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doWith(ctx, method, path, nil, in, out)
+}
+
+// doWith is do with extra request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, hdr http.Header, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -121,6 +129,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -154,13 +165,52 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
-// Submit queues a job request and returns the new job at once.
+// Submit queues a job request and returns the new job at once. It names
+// the submission with an idempotency key (req.IdempotencyKey, or a new
+// random one) and, when the connection fails after the request may have
+// reached the daemon (reset, cut, timed out — a daemon killed or
+// restarting), sends it again with the same key for up to SubmitRetryFor:
+// the daemon answers a retry with the job of the first submission, so a
+// retry never makes a second job. An error answer of the daemon is not
+// retried, nor a first attempt that finds no daemon at all.
 func (c *Client) Submit(ctx context.Context, req bridge.Request) (*bridge.Job, error) {
-	var r SubmitResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/jobs", req, &r); err != nil {
-		return nil, err
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = NewIdempotencyKey()
 	}
-	return r.Job, nil
+	hdr := http.Header{IdempotencyHeader: {req.IdempotencyKey}}
+	give := time.Now().Add(SubmitRetryFor)
+	wait := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		var r SubmitResponse
+		err := c.doWith(ctx, http.MethodPost, "/v1/jobs", hdr, req, &r)
+		if err == nil {
+			return r.Job, nil
+		}
+		var ae *Error
+		if errors.As(err, &ae) || ctx.Err() != nil || time.Now().Add(wait).After(give) ||
+			(attempt == 0 && errors.Is(err, ErrNoDaemon)) || strings.Contains(err.Error(), "decoding the answer") {
+			return nil, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, err
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// SubmitRetryFor is how long Client.Submit retries a submission whose
+// connection failed.
+const SubmitRetryFor = 30 * time.Second
+
+// NewIdempotencyKey returns a new random idempotency key (128 bits, hex).
+func NewIdempotencyKey() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand: " + err.Error()) // never on Linux
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // Job returns one job with its events.
@@ -249,6 +299,16 @@ func (c *Client) Events(ctx context.Context, id string) ([]bridge.Event, error) 
 func (c *Client) Cancel(ctx context.Context, id string) (*bridge.Job, error) {
 	var j bridge.Job
 	if err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// Control holds, releases or requeues a job (action "hold", "release" or
+// "requeue") and returns it as it is after the change.
+func (c *Client) Control(ctx context.Context, id, action string) (*bridge.Job, error) {
+	var j bridge.Job
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/"+url.PathEscape(action), nil, &j); err != nil {
 		return nil, err
 	}
 	return &j, nil

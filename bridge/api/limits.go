@@ -41,6 +41,16 @@ type Limits struct {
 	// MaxConns caps the connections one listener serves at once; further
 	// clients wait in the kernel's accept queue until one closes.
 	MaxConns int
+	// MaxUnauthConns caps, on a TCP listener, the connections that have
+	// not yet sent a request with the bearer token (default MaxConns/8, at
+	// least 4); MaxUnauthPerAddr caps them per client IP address (default
+	// MaxUnauthConns/4, at least 2). A new connection over either cap (or
+	// over MaxConns) closes the oldest unauthenticated one of that share
+	// instead of waiting, so clients without a token can never hold the
+	// slots of token holders; a request refused 401 closes its
+	// connection. The unix socket has no token and no such share.
+	MaxUnauthConns   int
+	MaxUnauthPerAddr int
 }
 
 // Defaults of Limits and of ServerOptions.MaxBody.
@@ -83,6 +93,14 @@ func (l Limits) WithDefaults() Limits {
 	if l.MaxConns <= 0 {
 		l.MaxConns = d.MaxConns
 	}
+	if l.MaxUnauthConns <= 0 {
+		l.MaxUnauthConns = max(4, l.MaxConns/8)
+	}
+	l.MaxUnauthConns = min(l.MaxUnauthConns, l.MaxConns)
+	if l.MaxUnauthPerAddr <= 0 {
+		l.MaxUnauthPerAddr = max(2, l.MaxUnauthConns/4)
+	}
+	l.MaxUnauthPerAddr = min(l.MaxUnauthPerAddr, l.MaxUnauthConns)
 	return l
 }
 
@@ -102,6 +120,7 @@ func NewHTTPServer(h http.Handler, lim Limits, log *slog.Logger) *http.Server {
 		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnContext:       connContext, // MarkAuthenticated and Refuse find the connection
 	}
 }
 

@@ -157,8 +157,9 @@ func TestOversizeBody(t *testing.T) {
 	}
 }
 
-// TestConnectionCap: a listener serves at most MaxConns connections; the
-// next client waits until one closes.
+// TestConnectionCap: a listener serves at most MaxConns connections of
+// token holders; the next client waits until one closes. (Connections
+// without a token do not hold slots: TestTCPUnauthenticatedCannotStarve.)
 func TestConnectionCap(t *testing.T) {
 	addr := serveTCP(t, api.ServerOptions{Token: testToken, Limits: api.Limits{MaxConns: 2, ReadHeaderTimeout: 20 * time.Second}})
 	var held []net.Conn
@@ -169,8 +170,14 @@ func TestConnectionCap(t *testing.T) {
 		}
 		defer c.Close()
 		held = append(held, c)
+		// One request with the token, and the connection kept alive.
+		io.WriteString(c, "GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+testToken+"\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("an authenticated request: %v %v", resp, err)
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // let the server accept both
 	c := api.NewClient("http://"+addr, testToken, &http.Client{Timeout: 500 * time.Millisecond})
 	if _, err := c.Health(context.Background()); err == nil {
 		t.Fatal("a third connection was served while two were held open (MaxConns 2)")

@@ -159,6 +159,18 @@ var Routes = []string{
 	"GET /v1/jobs/{id}/explain",
 	"GET /v1/jobs/{id}/logs",
 	"POST /v1/sites/{name}/login",
+	"POST /v1/jobs/{id}/hold",
+	"POST /v1/jobs/{id}/release",
+	"POST /v1/jobs/{id}/requeue",
+}
+
+// Controller is optionally implemented by a Broker that holds, releases and
+// requeues jobs (bridge.Broker's Hold, Release, Requeue); without it those
+// routes answer 404.
+type Controller interface {
+	Hold(ctx context.Context, id string, now time.Time) error
+	Release(ctx context.Context, id string, now time.Time) error
+	Requeue(ctx context.Context, id string, now time.Time) error
 }
 
 // NewServer returns a server for b.
@@ -175,7 +187,8 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	opts.Limits = opts.Limits.WithDefaults()
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
-	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs, s.login}
+	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs,
+		s.login, s.control("hold"), s.control("release"), s.control("requeue")}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
@@ -208,7 +221,8 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return fmt.Errorf("api: serving on %s: %w", l.Addr(), err)
 	}
-	sl, err := secureTCP(l, TCPOptions{Token: s.opts.Token, TLS: s.opts.TLS, InsecurePlaintext: s.opts.InsecurePlaintext, MaxConns: s.opts.Limits.MaxConns})
+	sl, err := secureTCP(l, TCPOptions{Token: s.opts.Token, TLS: s.opts.TLS, InsecurePlaintext: s.opts.InsecurePlaintext,
+		MaxConns: s.opts.Limits.MaxConns, MaxUnauthConns: s.opts.Limits.MaxUnauthConns, MaxUnauthPerAddr: s.opts.Limits.MaxUnauthPerAddr})
 	if err != nil {
 		l.Close()
 		return err
@@ -228,9 +242,11 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gridsub"`)
+			Refuse(w, r) // closed after this answer: a refused client holds no connection
 			s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
 			return
 		}
+		MarkAuthenticated(r)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -271,6 +287,10 @@ func status(err error) (int, string) {
 		return http.StatusConflict, CodeFinal
 	case errors.Is(err, store.ErrDiskFull):
 		return http.StatusInsufficientStorage, CodeDiskFull
+	case errors.Is(err, store.ErrCorrupt):
+		// The store refuses writes once it has found damage: the client may
+		// retry once the operator has restored a backup.
+		return http.StatusServiceUnavailable, CodeUnavailable
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, CodeUnavailable
 	}
@@ -295,6 +315,12 @@ func writeJSON(w http.ResponseWriter, st int, v any) {
 	enc := json.NewEncoder(w)
 	enc.Encode(v) // the status is sent; a failed write is the client's loss
 }
+
+// IdempotencyHeader names a submission (Request.IdempotencyKey): a
+// retry with the same key gets the first submission's job, never a second
+// job. Client.Submit sends a new one for each submission and retries with
+// it.
+const IdempotencyHeader = "Idempotency-Key"
 
 // SubmitResponse is the answer to POST /v1/jobs.
 type SubmitResponse struct {
@@ -325,6 +351,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if dec.More() {
 		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "request body has data after the job request")
 		return
+	}
+	if k := r.Header.Get(IdempotencyHeader); k != "" {
+		if req.IdempotencyKey != "" && req.IdempotencyKey != k {
+			s.fail(w, r, http.StatusBadRequest, CodeBadRequest, "the "+IdempotencyHeader+" header and the request's IdempotencyKey differ; give one")
+			return
+		}
+		req.IdempotencyKey = k // the broker checks its form
 	}
 	j, err := s.b.Submit(r.Context(), req, s.opts.Now())
 	if err != nil {
@@ -415,6 +448,34 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, j)
+}
+
+// control serves POST /v1/jobs/{id}/hold, release and requeue: the job
+// after the change.
+func (s *Server) control(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, ok := s.b.(Controller)
+		if !ok {
+			s.fail(w, r, http.StatusNotFound, CodeNotFound, "this server cannot "+action+" jobs")
+			return
+		}
+		id, err := s.resolve(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		do := map[string]func(context.Context, string, time.Time) error{"hold": c.Hold, "release": c.Release, "requeue": c.Requeue}[action]
+		if err := do(r.Context(), id, s.opts.Now()); err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		j, err := s.b.Job(id)
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, j)
+	}
 }
 
 // ListResponse is the answer to GET /v1/jobs. Next, when set, is the
@@ -546,6 +607,9 @@ type HealthResponse struct {
 	// Simulated: Time is the simulated sites' virtual clock (ServerOptions.Simulated).
 	Simulated bool `json:"simulated,omitempty"`
 	Sites     int  `json:"sites"`
+	// SiteNames are the configured sites, in configuration order: a client
+	// holding a configuration checks that this daemon runs the same one.
+	SiteNames []string `json:"site_names,omitempty"`
 }
 
 // Reasons of an unhealthy daemon (HealthResponse.Reason).
@@ -576,7 +640,8 @@ func healthReason(err error) string {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(s.b.SiteNames())}
+	names := s.b.SiteNames()
+	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(names), SiteNames: names}
 	if c, ok := s.b.(Checker); ok {
 		if err := c.Health(r.Context()); err != nil {
 			h.Status, h.Error, h.Code, h.Reason = "unhealthy", err.Error(), CodeUnavailable, healthReason(err)

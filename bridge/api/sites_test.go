@@ -137,10 +137,10 @@ func TestSitesReportHealth(t *testing.T) {
 	}
 }
 
-// ended stores a job that failed at the site.
+// ended stores a job that failed at the site, through the site's fault.
 func ended(t *testing.T, s *store.SQLite, site string) {
 	t.Helper()
-	j := &bridge.Job{ID: "g000900", Req: req("x", 1), State: bridge.Failed, Comps: []bridge.Component{{Site: site, Nodes: 1}}}
+	j := &bridge.Job{ID: "g000900", Req: req("x", 1), State: bridge.Failed, SiteFault: true, Comps: []bridge.Component{{Site: site, Nodes: 1}}}
 	if err := s.Put(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}

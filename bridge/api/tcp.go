@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -52,10 +53,16 @@ type TCPOptions struct {
 	// the path. Plain HTTP on a loopback address is always allowed.
 	InsecurePlaintext bool
 	MaxConns          int // concurrent connections (0 = DefaultMaxConns)
+	// MaxUnauthConns and MaxUnauthPerAddr bound the connections without a
+	// token yet, in all and per client address (see Limits; 0: the
+	// defaults).
+	MaxUnauthConns, MaxUnauthPerAddr int
 }
 
 // ListenTCP listens on addr and returns a listener that serves TLS when
-// o.TLS is set and at most o.MaxConns connections at once. It refuses (and
+// o.TLS is set and at most o.MaxConns connections at once, of which at
+// most o.MaxUnauthConns (o.MaxUnauthPerAddr per client address) have not
+// yet shown the token (see Limits.MaxUnauthConns). It refuses (and
 // binds nothing) when the token fails CheckToken, and refuses a
 // non-loopback address without TLS unless o.InsecurePlaintext (ErrPlaintext).
 // Loopback means an IP literal of the loopback range or "localhost"; ":8470"
@@ -87,7 +94,8 @@ func secureTCP(l net.Listener, o TCPOptions) (net.Listener, error) {
 	if o.TLS == nil && !o.InsecurePlaintext && !isLoopback(l.Addr()) {
 		return nil, plaintextErr(l.Addr().String())
 	}
-	out := LimitListener(l, o.MaxConns)
+	lim := Limits{MaxConns: o.MaxConns, MaxUnauthConns: o.MaxUnauthConns, MaxUnauthPerAddr: o.MaxUnauthPerAddr}.WithDefaults()
+	var out net.Listener = newGuardListener(l, lim.MaxConns, lim.MaxUnauthConns, lim.MaxUnauthPerAddr)
 	if o.TLS != nil {
 		out = tls.NewListener(out, o.TLS)
 	}
@@ -139,15 +147,50 @@ func ServerTLS(certFile, keyFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("%w: key file %s has mode %04o: a private key must be readable by its owner only; chmod 600 %s",
 			ErrTLS, keyFile, m, keyFile)
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	certPEM, err := readPEM("certificate file", certFile)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := readPEM("key file", keyFile)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("%w: certificate %s with key %s: %w", ErrTLS, certFile, keyFile, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// maxCAFile bounds a CA bundle read by ClientTLS.
+// maxCAFile bounds a PEM file read by ServerTLS and ClientTLS (a CA
+// bundle, a certificate chain, a key).
 const maxCAFile = 4 << 20
+
+// readPEM reads a PEM file: a regular file of at most maxCAFile bytes,
+// opened without blocking (a FIFO would hang the reader; a device such as
+// /dev/zero never ends).
+func readPEM(what, path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrTLS, what, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrTLS, what, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxCAFile {
+		return nil, fmt.Errorf("%w: %s %s must be a regular file of at most %d bytes", ErrTLS, what, path, maxCAFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxCAFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrTLS, what, path, err)
+	}
+	if len(b) > maxCAFile {
+		return nil, fmt.Errorf("%w: %s %s grew past %d bytes while being read", ErrTLS, what, path, maxCAFile)
+	}
+	return b, nil
+}
 
 // ClientTLS returns a client TLS configuration (TLS 1.2 or newer) that
 // trusts the PEM certificates in caFile; caFile "" trusts the system's
@@ -158,21 +201,9 @@ func ClientTLS(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return c, nil
 	}
-	f, err := os.Open(caFile)
+	pem, err := readPEM("CA file", caFile)
 	if err != nil {
-		return nil, fmt.Errorf("%w: CA file: %w", ErrTLS, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%w: CA file: %w", ErrTLS, err)
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxCAFile {
-		return nil, fmt.Errorf("%w: CA file %s must be a regular file of at most %d bytes", ErrTLS, caFile, maxCAFile)
-	}
-	pem := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, pem); err != nil {
-		return nil, fmt.Errorf("%w: CA file %s: %w", ErrTLS, caFile, err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {

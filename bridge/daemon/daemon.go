@@ -110,9 +110,14 @@ type Daemon struct {
 	scale     float64
 	v0, w0    time.Time // virtual and wall time of the simulated clock's last advance
 	lastSaved time.Time
+	// trustLogged are the trust scores last logged at INFO (trust.go): the
+	// task runs often, its log line only when a score moved.
+	trustLogged map[string]float64
 
 	once    sync.Once
 	shutErr error
+
+	lockLost atomic.Pointer[error] // set once the lock no longer excludes another daemon (lockHeld)
 }
 
 // Run starts a daemon and serves until ctx is cancelled, then shuts it down
@@ -250,7 +255,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		log.Warn("loading the stored trust scores", "err", err)
 	}
 
-	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d}
+	known, err := d.st.IdempotencyKeys(ctx, time.Now().Add(-bridge.MaxIdempotencyAge))
+	if err != nil {
+		return nil, err
+	}
+	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d, keys: newKeys(known, time.Now())}
 	metricsH := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	mux := func(srv *api.Server, token string) http.Handler {
 		m := http.NewServeMux()
@@ -271,7 +280,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
-			InsecurePlaintext: opts.InsecurePlaintext, MaxConns: opts.Limits.MaxConns})
+			InsecurePlaintext: opts.InsecurePlaintext, MaxConns: opts.Limits.MaxConns,
+			MaxUnauthConns: opts.Limits.MaxUnauthConns, MaxUnauthPerAddr: opts.Limits.MaxUnauthPerAddr})
 		if err != nil {
 			ul.Close()
 			return nil, fmt.Errorf("API on %s: %w", opts.Listen, err)
@@ -340,9 +350,11 @@ func bearer(token string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gridsub"`)
+			api.Refuse(w, r)
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
+		api.MarkAuthenticated(r)
 		h.ServeHTTP(w, r)
 	})
 }
@@ -431,7 +443,33 @@ func (d *Daemon) advance() {
 	d.lastSaved = now
 }
 
+// lockHeld says whether the state directory's lock still excludes every
+// other daemon (Lock.Check), before each task that dispatches. Once it
+// does not, the daemon dispatches nothing more (a second daemon may be
+// running the same jobs), says why in its log and in its health, and
+// waits to be stopped.
+func (d *Daemon) lockHeld() bool {
+	if d.lockLost.Load() != nil {
+		return false
+	}
+	restored, err := d.lock.Check()
+	if err != nil {
+		d.lockLost.Store(&err)
+		d.log.Error("stopped dispatching", "err", err)
+		return false
+	}
+	if restored {
+		d.log.Warn("the state directory's pid file was missing or changed; written again (the lock is on the directory and still held)",
+			"file", filepath.Join(d.opts.StateDir, LockName))
+	}
+	return true
+}
+
 func (d *Daemon) run(ctx context.Context, task string) {
+	if (task == TaskCycle || task == TaskBind) && !d.lockHeld() {
+		d.m.skipped.WithLabelValues(task).Inc()
+		return
+	}
 	switch task {
 	case TaskCycle:
 		t0 := time.Now()
@@ -534,6 +572,9 @@ func (d *Daemon) count(ctx context.Context, states ...bridge.JobState) (int, err
 // health is the api.Checker of the daemon: the store answers and no task
 // has been running for more than two minutes.
 func (d *Daemon) health(ctx context.Context) error {
+	if e := d.lockLost.Load(); e != nil {
+		return *e
+	}
 	if err := d.st.Health(ctx); err != nil {
 		return err
 	}

@@ -13,9 +13,10 @@
 //	             └──────────────────────────────────────────────────────────┘
 //
 // Run first takes the state directory's lock (LockStateDir: an flock on
-// <state_dir>/gridsub.lock holding the pid; a second daemon on the same
-// directory fails with ErrLocked naming it, before touching anything
-// there), then opens the SQLite store in the state directory, assembles the sites
+// the directory itself, which no cleaner can unlink, with the pid in
+// <state_dir>/gridsub.lock; a second daemon on the same directory fails
+// with ErrLocked naming it, before touching anything there; a daemon whose
+// directory is moved or made again stops dispatching, ErrLockLost), then opens the SQLite store in the state directory, assembles the sites
 // (bridge/assemble) on it, calls Broker.Recover and logs its report,
 // listens on the socket, and runs the periodic tasks until its context is
 // cancelled (SIGTERM, SIGINT). Every task runs on the one worker goroutine,

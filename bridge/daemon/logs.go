@@ -42,6 +42,9 @@ func (s *service) ReadLog(ctx context.Context, id string, part int, stream strin
 			return ch, err
 		}
 		ch.Note = fmt.Sprintf("job %s %s and its %s was not fetched", j.ID, j.State, backends.LogFile(stream))
+		if j.Start.IsZero() && len(j.Comps) == 0 {
+			ch.Note = fmt.Sprintf("job %s %s before it ran: it wrote no output", j.ID, j.State)
+		}
 		return ch, nil
 	}
 	data, size, rerr := readLocal(local, offset, max)

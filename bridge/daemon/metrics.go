@@ -115,7 +115,7 @@ func (m *metrics) onEvent(j *bridge.Job, e bridge.Event) {
 		m.remoteSubmit.WithLabelValues(e.Site).Inc()
 	case "submit-failed", "cancel-failed", "fetch-failed", "reconcile-failed":
 		m.siteErrors.WithLabelValues(e.Site, e.Kind).Inc()
-	case "completed", "failed", "cancelled", "rejected":
+	case "completed", "failed", "timeout", "cancelled", "rejected":
 		m.ended.WithLabelValues(e.Kind).Inc()
 	}
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/bridge/store"
 	"github.com/gridsub/gridsub/policy/trust"
 )
 
@@ -71,9 +73,27 @@ func TestDaemonBindsReservations(t *testing.T) {
 	}
 }
 
+// nodeFailure records in the daemon's store a job that failed through
+// site's fault (a node failure: bridge.Job.SiteFault), which the simulated
+// sites do not make; the store counts it against site as the broker's
+// would.
+func nodeFailure(t *testing.T, state, site, id string) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(state, daemon.DBName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Put(context.Background(), &bridge.Job{ID: id, State: bridge.Failed, SiteFault: true, ExitCode: -1,
+		Reason: "node failure", Comps: []bridge.Component{{Site: site, Nodes: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The trust task scores every site from what the store counted, writes the
-// scores (GET /v1/sites), and a site where a job failed scores lower than it
-// would have without the failure.
+// scores (GET /v1/sites), and a site where a job failed through the site's
+// fault scores lower than it would have without the failure; a job whose
+// own command failed (exit 3 at Shanghai) does not count.
 func TestDaemonRecomputesTrust(t *testing.T) {
 	state, sock := dirs(t)
 	// Outcomes that never age, so the scores are exactly the model's.
@@ -88,6 +108,7 @@ func TestDaemonRecomputesTrust(t *testing.T) {
 		}
 		waitState(t, c, j.ID, 15*time.Second, bridge.Completed, bridge.Failed)
 	}
+	nodeFailure(t, state, "Shanghai", "nodefail-1")
 	// What the model says for the counts the store holds now.
 	model := trust.DefaultModel()
 	expect := func(failedAtShanghai int) map[string]float64 {
@@ -150,7 +171,7 @@ func TestDaemonRecomputesTrust(t *testing.T) {
 }
 
 // Outcomes age: with a half-life of 300 ms, Shanghai's score falls to the
-// full weight of its failure when the trust task first counts it, and
+// full weight of its failure (a node failure) when the trust task first counts it, and
 // climbs back towards 1 as the failure ages.
 func TestDaemonTrustDecays(t *testing.T) {
 	state, sock := dirs(t)
@@ -158,12 +179,7 @@ func TestDaemonTrustDecays(t *testing.T) {
 		Cron: map[string]string{daemon.TaskTrust: "@every 50ms"}})
 	c := api.NewUnixClient(sock)
 	ctx := context.Background()
-	bad := okAndFailing()[1]
-	j, err := c.Submit(ctx, bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, c, j.ID, 15*time.Second, bridge.Failed)
+	nodeFailure(t, state, "Shanghai", "nodefail-1")
 	lowest, deadline := 1.0, time.Now().Add(15*time.Second)
 	for {
 		r, err := c.SiteStatus(ctx)

@@ -19,10 +19,11 @@ const IDPlaceholder = bridge.IDPlaceholder
 // lists and for jobs that ended before the daemon's last restart (the
 // broker's memory holds only what it ran or recovered).
 type service struct {
-	b  *bridge.Broker
-	st *store.SQLite
-	m  *metrics
-	d  *Daemon
+	b    *bridge.Broker
+	st   *store.SQLite
+	m    *metrics
+	d    *Daemon
+	keys *keys // idempotency keys (idempotency.go)
 	// logins are the site logins under way (login.go).
 	logins logins
 }
@@ -45,7 +46,22 @@ func (s *service) ExplainJob(ctx context.Context, id string, now time.Time) (*br
 	return s.b.ExplainJob(ctx, id, now)
 }
 
+// Submit submits through the broker. A request with an IdempotencyKey
+// already answered (within bridge.MaxIdempotencyAge, across restarts)
+// gets the job of its first submission, as it is now, and no new job.
 func (s *service) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
+	if req.IdempotencyKey == "" || s.keys == nil {
+		return s.submit(ctx, req, now)
+	}
+	id, j, err := s.keys.submit(ctx, req.IdempotencyKey, func() (*bridge.Job, error) { return s.submit(ctx, req, now) })
+	if id != "" {
+		s.m.submissions.WithLabelValues("replayed").Inc()
+		return s.Job(id)
+	}
+	return j, err
+}
+
+func (s *service) submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
 	j, err := s.b.Submit(ctx, req, now)
 	switch {
 	case errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite), errors.Is(err, bridge.ErrInfeasible):
@@ -84,6 +100,29 @@ func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {
 }
 
 func (s *service) SiteNames() []string { return s.b.SiteNames() }
+
+// Hold, Release and Requeue implement api.Controller: a job that ended
+// before the last restart (known to the store only) is ErrFinal.
+func (s *service) Hold(ctx context.Context, id string, now time.Time) error {
+	return s.ended(ctx, id, s.b.Hold(ctx, id, now))
+}
+
+func (s *service) Release(ctx context.Context, id string, now time.Time) error {
+	return s.ended(ctx, id, s.b.Release(ctx, id, now))
+}
+
+func (s *service) Requeue(ctx context.Context, id string, now time.Time) error {
+	return s.ended(ctx, id, s.b.Requeue(ctx, id, now))
+}
+
+func (s *service) ended(ctx context.Context, id string, err error) error {
+	if errors.Is(err, bridge.ErrNotFound) {
+		if j, gerr := s.st.Get(ctx, id); gerr == nil && j.State.Final() {
+			return fmt.Errorf("%w: %s is %s", bridge.ErrFinal, id, j.State)
+		}
+	}
+	return err
+}
 
 // SiteStatus answers GET /v1/sites from the store: the health task's last
 // probes (of this run, or of the previous one until the first probe), the

@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
+	"math"
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/store"
@@ -60,8 +63,28 @@ func (d *Daemon) recomputeTrust(ctx context.Context) error {
 		d.m.siteTrust.WithLabelValues(n.Name).Set(v)
 	}
 	d.env.Broker.SetTrust(scores)
-	d.log.Info("trust recomputed", "scores", fmt.Sprint(scores))
+	lvl := slog.LevelDebug
+	if trustMoved(d.trustLogged, scores) {
+		lvl, d.trustLogged = slog.LevelInfo, maps.Clone(scores)
+	}
+	d.log.Log(ctx, lvl, "trust recomputed", "scores", fmt.Sprint(scores))
 	return nil
+}
+
+// trustMoved says whether a site's trust moved by a hundredth or more since
+// it was last logged (or a site came or went): the daemon's INFO log says
+// when trust changes, not every time it is recomputed.
+func trustMoved(last, now map[string]float64) bool {
+	if len(last) != len(now) {
+		return true
+	}
+	for k, v := range now {
+		w, ok := last[k]
+		if !ok || math.Abs(v-w) >= 0.01 {
+			return true
+		}
+	}
+	return false
 }
 
 // recent decays a site's outcome counts to now: the counts as the last

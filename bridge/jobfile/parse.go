@@ -221,7 +221,7 @@ func (p *parser) parse(data []byte) *Job {
 		if errors.Is(err, io.EOF) {
 			p.failAt(Pos{Line: 1, Column: 1}, "", ErrRequired, "empty job file; a job needs at least name, command (or script) and resources (see examples/reference.yaml)")
 		} else {
-			p.syntax(err)
+			p.syntax(err, data)
 		}
 		return j
 	}
@@ -229,7 +229,7 @@ func (p *parser) parse(data []byte) *Job {
 	if err := dec.Decode(&extra); err == nil {
 		p.failAt(Pos{Line: extra.Line, Column: extra.Column}, "", ErrSyntax, "a job file holds one YAML document; found a second one (remove the `---` separator)")
 	} else if !errors.Is(err, io.EOF) {
-		p.syntax(err)
+		p.syntax(err, data)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -266,8 +266,17 @@ var parserProblems = map[string]string{
 	"found incompatible YAML document":       "",
 }
 
-// syntax reports a YAML syntax error with the line yaml.v3 names.
-func (p *parser) syntax(err error) {
+// syntax reports a YAML syntax error with the line yaml.v3 names, and
+// says so when the cause is a tab in the indentation or a line indented
+// deeper than its mapping (yaml.v3's own words name neither).
+func (p *parser) syntax(err error, data []byte) {
+	defer func() {
+		if n := len(p.errs); n > 0 {
+			if hint := indentHint(data, p.errs[n-1].Pos.Line); hint != "" {
+				p.errs[n-1].Msg += " " + hint
+			}
+		}
+	}()
 	msg := err.Error()
 	at := Pos{Line: 1} // yaml.v3 leaves the line out for line 1
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -287,6 +296,42 @@ func (p *parser) syntax(err error) {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	p.failAt(at, "", ErrSyntax, "invalid YAML: %s", msg)
+}
+
+// indentHint explains a syntax error at line (1-based) by the file's
+// indentation: a tab in the leading white space of a line up to it (YAML
+// indents with spaces only), or the line indented deeper than the line
+// above, which already has its value. "" when neither applies.
+func indentHint(data []byte, line int) string {
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines) && i < line; i++ {
+		lead := lines[i][:len(lines[i])-len(strings.TrimLeft(lines[i], " \t"))]
+		if strings.ContainsRune(lead, '\t') && strings.TrimSpace(lines[i]) != "" {
+			return fmt.Sprintf("(line %d is indented with a tab; YAML indents with spaces only: replace the tab with spaces)", i+1)
+		}
+	}
+	if line < 2 || line > len(lines) {
+		return ""
+	}
+	indent := func(s string) int { return len(s) - len(strings.TrimLeft(s, " ")) }
+	cur := lines[line-1]
+	prev := -1
+	for i := line - 2; i >= 0; i-- {
+		if t := strings.TrimSpace(lines[i]); t != "" && !strings.HasPrefix(t, "#") {
+			prev = i
+			break
+		}
+	}
+	if prev < 0 || strings.TrimSpace(cur) == "" {
+		return ""
+	}
+	above := strings.TrimSpace(lines[prev])
+	if k, v, ok := strings.Cut(above, ": "); ok && k != "" && strings.TrimSpace(v) != "" && !strings.HasPrefix(above, "- ") &&
+		indent(cur) > indent(lines[prev]) {
+		return fmt.Sprintf("(line %d is indented deeper than line %d, whose %q already has a value: over-indented; line the keys of one mapping up)",
+			line, prev+1, strings.TrimSpace(k))
+	}
+	return ""
 }
 
 // entry is one key/value pair of a mapping.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sort"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/local"
 	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/backends/transport"
@@ -84,7 +86,7 @@ type SimConfig struct {
 // Resolved is the configuration a site's backend is built with, as the
 // side that builds it sees it: in process the catalog's own values, out of
 // process what the plugin decodes from the JSON the host sends. Exactly one
-// of Slurm, PBS and Sim is set for a built-in; none for an external plugin,
+// of Slurm, PBS, Local and Sim is set for a built-in; none for an external plugin,
 // which reads Config as it likes.
 type Resolved struct {
 	Mode    string        // ModeInProcess, ModeIsolated or ModeExternal
@@ -94,6 +96,8 @@ type Resolved struct {
 	SSH   *transport.Config
 	Slurm *slurm.Config
 	PBS   *pbs.Config
+	// Local is a local site's configuration (processes on this machine).
+	Local *local.Config
 	// Sim is a simulated site's configuration; SimEngine its own engine's,
 	// nil when it runs on the host's shared engine (BuildOptions.Engine).
 	Sim       *simbackend.SiteConfig
@@ -131,14 +135,16 @@ var builtinBackends = map[string]*backendKind{
 	"slurm": {caps: sshCaps, resolve: resolveSlurm, open: openSlurm},
 	"pbs":   {caps: sshCaps, resolve: resolvePBS, open: openPBS},
 	"sim":   {caps: simCaps, resolve: resolveSim, open: openSim},
+	"local": {caps: localCaps, resolve: resolveLocal, open: openLocal},
 }
 
 // The capabilities the built-ins declare. A simulated site pushes its
 // changes only with an engine of its own (the sim plugin): on the host's
 // shared engine the broker polls it like any other site.
 var (
-	sshCaps = backends.Capabilities{Find: true, Fetch: true, Reserve: true, Link: true, Conn: true, Batch: true, Data: true}
-	simCaps = backends.Capabilities{Find: true, Fetch: true, Reserve: true}
+	sshCaps   = backends.Capabilities{Find: true, Fetch: true, Reserve: true, Link: true, Conn: true, Batch: true, Data: true}
+	simCaps   = backends.Capabilities{Find: true, Fetch: true, Reserve: true}
+	localCaps = backends.Capabilities{Find: true, Fetch: true}
 )
 
 // BuiltinBackends lists the built-in backends' names.
@@ -386,6 +392,50 @@ type pbsBackend struct{ *pbs.Backend }
 
 func (pbsBackend) Kind() string                        { return "pbs" }
 func (pbsBackend) Capabilities() backends.Capabilities { return sshCaps }
+
+// resolveLocal describes a local site: its slots are its nodes (0: one per
+// core of this machine, each of one core unless cores_per_node says
+// otherwise) and its job directories lie under remote_dir, which the
+// configuration fills in (<state_dir>/sites/<name>) when the file leaves it
+// out.
+func resolveLocal(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Resolved, error) {
+	if c.SSH != nil {
+		return nil, siteConfigErr("site %s: a local site runs its jobs on this machine; remove its ssh section", c.Name)
+	}
+	if c.RemoteDir == "" {
+		return nil, siteConfigErr("site %s: a local site needs remote_dir, the directory of its job directories", c.Name)
+	}
+	if c.Nodes < 0 || c.CoresPerNode < 0 {
+		return nil, siteConfigErr("site %s: nodes and cores_per_node must not be negative", c.Name)
+	}
+	slots, cores := c.Nodes, c.CoresPerNode
+	if slots == 0 {
+		slots = runtime.NumCPU()
+	}
+	if cores == 0 {
+		cores = 1
+	}
+	cfg := &local.Config{Name: c.Name, Root: c.RemoteDir, Slots: slots, CoresPerNode: cores, Logger: log.With("site", c.Name)}
+	if c.Staging != nil {
+		cfg.MaxInputBytes, cfg.MaxOutputBytes = c.Staging.MaxFileSize, c.Staging.MaxFileSize
+	}
+	return &Resolved{Config: *c, Local: cfg}, nil
+}
+
+func openLocal(_ context.Context, r *Resolved, _ *simbackend.Engine) (backends.Backend, error) {
+	s, err := local.New(*r.Local)
+	if err != nil {
+		return nil, siteConfigErr("site %s: %w", r.Local.Name, err)
+	}
+	return localBackend{s}, nil
+}
+
+// localBackend is the built-in local site as the catalog hands it out,
+// like slurmBackend.
+type localBackend struct{ *local.Site }
+
+func (localBackend) Kind() string                        { return "local" }
+func (localBackend) Capabilities() backends.Capabilities { return localCaps }
 
 // defaultSim is the engine of a simulated site served as a plugin whose
 // configuration names none.

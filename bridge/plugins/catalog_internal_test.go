@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/local"
 	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/simbackend"
@@ -30,6 +31,7 @@ func TestBuiltinCapabilitiesDeclared(t *testing.T) {
 		{"slurm", (*slurm.Backend)(nil), sshCaps},
 		{"pbs", (*pbs.Backend)(nil), sshCaps},
 		{"sim", (*simbackend.Site)(nil), simCaps},
+		{"local", (*local.Site)(nil), localCaps},
 		{"sim plugin", (*SimSite)(nil), pushing},
 	} {
 		if got := backends.CapabilitiesOf(c.b); got != c.want {
@@ -38,6 +40,9 @@ func TestBuiltinCapabilitiesDeclared(t *testing.T) {
 	}
 	if got := backends.CapabilitiesOf(slurmBackend{}); got != sshCaps {
 		t.Errorf("slurm as the catalog hands it out: %+v, want %+v", got, sshCaps)
+	}
+	if got := backends.CapabilitiesOf(localBackend{}); got != localCaps {
+		t.Errorf("local as the catalog hands it out: %+v, want %+v", got, localCaps)
 	}
 	if got := backends.CapabilitiesOf(pbsBackend{}); got != sshCaps {
 		t.Errorf("pbs as the catalog hands it out: %+v, want %+v", got, sshCaps)
@@ -75,6 +80,9 @@ func TestIsolatedResolvesAsPredicted(t *testing.T) {
 			defer func() { k.open = open }()
 			c := cfg
 			c.Kind = name
+			if name == "local" {
+				c.SSH = nil // a local site has none
+			}
 			f, err := BuiltinBackend(name)
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +99,7 @@ func TestIsolatedResolvesAsPredicted(t *testing.T) {
 			if g, w := stripLoggers(*got), stripLoggers(*want); !reflect.DeepEqual(g, w) {
 				t.Errorf("served:\n%+v\nResolve said:\n%+v", g, w)
 			}
-			if name != "sim" && (got.SSH == nil || got.SSH.User != "u" || !got.SSH.UseAgent) {
+			if name != "sim" && name != "local" && (got.SSH == nil || got.SSH.User != "u" || !got.SSH.UseAgent) {
 				t.Errorf("ssh not resolved: %+v", got.SSH)
 			}
 		})
@@ -114,6 +122,11 @@ func stripLoggers(r Resolved) Resolved {
 		s := *r.PBS
 		s.Logger = nil
 		r.PBS = &s
+	}
+	if r.Local != nil {
+		s := *r.Local
+		s.Logger = nil
+		r.Local = &s
 	}
 	return r
 }

@@ -163,6 +163,11 @@ func LoadBackend(ctx context.Context, spec BackendSpec) (*Instance, error) {
 		client.Kill()
 		return nil, fmt.Errorf("plugin %s: dispensed %T, want a backend client", name, raw)
 	}
+	if st := spec.Config.Staging; st != nil {
+		// The host's limits, held on this side of the seam: a plugin that
+		// ignores them still writes no more than they allow.
+		c.SetOutputLimits(backendrpc.OutputLimits{MaxFileSize: st.MaxFileSize, MaxJobBytes: st.MaxJobBytes})
+	}
 	ct := spec.ConfigureTimeout
 	if ct <= 0 {
 		ct = 30 * time.Second

@@ -67,7 +67,7 @@ func Check(ctx context.Context, path string, opts CheckOptions) (*Report, error)
 	rep.Bytes = fi.Size()
 	db, err := openVerify(abs, opts.Live)
 	if err != nil {
-		return rep, fmt.Errorf("store: %w", err)
+		return failed(rep, err), fmt.Errorf("store: %w", err)
 	}
 	defer db.Close()
 	rep.Schema, rep.Problems, err = verify(ctx, db, abs, opts.Full)
@@ -78,9 +78,20 @@ func Check(ctx context.Context, path string, opts CheckOptions) (*Report, error)
 	}
 	rep.Took = time.Since(t0)
 	if err != nil {
-		return rep, fmt.Errorf("store: %w", err)
+		return failed(rep, err), fmt.Errorf("store: %w", err)
 	}
 	return rep, nil
+}
+
+// failed makes sure a report of a failed check lists at least one
+// problem: damage that makes SQLite's check fail outright (a damaged
+// schema page, a header SQLite refuses) lists none of its own, and a
+// report without problems reads as a sound file.
+func failed(rep *Report, err error) *Report {
+	if len(rep.Problems) == 0 {
+		rep.Problems = []string{err.Error()}
+	}
+	return rep
 }
 
 // openVerify checks the header of the existing file at path and opens a

@@ -47,7 +47,8 @@ type SiteHealth struct {
 	Link   *Link
 	LinkAt time.Time
 	// Completed and Failed count the jobs that reached that final state
-	// with a component at this site, since the file was created (counted
+	// with a component at this site (Failed: through the site's fault,
+	// bridge.Job.SiteFault), since the file was created (counted
 	// by Put; ended jobs of a version-2 file are counted when it is
 	// migrated). Pruning old jobs does not lower them.
 	Completed, Failed int64
@@ -251,15 +252,20 @@ func unixNS(v sql.NullInt64) time.Time {
 	return time.Unix(0, v.Int64).UTC()
 }
 
-// countOutcome counts a job that reached completed or failed at each of
-// its sites. putRow calls it once per job, on the Put that first stores
-// that final state.
+// countOutcome counts a job that completed, or failed through its site's
+// fault (bridge.Job.SiteFault), at each of its sites: a command that
+// failed or ran out of its walltime says nothing of the site, so it is not
+// counted. putRow calls it once per job, on the Put that first stores that
+// final state.
 func countOutcome(w *wtx, r *row) error {
 	var done, failed int
 	switch bridge.JobState(r.state) {
 	case bridge.Completed:
 		done = 1
 	case bridge.Failed:
+		if !r.siteFault {
+			return nil
+		}
 		failed = 1
 	default:
 		return nil

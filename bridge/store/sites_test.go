@@ -163,24 +163,33 @@ func outcomes(t *testing.T, s store.SiteHealthStore) map[string][2]int64 {
 	return out
 }
 
-// Put counts each job's outcome once at each of its sites.
+// Put counts each job's outcome once at each of its sites; a failure is
+// counted against its sites only when it was theirs (bridge.Job.SiteFault):
+// a command that failed or ran out of its walltime is not.
 func TestOutcomeCounts(t *testing.T) {
 	s := openTemp(t)
+	ctx := context.Background()
 	ended(t, s, "g1", bridge.Completed, "A")
 	ended(t, s, "g2", bridge.Completed, "A", "B")
-	ended(t, s, "g3", bridge.Failed, "B", "C")
+	ended(t, s, "g3", bridge.Failed, "B", "C") // its command failed: not the sites' doing
 	ended(t, s, "g4", bridge.Cancelled, "C")
-	// A job stored for the first time already failed (no earlier Put).
-	if err := s.Put(context.Background(), &bridge.Job{ID: "g5", State: bridge.Failed,
+	ended(t, s, "g7", bridge.Timeout, "C")
+	// A job stored for the first time already failed (no earlier Put),
+	// through its site.
+	if err := s.Put(ctx, &bridge.Job{ID: "g5", State: bridge.Failed, SiteFault: true,
 		Comps: []bridge.Component{{Site: "A", Nodes: 1}, {Site: "A", Nodes: 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][2]int64{"A": {2, 1}, "B": {1, 1}, "C": {0, 1}}
-	if got := outcomes(t, s); len(got) != len(want) || got["A"] != want["A"] || got["B"] != want["B"] || got["C"] != want["C"] {
+	if err := s.Put(ctx, &bridge.Job{ID: "g6", State: bridge.Failed, SiteFault: true,
+		Comps: []bridge.Component{{Site: "B", Nodes: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]int64{"A": {2, 1}, "B": {1, 1}}
+	if got := outcomes(t, s); len(got) != len(want) || got["A"] != want["A"] || got["B"] != want["B"] {
 		t.Fatalf("outcomes %v, want %v", got, want)
 	}
-	// Pruning the history does not lower them.
-	if n, err := s.Prune(context.Background(), time.Now().Add(time.Hour)); err != nil || n != 5 {
+	// Pruning the history (timed-out jobs too) does not lower them.
+	if n, err := s.Prune(ctx, time.Now().Add(time.Hour)); err != nil || n != 7 {
 		t.Fatalf("prune: %d, %v", n, err)
 	}
 	if got := outcomes(t, s); got["A"] != want["A"] {

@@ -385,6 +385,13 @@ func (s *SQLite) try(ops []*op, errs []error) error {
 // written; once the batch holding it has started, write waits for the
 // commit's outcome (the answer must say whether it is durable).
 func (s *SQLite) write(ctx context.Context, apply func(*wtx) error) error {
+	if e := s.health.corrupt.Load(); e != nil {
+		// Damage found at run time (a quick_check, or a damaged page met
+		// by a read or write): what would be written now may be lost with
+		// the file, and the file is refused at the next start. Nothing is
+		// written until the file is restored and the store reopened.
+		return fmt.Errorf("store %s: refusing writes into a damaged database (%s): %w", s.path, liveHint, *e)
+	}
 	o := &op{apply: apply, err: make(chan error, 1)}
 	select {
 	case s.ops <- o:
@@ -406,6 +413,7 @@ type row struct {
 	events                 []bridge.Event
 	resv                   *bridge.Reservation // copy; nil for a job without a window
 	nodes                  int
+	siteFault              bool // bridge.Job.SiteFault
 }
 
 func encode(j *bridge.Job, now time.Time) (*row, error) {
@@ -416,7 +424,7 @@ func encode(j *bridge.Job, now time.Time) (*row, error) {
 		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
 	}
 	r := &row{id: j.ID, state: string(j.State), name: j.Req.Name, sites: j.Sites(),
-		updated: now.UnixNano(), body: body, events: slices.Clone(j.Events), nodes: j.Req.Nodes}
+		updated: now.UnixNano(), body: body, events: slices.Clone(j.Events), nodes: j.Req.Nodes, siteFault: j.SiteFault}
 	if j.Resv != nil {
 		rv := *j.Resv
 		r.resv = &rv
@@ -757,16 +765,16 @@ func (s *SQLite) NextID(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-// Prune deletes the jobs in a final state (completed, failed, cancelled,
-// rejected) whose last Put was before the given time, with their events,
+// Prune deletes the jobs in a final state (completed, failed, timeout,
+// cancelled, rejected) whose last Put was before the given time, with their events,
 // and returns how many it deleted: the history cleanup. Live jobs are never
 // pruned. A paging cursor (Filter.After) naming a pruned job is unknown
 // afterwards.
 func (s *SQLite) Prune(ctx context.Context, before time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, func(w *wtx) error {
-		res, err := w.tx.ExecContext(w.ctx, `DELETE FROM jobs WHERE updated < ? AND state IN (?, ?, ?, ?)`,
-			before.UnixNano(), string(bridge.Completed), string(bridge.Failed), string(bridge.Cancelled), string(bridge.Rejected))
+		res, err := w.tx.ExecContext(w.ctx, `DELETE FROM jobs WHERE updated < ? AND state IN (?, ?, ?, ?, ?)`,
+			before.UnixNano(), string(bridge.Completed), string(bridge.Failed), string(bridge.Timeout), string(bridge.Cancelled), string(bridge.Rejected))
 		if err != nil {
 			return err
 		}

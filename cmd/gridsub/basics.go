@@ -101,6 +101,10 @@ gives the same as an object. "gridsub --version" prints the same line.`,
 // a job file: it names no existing file. A word close to a command gets a
 // did-you-mean; a path-like word is a missing job file.
 func notAJobFile(root *cobra.Command, word string) error {
+	if eq, ok := batchVerbs[word]; ok {
+		// A batch system's command that this gridsub has no front-end for.
+		return fmt.Errorf("%s is a SLURM/PBS command, and this gridsub has no `gridsub %s` front-end; %s", word, word, eq)
+	}
 	if s := suggest(root, word); len(s) > 0 {
 		return fmt.Errorf("unknown command '%s'; did you mean '%s'? (see gridsub --help)", word, strings.Join(s, "' or '"))
 	}
@@ -108,6 +112,24 @@ func notAJobFile(root *cobra.Command, word string) error {
 		return fmt.Errorf("job file %s: no such file", word)
 	}
 	return fmt.Errorf("unknown command '%s', and no job file of that name (see gridsub --help)", word)
+}
+
+// batchVerbs are the SLURM and PBS commands people type out of habit, with
+// what does their work in gridsub. A verb registered as a command (a
+// front-end) never reaches notAJobFile.
+var batchVerbs = map[string]string{
+	"sbatch":   "submit with `gridsub JOB.yaml` (or `gridsub submit JOB.yaml`), --afterok ID for a dependency",
+	"srun":     "run a job and see its output with `gridsub JOB.yaml` (it waits for the end)",
+	"salloc":   "gridsub allocates no interactive nodes; run a job with `gridsub JOB.yaml`",
+	"squeue":   "list the jobs with `gridsub list` (--state, --site, --name)",
+	"sacct":    "list the ended jobs with `gridsub history` (--state, -o json)",
+	"scancel":  "cancel with `gridsub cancel ID...` (or --name, --state, --site)",
+	"scontrol": "show a job with `gridsub status ID`",
+	"sinfo":    "show the sites with `gridsub sites`",
+	"qsub":     "submit with `gridsub JOB.yaml` (or `gridsub submit JOB.yaml`)",
+	"qstat":    "list the jobs with `gridsub list`, one job with `gridsub status ID`",
+	"qdel":     "cancel with `gridsub cancel ID...`",
+	"pbsnodes": "show the sites with `gridsub sites`",
 }
 
 // suggest returns the commands closest to word: those it is a prefix of,
@@ -192,7 +214,10 @@ func usageArgs(c *cobra.Command) {
 		}
 	}
 	c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageErr(fmt.Errorf("%s: %w", cmd.CommandPath(), err))
+		if !cmd.HasParent() {
+			return usageErr(err) // "gridsub: unknown flag", not "gridsub: gridsub: ..."
+		}
+		return usageErr(fmt.Errorf("%s: %w", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), err))
 	})
 	for _, sub := range c.Commands() {
 		usageArgs(sub)

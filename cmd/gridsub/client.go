@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -13,6 +15,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/internal/config"
 )
 
 // errNoDaemon: no daemon answers where this command looks for one.
@@ -31,6 +34,7 @@ type daemonClient struct {
 func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 	var c *daemonClient
 	var stateDir string
+	var cfg *config.Config
 	if u := os.Getenv(envURL); u != "" {
 		tc, err := api.ClientTLS(os.Getenv(envCA))
 		if err != nil {
@@ -38,8 +42,8 @@ func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 		}
 		c = &daemonClient{Client: api.NewClient(u, os.Getenv(envToken), api.HTTPClient(tc, 0)), where: u}
 	} else {
-		cfg, err := loadConfig(g)
-		if err != nil {
+		var err error
+		if cfg, err = loadConfig(g); err != nil {
 			return nil, usageErr(err)
 		}
 		sd, socket, err := daemonPaths(cfg)
@@ -56,6 +60,12 @@ func connect(ctx context.Context, g *globals) (*daemonClient, error) {
 	switch {
 	case err == nil, errors.As(err, &ae): // it answers (perhaps unhealthy: its requests will say why)
 		c.sim = h != nil && h.Simulated
+		if h != nil && cfg != nil && g.configFlag && len(h.SiteNames) > 0 && !slices.Equal(h.SiteNames, cfg.SiteNames()) {
+			// The job was meant for the sites of --config, not the daemon's.
+			return nil, usageErr(fmt.Errorf("the daemon at %s runs the sites %s, but --config %s names %s; "+
+				"nothing was sent to it. Use --embedded to run here with %s, or stop that daemon and start `gridsub --config %s serve &`",
+				c.where, strings.Join(h.SiteNames, ", "), g.config, strings.Join(cfg.SiteNames(), ", "), g.config, g.config))
+		}
 		return c, nil
 	case errors.Is(err, api.ErrNoDaemon):
 		return nil, fmt.Errorf("%w at %s; %s", errNoDaemon, c.where, noDaemonAdvice(stateDir))

@@ -25,8 +25,9 @@ import (
 )
 
 // TestMain points every test at a socket where no daemon runs, so a daemon
-// the developer happens to run does not take the tests' jobs; the tests
-// that want a daemon start their own.
+// the developer happens to run does not take the tests' jobs (the tests
+// that want a daemon start their own), and at the simulated testbed unless
+// GRIDSUB_CONFIG names another configuration.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "simsite" && os.Args[2] == "cmd" {
 		os.Exit(sshsite.CmdMain(os.Args[3:])) // the batch commands of simsite_test.go's sites
@@ -37,6 +38,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv(envStateDir, filepath.Join(d, "state"))
+	// The tests were written for the simulated testbed, gridsub's default
+	// before the local site; the ones about the default unset it.
+	if os.Getenv("GRIDSUB_CONFIG") == "" {
+		os.Setenv("GRIDSUB_CONFIG", "testbed")
+	}
 	os.Setenv(envSocket, filepath.Join(d, "nobody.sock"))
 	os.Unsetenv(envURL)
 	code := m.Run()
@@ -125,7 +131,7 @@ func startServe(t *testing.T, bin, state, sock string, args ...string) *servePro
 	cmd := exec.Command(bin, append([]string{"serve", "--log-format", "json"}, args...)...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
 		return strings.HasPrefix(e, "GRIDSUB_") && !strings.HasPrefix(e, envCPUProfile+"=") && !strings.HasPrefix(e, envMemProfile+"=")
-	}), envStateDir+"="+state, envSocket+"="+sock,
+	}), envStateDir+"="+state, envSocket+"="+sock, "GRIDSUB_CONFIG="+os.Getenv("GRIDSUB_CONFIG"),
 		// The tests' --out-dir are beside the state directory.
 		config.EnvName("broker.output_root")+"="+filepath.Dir(state))
 	p := &serveProc{cmd: cmd, logs: &logBuffer{}, done: make(chan error, 1)}

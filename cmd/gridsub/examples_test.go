@@ -33,8 +33,8 @@ var knownFailingUntilMerge = []string{}
 //
 //	# expect: [with CONFIG] [under serve:] OUTCOME
 //
-// CONFIG is a built-in configuration (default testbed.yaml; local-slurm.yaml
-// needs the SLURM testbed), "under serve" runs the job through a daemon
+// CONFIG is a built-in configuration (default local.yaml, gridsub's own
+// default: real processes here; local-slurm.yaml needs the SLURM testbed), "under serve" runs the job through a daemon
 // (gridsub serve, --wait) instead of the embedded broker. OUTCOME is the
 // final state, then any of: "on A+B" (exactly these sites), "exit N",
 // "attempts N", "deadline-met", "in-window" (ran inside its reservation's
@@ -53,7 +53,7 @@ type expectation struct {
 }
 
 func parseExpect(line string) (expectation, error) {
-	e := expectation{line: line, config: "testbed.yaml"}
+	e := expectation{line: line, config: "local.yaml"}
 	rest := line
 	if head, tail, ok := strings.Cut(line, ":"); ok && (strings.HasPrefix(head, "with ") || strings.HasPrefix(head, "under ")) {
 		words := strings.Fields(head)
@@ -258,7 +258,12 @@ func TestExamplesKeepTheirPromises(t *testing.T) {
 				if e.config == "local-slurm.yaml" {
 					needSlurm(t)
 				}
-				t.Parallel() // each run mostly waits on its simulated or real sites
+				if e.config != "local.yaml" {
+					// Each run mostly waits on its simulated or real sites.
+					// The local site's runs go one at a time: one process
+					// at a time owns its job directories.
+					t.Parallel()
+				}
 				var out, errb bytes.Buffer
 				code := run([]string{"--config", e.config, file, "--output", "json", "--quiet", "--embedded", "--out-dir", t.TempDir()}, &out, &errb)
 				verdict(t, file, e, e.check(code, out.String(), errb.String()))
@@ -276,6 +281,10 @@ func TestExamplesUnderServe(t *testing.T) {
 	for file, exps := range examples(t) {
 		for _, e := range exps {
 			if !e.serve {
+				continue
+			}
+			if e.config != "testbed.yaml" {
+				t.Errorf("%s: %q: the daemon of this test runs the simulated testbed; say \"with testbed.yaml under serve\"", filepath.Base(file), e.line)
 				continue
 			}
 			todo = append(todo, func(t *testing.T) {
@@ -303,7 +312,7 @@ func startInProcessDaemon(t *testing.T) *daemon.Daemon {
 	t.Helper()
 	dir := t.TempDir()
 	state, sock := filepath.Join(dir, "state"), filepath.Join(dir, "gs.sock")
-	cfg, err := config.Load("")
+	cfg, err := config.Load(os.Getenv("GRIDSUB_CONFIG"))
 	if err != nil {
 		t.Fatal(err)
 	}

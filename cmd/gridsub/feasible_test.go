@@ -117,7 +117,7 @@ func TestFeasibleRules(t *testing.T) {
 
 func mustConfig(t *testing.T) *config.Config {
 	t.Helper()
-	cfg, err := config.Load("")
+	cfg, err := config.Load(os.Getenv("GRIDSUB_CONFIG"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func toSweep(s *jobfile.Sweep) *bridge.Sweep {
 func groupCounts(g *bridge.Group) string {
 	ended := 0
 	var parts []string
-	for _, st := range []bridge.JobState{bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected} {
+	for _, st := range []bridge.JobState{bridge.Completed, bridge.Failed, bridge.Timeout, bridge.Cancelled, bridge.Rejected} {
 		if n := g.Counts[st]; n > 0 {
 			ended += n
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))

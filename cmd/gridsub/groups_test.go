@@ -218,7 +218,7 @@ func TestServeArrayAndPipelineAcrossSIGKILL(t *testing.T) {
 		}
 	}
 	write("g999999")
-	if code, _, stderr := cli(dep); code != exitUsage || !strings.Contains(stderr, "AfterOK[0]") || !strings.Contains(stderr, `no job "g999999"`) {
+	if code, _, stderr := cli(dep); code != exitUsage || !strings.Contains(stderr, "afterok[0]: ") || !strings.Contains(stderr, `no job "g999999"`) {
 		t.Errorf("afterok on an unknown id: exit %d\n%s", code, stderr)
 	}
 	write(arr)

@@ -15,6 +15,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"github.com/gridsub/gridsub/bridge/jobfile"
 )
 
 // followEvery is how often a client polls a job it follows.
@@ -31,6 +32,7 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 	if err != nil {
 		return usageErr(err)
 	}
+	f.addDeps(job)
 	req, err := toRequest(job, c.now(ctx), "")
 	if err != nil {
 		return usageErr(err)
@@ -85,6 +87,9 @@ func runRemoteSubmit(ctx context.Context, g *globals, f *submitFlags, c *daemonC
 	final, err := followRemote(ctx, g, f.quiet, c, j.ID, followEvery)
 	if err != nil {
 		return err
+	}
+	if !f.quiet && !g.json() {
+		echoJobOutput(g, final) // the fetched files are on this machine when the daemon is (a unix socket)
 	}
 	return report(g, final, c.sim)
 }
@@ -180,9 +185,9 @@ func (f *listFlags) filter() (bridge.Filter, error) {
 	}
 	flt := bridge.Filter{Site: f.site, Name: f.name, Parent: f.parent}
 	for _, s := range f.states {
-		st, err := bridge.ParseState(s)
+		st, err := parseStateFlag(s)
 		if err != nil {
-			return flt, fmt.Errorf("--state: %w", err)
+			return flt, err
 		}
 		flt.States = append(flt.States, st)
 	}
@@ -208,7 +213,10 @@ func fetch(ctx context.Context, c *daemonClient, flt bridge.Filter, limit int, l
 	return js, nil
 }
 
-func printJobs(g *globals, js []*bridge.Job, ended, sim bool) error {
+// printJobs prints jobs as a table (list: ended false; history: true) or
+// JSON. now is the daemon's clock, for the elapsed time of a running job.
+// Reasons are printed whole: a reason cut short hides what to do.
+func printJobs(g *globals, js []*bridge.Job, ended, sim bool, now time.Time) error {
 	if g.json() {
 		out := make([]jobJSON, len(js))
 		for i, j := range js {
@@ -218,9 +226,9 @@ func printJobs(g *globals, js []*bridge.Job, ended, sim bool) error {
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	if ended {
-		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSITES\tSUBMITTED\tWAIT\tRUN\tREASON")
+		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tNODES\tSITES\tSUBMITTED\tWAIT\tRUN\tTIME_LIMIT\tREASON")
 	} else {
-		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSITES\tSUBMITTED\tATTEMPTS\tREASON")
+		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tNODES\tSITES\tSUBMITTED\tELAPSED\tTIME_LIMIT\tATTEMPTS\tREASON")
 	}
 	for _, j := range js {
 		sites := j.Sites()
@@ -228,6 +236,10 @@ func printJobs(g *globals, js []*bridge.Job, ended, sim bool) error {
 			sites = "-"
 		}
 		sub := stamp(j.Submit, sim)
+		limit := "-"
+		if j.Req.Estimate > 0 {
+			limit = j.Req.Estimate.String()
+		}
 		if ended {
 			wait, run := "-", "-"
 			if !j.Start.IsZero() {
@@ -236,27 +248,52 @@ func printJobs(g *globals, js []*bridge.Job, ended, sim bool) error {
 					run = j.End.Sub(j.Start).Round(time.Second).String()
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, wait, run, oneLine(j.Reason))
-		} else {
-			reason := j.Reason
-			switch {
-			case j.Group != nil && !j.State.Final():
-				reason = j.Group.Kind + ": " + groupCounts(j.Group) // groups.go
-			case j.State == bridge.Held:
-				reason = j.Waiting
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, sites, sub, j.Attempts, oneLine(reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Req.Name, j.State, j.Req.Nodes, sites, sub, wait, run, limit, oneLine(j.Reason))
+			continue
 		}
+		reason := j.Reason
+		switch {
+		case j.Group != nil && !j.State.Final():
+			reason = j.Group.Kind + ": " + groupCounts(j.Group) // groups.go
+		case j.State == bridge.Held:
+			reason = j.Waiting
+		case reason == "" && j.State == bridge.Queued:
+			reason = lastMsg(j)
+		}
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, j.Req.Nodes, sites, sub, elapsed(j, now), limit, j.Attempts, oneLine(reason))
 	}
 	return tw.Flush()
 }
 
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 60 {
-		s = s[:57] + "..."
+// elapsed is how long a job has run: until now while it runs, until its
+// end once ended, "-" before it started.
+func elapsed(j *bridge.Job, now time.Time) string {
+	switch {
+	case j.Start.IsZero():
+		return "-"
+	case !j.End.IsZero():
+		return j.End.Sub(j.Start).Round(time.Second).String()
+	case now.After(j.Start):
+		return now.Sub(j.Start).Round(time.Second).String()
 	}
-	return s
+	return "0s"
+}
+
+// lastMsg is the message of a job's latest event ("" without one): why a
+// queued job waits, when its reason says nothing.
+func lastMsg(j *bridge.Job) string {
+	if n := len(j.Events); n > 0 {
+		return j.Events[n-1].Msg
+	}
+	return ""
+}
+
+// oneLine keeps a reason on its row of the table.
+func oneLine(s string) string {
+	return strings.ReplaceAll(s, "\n", " ")
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -283,11 +320,14 @@ Needs a running daemon (gridsub serve).`,
 			if err != nil {
 				return err
 			}
+			if err := checkSiteFlag(cmd.Context(), c, flt.Site); err != nil {
+				return err
+			}
 			js, err := fetch(cmd.Context(), c, flt, f.limit, false)
 			if err != nil {
 				return clientErr(err)
 			}
-			return printJobs(g, foldGroups(js, f.all || f.parent != ""), false, c.sim)
+			return printJobs(g, foldGroups(js, f.all || f.parent != ""), false, c.sim, c.now(cmd.Context()))
 		},
 	}
 	f.register(c, 0, "at most this many jobs, the first in submission order (0 = all)")
@@ -311,24 +351,27 @@ ago than its --keep-history. Needs a running daemon (gridsub serve).`,
 			if err != nil {
 				return usageErr(err)
 			}
-			final := []bridge.JobState{bridge.Completed, bridge.Failed, bridge.Cancelled, bridge.Rejected}
+			final := []bridge.JobState{bridge.Completed, bridge.Failed, bridge.Timeout, bridge.Cancelled, bridge.Rejected}
 			if len(flt.States) == 0 {
 				flt.States = final
 			}
 			for _, s := range flt.States {
 				if !slices.Contains(final, s) {
-					return usageErr(fmt.Errorf("history lists ended jobs: --state %q is not a final state (completed, failed, cancelled, rejected); use `gridsub list --state %s`", s, s))
+					return usageErr(fmt.Errorf("history lists ended jobs: --state %q is not a final state (completed, failed, timeout, cancelled, rejected); use `gridsub list --state %s`", s, s))
 				}
 			}
 			c, err := mustConnect(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
+			if err := checkSiteFlag(cmd.Context(), c, flt.Site); err != nil {
+				return err
+			}
 			js, err := fetch(cmd.Context(), c, flt, f.limit, true)
 			if err != nil {
 				return clientErr(err)
 			}
-			return printJobs(g, js, true, c.sim)
+			return printJobs(g, js, true, c.sim, c.now(cmd.Context()))
 		},
 	}
 	f.register(c, 20, "the last this many ended jobs (0 = all)")
@@ -403,29 +446,82 @@ Times are the broker's (virtual on simulated sites). Needs a running daemon.`,
 }
 
 func newCancelCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "cancel ID...",
+	var name, site string
+	var states []string
+	c := &cobra.Command{
+		Use:   "cancel [ID...] [--name NAME] [--state STATE] [--site SITE]",
 		Short: "Cancel jobs of the daemon at every site they were sent to",
 		Long: `Cancel withdraws each job: from the queue if it waits, from every site it was
 submitted to if it was dispatched. Cancelling an array, sweep or pipeline
 cancels every element not yet ended and makes no more; a job held for a
 cancelled job with afterok is cancelled with that reason. A job that already
-ended is reported and left as it is (exit status 1).`,
-		Example:           "  gridsub cancel g000042 g000043",
-		Args:              cobra.MinimumNArgs(1),
+ended is reported and left as it is (exit status 1).
+
+Jobs are named by id (or a unique prefix or suffix of one), or chosen as
+scancel chooses them: --name, --state and --site select every unfinished job
+that matches them all (and, with ids, are added to them).`,
+		Example: `  gridsub cancel g000042 g000043
+  gridsub cancel --name sweep-lr         # every unfinished job of that name
+  gridsub cancel --state queued,held     # everything still waiting
+  gridsub cancel --state running --site Beijing`,
 		ValidArgsFunction: jobIDs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			filtered := name != "" || len(states) > 0 || site != ""
+			if len(args) == 0 && !filtered {
+				return usageErr(fmt.Errorf("cancel needs job ids, or --name, --state or --site to choose the jobs"))
+			}
+			flt := bridge.Filter{Name: name, Site: site}
+			for _, s := range states {
+				st, err := parseStateFlag(s)
+				if err != nil {
+					return usageErr(err)
+				}
+				if st.Final() {
+					return usageErr(fmt.Errorf("--state %s: a job that ended cannot be cancelled; choose among held, queued, reserved, submitting, dispatched, running", st))
+				}
+				flt.States = append(flt.States, st)
+			}
 			c, err := mustConnect(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
+			if err := checkSiteFlag(cmd.Context(), c, site); err != nil {
+				return err
+			}
+			ids := slices.Clone(args)
+			if filtered {
+				if len(flt.States) == 0 {
+					for _, st := range bridge.States {
+						if !st.Final() {
+							flt.States = append(flt.States, st)
+						}
+					}
+				}
+				js, err := fetch(cmd.Context(), c, flt, 0, false)
+				if err != nil {
+					return clientErr(err)
+				}
+				for _, j := range foldGroups(js, false) { // a group's parent cancels its elements
+					if !slices.Contains(ids, j.ID) {
+						ids = append(ids, j.ID)
+					}
+				}
+				if len(ids) == 0 {
+					if !g.json() {
+						fmt.Fprintln(g.stderr, "gridsub: no unfinished job matches; nothing cancelled")
+					} else {
+						return writeJSON(g.stdout, []jobJSON{})
+					}
+					return nil
+				}
+			}
 			var out []jobJSON
 			var first error
 			failed := 0
-			for _, id := range args {
+			for _, id := range ids {
 				j, err := c.Cancel(cmd.Context(), id)
 				if err != nil {
-					fmt.Fprintf(g.stderr, "gridsub: cancel %s: %v\n", id, err)
+					fmt.Fprintf(g.stderr, "gridsub: cancel %s: %s\n", id, sentence(err))
 					failed++
 					if first == nil {
 						first = clientErr(err)
@@ -447,9 +543,50 @@ ended is reported and left as it is (exit status 1).`,
 			}
 			var ee *exitError
 			if errors.As(first, &ee) { // each failure is already on stderr
-				return &exitError{ee.code, fmt.Errorf("%d of %d job(s) not cancelled", failed, len(args))}
+				return &exitError{ee.code, fmt.Errorf("%d of %d job(s) not cancelled", failed, len(ids))}
 			}
 			return nil
 		},
 	}
+	c.Flags().StringVar(&name, "name", "", "cancel every unfinished job of this name")
+	c.Flags().StringSliceVar(&states, "state", nil, "cancel every job in these states (comma-separated; held, queued, reserved, submitting, dispatched, running)")
+	c.Flags().StringVar(&site, "site", "", "cancel every unfinished job placed (in part) on this site")
+	return c
+}
+
+// parseStateFlag reads a --state value, with a did-you-mean for a typo.
+func parseStateFlag(s string) (bridge.JobState, error) {
+	st, err := bridge.ParseState(s)
+	if err == nil {
+		return st, nil
+	}
+	names := make([]string, len(bridge.States))
+	for i, v := range bridge.States {
+		names[i] = string(v)
+	}
+	msg := fmt.Sprintf("--state: no state %q", strings.TrimSpace(s))
+	if sg := jobfile.Suggest(strings.TrimSpace(s), names); sg != "" {
+		msg += fmt.Sprintf("; did you mean %q?", sg)
+	}
+	return "", fmt.Errorf("%s (valid: %s)", msg, strings.Join(names, ", "))
+}
+
+// checkSiteFlag refuses a --site the daemon does not have, with a
+// did-you-mean: a filter on a misspelt site would silently match nothing.
+func checkSiteFlag(ctx context.Context, c *daemonClient, site string) error {
+	if site == "" {
+		return nil
+	}
+	sites, err := c.Sites(ctx)
+	if err != nil {
+		return clientErr(err)
+	}
+	if slices.Contains(sites, site) {
+		return nil
+	}
+	msg := fmt.Sprintf("--site: the daemon has no site %q", site)
+	if sg := jobfile.Suggest(site, sites); sg != "" {
+		msg += fmt.Sprintf("; did you mean %q?", sg)
+	}
+	return usageErr(fmt.Errorf("%s (sites: %s)", msg, strings.Join(sites, ", ")))
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/bridge"
 )
 
 // logsEvery is how often `logs -f` asks for more output.
@@ -46,6 +50,12 @@ in the remote job directory and among the fetched outputs
 			stream := backends.StreamStdout
 			if stderr {
 				stream = backends.StreamStderr
+			}
+			if j, err := c.Job(cmd.Context(), args[0]); err == nil && j.Group != nil {
+				if follow {
+					return usageErr(fmt.Errorf("%s is %s %s: follow one of its elements (gridsub logs -f %s)", j.ID, article(j.Group.Kind), j.Group.Kind, j.ID+"_<index>"))
+				}
+				return printGroupLogs(cmd.Context(), g, c, j, stream, part)
 			}
 			return printLogs(cmd.Context(), g, c, args[0], stream, part, follow, logsEvery)
 		},
@@ -102,6 +112,51 @@ func printLogs(ctx context.Context, g *globals, c *daemonClient, id, stream stri
 		case <-time.After(every):
 		}
 	}
+}
+
+// printGroupLogs prints the stream of every element of an array, sweep or
+// pipeline that has one, each after a "==> ELEMENT <==" header (as tail
+// prints several files); the elements not started yet are counted.
+func printGroupLogs(ctx context.Context, g *globals, c *daemonClient, p *bridge.Job, stream string, part int) error {
+	els, err := fetch(ctx, c, bridge.Filter{Parent: p.ID}, 0, false)
+	if err != nil {
+		return clientErr(err)
+	}
+	shown, waiting := 0, 0
+	for _, e := range els {
+		if e.Start.IsZero() && len(e.Comps) == 0 && len(e.Outputs) == 0 {
+			waiting++
+			continue
+		}
+		var buf bytes.Buffer
+		sub := *g
+		sub.stdout, sub.stderr = &buf, io.Discard
+		if err := printLogs(ctx, &sub, c, e.ID, stream, part, false, logsEvery); err != nil || buf.Len() == 0 {
+			continue
+		}
+		if shown > 0 {
+			fmt.Fprintln(g.stdout)
+		}
+		fmt.Fprintf(g.stdout, "==> %s <==\n", e.ID)
+		g.stdout.Write(buf.Bytes())
+		shown++
+	}
+	notMade := 0
+	if p.Group != nil {
+		notMade = max(0, p.Group.Total-len(els))
+	}
+	if shown == 0 || waiting+notMade > 0 {
+		fmt.Fprintf(g.stderr, "gridsub: %s %s: output of %d element(s) shown; %d not started yet, %d not made yet\n", p.Group.Kind, p.ID, shown, waiting, notMade)
+	}
+	return nil
+}
+
+// article is "a" or "an" before a word.
+func article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // interrupted is the error of Ctrl-C while following a daemon's job.

@@ -38,11 +38,14 @@ func usageErr(err error) error { return &exitError{exitUsage, err} }
 
 // globals are the persistent flags.
 type globals struct {
-	config   string
-	output   string
-	logLevel string
-	stdout   io.Writer
-	stderr   io.Writer
+	config string
+	// configFlag: --config was given on the command line (not only
+	// GRIDSUB_CONFIG), so the job is meant for its sites.
+	configFlag bool
+	output     string
+	logLevel   string
+	stdout     io.Writer
+	stderr     io.Writer
 }
 
 func (g *globals) json() bool { return g.output == "json" }
@@ -68,8 +71,11 @@ several sites at once for a co-allocated parallel job), stages the files,
 submits through the site's own batch system (SLURM, PBS), follows the job to
 its end and brings the outputs back.
 
-Without --config it runs on the built-in simulated testbed (paper 000's three
-sites: Beijing 128 nodes, Shanghai 64, Harbin 32), so you can try it anywhere.
+Without --config it runs the job here, on the built-in local site (real
+processes on this machine, one slot per core; walltime enforced, outputs
+fetched), so you can try it anywhere; --config testbed is the built-in
+simulated testbed (paper 000's three sites: Beijing 128 nodes, Shanghai 64,
+Harbin 32).
 
 With a daemon running ("gridsub serve &"), jobs go to it: "gridsub job.yaml"
 returns the grid job id at once (--wait follows the job), and status, list,
@@ -79,8 +85,8 @@ Exit status: 0 the job succeeded; 1 it failed, was rejected or cancelled;
 2 a usage, job-file or configuration error; 3 gridsub could not do its work;
 130 Ctrl-C stopped following a daemon's job (--wait, watch, logs -f), which
 goes on in the daemon.`,
-		Example: `  gridsub examples/hello.yaml                 # run on the simulated testbed
-  gridsub examples/wide.yaml --output json    # machine-readable summary on stdout
+		Example: `  gridsub examples/hello.yaml                 # run it here: prints "hello from gridsub"
+  gridsub --config testbed examples/wide.yaml --output json   # on the simulated testbed; JSON summary
   gridsub validate examples/*.yaml            # check job files
   gridsub --config configs/local-slurm.yaml examples/hello.yaml   # real SLURM sites`,
 		Args:          cobra.ArbitraryArgs,
@@ -105,16 +111,20 @@ goes on in the daemon.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.config, "config", "c", os.Getenv("GRIDSUB_CONFIG"), "site configuration file (env GRIDSUB_CONFIG; default: the built-in simulated testbed)")
+	pf.StringVarP(&g.config, "config", "c", os.Getenv("GRIDSUB_CONFIG"), "site configuration file or built-in name (env GRIDSUB_CONFIG; default: the built-in local site, real processes on this machine; testbed: the simulated testbed)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error (logs go to stderr)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if fl := cmd.Flag("config"); fl != nil {
+			g.configFlag = fl.Changed
+		}
 		if g.output != "table" && g.output != "json" {
 			return usageErr(fmt.Errorf("--output must be table or json, got %q", g.output))
 		}
 		return nil
 	}
 	sub.register(root)
+	root.AddCommand(newHoldCmd(g), newReleaseCmd(g), newRequeueCmd(g)) // control.go
 	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
 		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
 		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g), newSimsiteCmd(g),
@@ -132,6 +142,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot(stdout, stderr)
+	if len(args) > 0 && !isFile(args[0]) {
+		if _, ok := batchVerbs[args[0]]; ok {
+			if c, _, err := root.Find(args[:1]); err != nil || c == root {
+				// A batch verb with its own flags (squeue -u me): point at
+				// gridsub's way before the flags are refused one by one.
+				fmt.Fprintln(stderr, "gridsub:", notAJobFile(root, args[0]))
+				return exitUsage
+			}
+		}
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -140,11 +160,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil && (ee.code != exitJobFailed || errors.Is(ee.err, bridge.ErrInfeasible)) { // a job that can never run has no summary to say why
-			fmt.Fprintln(stderr, "gridsub:", ee.err)
+			fmt.Fprintln(stderr, "gridsub:", sentence(ee.err))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "gridsub:", err)
+	fmt.Fprintln(stderr, "gridsub:", sentence(err))
 	if strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "flag") {
 		return exitUsage
 	}

@@ -34,7 +34,28 @@ Files that could not be fetched are listed with the reason (exit status 1).`,
 			if err != nil {
 				return clientErr(err)
 			}
-			if !j.State.Final() {
+			if j.Group != nil {
+				// An array's, sweep's or pipeline's outputs are its
+				// elements': those that ended so far.
+				els, err := fetch(cmd.Context(), c, bridge.Filter{Parent: j.ID}, 0, false)
+				if err != nil {
+					return clientErr(err)
+				}
+				g2 := *j
+				j = &g2
+				j.Outputs, j.FetchErrors = nil, nil
+				for _, e := range els {
+					j.Outputs = append(j.Outputs, e.Outputs...)
+					for _, fe := range e.FetchErrors {
+						j.FetchErrors = append(j.FetchErrors, e.ID+": "+fe)
+					}
+				}
+				if !j.State.Final() && len(j.Outputs) == 0 {
+					err := fmt.Errorf("%s %s is %s: none of its elements has outputs yet (gridsub status %s)", j.Group.Kind, j.ID, j.State, j.ID)
+					fmt.Fprintln(g.stderr, "gridsub:", err)
+					return &exitError{exitJobFailed, err}
+				}
+			} else if !j.State.Final() {
 				err := fmt.Errorf("job %s is %s: outputs are fetched when it ends (gridsub watch %s)", j.ID, j.State, j.ID)
 				fmt.Fprintln(g.stderr, "gridsub:", err) // run does not print the errors of exit status 1
 				return &exitError{exitJobFailed, err}
@@ -86,9 +107,11 @@ Files that could not be fetched are listed with the reason (exit status 1).`,
 
 func noOutputWhy(j *bridge.Job) string {
 	switch {
+	case j.Group != nil:
+		return " (none of its elements wrote its declared outputs)"
 	case j.Req.OutputDir == "":
 		return " (it was submitted without an output directory)"
-	case j.State != bridge.Completed && j.State != bridge.Failed:
+	case j.State != bridge.Completed && j.State != bridge.Failed && j.State != bridge.Timeout:
 		return " (it " + string(j.State) + " before it ran)"
 	}
 	return " (the job wrote none of its declared outputs)"

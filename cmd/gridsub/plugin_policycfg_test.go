@@ -119,7 +119,7 @@ func TestDaemonTrustThroughPolicyPlugin(t *testing.T) {
 	tb, ts := buildBetatrust(t)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "d.sock")
-	p := startServe(t, bin, filepath.Join(dir, "state"), sock, "--config", policyPluginConfig(t, tb, ts))
+	p := startServe(t, bin, filepath.Join(dir, "state"), sock, "--config", policyPluginConfig(t, tb, ts), "--log-level", "debug") // "trust recomputed" is DEBUG while trust stands still
 	defer p.term(t, sock)
 	t.Setenv(envSocket, sock)
 	list := func() []plugins.Listing {

@@ -314,7 +314,7 @@ func summaryText(j *bridge.Job, sim bool) string {
 	}
 	if len(j.Outputs) > 0 {
 		row("output", strings.Join(j.Outputs, "\n             "))
-	} else if j.Req.OutputDir != "" && j.Group == nil && (j.State == bridge.Completed || j.State == bridge.Failed) {
+	} else if j.Req.OutputDir != "" && j.Group == nil && (j.State == bridge.Completed || j.State == bridge.Failed || j.State == bridge.Timeout) {
 		row("output", "(none fetched) "+j.Req.OutputDir)
 	}
 	return sb.String()

@@ -94,9 +94,9 @@ structured (log/slog) on stderr. SIGTERM or SIGINT stops it gracefully: no new
 connections, requests and the current cycle finished, the store closed, the
 socket removed.
 
-One daemon per state directory: serve holds an exclusive lock on
-<state_dir>/gridsub.lock (with its pid in it) from before it opens anything
-there until it stops; the kernel drops it when the process ends, even by
+One daemon per state directory: serve holds an exclusive lock on the state
+directory itself (its pid in <state_dir>/gridsub.lock; deleting that file
+frees nothing) from before it opens anything there until it stops; the kernel drops it when the process ends, even by
 SIGKILL. A second serve on the same state directory exits with status 2 and
 the first one's pid. The database is checked when serve starts (SQLite's
 quick_check): an empty or damaged file is refused and left untouched — see
@@ -106,7 +106,8 @@ quick_check): an empty or damaged file is refused and left untouched — see
 Simulated sites run inside the daemon on a virtual clock (--time-scale virtual
 seconds per wall second); they do not survive a restart, so jobs that were
 running on them when the daemon stopped are found lost and queued again.`,
-		Example: `  gridsub serve &                          # the simulated testbed, state in ~/.local/state/gridsub
+		Example: `  gridsub serve &                          # the local site, state in ~/.local/state/gridsub
+  gridsub --config testbed serve &         # the simulated testbed
   GRIDSUB_STATE_DIR=/tmp/gs gridsub serve --log-format json
   gridsub --config site.yaml serve --metrics-listen 127.0.0.1:9108
   GRIDSUB_TOKEN=$(cat tok) gridsub serve --listen 127.0.0.1:8470   # also on TCP, with a bearer token
@@ -164,9 +165,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	token := os.Getenv(envToken)
 	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
+		b, err := config.ReadRegular("--token-file", f.tokenFile, config.MaxTokenFile) // never a FIFO or a device
 		if err != nil {
-			return usageErr(fmt.Errorf("--token-file: %w", err))
+			return usageErr(err)
 		}
 		token = strings.TrimSpace(string(b))
 	}

@@ -50,7 +50,10 @@ broker.
 A policy may be a planner plugin: "plugin:/path/to/planner [ARG...]" starts
 that executable for each run (see docs/plugins.md), and
 "plugin:builtin:NAME" runs a built-in planner out of process. A centre can so
-replay its own policy on its own trace before it goes live.
+replay its own policy on its own trace before it goes live. Paper 001's
+policies may name an admission plugin the same way (plugin:builtin:srrm
+beside SRRM_m gives the same numbers), and paper 004's dgjs.tiering a
+tiering plugin.
 
 The kind "paper003" (configs/experiments/paper003-*.yaml) runs paper 003's
 repetitive mapping instead: benefit, Min-min and Sufferage (data-aware or
@@ -77,6 +80,9 @@ TPC, failure rate η), the kind "trust-minmin" (paper002-*.yaml) paper 002's
 Trust-Min-min against Min-min over runs in which trust is learned;
 docs/results/paper001.md and paper002.md discuss them.
 
+The sites are the experiment file's own (its testbed section); --config does
+not apply and is refused.
+
 Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
 		Example: `  gridsub sim configs/experiments/paper000-fig2-small-h-multi-vs-single-quick.yaml --out out/fig2-quick
@@ -91,6 +97,10 @@ failed or was interrupted.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if fl := cmd.Flag("config"); fl != nil && fl.Changed {
+				return usageErr(fmt.Errorf("gridsub sim takes its sites from the experiment file (its testbed section), not from --config %s; "+
+					"leave --config out, or copy the sites into the experiment's testbed", fl.Value))
+			}
 			return runSim(cmd.Context(), g, f, args[0])
 		},
 	}

@@ -116,7 +116,7 @@ func TestSitesFromDaemon(t *testing.T) {
 	if err := st.SetTrust(context.Background(), "Remote", 0.75, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Put(context.Background(), &bridge.Job{ID: "x1", State: bridge.Failed, Comps: []bridge.Component{{Site: "Down", Nodes: 1}}}); err != nil {
+	if err := st.Put(context.Background(), &bridge.Job{ID: "x1", State: bridge.Failed, SiteFault: true, Comps: []bridge.Component{{Site: "Down", Nodes: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

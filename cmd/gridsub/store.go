@@ -138,6 +138,9 @@ func reportCheck(g *globals, rep *store.Report, err error) error {
 			return werr
 		}
 	} else {
+		if err != nil && len(rep.Problems) == 0 {
+			rep.Problems = []string{err.Error()} // never "ok" beside a failure
+		}
 		fmt.Fprintln(g.stdout, reportText(rep))
 		for _, p := range rep.Problems {
 			fmt.Fprintln(g.stdout, "  "+strings.ReplaceAll(p, "\n", "\n  "))

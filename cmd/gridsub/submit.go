@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -30,6 +31,16 @@ type submitFlags struct {
 	embedded  bool     // never hand the job to a daemon
 	dryRun    bool     // explain the placement, submit nothing (explain.go)
 	inject    []string // --inject-failure SITE@DELAY[+REPAIR] (inject.go)
+	// --after, --afterok, --afterany: dependencies added to the job file's
+	// own (job ids, or unique prefixes or suffixes of them).
+	after, afterOK, afterAny []string
+}
+
+// addDeps adds the command line's dependencies to the job's.
+func (f *submitFlags) addDeps(j *jobfile.Job) {
+	j.After = append(j.After, f.after...)
+	j.AfterOK = append(j.AfterOK, f.afterOK...)
+	j.AfterAny = append(j.AfterAny, f.afterAny...)
 }
 
 func (f *submitFlags) register(c *cobra.Command) {
@@ -41,6 +52,9 @@ func (f *submitFlags) register(c *cobra.Command) {
 	fl.BoolVarP(&f.wait, "wait", "w", false, "when a daemon (gridsub serve) takes the job: follow it to its end, as without a daemon")
 	fl.BoolVar(&f.embedded, "embedded", false, "run on an embedded broker even when a daemon is running")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "check the job as a submission would and print where it would be placed now, the alternatives and the sites it cannot use; submit nothing")
+	fl.StringSliceVar(&f.afterOK, "afterok", nil, "hold the job until these jobs completed (ids, or unique prefixes or suffixes of them; comma-separated or repeated); added to the job file's afterok")
+	fl.StringSliceVar(&f.afterAny, "afterany", nil, "hold the job until these jobs ended, however they ended; added to the job file's afterany")
+	fl.StringSliceVar(&f.after, "after", nil, "hold the job until these jobs started; added to the job file's after")
 	fl.StringArrayVar(&f.inject, "inject-failure", nil, "simulated sites only: SITE@DELAY[+REPAIR] makes SITE fail DELAY (virtual time) after the submission, losing its jobs and refusing work until repaired REPAIR later (never when not given); implies --embedded; repeatable")
 }
 
@@ -182,6 +196,7 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 	if err != nil {
 		return usageErr(err)
 	}
+	f.addDeps(job)
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})
 	if err != nil {
 		return &exitError{exitInternal, siteAdvice(err, cfg.Source)}
@@ -221,12 +236,55 @@ func runSubmit(ctx context.Context, g *globals, f *submitFlags, path string) err
 			return err
 		}
 	} else {
+		if !f.quiet {
+			echoJobOutput(g, final)
+		}
 		fmt.Fprint(g.stdout, summaryText(final, env.Simulated()))
 	}
 	if final.State != bridge.Completed {
 		return &exitError{exitJobFailed, fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)}
 	}
 	return nil
+}
+
+// maxEcho bounds what echoJobOutput copies from each stream.
+const maxEcho = 64 << 10
+
+// echoJobOutput copies an ended job's fetched standard output to stdout and
+// its standard error to stderr, as srun would show them, before the
+// summary: at most maxEcho bytes of each, saying where the rest is.
+func echoJobOutput(g *globals, j *bridge.Job) {
+	for _, o := range j.Outputs {
+		var w io.Writer
+		switch filepath.Base(o) {
+		case "gridsub.out":
+			w = g.stdout
+		case "gridsub.err":
+			w = g.stderr
+		default:
+			continue
+		}
+		f, err := os.Open(o)
+		if err != nil {
+			continue
+		}
+		data, _ := io.ReadAll(io.LimitReader(f, maxEcho+1))
+		f.Close()
+		if len(data) == 0 {
+			continue
+		}
+		more := len(data) > maxEcho
+		if more {
+			data = data[:maxEcho]
+		}
+		w.Write(data)
+		if data[len(data)-1] != '\n' {
+			fmt.Fprintln(w)
+		}
+		if more {
+			fmt.Fprintf(w, "[... more in %s]\n", o)
+		}
+	}
 }
 
 // follow runs broker cycles until the job ends. On Ctrl-C it cancels the job

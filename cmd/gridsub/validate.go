@@ -18,7 +18,7 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Use:   "validate job.yaml...",
 		Short: "Check job files without running them",
 		Long: `Validate parses each job file and checks it against the configured sites
-(--config, or the built-in simulated testbed). Every problem is reported with
+(--config, or the built-in local site; --config testbed for the examples). Every problem is reported with
 the file, line and column, the field, and what would be valid. A valid file is
 then checked for feasibility against the configured sites, as submission checks
 it: a job too wide for the sites (or for one site with no_split), asking more

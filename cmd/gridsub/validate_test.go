@@ -27,8 +27,8 @@ func TestEmbeddedSubmitConfinesInputs(t *testing.T) {
 	}
 	out := filepath.Join(d, "out")
 	for _, c := range []struct{ inputs, want string }{
-		{"[{local: /etc/passwd, remote: p}]", "Inputs[0].Local: /etc/passwd is outside the allowed input roots"},
-		{"[link]", "Inputs[0].Local: " + filepath.Join(d, "link") + " (/etc/passwd with symbolic links resolved) is outside the allowed input roots"},
+		{"[{local: /etc/passwd, remote: p}]", "inputs[0].local: /etc/passwd is outside the allowed input roots"},
+		{"[link]", "inputs[0].local: " + filepath.Join(d, "link") + " (/etc/passwd with symbolic links resolved) is outside the allowed input roots"},
 	} {
 		job := filepath.Join(d, "job.yaml")
 		src := "name: steal\ncommand: [cat, p]\nresources: {nodes: 1, walltime: 1m}\ninputs: " + c.inputs + "\n"
@@ -36,7 +36,7 @@ func TestEmbeddedSubmitConfinesInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, stdout, stderr := cli(job, "--embedded", "--out-dir", out, "-q")
-		if code != exitUsage || stdout != "" || !strings.Contains(stderr, "bad request: "+c.want) {
+		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, "gridsub: "+c.want) {
 			t.Errorf("inputs %s: exit %d, stdout %q, stderr %q; want exit %d and %q", c.inputs, code, stdout, stderr, exitUsage, c.want)
 		}
 	}
@@ -67,7 +67,7 @@ func TestDaemonOutputRoot(t *testing.T) {
 	p := startServe(t, bin, state, sock, "--time-scale", "3000") // output root: d
 	elsewhere := t.TempDir()
 	code, stdout, stderr := cli("examples/hello.yaml", "--out-dir", elsewhere)
-	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "OutputDir: "+filepath.Join(elsewhere, bridge.IDPlaceholder)+" is outside the output root ("+d+")") ||
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "the output directory (--out-dir): "+filepath.Join(elsewhere, bridge.IDPlaceholder)+" is outside the output root ("+d+")") ||
 		!strings.Contains(stderr, "--out-dir must lie inside the daemon's output root (broker.output_root)") {
 		t.Errorf("--out-dir outside the root: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}

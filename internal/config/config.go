@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -23,10 +24,11 @@ const (
 	KindSim   = "sim"   // a simulated site on virtual time (simbackend)
 	KindSlurm = "slurm" // a SLURM cluster reached over SSH
 	KindPBS   = "pbs"   // a PBS cluster reached over SSH
+	KindLocal = "local" // real processes on this machine (backends/local)
 )
 
 // Kinds lists the valid site kinds.
-var Kinds = []string{KindSim, KindSlurm, KindPBS}
+var Kinds = []string{KindLocal, KindSim, KindSlurm, KindPBS}
 
 // Config is a whole gridsub configuration: the sites, the network between
 // them, the broker and the simulator.
@@ -305,11 +307,11 @@ func EnvKeys() []string {
 	return sortStrings(keys)
 }
 
-// LoadDefault loads the built-in default configuration (configs/testbed.yaml).
+// LoadDefault loads the built-in default configuration (configs/local.yaml).
 func LoadDefault() (*Config, error) { return Load("") }
 
 // Load reads, expands and validates a configuration. path "" means the
-// built-in configs/testbed.yaml; a path that does not exist but names a
+// built-in configs/local.yaml; a path that does not exist but names a
 // built-in configuration ("local-slurm" or "local-slurm.yaml") loads that.
 // On a validation problem the error is an Errors listing every problem.
 func Load(path string) (*Config, error) {
@@ -437,6 +439,18 @@ func (c *Config) finish(lookup func(string) (string, bool)) error {
 	}
 	if c.Broker.Socket == "" {
 		c.Broker.Socket = filepath.Join(c.Broker.StateDir, "gridsub.sock")
+	}
+	for i := range c.Sites {
+		s := &c.Sites[i]
+		if s.Kind != KindLocal || s.Plugin != nil {
+			continue
+		}
+		if s.RemoteDir == "" {
+			s.RemoteDir = filepath.Join(c.Broker.StateDir, "sites", s.Name)
+		}
+		if s.Nodes == 0 {
+			s.Nodes = runtime.NumCPU() // one slot per core
+		}
 	}
 	if h, ok := lookup("HOME"); ok && h != "" {
 		if c.Broker.OutputRoot == "" {

@@ -162,6 +162,10 @@ func checkConfig(t *testing.T, c *Config) {
 			if s.Nodes < 1 || s.SSH != nil || s.RemoteDir != "" || s.Partition != "" {
 				t.Errorf("sim site %+v", s)
 			}
+		case KindLocal:
+			if s.Plugin == nil && (s.Nodes < 1 || s.SSH != nil || !path.IsAbs(s.RemoteDir) || s.Partition != "") {
+				t.Errorf("local site %+v", s)
+			}
 		case KindSlurm, KindPBS:
 			x := s.SSH
 			if s.Nodes < 0 || x == nil || !path.IsAbs(s.RemoteDir) {

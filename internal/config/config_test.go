@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -107,8 +108,17 @@ func TestLoadPaths(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
 	t.Setenv("XDG_STATE_HOME", "")
 	c, err := LoadDefault()
-	if err != nil || len(c.Sites) != 3 || !strings.Contains(c.Source, "testbed.yaml") {
+	if err != nil || len(c.Sites) != 1 || !strings.Contains(c.Source, "local.yaml") {
 		t.Fatalf("LoadDefault = %+v, %v", c, err)
+	}
+	// The default's one site runs processes here: one slot per core, its
+	// job directories under the state directory.
+	if s := c.Sites[0]; s.Kind != KindLocal || s.Nodes != runtime.NumCPU() || s.CoresPerNode != 1 ||
+		s.RemoteDir != "/home/u/.local/state/gridsub/sites/local" {
+		t.Errorf("default site %+v", s)
+	}
+	if c, err = Load("testbed"); err != nil || len(c.Sites) != 3 {
+		t.Fatalf("Load(testbed) = %+v, %v", c, err)
 	}
 	c, err = Load("sim-pair")
 	if err != nil || c.TotalNodes() != 56 {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -56,4 +57,74 @@ func fileKind(m fs.FileMode) string {
 		return "a block device"
 	}
 	return "not a regular file (" + m.Type().String() + ")"
+}
+
+// Bounds of the files a configuration or a flag names (ReadRegular,
+// checkNamedFile).
+const (
+	MaxKeyFile        = 1 << 20  // ssh.key_file, broker.tls_key: a private key is a few KiB
+	MaxKnownHostsFile = 16 << 20 // ssh.known_hosts
+	MaxCertFile       = 4 << 20  // broker.tls_cert (a chain)
+	MaxTokenFile      = 64 << 10 // --token-file
+)
+
+// openRegular opens path without blocking (a FIFO would wait for a
+// writer) and checks that it is a regular file of at most max bytes; the
+// error names field.
+func openRegular(field, path string, max int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		f.Close()
+		return nil, fmt.Errorf("%s: %s is %s; it must be a regular file", field, path, fileKind(fi.Mode()))
+	case fi.Size() > max:
+		f.Close()
+		return nil, fmt.Errorf("%s: %s is %d bytes; at most %d are read", field, path, fi.Size(), max)
+	}
+	return f, nil
+}
+
+// ReadRegular reads the file that field (a configuration key or a flag)
+// names: a regular file of at most max bytes, never a FIFO (it would hang
+// the reader) or a device (/dev/zero never ends). The error names field.
+func ReadRegular(field, path string, max int64) ([]byte, error) {
+	f, err := openRegular(field, path, max)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: %s grew past %d bytes while being read", field, path, max)
+	}
+	return data, nil
+}
+
+// checkNamedFile is the check of a file the configuration names and
+// another part reads later (the SSH transport reads ssh.key_file): if it
+// exists, it must be a regular file of at most max bytes, so that a FIFO
+// or a device is refused when the configuration loads, with the key,
+// instead of hanging or exhausting the daemon when it connects. A missing
+// file is left to its reader, which says so.
+func checkNamedFile(path string, max int64) string {
+	f, err := openRegular("", path, max)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return ""
+	}
+	if err != nil {
+		return err.Error()[2:] // without the empty field's ": "
+	}
+	f.Close()
+	return ""
 }

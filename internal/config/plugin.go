@@ -71,8 +71,8 @@ func (c *Config) validatePlugin(s *Site, k string) Errors {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 	}
-	if s.Isolate && s.Kind != KindSlurm && s.Kind != KindPBS {
-		bad(k+".isolate", "only a slurm or pbs site's built-in backend runs isolated (a simulated site lives on the broker's clock), got kind %q", s.Kind)
+	if s.Isolate && s.Kind != KindSlurm && s.Kind != KindPBS && s.Kind != KindLocal {
+		bad(k+".isolate", "only a slurm, pbs or local site's built-in backend runs isolated (a simulated site lives on the broker's clock), got kind %q", s.Kind)
 	}
 	p := s.Plugin
 	if p == nil {

@@ -24,14 +24,16 @@ func TestPluginSites(t *testing.T) {
 		t.Errorf("site L plugin: %+v", p)
 	}
 	for _, tc := range []struct{ name, src, key, text string }{
-		{"isolate sim", "sites: [{name: A, kind: sim, nodes: 1, isolate: true}]\n", "sites[0].isolate", "only a slurm or pbs"},
+		{"isolate sim", "sites: [{name: A, kind: sim, nodes: 1, isolate: true}]\n", "sites[0].isolate", "only a slurm, pbs or local"},
 		{"plugin and isolate", "sites: [{name: L, kind: local, isolate: true, plugin: {path: /p, sha256: \"" + sum + "\"}}]\n", "sites[0].isolate", "already runs out of process"},
 		{"no path", "sites: [{name: L, kind: local, plugin: {sha256: \"" + sum + "\"}}]\n", "sites[0].plugin.path", "missing"},
 		{"no sum", "sites: [{name: L, kind: local, plugin: {path: /p}}]\n", "sites[0].plugin.sha256", "64 hex digits"},
 		{"short sum", "sites: [{name: L, kind: local, plugin: {path: /p, sha256: abc}}]\n", "sites[0].plugin.sha256", "sha256sum /p"},
 		{"sim plugin", "sites: [{name: L, kind: sim, nodes: 1, plugin: {path: /p, sha256: \"" + sum + "\"}}]\n", "sites[0].plugin", "simulated site cannot"},
 		{"unknown plugin key", "sites: [{name: L, kind: local, plugin: {path: /p, sha: x}}]\n", "sites[0].plugin.sha", "unknown key"},
-		{"kind without plugin", "sites: [{name: L, kind: local}]\n", "sites[0].kind", "must be one of"},
+		{"kind without plugin", "sites: [{name: L, kind: workstation}]\n", "sites[0].kind", "must be one of"},
+		{"local with ssh", "sites: [{name: L, kind: local, ssh: {host: h}}]\n", "sites[0].ssh", "runs its jobs on this machine"},
+		{"local relative dir", "sites: [{name: L, kind: local, remote_dir: jobs}]\n", "sites[0].remote_dir", "clean absolute path"},
 	} {
 		_, err := Parse("p.yaml", []byte(tc.src), env(map[string]string{"HOME": "/h"}))
 		var e *Error

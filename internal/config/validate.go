@@ -76,6 +76,19 @@ func (c *Config) validate() Errors {
 			if s.RemoteDir != "" || s.Partition != "" {
 				bad(k, "remote_dir and partition are only for slurm and pbs sites")
 			}
+		case s.Kind == KindLocal:
+			if s.Nodes < 0 || s.Nodes > MaxNodes {
+				bad(k+".nodes", "a local site's slots: from 0 (= one per core of this machine) to %d, got %d", MaxNodes, s.Nodes)
+			}
+			if s.SSH != nil {
+				bad(k+".ssh", "a local site runs its jobs on this machine; remove it, or set kind: slurm or pbs")
+			}
+			if s.Partition != "" {
+				bad(k, "partition is only for slurm and pbs sites")
+			}
+			if s.RemoteDir != "" && (!path.IsAbs(s.RemoteDir) || path.Clean(s.RemoteDir) != s.RemoteDir) {
+				bad(k+".remote_dir", "a local site's job directories: a clean absolute path, got %q (leave it out for <state_dir>/sites/<name>)", s.RemoteDir)
+			}
 		case remote:
 			if s.Nodes < 0 || s.Nodes > MaxNodes {
 				bad(k+".nodes", "must be from 0 (= ask the site) to %d, got %d", MaxNodes, s.Nodes)
@@ -192,6 +205,17 @@ func (c *Config) validate() Errors {
 	validatePolicies(b, bad)     // policies.go
 	if (b.TLSCert == "") != (b.TLSKey == "") {
 		bad("broker.tls_cert", "give both broker.tls_cert and broker.tls_key (PEM certificate and private key files), or neither")
+	}
+	for _, f := range []struct {
+		key, path string
+		max       int64
+	}{{"broker.tls_cert", b.TLSCert, MaxCertFile}, {"broker.tls_key", b.TLSKey, MaxKeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if msg := checkNamedFile(f.path, f.max); msg != "" {
+			bad(f.key, "%s", msg)
+		}
 	}
 	if !(c.Sim.TimeScale > 0) || math.IsInf(c.Sim.TimeScale, 0) {
 		bad("sim.time_scale", "must be a number > 0 (virtual seconds per wall second), got %v", c.Sim.TimeScale)
@@ -310,6 +334,17 @@ func (c *Config) validateRemote(s *Site, k string) Errors {
 		if x.ProxyJump != "" && (strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t'\"$;|&<>`\\")) {
 			bad(k+".proxy_jump", "must be jump hosts \"[user@]host[:port],...\" as OpenSSH's ProxyJump, got %q", x.ProxyJump)
 			break
+		}
+	}
+	for _, f := range []struct {
+		key, path string
+		max       int64
+	}{{".key_file", x.KeyFile, MaxKeyFile}, {".known_hosts", x.KnownHosts, MaxKnownHostsFile}, {".cert_file", x.CertFile, MaxKeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if msg := checkNamedFile(f.path, f.max); msg != "" {
+			bad(k+f.key, "%s", msg)
 		}
 	}
 	if x.MaxSessions < 1 || x.MaxSessions > 1024 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/dependable"
 	"github.com/gridsub/gridsub/simbackend/faults"
 )
@@ -94,6 +95,11 @@ type Config struct {
 	// (History 0 leaves it untrained).
 	JobList []Job
 	Outages []faults.Outage
+	// Tiering decides a DGJS job's tier at arrival; nil is the built-in
+	// "dgjs" (dependable.TieringName). Any policy.Tiering may stand here: a
+	// built-in, or one served by a plugin (bridge/plugins/policyrpc), so a
+	// centre replays its own tier rule. Only Tier is called.
+	Tiering policy.Tiering
 }
 
 func (c *Config) defaults() {

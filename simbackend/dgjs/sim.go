@@ -137,9 +137,11 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 	}
 	// The tier rule is the broker's Tiering extension point; the sites it
 	// sees at submission are the resources' names and run-time factors.
-	tiering, err := registry.Tiering(dependable.TieringName)
-	if err != nil {
-		return nil, err
+	tiering := cfg.Tiering
+	if tiering == nil {
+		if tiering, err = registry.Tiering(dependable.TieringName); err != nil {
+			return nil, err
+		}
 	}
 	sites := make([]policy.Site, len(s.res))
 	for i, r := range s.res {
@@ -191,6 +193,9 @@ func run(ctx context.Context, cfg Config, after func(*sim) error) (*Result, erro
 	}
 	if s.left > 0 {
 		return nil, fmt.Errorf("dgjs: %d jobs unresolved when the events ran out", s.left)
+	}
+	if f, ok := tiering.(interface{ Failed() error }); ok && f.Failed() != nil {
+		return nil, fmt.Errorf("tiering %s: %w", tiering.Name(), f.Failed())
 	}
 	s.r.Jobs = len(s.jobs)
 	s.r.SuccessRatio = float64(s.r.Succeeded) / float64(s.r.Jobs)

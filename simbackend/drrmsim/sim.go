@@ -156,6 +156,26 @@ func Run(w *World, mech string, seed uint64, fail *Failure) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return runBook(w, m, fail)
+}
+
+// RunAdmission is Run with any admission policy: a built-in other than the
+// paper's three, or one served by a plugin (policyrpc), which is how a
+// centre replays its own admission rule. The book is opened with
+// adm.NewBook(w.Res, seed); everything else is Run's.
+func RunAdmission(w *World, adm policy.Admission, seed uint64, fail *Failure) (Result, error) {
+	m := adm.NewBook(w.Res, seed)
+	if c, ok := m.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	r, err := runBook(w, m, fail)
+	if f, ok := m.(interface{ Failed() error }); ok && err == nil && f.Failed() != nil {
+		return Result{}, fmt.Errorf("admission %s: %w", adm.Name(), f.Failed())
+	}
+	return r, err
+}
+
+func runBook(w *World, m policy.ReservationBook, fail *Failure) (Result, error) {
 	booked, _ := m.(policy.BookedStart)
 	var (
 		o        Result

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/simbackend/dgjs"
 	"github.com/gridsub/gridsub/simbackend/faults"
 )
@@ -44,6 +46,12 @@ type DGJSSpec struct {
 	Lambda float64 `yaml:"lambda" json:"lambda,omitempty"`
 	// MaxAttempts bounds a job's placement rounds (default 5).
 	MaxAttempts int `yaml:"max_attempts" json:"max_attempts,omitempty"`
+	// Tiering is the tier rule DGJS's jobs get at arrival: "" (the
+	// built-in dgjs), a built-in tiering policy's name, or a plugin
+	// reference (plugin:/path/to/exe ARGS, plugin:builtin:NAME), started
+	// for each point and stopped at its end: how a centre replays its own
+	// tier rule. The other policies do not tier.
+	Tiering string `yaml:"tiering" json:"tiering,omitempty"`
 	// History is the failure log the predictor learns first (default 48h);
 	// Threshold its merge distance (default 5m).
 	History   string `yaml:"history" json:"history,omitempty"`
@@ -217,6 +225,9 @@ func (p *parser) validateDGJS(e *Experiment) {
 	if d.Seeds < 1 || d.Seeds > 1000 {
 		p.at("dgjs.seeds", ErrValue, "%d: want from 1 to 1000 seeds per point", d.Seeds)
 	}
+	if err := checkPolicyRef(plugins.KindTiering, d.Tiering); err != nil {
+		p.at("dgjs.tiering", ErrValue, "%v", err)
+	}
 	for i, pol := range e.Policies {
 		if !slices.Contains(dgjs.PolicyNames(), pol) {
 			p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%q: kind dgjs runs %s", pol, strings.Join(dgjs.PolicyNames(), ", "))
@@ -304,6 +315,15 @@ func prepareDGJS(e *Experiment) (execFunc, error) {
 		if err != nil {
 			return nil, err
 		}
+		var tiering policy.Tiering
+		if d.Tiering != "" {
+			impl, stop, err := openPolicy(ctx, plugins.KindTiering, d.Tiering)
+			if err != nil {
+				return nil, err
+			}
+			defer stop()
+			tiering = impl.(policy.Tiering)
+		}
 		out := map[string]float64{"seeds": float64(d.Seeds)}
 		var sr, mc []float64
 		var sum [16]float64
@@ -312,7 +332,7 @@ func prepareDGJS(e *Experiment) (execFunc, error) {
 				Policy: pol, Conditional: cond, Failure: m, Jobs: p.Jobs, Seed: d.Seed + uint64(k), Speeds: speeds,
 				ArrivalPerMin: p.Arrival, RunMin: lo, RunMax: hi, Lambda: d.Lambda,
 				Tight: [2]float64{d.Tight[0], d.Tight[1]}, Loose: [2]float64{d.Loose[0], d.Loose[1]},
-				MaxAttempts: d.MaxAttempts, History: hist, Threshold: thr,
+				MaxAttempts: d.MaxAttempts, History: hist, Threshold: thr, Tiering: tiering,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: %w", d.Seed+uint64(k), err)

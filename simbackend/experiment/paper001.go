@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gridsub/gridsub/bridge/plugins"
+	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 	"github.com/gridsub/gridsub/simbackend/drrmsim"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
@@ -229,8 +231,14 @@ func (p *parser) validateDRRM(e *Experiment) {
 		p.at("policies", ErrValue, "empty: list mechanisms: %s", strings.Join(drrmsim.Mechanisms(), ", "))
 	}
 	for i, pol := range e.Policies {
-		if !slices.Contains(drrmsim.Mechanisms(), pol) {
-			p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%q: kind drrm runs %s", pol, strings.Join(drrmsim.Mechanisms(), ", "))
+		_, isRef, _ := plannerrpc.ParseRef(pol)
+		if isRef {
+			if err := checkPolicyRef(plugins.KindAdmission, pol); err != nil {
+				p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%v", err)
+			}
+		}
+		if !isRef && !slices.Contains(drrmsim.Mechanisms(), pol) {
+			p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%q: kind drrm runs %s, or an admission plugin (%sbuiltin:NAME, %s/path/to/exe)", pol, strings.Join(drrmsim.Mechanisms(), ", "), PluginPrefix, PluginPrefix)
 		} else if slices.Index(e.Policies, pol) != i {
 			p.at(fmt.Sprintf("policies[%d]", i), ErrValue, "%q listed twice", pol)
 		}
@@ -335,7 +343,7 @@ func prepareDRRM(e *Experiment) (execFunc, error) {
 		return base.WithFlexibility(k.flex), nil
 	}
 	var commons memo[drrmKey, map[string]bool]
-	common := func(k drrmKey) (map[string]bool, error) {
+	common := func(ctx context.Context, k drrmKey) (map[string]bool, error) {
 		k.flex = *d.SelectFlexibility
 		return commons.get(k, func() (map[string]bool, error) {
 			w, err := world(k)
@@ -344,7 +352,12 @@ func prepareDRRM(e *Experiment) (execFunc, error) {
 			}
 			var rs []drrmsim.Result
 			for _, pol := range e.Policies {
-				r, err := drrmsim.Run(w, pol, k.seed, nil)
+				run, stop, err := openMechanism(ctx, pol)
+				if err != nil {
+					return nil, err
+				}
+				r, err := run(w, k.seed, nil)
+				stop()
 				if err != nil {
 					return nil, err
 				}
@@ -357,6 +370,11 @@ func prepareDRRM(e *Experiment) (execFunc, error) {
 		out := map[string]float64{"seeds": float64(d.Seeds)}
 		var vals [4][]float64
 		var sums [5]float64
+		run, stop, err := openMechanism(ctx, p.Policy)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
 		for k := range d.Seeds {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -368,7 +386,7 @@ func prepareDRRM(e *Experiment) (execFunc, error) {
 				return nil, err
 			}
 			if d.Common {
-				keep, err := common(key)
+				keep, err := common(ctx, key)
 				if err != nil {
 					return nil, err
 				}
@@ -379,7 +397,7 @@ func prepareDRRM(e *Experiment) (execFunc, error) {
 				f := drrmsim.DrawFailure(w, p.Sigma, seed)
 				fail = &f
 			}
-			r, err := drrmsim.Run(w, p.Policy, seed, fail)
+			r, err := run(w, seed, fail)
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: %w", seed, err)
 			}

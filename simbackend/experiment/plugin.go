@@ -6,10 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/gridsub/gridsub/bridge/plugins"
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
+	"github.com/gridsub/gridsub/bridge/plugins/policyrpc"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
+	"github.com/gridsub/gridsub/simbackend/drrmsim"
 )
 
 // A policy whose name starts with PluginPrefix is a planner plugin
@@ -89,6 +93,28 @@ func openPlanner(ctx context.Context, name string) (pl policy.Planner, close fun
 // that one that cannot start is one clear error naming it, not a failure
 // halfway through the sweep.
 func checkPlugins(ctx context.Context, e *Experiment) error {
+	check := func(field, kind, name string) error {
+		if _, isRef, _ := plannerrpc.ParseRef(name); !isRef {
+			return nil
+		}
+		_, stop, err := openPolicy(ctx, kind, name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+		stop()
+		return nil
+	}
+	switch e.Kind {
+	case KindDRRM:
+		for i, name := range e.Policies {
+			if err := check(fmt.Sprintf("policies[%d]", i), plugins.KindAdmission, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	case KindDGJS:
+		return check("dgjs.tiering", plugins.KindTiering, e.DGJS.Tiering)
+	}
 	for i, name := range e.Policies {
 		if _, ok, _ := parsePluginPolicy(name); !ok {
 			continue
@@ -100,4 +126,65 @@ func checkPlugins(ctx context.Context, e *Experiment) error {
 		close()
 	}
 	return nil
+}
+
+// checkPolicyRef checks a policy name of kind (a built-in's name or a
+// plugin reference) without starting anything; "" is the kind's default.
+func checkPolicyRef(kind, name string) error {
+	if name == "" {
+		return nil
+	}
+	r, isRef, err := plannerrpc.ParseRef(name)
+	if err != nil {
+		return err
+	}
+	if !isRef {
+		r.Builtin = name
+	}
+	if r.Builtin != "" {
+		if _, err := policyrpc.Builtin(kind, r.Builtin); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openPolicy gives the policy of kind a name gives (policyrpc.Open): a
+// built-in in process, or a started plugin, with no fallback — a run's
+// results are the plugin's or an error. stop stops the plugin.
+func openPolicy(ctx context.Context, kind, name string) (impl any, stop func(), err error) {
+	exe, err := selfExecutable()
+	if err != nil {
+		exe = ""
+	}
+	impl, closer, err := policyrpc.Open(ctx, kind, name, policyrpc.Config{Gridsub: exe, CallTimeout: 5 * time.Minute})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s policy %q: %w", kind, name, err)
+	}
+	if closer == nil {
+		return impl, func() {}, nil
+	}
+	return impl, func() { closer.Close() }, nil
+}
+
+// mechanismRun is one paper-001 mechanism ready to run.
+type mechanismRun func(w *drrmsim.World, seed uint64, fail *drrmsim.Failure) (drrmsim.Result, error)
+
+// openMechanism readies a paper-001 mechanism: one of the paper's three by
+// its name, or an admission plugin by its reference (started now; stop
+// stops it).
+func openMechanism(ctx context.Context, name string) (run mechanismRun, stop func(), err error) {
+	if _, isRef, _ := plannerrpc.ParseRef(name); !isRef {
+		return func(w *drrmsim.World, seed uint64, fail *drrmsim.Failure) (drrmsim.Result, error) {
+			return drrmsim.Run(w, name, seed, fail)
+		}, func() {}, nil
+	}
+	impl, stop, err := openPolicy(ctx, plugins.KindAdmission, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	adm := impl.(policy.Admission)
+	return func(w *drrmsim.World, seed uint64, fail *drrmsim.Failure) (drrmsim.Result, error) {
+		return drrmsim.RunAdmission(w, adm, seed, fail)
+	}, stop, nil
 }

@@ -63,7 +63,7 @@ type Result struct {
 	Summary    simbackend.Summary
 	Cycles     int
 	Unfinished int // jobs neither ended nor rejected when nothing was left to happen
-	Failed     int // jobs that ended failed (e.g. killed at walltime)
+	Failed     int // jobs that ended failed or timed out (killed at walltime)
 }
 
 // FromShaped converts a shaped SWF workload: submit times relative to the
@@ -168,8 +168,8 @@ func viaBroker(ctx context.Context, s Setup, epoch time.Time, jobs []Job, progre
 		switch j.State {
 		case bridge.Rejected:
 			r.Rejected = true
-		case bridge.Completed, bridge.Failed:
-			if j.State == bridge.Failed {
+		case bridge.Completed, bridge.Failed, bridge.Timeout:
+			if j.State != bridge.Completed {
 				res.Failed++
 			}
 			for _, c := range j.Comps {

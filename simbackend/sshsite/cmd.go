@@ -226,6 +226,9 @@ func (s *Site) run(req request) reply {
 	} else {
 		o.errf(127, "%s: command not found", name)
 	}
+	if o.stdout.over || o.stderr.over {
+		return tooLong(name)
+	}
 	return reply{Stdout: o.stdout.Bytes(), Stderr: o.stderr.Bytes(), Code: code}
 }
 

@@ -1,7 +1,6 @@
 package sshsite
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -279,7 +278,7 @@ func orDefault(s, d string) string {
 }
 
 // dsvLine prints a job as qstat -f -F dsv does.
-func dsvLine(b *bytes.Buffer, id string, attrs []kv) {
+func dsvLine(b *limBuf, id string, attrs []kv) {
 	b.WriteString("Job Id: " + id)
 	for _, a := range attrs {
 		b.WriteString("|" + a.k + "=" + a.v)

@@ -65,7 +65,15 @@ type Config struct {
 	MinJobAge time.Duration
 	// MaxFileSize bounds one file written over SFTP (default 1 GiB).
 	MaxFileSize int64
-	Logger      *slog.Logger
+	// MaxConns bounds the SSH connections served at once (default 512);
+	// at most a quarter of them (at least 4) may be still in their
+	// handshake. A connection over either bound is closed at once.
+	MaxConns int
+	// HandshakeTimeout bounds a connection's SSH handshake and
+	// authentication (default 20 s); a client that has not logged in by
+	// then is disconnected.
+	HandshakeTimeout time.Duration
+	Logger           *slog.Logger
 }
 
 // Stats counts what clients asked of the site.
@@ -80,24 +88,26 @@ type Stats struct {
 
 type counters struct {
 	conns, sessions, commands, sftp, started atomic.Int64
+	refused                                  atomic.Int64 // connections closed over MaxConns or the handshakes' share
 }
 
 // Site is a running SSH-served simulated site.
 type Site struct {
-	cfg   Config
-	home  string
-	bin   string
-	sock  string
-	root  *os.Root
-	eng   *simbackend.Engine
-	sim   *simbackend.Site
-	sshd  *sshd
-	cmdLn net.Listener
-	hkey  ssh.PublicKey
-	log   *slog.Logger
-	stats counters
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
+	cfg    Config
+	home   string
+	bin    string
+	sock   string
+	root   *os.Root
+	eng    *simbackend.Engine
+	sim    *simbackend.Site
+	sshd   *sshd
+	cmdLn  net.Listener
+	sockFI os.FileInfo // the command socket this site made (Close removes only it)
+	hkey   ssh.PublicKey
+	log    *slog.Logger
+	stats  counters
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
 
 	evMu  sync.Mutex
 	evs   []backends.JobStatus
@@ -155,6 +165,12 @@ func Start(ctx context.Context, cfg Config) (*Site, error) {
 	if cfg.MinJobAge <= 0 {
 		cfg.MinJobAge = 300 * time.Second
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 512
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 20 * time.Second
+	}
 	if cfg.MaxFileSize <= 0 {
 		cfg.MaxFileSize = 1 << 30
 	}
@@ -187,15 +203,9 @@ func Start(ctx context.Context, cfg Config) (*Site, error) {
 	if s.root, err = os.OpenRoot(s.home); err != nil {
 		return nil, fmt.Errorf("sshsite %s: %w", cfg.Name, err)
 	}
-	os.Remove(s.sock)
-	if s.cmdLn, err = net.Listen("unix", s.sock); err != nil {
+	if s.cmdLn, s.sockFI, err = listenOwn(s.sock); err != nil {
 		s.root.Close()
 		return nil, fmt.Errorf("sshsite %s: command socket: %w", cfg.Name, err)
-	}
-	if err := os.Chmod(s.sock, 0o600); err != nil {
-		s.cmdLn.Close()
-		s.root.Close()
-		return nil, fmt.Errorf("sshsite %s: %w", cfg.Name, err)
 	}
 	scfg, hkey, err := newServerConfig(cfg.User, cfg.AuthorizedKeys)
 	if err != nil {
@@ -294,7 +304,9 @@ func (s *Site) Close() error {
 	s.cmdLn.Close()
 	s.stop()
 	s.wg.Wait()
-	os.Remove(s.sock)
+	if fi, err := os.Lstat(s.sock); err == nil && os.SameFile(fi, s.sockFI) {
+		os.Remove(s.sock) // ours: never the socket of a site started since in the same Dir
+	}
 	return s.root.Close()
 }
 

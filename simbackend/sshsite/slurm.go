@@ -17,7 +17,7 @@ import (
 )
 
 // out collects a command's output.
-type out struct{ stdout, stderr bytes.Buffer }
+type out struct{ stdout, stderr limBuf } // each at most maxOutput bytes
 
 func (o *out) errf(code int, format string, a ...any) int {
 	fmt.Fprintf(&o.stderr, format, a...)
@@ -354,9 +354,9 @@ func parseO(spec string) ([]oField, []int, bool) {
 		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
 			i++
 		}
-		w, _ := strconv.Atoi(rest[:i])
-		if name == "" {
-			return nil, nil, false
+		w, err := strconv.Atoi(rest[:i])
+		if name == "" || (i > 0 && (err != nil || w > maxFieldWidth)) {
+			return nil, nil, false // a width over maxFieldWidth is refused, not padded to
 		}
 		fs = append(fs, oField{name, rest[i:]})
 		ws = append(ws, w)

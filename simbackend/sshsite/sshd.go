@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -61,25 +62,47 @@ type sshd struct {
 	ln   net.Listener
 	wg   sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	done  bool
+	mu        sync.Mutex
+	conns     map[net.Conn]bool
+	handshake int // connections still in their handshake
+	done      bool
 }
 
+// serve accepts connections until the listener is closed. An error of
+// Accept (out of file descriptors, a connection aborted before it was
+// accepted) is waited out, never the end of the server; a connection over
+// Config.MaxConns, or over the handshakes' share of it, is closed at once.
 func (d *sshd) serve() {
 	defer d.wg.Done()
+	maxConns := d.site.cfg.MaxConns
+	maxHandshakes := max(4, maxConns/4)
+	wait := 5 * time.Millisecond
 	for {
 		c, err := d.ln.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			d.site.log.Warn("sshd: accept failed; retrying", "err", err, "in", wait)
+			time.Sleep(wait)
+			wait = min(2*wait, time.Second)
+			continue
 		}
+		wait = 5 * time.Millisecond
 		d.mu.Lock()
 		if d.done {
 			d.mu.Unlock()
 			c.Close()
 			return
 		}
+		if len(d.conns) >= maxConns || d.handshake >= maxHandshakes {
+			d.mu.Unlock()
+			d.site.stats.refused.Add(1)
+			c.Close()
+			continue
+		}
 		d.conns[c] = true
+		d.handshake++
 		d.mu.Unlock()
 		d.wg.Add(1)
 		go d.conn(c)
@@ -99,18 +122,35 @@ func (d *sshd) close() {
 
 func (d *sshd) conn(c net.Conn) {
 	defer d.wg.Done()
+	shaking := true
 	defer func() {
 		d.mu.Lock()
 		delete(d.conns, c)
+		if shaking {
+			d.handshake--
+		}
 		d.mu.Unlock()
 		c.Close()
 	}()
+	// The handshake and authentication must be over within
+	// HandshakeTimeout: a client that connects and says nothing holds a
+	// descriptor for that long at most.
+	c.SetDeadline(time.Now().Add(d.site.cfg.HandshakeTimeout))
 	sc, chans, reqs, err := ssh.NewServerConn(c, d.cfg)
+	d.mu.Lock()
+	d.handshake--
+	shaking = false
+	d.mu.Unlock()
 	if err != nil {
 		return
 	}
+	c.SetDeadline(time.Time{})
 	d.site.stats.conns.Add(1)
 	go ssh.DiscardRequests(reqs)
+	// gone is closed when the client is: the commands of its sessions are
+	// killed then, not left running for nobody.
+	gone := make(chan struct{})
+	go func() { sc.Wait(); close(gone) }()
 	var wg sync.WaitGroup
 	for nc := range chans {
 		if nc.ChannelType() != "session" {
@@ -125,7 +165,7 @@ func (d *sshd) conn(c net.Conn) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.session(ch, creqs)
+			d.session(ch, creqs, gone)
 		}()
 	}
 	sc.Close()
@@ -135,7 +175,7 @@ func (d *sshd) conn(c net.Conn) {
 // session serves one channel: one "exec" (run by /bin/sh in the home with
 // the site's PATH) or the "sftp" subsystem; "env" is ignored, shells and
 // terminals are refused.
-func (d *sshd) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (d *sshd) session(ch ssh.Channel, reqs <-chan *ssh.Request, gone <-chan struct{}) {
 	defer ch.Close()
 	for req := range reqs {
 		switch req.Type {
@@ -146,7 +186,7 @@ func (d *sshd) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 				return
 			}
 			go ssh.DiscardRequests(reqs)
-			code := d.exec(ch, cmd)
+			code := d.exec(ch, cmd, gone)
 			ch.SendRequest("exit-status", false, binary.BigEndian.AppendUint32(nil, uint32(code)))
 			return
 		case "subsystem":
@@ -183,7 +223,7 @@ func sshString(p []byte) (string, bool) {
 // exec runs one command line as a login node would: /bin/sh -c line in
 // the home, with the site's environment, its own process group (killed
 // when the client goes away), stdin bounded.
-func (d *sshd) exec(ch ssh.Channel, line string) int {
+func (d *sshd) exec(ch ssh.Channel, line string, gone <-chan struct{}) int {
 	d.site.stats.commands.Add(1)
 	if req, ok := d.site.direct(line); ok {
 		// The command reads the channel only if it needs its stdin
@@ -217,6 +257,15 @@ func (d *sshd) exec(ch ssh.Channel, line string) int {
 	go func() {
 		io.Copy(in, io.LimitReader(ch, maxStdin))
 		in.Close()
+	}()
+	ended := make(chan struct{})
+	defer close(ended)
+	go func() {
+		select {
+		case <-gone: // the client went away: its command goes with it
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-ended:
+		}
 	}()
 	err = cmd.Wait()
 	var ee *exec.ExitError

@@ -48,9 +48,10 @@ func NewClientKey(file string) (*ClientKey, error) {
 	return &ClientKey{File: file, Public: sp}, nil
 }
 
-// ReadAuthorizedKeys reads an authorized_keys (or .pub) file.
+// ReadAuthorizedKeys reads an authorized_keys (or .pub) file: a regular
+// file of at most 1 MiB (a FIFO or a device is refused, never read).
 func ReadAuthorizedKeys(file string) ([]ssh.PublicKey, error) {
-	b, err := os.ReadFile(file)
+	b, err := readRegular(file, maxAuthorizedKeys)
 	if err != nil {
 		return nil, err
 	}

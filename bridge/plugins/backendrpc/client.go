@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/transport"
 	pb "github.com/gridsub/gridsub/bridge/plugins/proto/v1"
 	"github.com/gridsub/gridsub/bridge/plugins/wire"
 )
@@ -39,6 +40,44 @@ type Client struct {
 		spb float64
 		lat time.Duration
 	}
+	limits OutputLimits
+}
+
+// OutputLimits bound what FetchOutputs writes on the host, whatever the
+// plugin sends: the bytes of one file, of one job's outputs, and their
+// number. Zero fields take the defaults (those of a built-in SSH site:
+// transport.DefaultMaxFileSize, 50 GiB a job, DefaultMaxOutputFiles).
+type OutputLimits struct {
+	MaxFileSize int64 // bytes per file (the configuration's max_file_size)
+	MaxJobBytes int64 // bytes per job (max_job_bytes)
+	MaxFiles    int   // files per job
+}
+
+// Defaults of OutputLimits.
+const (
+	DefaultMaxJobBytes    int64 = 50 << 30 // sshbatch.DefaultMaxJobBytes
+	DefaultMaxOutputFiles       = 10000
+)
+
+func (l OutputLimits) withDefaults() OutputLimits {
+	if l.MaxFileSize <= 0 {
+		l.MaxFileSize = transport.DefaultMaxFileSize
+	}
+	if l.MaxJobBytes <= 0 {
+		l.MaxJobBytes = DefaultMaxJobBytes
+	}
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = DefaultMaxOutputFiles
+	}
+	return l
+}
+
+// SetOutputLimits sets the bounds FetchOutputs holds the plugin to (the
+// host's own staging configuration: the plugin's word is not taken).
+func (c *Client) SetOutputLimits(l OutputLimits) {
+	c.mu.Lock()
+	c.limits = l
+	c.mu.Unlock()
 }
 
 // NewClient returns a client over conn's service. done is the plugin's
@@ -227,12 +266,22 @@ func (c *Client) FetchOutputs(ctx context.Context, id backends.JobID, spec *back
 		return nil, fmt.Errorf("plugin %s: FetchOutputs: %w", c.label(), err)
 	}
 	defer root.Close()
+	c.mu.Lock()
+	lim := c.limits.withDefaults()
+	c.mu.Unlock()
 	var (
-		got  []string
-		cur  *os.File
-		rel  string
-		mode fs.FileMode
+		got   []string
+		cur   *os.File
+		rel   string
+		mode  fs.FileMode
+		files int
+		fileN int64 // bytes of the current file
+		jobN  int64 // bytes of every file so far
 	)
+	over := func(what string, limit int64) error {
+		return fmt.Errorf("plugin %s: FetchOutputs: %w: %s is over the limit of %d bytes the host allows (staging.%s); the fetch was stopped there",
+			c.label(), transport.ErrTooLarge, rel, limit, what)
+	}
 	finish := func() error {
 		if cur == nil {
 			return nil
@@ -284,10 +333,14 @@ func (c *Client) FetchOutputs(ctx context.Context, id backends.JobID, spec *back
 			if err != nil {
 				return got, fmt.Errorf("plugin %s: FetchOutputs: %w", c.label(), err)
 			}
+			if files++; files > lim.MaxFiles {
+				return got, fmt.Errorf("plugin %s: FetchOutputs: %w: more than %d output files; the fetch was stopped there", c.label(), transport.ErrTooLarge, lim.MaxFiles)
+			}
 			rel, mode = r, fs.FileMode(ch.Mode).Perm()
 			if mode == 0 {
 				mode = 0o644
 			}
+			fileN = 0
 			if d := filepath.Dir(rel); d != "." {
 				if err := root.MkdirAll(d, 0o755); err != nil {
 					return got, fmt.Errorf("plugin %s: FetchOutputs: %w", c.label(), err)
@@ -301,6 +354,18 @@ func (c *Client) FetchOutputs(ctx context.Context, id backends.JobID, spec *back
 		} else if cur == nil || ch.Path != filepath.ToSlash(rel) {
 			abort()
 			return got, fmt.Errorf("plugin %s: FetchOutputs: %w: a chunk of %q out of order", c.label(), wire.ErrTransport, ch.Path)
+		}
+		fileN += int64(len(ch.Data))
+		jobN += int64(len(ch.Data))
+		switch {
+		case fileN > lim.MaxFileSize:
+			err := over("max_file_size", lim.MaxFileSize)
+			abort()
+			return got, err
+		case jobN > lim.MaxJobBytes:
+			err := over("max_job_bytes (this job's outputs, with the files before it)", lim.MaxJobBytes)
+			abort()
+			return got, err
 		}
 		if _, err := cur.Write(ch.Data); err != nil {
 			abort()

@@ -62,7 +62,7 @@ func (c *AdmissionClient) NewBook(res []policy.ResvResource, seed uint64) policy
 		err = c.bad("NewBook", errors.New("book id 0"))
 	}
 	c.note(err)
-	return &Book{c: c, id: rep.GetBook(), broken: err}
+	return &Book{c: c, id: rep.GetBook(), broken: err, booked: map[string]time.Time{}}
 }
 
 // Book is a ReservationBook kept by an admission plugin. Its methods
@@ -70,14 +70,36 @@ func (c *AdmissionClient) NewBook(res []policy.ResvResource, seed uint64) policy
 // Unresolvable with the failure as its reason; Remove, AddResource: no
 // change; Reservations, SetCapacity, FailResource: nil) and keep the
 // failure for Err. Not safe for concurrent use (as every book).
+//
+// Book answers policy.BookedStart from what the plugin's replies carried,
+// without a call of its own: the start Admit's reply booked (when the
+// plugin's book has the capability), then the start of a successful Bind;
+// a reservation removed or dropped is forgotten. For a plugin book without
+// the capability it answers ok false, as the missing capability would.
 type Book struct {
 	c      *AdmissionClient
 	id     uint64
 	broken error // NewBook failed
 	last   error
+	booked map[string]time.Time
 }
 
-var _ policy.ReservationBook = (*Book)(nil)
+var (
+	_ policy.ReservationBook = (*Book)(nil)
+	_ policy.BookedStart     = (*Book)(nil)
+)
+
+// Booked implements policy.BookedStart.
+func (b *Book) Booked(id string) (time.Time, bool) {
+	t, ok := b.booked[id]
+	return t, ok
+}
+
+func (b *Book) forget(ids []string) {
+	for _, id := range ids {
+		delete(b.booked, id)
+	}
+}
 
 // Err is the failure of the book's last call (nil after a success).
 func (b *Book) Err() error { return b.last }
@@ -137,6 +159,9 @@ func (b *Book) Admit(q policy.ResvRequest, now time.Time, running []policy.ResvR
 	if err != nil {
 		return policy.NewStatus(policy.Unresolvable, b.c.name, "admission plugin failed: "+err.Error())
 	}
+	if st.Code == policy.Success && rep.GetBooked() && b.booked != nil {
+		b.booked[q.ID] = tf(rep.GetBookedSec(), rep.GetBookedNanos())
+	}
 	return st
 }
 
@@ -152,15 +177,21 @@ func (b *Book) Bind(id string, now time.Time, running []policy.ResvRunning) (pol
 	}); err != nil {
 		return policy.ResvBinding{}, err
 	}
-	return bindingFromProto(rep.GetBinding()), nil
+	rb := bindingFromProto(rep.GetBinding())
+	if b.booked != nil {
+		b.booked[id] = rb.Start
+	}
+	return rb, nil
 }
 
 // Remove implements policy.ReservationBook.
 func (b *Book) Remove(id string) {
-	_ = b.do("Remove", func(ctx context.Context) (*pb.PolicyError, error) {
+	if b.do("Remove", func(ctx context.Context) (*pb.PolicyError, error) {
 		rep, err := b.c.rpc.Remove(ctx, &pb.RemoveRequest{Book: b.id, Id: id})
 		return rep.GetError(), err
-	})
+	}) == nil {
+		b.forget([]string{id})
+	}
 }
 
 // Reservations implements policy.ReservationBook.
@@ -192,6 +223,7 @@ func (b *Book) SetCapacity(name string, capacity int) (dropped []string) {
 	}) != nil {
 		return nil
 	}
+	b.forget(rep.GetDropped())
 	return rep.GetDropped()
 }
 
@@ -204,6 +236,7 @@ func (b *Book) FailResource(name string) (dropped []string) {
 	}) != nil {
 		return nil
 	}
+	b.forget(rep.GetDropped())
 	return rep.GetDropped()
 }
 
@@ -271,14 +304,26 @@ func (s *admissionServer) with(id uint64, f func(policy.ReservationBook)) error 
 }
 
 func (s *admissionServer) Admit(_ context.Context, req *pb.AdmitRequest) (*pb.AdmitReply, error) {
-	var st policy.Status
+	var (
+		st     policy.Status
+		at     time.Time
+		booked bool
+	)
+	q := resvRequestFromProto(req.GetRequest())
 	err := s.with(req.GetBook(), func(b policy.ReservationBook) {
-		st = b.Admit(resvRequestFromProto(req.GetRequest()), tf(req.GetNowSec(), req.GetNowNanos()), runningFromProto(req.GetRunning()))
+		st = b.Admit(q, tf(req.GetNowSec(), req.GetNowNanos()), runningFromProto(req.GetRunning()))
+		if bs, ok := b.(policy.BookedStart); ok && st.Code == policy.Success {
+			at, booked = bs.Booked(q.ID)
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &pb.AdmitReply{Status: plannerrpc.StatusToProto(st)}, nil
+	rep := &pb.AdmitReply{Status: plannerrpc.StatusToProto(st), Booked: booked}
+	if booked {
+		rep.BookedSec, rep.BookedNanos = tw(at)
+	}
+	return rep, nil
 }
 
 func (s *admissionServer) Bind(_ context.Context, req *pb.BindRequest) (*pb.BindReply, error) {

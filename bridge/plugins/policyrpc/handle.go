@@ -36,9 +36,10 @@ func newHandle(p *Plugin) any {
 }
 
 type handle struct {
-	p    *Plugin
-	mu   sync.Mutex
-	last error
+	p      *Plugin
+	mu     sync.Mutex
+	last   error
+	failed error // the first failure of any call
 }
 
 // Name is the name the current process's policy gave.
@@ -58,7 +59,19 @@ func (h *handle) Err() error {
 func (h *handle) note(err error) {
 	h.mu.Lock()
 	h.last = err
+	if err != nil && h.failed == nil {
+		h.failed = err
+	}
 	h.mu.Unlock()
+}
+
+// Failed is the first failure of any call whose method has no error result,
+// nil when there was none: a caller whose results must be the plugin's
+// (a replay) checks it once at the end.
+func (h *handle) Failed() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failed
 }
 
 // Plugin is the plugin behind the value (for its pid, restarts, Close).
@@ -197,6 +210,7 @@ type bookHandle struct {
 	gen   uint64
 	local policy.ReservationBook // the fallback's book, once the plugin failed for good
 	last  error
+	first error // the first failure of the plugin (not a policy answer)
 }
 
 // bookOp is one call on a book; it returns the call's error: the remote
@@ -210,10 +224,33 @@ func bookErr(x policy.ReservationBook, own error) error {
 	return own
 }
 
-var _ policy.ReservationBook = (*bookHandle)(nil)
+var (
+	_ policy.ReservationBook = (*bookHandle)(nil)
+	_ policy.BookedStart     = (*bookHandle)(nil)
+)
 
 // Err is the failure of the book's last call (nil after a success).
 func (b *bookHandle) Err() error { return b.last }
+
+// Failed is the first call that failed for a reason other than the
+// policy's own answer (the plugin died, hung or answered garbage), nil
+// when there was none.
+func (b *bookHandle) Failed() error { return b.first }
+
+// Booked implements policy.BookedStart: the fallback's book once there is
+// one, else what the plugin's replies carried (Book.Booked).
+func (b *bookHandle) Booked(id string) (time.Time, bool) {
+	if b.local != nil {
+		if bs, ok := b.local.(policy.BookedStart); ok {
+			return bs.Booked(id)
+		}
+		return time.Time{}, false
+	}
+	if b.cur == nil {
+		return time.Time{}, false
+	}
+	return b.cur.Booked(id)
+}
 
 // Close frees the book in the plugin.
 func (b *bookHandle) Close() error {
@@ -295,6 +332,9 @@ func (b *bookHandle) do(op bookOp, log bool) error {
 		b.log = append(b.log, op)
 	}
 	b.last = err
+	if err != nil && !remote(err) && b.first == nil {
+		b.first = err
+	}
 	return err
 }
 

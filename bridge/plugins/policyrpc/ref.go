@@ -73,6 +73,11 @@ func Open(ctx context.Context, kind, name string, base Config) (any, io.Closer, 
 	return p.Policy(), p, nil
 }
 
+// Builtin is the built-in policy of kind named name (policy/registry; ""
+// is the kind's default); an unknown name wraps plugins.ErrUnknownPlugin
+// and lists the valid ones.
+func Builtin(kind, name string) (any, error) { return builtin(kind, name) }
+
 // builtin is the built-in of kind named name (policy/registry; "" is the
 // kind's default).
 func builtin(kind, name string) (any, error) {

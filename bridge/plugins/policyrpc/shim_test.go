@@ -223,13 +223,35 @@ func TestAdmissionShim(t *testing.T) {
 				if w, g := local.Reservations(), remote.Reservations(); !reflect.DeepEqual(w, g) {
 					t.Fatalf("step %d: Reservations %v, want %v (err %v)", k, g, w, remote.(*Book).Err())
 				}
+				sameBooked(t, fmt.Sprintf("step %d", k), local, remote, k)
 			}
 			if w, g := local.FailResource("a"), remote.FailResource("a"); !reflect.DeepEqual(w, g) {
 				t.Fatalf("FailResource %v, want %v", g, w)
 			}
+			sameBooked(t, "after FailResource", local, remote, 60)
 			if admitted == 0 || bound == 0 {
 				t.Errorf("the sequence admitted %d and bound %d: it tests too little", admitted, bound)
 			}
 		})
+	}
+}
+
+// sameBooked: the remote book answers policy.BookedStart as the local one
+// for every request id asked so far (q0..q<n-1>: admitted, bound, removed,
+// dropped or never admitted).
+func sameBooked(t *testing.T, at string, local, remote policy.ReservationBook, n int) {
+	t.Helper()
+	lb, ok := local.(policy.BookedStart)
+	if !ok {
+		t.Fatalf("%T lacks policy.BookedStart", local)
+	}
+	rb := remote.(policy.BookedStart)
+	for i := range n + 1 {
+		id := fmt.Sprintf("q%d", i)
+		wt, wok := lb.Booked(id)
+		gt, gok := rb.Booked(id)
+		if wok != gok || !wt.Equal(gt) {
+			t.Fatalf("%s: Booked(%s) = %v %v, want %v %v", at, id, gt, gok, wt, wok)
+		}
 	}
 }

@@ -635,9 +635,15 @@ func (x *AdmitRequest) GetRunning() []*ResvRunning {
 }
 
 type AdmitReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        *PlannerStatus         `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
-	Error         *PolicyError           `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Status *PlannerStatus         `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Error  *PolicyError           `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The start the book has for the admitted request (policy.BookedStart),
+	// when the plugin's book answers that capability: booked is false
+	// otherwise, and the host then binds at the request's ET.
+	Booked        bool  `protobuf:"varint,3,opt,name=booked,proto3" json:"booked,omitempty"`
+	BookedSec     int64 `protobuf:"varint,4,opt,name=booked_sec,json=bookedSec,proto3" json:"booked_sec,omitempty"`
+	BookedNanos   int32 `protobuf:"varint,5,opt,name=booked_nanos,json=bookedNanos,proto3" json:"booked_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -684,6 +690,27 @@ func (x *AdmitReply) GetError() *PolicyError {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *AdmitReply) GetBooked() bool {
+	if x != nil {
+		return x.Booked
+	}
+	return false
+}
+
+func (x *AdmitReply) GetBookedSec() int64 {
+	if x != nil {
+		return x.BookedSec
+	}
+	return 0
+}
+
+func (x *AdmitReply) GetBookedNanos() int32 {
+	if x != nil {
+		return x.BookedNanos
+	}
+	return 0
 }
 
 type BindRequest struct {
@@ -1185,11 +1212,15 @@ const file_admission_proto_rawDesc = "" +
 	"\arequest\x18\x02 \x01(\v2\x1f.gridsub.plugins.v1.ResvRequestR\arequest\x12\x17\n" +
 	"\anow_sec\x18\x03 \x01(\x03R\x06nowSec\x12\x1b\n" +
 	"\tnow_nanos\x18\x04 \x01(\x05R\bnowNanos\x129\n" +
-	"\arunning\x18\x05 \x03(\v2\x1f.gridsub.plugins.v1.ResvRunningR\arunning\"~\n" +
+	"\arunning\x18\x05 \x03(\v2\x1f.gridsub.plugins.v1.ResvRunningR\arunning\"\xd8\x01\n" +
 	"\n" +
 	"AdmitReply\x129\n" +
 	"\x06status\x18\x01 \x01(\v2!.gridsub.plugins.v1.PlannerStatusR\x06status\x125\n" +
-	"\x05error\x18\x02 \x01(\v2\x1f.gridsub.plugins.v1.PolicyErrorR\x05error\"\xa2\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x1f.gridsub.plugins.v1.PolicyErrorR\x05error\x12\x16\n" +
+	"\x06booked\x18\x03 \x01(\bR\x06booked\x12\x1d\n" +
+	"\n" +
+	"booked_sec\x18\x04 \x01(\x03R\tbookedSec\x12!\n" +
+	"\fbooked_nanos\x18\x05 \x01(\x05R\vbookedNanos\"\xa2\x01\n" +
 	"\vBindRequest\x12\x12\n" +
 	"\x04book\x18\x01 \x01(\x04R\x04book\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x17\n" +

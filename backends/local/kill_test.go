@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package localsite_test
+package local_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 
 func TestSIGKILLMidRun(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "gridsub-localsite")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/gridsub-localsite").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/plugins/localsite/cmd/gridsub-localsite").CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	b, _ := os.ReadFile(bin)

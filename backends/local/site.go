@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package localsite
+package local
 
 import (
 	"context"
@@ -26,11 +26,11 @@ import (
 // Errors of this package; the Backend methods wrap backends' sentinels.
 var (
 	// ErrConfig: the Config cannot be used (the field is named).
-	ErrConfig = errors.New("localsite: bad config")
+	ErrConfig = errors.New("local site: bad config")
 	// ErrRootInUse: another Site (in this or another process) owns the root.
-	ErrRootInUse = errors.New("localsite: root in use by another site")
+	ErrRootInUse = errors.New("local site: root in use by another site")
 	// ErrClosed: the Site was closed. It wraps backends.ErrUnavailable.
-	ErrClosed = fmt.Errorf("localsite: site closed: %w", backends.ErrUnavailable)
+	ErrClosed = fmt.Errorf("local site: site closed: %w", backends.ErrUnavailable)
 )
 
 // Config describes one local site.
@@ -158,7 +158,7 @@ func New(cfg Config) (*Site, error) {
 		return nil, fmt.Errorf("%w: root: %w", ErrConfig, err)
 	}
 	s := &Site{cfg: cfg, shell: shell, stateDir: filepath.Join(cfg.Root, stateDirName), boot: bootID(),
-		log: cfg.Logger.With("site", cfg.Name, "backend", "localsite"), jobs: map[backends.JobID]*job{},
+		log: cfg.Logger.With("site", cfg.Name, "backend", "local"), jobs: map[backends.JobID]*job{},
 		byGrid: map[string][]*job{}, next: 1, stop: make(chan struct{})}
 	for _, k := range cfg.PassEnv {
 		if v, ok := os.LookupEnv(k); ok {
@@ -198,7 +198,7 @@ func lockRoot(stateDir string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s (stop the other localsite plugin first)", ErrRootInUse, filepath.Dir(stateDir))
+			return nil, fmt.Errorf("%w: %s (another gridsub runs this site, perhaps the daemon: submit to it without --embedded, or stop it first)", ErrRootInUse, filepath.Dir(stateDir))
 		}
 		return nil, fmt.Errorf("%w: locking %s: %w", ErrConfig, stateDir, err)
 	}

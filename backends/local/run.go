@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package localsite
+package local
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const (
 )
 
 // wrapperScript is the job's process-group leader: /bin/sh -c wrapperScript
-// localsite-job <exit file> <program> <args...>. It is a constant; the
+// gridsub-local-job <exit file> <program> <args...>. It is a constant; the
 // job's words reach it as positional parameters and are run as "$@"
 // (never parsed by the shell), and the program is an absolute path, so no
 // shell builtin or function stands in for it. It records the exit code
@@ -227,13 +227,13 @@ func (s *Site) command(j *job) (*exec.Cmd, []*os.File, error) {
 	} else {
 		prog, err := lookPath(j.rec.Command[0], envValue(env, "PATH"), work)
 		if err != nil {
-			fmt.Fprintf(files[1], "localsite: %v\n", err)
+			fmt.Fprintf(files[1], "gridsub local site: %v\n", err)
 			return nil, files, err
 		}
 		argv = append([]string{prog}, j.rec.Command[1:]...)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", wrapperScript, "localsite-job", s.exitPath(j.rec.ID)}, argv...)...)
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", wrapperScript, "gridsub-local-job", s.exitPath(j.rec.ID)}, argv...)...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = work, env, files[0], files[1]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package localsite
+package local
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ type Options struct {
 // cores_per_node, remote_dir (the root, unless options.root is given) and
 // options (Options; an unknown key is an error). Its signature is the
 // plugin layer's backend factory, so a plugin main can be
-// plugins.ServeBackendFactory(localsite.FromConfig, version).
+// plugins.ServeBackendFactory(local.FromConfig, version).
 func FromConfig(_ context.Context, raw []byte) (backends.Backend, error) {
 	var h hostConfig
 	if err := json.Unmarshal(raw, &h); err != nil {

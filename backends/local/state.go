@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package localsite
+package local
 
 import (
 	"encoding/json"
@@ -168,17 +168,17 @@ func (s *Site) load() error {
 		p := filepath.Join(s.stateDir, r.name)
 		b, err := readSmall(p, maxRecord)
 		if err != nil {
-			return fmt.Errorf("localsite: job record %s cannot be read (%w); move it away to start without that job", p, err)
+			return fmt.Errorf("local site: job record %s cannot be read (%w); move it away to start without that job", p, err)
 		}
 		j := &job{}
 		if err := json.Unmarshal(b, &j.rec); err != nil {
-			return fmt.Errorf("localsite: job record %s is not valid JSON (%w); move it away to start without that job", p, err)
+			return fmt.Errorf("local site: job record %s is not valid JSON (%w); move it away to start without that job", p, err)
 		}
 		if j.rec.V != recordVersion || j.rec.ID != strconv.FormatInt(r.n, 10) || !gridIDRe.MatchString(j.rec.GridID) || j.rec.Nodes < 1 {
-			return fmt.Errorf("localsite: job record %s is not a version %d record of job %d; move it away to start without that job", p, recordVersion, r.n)
+			return fmt.Errorf("local site: job record %s is not a version %d record of job %d; move it away to start without that job", p, recordVersion, r.n)
 		}
 		if _, err := relPath("tag", j.rec.Tag); err != nil || strings.Contains(j.rec.Tag, "/") {
-			return fmt.Errorf("localsite: job record %s names the job directory %q; move it away to start without that job", p, j.rec.Tag)
+			return fmt.Errorf("local site: job record %s names the job directory %q; move it away to start without that job", p, j.rec.Tag)
 		}
 		s.next = max(s.next, r.n+1)
 		s.jobs[backends.JobID(j.rec.ID)] = j

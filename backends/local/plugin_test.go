@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package localsite_test
+package local_test
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/backendtest"
+	"github.com/gridsub/gridsub/backends/local"
 	"github.com/gridsub/gridsub/bridge/plugins"
-	"github.com/gridsub/gridsub/examples/plugins/localsite"
 )
 
 var n atomic.Int64
@@ -35,7 +35,7 @@ func harness(b backends.Backend) backendtest.Harness {
 
 // TestConformanceThroughShim: the suite through the gRPC shims in process.
 func TestConformanceThroughShim(t *testing.T) {
-	c, _ := plugins.TestBackend(t, localsite.FromConfig, plugins.BackendConfig{Name: "ws", Kind: "local", Nodes: 4, CoresPerNode: 2,
+	c, _ := plugins.TestBackend(t, local.FromConfig, plugins.BackendConfig{Name: "ws", Kind: "local", Nodes: 4, CoresPerNode: 2,
 		RemoteDir: t.TempDir(), Options: []byte(`{"kill_grace":"1s"}`)})
 	if caps := backends.CapabilitiesOf(c); !caps.Find || !caps.Fetch || caps.Reserve {
 		t.Fatalf("capabilities through the shim: %+v, want Find and Fetch only", caps)
@@ -53,7 +53,7 @@ func TestConformanceThroughShim(t *testing.T) {
 // loaded as an external plugin (checksum checked, AutoMTLS).
 func TestConformanceAsPluginProcess(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "gridsub-localsite")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/gridsub-localsite").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../examples/plugins/localsite/cmd/gridsub-localsite").CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	b, _ := os.ReadFile(bin)

@@ -1,7 +1,9 @@
-// Package localsite is a gridsub site that runs jobs as local processes: a
-// small batch system for a workstation, and the example of an external
-// backend plugin (examples/plugins/README.md). Its main is one call,
-// plugins.ServeBackend(site).
+// Package local is gridsub's built-in local site (kind: local): jobs run as
+// real processes on this machine, a small batch system for a workstation.
+// It is gridsub's default site (configs/local.yaml), built by the plugin
+// catalog like every backend (in process, or isolated as `gridsub plugin
+// serve backend local`), and examples/plugins/localsite/cmd serves the same
+// site as an external backend plugin (plugins.ServeBackendFactory(FromConfig)).
 //
 // What it does:
 //
@@ -23,7 +25,7 @@
 //     Either way the job's leader is a fixed /bin/sh wrapper (wrapperScript,
 //     a constant: no word of the spec is ever part of a shell string) that
 //     runs "$@" and writes the exit code to the site's state directory, so
-//     the code survives the plugin.
+//     the code survives gridsub.
 //   - The walltime is enforced from the job's start: SIGTERM to the process
 //     group, SIGKILL after Config.KillGrace. Cancel does the same. When the
 //     leader ends, processes it left in its group get the same treatment, so
@@ -51,4 +53,4 @@
 // job); remove <Root>/.gridsub/<id>.json of ended jobs to forget them.
 // Linux gives the full behaviour; on the BSDs and macOS a re-attached job
 // is recognised by its pid alone; elsewhere (Windows) the package is empty.
-package localsite
+package local
