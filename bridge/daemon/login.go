@@ -25,7 +25,11 @@ import (
 const (
 	loginAnswerWait = 2 * time.Minute  // a challenge unanswered this long ends the session
 	loginMax        = 10 * time.Minute // a whole login
-	loginStepWait   = 90 * time.Second // one API request waits this long for the next step
+	// loginStepWait is how long one API request waits for the next step:
+	// below the API's WriteTimeout (api.DefaultWriteTimeout, 60s), so the
+	// answer always reaches the client. A login still dialing then goes on
+	// (its connection is kept); the next gridsub login finds it connected.
+	loginStepWait = 45 * time.Second
 )
 
 var _ api.SiteLoginer = (*service)(nil)
