@@ -89,9 +89,11 @@ type Config struct {
 	// now (the first dial failed with backends.ErrUnavailable): calls then
 	// reconnect with the usual backoff and fail with ErrUnavailable until
 	// the site answers, and Client.Err says why. A broker keeps working
-	// with its other sites instead of refusing to start. A changed or
-	// unknown host key, failed authentication or a bad configuration still
-	// fail Dial: those need a person, not a retry.
+	// with its other sites instead of refusing to start. A login that
+	// needs a person's answer (ErrNeedsLogin) is let through the same way:
+	// the Client then waits for Login. A changed or unknown host key,
+	// failed authentication or a bad configuration still fail Dial: those
+	// need a person to change something, not a retry.
 	Lazy bool
 
 	// SFTPSequential turns off pkg/sftp's concurrent reads and writes (for
