@@ -228,7 +228,7 @@ func (b *Broker) wire() {
 	p.poll = &poller{part: pt, duties: b.duties, remapper: b.rm}
 	p.fetch = &fetcher{part: pt, tracker: p.track}
 	p.plan = &planStage{part: pt, planner: b.opts.Planner}
-	p.dispatch = &dispatcher{part: pt, copies: b.copies, planner: b.opts.Planner}
+	p.dispatch = &dispatcher{part: pt, copies: b.copies, planner: b.opts.Planner, resv: b.resv}
 }
 
 // SiteNames lists the configured sites in order.

@@ -76,7 +76,9 @@ func hasCopies(j *Job) bool {
 
 // retries reports whether a failure of any kind (not only a lost job) is
 // retried: the none tier's rule.
-func (cp *copies) retries(j *Job) bool { return cp.opts.Tiers != nil && j.Tier == TierNone }
+func (cp *copies) retries(j *Job) bool {
+	return cp.opts.Tiers != nil && j.Tier == TierNone && !j.Req.NoRetry
+}
 
 // avoid records that an attempt failed at site. The ledger's lock held.
 func (cp *copies) avoid(j *Job, site string) {

@@ -497,3 +497,34 @@ func TestRecoverDueBackup(t *testing.T) {
 		t.Fatalf("B runs %v, want the backup at its latest start", ts)
 	}
 }
+
+// TestNoRetryEndsAtTheFirstFailure: a job whose submitter owns retries (a
+// workflow engine through the sbatch front-end) fails at its command's
+// first failure even in the retrying tier; a site that loses it still
+// gets it requeued.
+func TestNoRetryEndsAtTheFirstFailure(t *testing.T) {
+	a, c := newFake("A", 4), newFake("B", 4)
+	b := tierBroker(t, nil, a, c)
+	req := qreq("none")
+	req.NoRetry = true
+	j, _ := b.Submit(context.Background(), req, t0)
+	mustCycle(t, b, t0)
+	a.set(j.ID, backends.StateFailed, 3)
+	mustCycle(t, b, t0.Add(time.Second))
+	got, _ := b.Job(j.ID)
+	if got.State != Failed || got.Attempts != 1 || got.ExitCode != 3 {
+		t.Fatalf("%s attempt %d exit %d: %s", got.State, got.Attempts, got.ExitCode, kinds(got))
+	}
+	j2, _ := b.Submit(context.Background(), req, t0.Add(2*time.Second))
+	mustCycle(t, b, t0.Add(2*time.Second))
+	got, _ = b.Job(j2.ID)
+	site := a
+	if got.Sites() == "B:1" {
+		site = c
+	}
+	site.set(j2.ID, backends.StateLost, -1)
+	mustCycle(t, b, t0.Add(3*time.Second))
+	if got, _ = b.Job(j2.ID); got.Attempts != 2 || got.State.Final() {
+		t.Fatalf("a lost job: %s attempt %d: %s", got.State, got.Attempts, kinds(got))
+	}
+}

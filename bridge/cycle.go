@@ -63,6 +63,7 @@ func (b *Broker) cycle(ctx context.Context, cs *cycleState) error {
 		p.submit.run(ctx, cs)
 	}
 	if remap {
+		p.snapshot.asReported()                // a waiting job's own site without its own hold
 		b.rm.remap(ctx, now, cs.plan, &cs.rep) // into the nodes the plan left free
 	}
 	return nil

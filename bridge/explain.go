@@ -174,7 +174,14 @@ func (b *Broker) explain(ctx context.Context, j *Job, now time.Time, extra bool)
 func (b *Broker) excluded(s *policy.Snapshot, j *Job, pj *policy.Job) []Exclusion {
 	var out []Exclusion
 	mis := s.Misfits(pj)
+	b.mu.Lock()
+	opt := b.optionMisfits(&j.Req, nil)
+	b.mu.Unlock()
 	for i, name := range b.names {
+		if k := slices.IndexFunc(opt, func(m optionMisfit) bool { return m.site == name }); k >= 0 {
+			out = append(out, Exclusion{name, opt[k].field + ": " + opt[k].msg})
+			continue
+		}
 		switch {
 		case j.Req.Sites != nil && !slices.Contains(j.Req.Sites, name):
 			out = append(out, Exclusion{name, "not in the job's sites"})
@@ -185,7 +192,10 @@ func (b *Broker) excluded(s *policy.Snapshot, j *Job, pj *policy.Job) []Exclusio
 			k := slices.IndexFunc(mis, func(m policy.Misfit) bool { return m.Site == i })
 			out = append(out, Exclusion{name, "its nodes have " + mis[k].Why})
 		case s.Sites[i].Down:
-			out = append(out, Exclusion{name, "down: its state could not be read"})
+			b.mu.Lock()
+			why := b.downWhy(i)
+			b.mu.Unlock()
+			out = append(out, Exclusion{name, why})
 		}
 	}
 	return out

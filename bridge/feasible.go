@@ -55,7 +55,9 @@ func (e *infeasibleError) Is(target error) bool {
 // connection is known to be down: what cannot be learnt is not known, and
 // never rules a site out; without it (trace replays, where the planner
 // rejects a job too wide in its cycle) no site's size or shape is known,
-// so only the deadline rule can refuse.
+// so only the deadline rule can refuse. With it, a partition or queue the
+// job's SiteOptions name that a site does not list is refused too, with a
+// RequestError naming the field (checkOptions).
 func (ik *intake) feasible(ctx context.Context, req *Request, now time.Time) (string, error) {
 	if !ik.opts.CheckFeasible {
 		ik.mu.Lock()
@@ -90,12 +92,17 @@ func (ik *intake) feasible(ctx context.Context, req *Request, now time.Time) (st
 		for s, in := range infos {
 			if in != nil {
 				ik.see(s, in.Nodes, policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode})
+				ik.offered(s, in.Kind, in.Partitions)
 			}
 		}
 		ik.mu.Unlock()
 	}
 	ik.mu.Lock()
 	m := ik.model(now, true)
+	bad := ik.checkOptions(req) // a partition or queue a site does not have (misconfig.go)
 	ik.mu.Unlock()
+	if bad != nil {
+		return "", bad
+	}
 	return feasibleBy(ik.opts.feasibility(), req, m)
 }

@@ -107,6 +107,11 @@ type Request struct {
 	// MaxIdempotencyKey printable ASCII characters. Group elements and
 	// pipeline steps are made by the broker and have none of their own.
 	IdempotencyKey string `json:",omitempty"`
+	// NoRetry: a failure of the job's own command is final even when the
+	// broker's tiers would retry it. Workflow engines (Snakemake, Toil)
+	// submitting through the sbatch and qsub front-ends set it: the engine
+	// owns retries. A site's fault (a lost job) is still requeued.
+	NoRetry bool `json:",omitempty"`
 }
 
 // MaxIdempotencyKey bounds Request.IdempotencyKey.
@@ -166,6 +171,11 @@ type Reservation struct {
 	Preempted        []string        // grid jobs restarted to make room at binding
 	Cost             float64         // preemption cost: seconds of work the preempted jobs lose
 	Reason           string          // why it was placed where it is, or why it failed
+	// Waiting: bound (State Binding), the native reservation not created
+	// yet: the binding preempted jobs and waits until the site shows their
+	// nodes free, or the site refused the creation and is asked again
+	// while the window allows (reserve_wait.go).
+	Waiting bool `json:",omitempty"`
 }
 
 // ResvName is the native reservation name of a job: tagged with the grid id,

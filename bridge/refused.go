@@ -40,7 +40,11 @@ func (sm *submitter) refuse(j *Job, now time.Time, comps []Component, errs []err
 		if !refusedBy(err) || slices.ContainsFunc(j.Refused, func(r Refusal) bool { return r.Site == comps[k].Site }) {
 			continue
 		}
-		j.Refused = append(j.Refused, Refusal{Site: comps[k].Site, Why: err.Error(), Time: now})
+		why := err.Error()
+		if f := refusalField(j, comps[k].Site, err); f != "" { // the field the site's words name (misconfig.go)
+			why = f + ": " + why
+		}
+		j.Refused = append(j.Refused, Refusal{Site: comps[k].Site, Why: why, Time: now})
 		added = true
 	}
 	if !added {

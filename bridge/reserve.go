@@ -39,9 +39,11 @@ type reservations struct {
 	*duties    // the cancel stage, for the grid jobs a binding preempts
 	*submitter // the submit stage, for a job bound to its reservation
 
-	rrg       admissionsBook // admitted reservations over the sites (policies.go); built on first use
-	resFailed []bool         // site taken out of the graph after it failed
-	releases  []release      // native reservations to delete
+	rrg       admissionsBook      // admitted reservations over the sites (policies.go); built on first use
+	resFailed []bool              // site taken out of the graph after it failed
+	releases  []release           // native reservations to delete
+	runBooked map[string]int      // grid jobs started with a booking in the graph: parts booked (reserve_guard.go)
+	heldOff   map[string][]string // queued jobs kept off sites the graph refused them, while reservations are pending
 }
 
 // capacityWait is how long admission waits for the sites' node counts.
@@ -269,7 +271,14 @@ func (b *Broker) BindReservations(ctx context.Context, now time.Time) (BindRepor
 		case ResvAdmitted:
 			b.resv.bindOne(ctx, j, now, &rep)
 		case ResvBinding:
-			b.resv.settleBinding(ctx, j, now, &rep)
+			b.mu.Lock()
+			waiting := j.Resv.Waiting
+			b.mu.Unlock()
+			if waiting {
+				b.resv.createNative(ctx, j, now, &rep)
+			} else {
+				b.resv.settleBinding(ctx, j, now, &rep)
+			}
 		}
 		b.mu.Lock()
 		ready := j.State == Reserved && j.Resv.State == ResvBound
@@ -319,8 +328,8 @@ func (rsv *reservations) gridRunning(now time.Time) []reserve.Running {
 	var out []reserve.Running
 	for _, id := range rsv.live {
 		j := rsv.jobs[id]
-		if j.Resv != nil || (j.State != Dispatched && j.State != Running) {
-			continue
+		if j.Resv != nil || (j.State != Dispatched && j.State != Running) || rsv.runBooked[id] > 0 {
+			continue // a booked job's nodes are held by its booking (reserve_guard.go)
 		}
 		expected := j.Predicted.Runtime + j.Predicted.Transfer
 		if expected <= 0 {
@@ -358,7 +367,7 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 		rsv.mu.Unlock()
 		return
 	}
-	s, ok := rsv.siteIdx[bd.Resource]
+	_, ok := rsv.siteIdx[bd.Resource]
 	if !ok {
 		rsv.failReserved(ctx, j, now, fmt.Sprintf("the graph bound it to %q, which is no site of this broker", bd.Resource))
 		rep.Failed++
@@ -397,42 +406,19 @@ func (rsv *reservations) bindOne(ctx context.Context, j *Job, now time.Time, rep
 		rep.Preempted++
 	}
 	rsv.compactLive()
+	if len(cancels) > 0 {
+		// The preempted jobs leave their nodes only once the site has
+		// ended them: the reservation is created when the site shows the
+		// nodes free (reserve_wait.go), not now, when a batch system
+		// still counts them busy and refuses it.
+		r.Waiting = true
+		rsv.record(ctx, j, now, "binding-wait", bd.Resource, fmt.Sprintf("%d job(s) preempted at %s; the reservation is created once the site shows %d node(s) free", len(bd.Preempt), bd.Resource, j.Req.Nodes))
+	}
 	rsv.mu.Unlock()
 	rsv.duties.doCancels(ctx, now, cancels)
-
-	rv, ok := backends.AsReserver(rsv.sites[s].Backend)
-	if !ok {
-		rsv.mu.Lock()
-		rsv.failReserved(ctx, j, now, fmt.Sprintf("site %s cannot make advance reservations", bd.Resource))
-		rep.Failed++
-		rsv.mu.Unlock()
-		return
+	if len(cancels) == 0 {
+		rsv.create(ctx, j, now, rep)
 	}
-	start := bd.Start
-	if start.Before(now) {
-		start = now
-	}
-	id, err := rv.CreateReservation(ctx, &backends.ReservationSpec{Name: r.Name, Start: start, Duration: ceilSecond(j.Req.Estimate), Nodes: j.Req.Nodes})
-	rsv.markStale(s)
-	rsv.mu.Lock()
-	defer rsv.mu.Unlock()
-	if err != nil {
-		if backends.Retryable(err) && !errors.Is(err, backends.ErrRejected) {
-			// The site could not be asked: the intent stays, settled next time.
-			rep.Errors = append(rep.Errors, fmt.Errorf("job %s: reserving at %s: %w", j.ID, bd.Resource, err))
-			rsv.record(ctx, j, now, "binding-retry", bd.Resource, fmt.Sprintf("creating the reservation: %v; asked again at the next binding", err))
-			return
-		}
-		r.State = ResvFailed // nothing was created: nothing to delete
-		rsv.rrg.Remove(j.ID)
-		rsv.endAs(j, now, Failed, "failed", bd.Resource, fmt.Sprintf("reservation failed: site %s refused it: %v", bd.Resource, err))
-		_ = rsv.save(ctx, j)
-		rep.Failed++
-		return
-	}
-	r.State, r.Native = ResvBound, id
-	rsv.record(ctx, j, now, "bound", bd.Resource, fmt.Sprintf("reservation %s at %s: %d node(s) from %s for %s", id, bd.Resource, j.Req.Nodes, start.Format(time.RFC3339), ceilSecond(j.Req.Estimate)))
-	rep.Bound++
 }
 
 // settleBinding resolves a binding intent a crash (or an unreachable site)

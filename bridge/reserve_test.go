@@ -166,6 +166,8 @@ func TestReservationAdmissionRefusesWithReason(t *testing.T) {
 	}
 }
 
+// A grid job that was running before the reservation was admitted is in
+// the way at binding: with no slack to delay into, it is restarted.
 func TestReservationPreemptsAGridJobWithoutSlack(t *testing.T) {
 	ctx := context.Background()
 	g := newSimGrid(t, bridge.NewMemStore(), map[string]int{"A": 4}, "A")
@@ -173,7 +175,8 @@ func TestReservationPreemptsAGridJobWithoutSlack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := g.b.Submit(ctx, window(resvReq("r", 4, 10*time.Minute), 20*time.Minute, 30*time.Minute), epoch)
+	g.run(t, epoch.Add(time.Minute), 10*time.Second) // it runs before any reservation is asked for
+	r, err := g.b.Submit(ctx, window(resvReq("r", 4, 10*time.Minute), 20*time.Minute, 30*time.Minute), epoch.Add(time.Minute))
 	if err != nil || r.State != bridge.Reserved {
 		t.Fatalf("reservation: %+v %v", r, err)
 	}
@@ -391,5 +394,77 @@ func TestShrunkSiteFailsReservations(t *testing.T) {
 	step(now)
 	if r, _ := b.Submit(ctx, window(resvReq("wide3", 6, 10*time.Minute), 60*time.Minute, 70*time.Minute), now); r.State != bridge.Reserved {
 		t.Fatalf("a 6-node request once A has 8 nodes again: %s (%s); want reserved", r.State, r.Reason)
+	}
+}
+
+// A grid job that would still run when an admitted window opens is not
+// started where the window needs its nodes: a short job that ends before
+// the window starts at once, the long one waits, the reservation binds
+// without preempting anything, and the long job runs after it — nothing
+// is killed for nothing.
+func TestReservationHoldsBackAJobThatWouldRunIntoIt(t *testing.T) {
+	ctx := context.Background()
+	g := newSimGrid(t, bridge.NewMemStore(), map[string]int{"A": 4}, "A")
+	r, err := g.b.Submit(ctx, window(resvReq("r", 4, 10*time.Minute), 20*time.Minute, 30*time.Minute), epoch)
+	if err != nil || r.State != bridge.Reserved {
+		t.Fatalf("reservation: %+v %v", r, err)
+	}
+	short, err := g.b.Submit(ctx, resvReq("short", 4, 10*time.Minute), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.run(t, epoch.Add(time.Minute), 10*time.Second)
+	if s, _ := g.b.Job(short.ID); s.State != bridge.Dispatched && s.State != bridge.Running && s.State != bridge.Completed {
+		t.Fatalf("short job %s (%s): it ends before the window and must start", s.State, s.Reason)
+	}
+	long, err := g.b.Submit(ctx, resvReq("long", 4, 2*time.Hour), epoch.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.run(t, epoch.Add(15*time.Minute), 10*time.Second)
+	l, _ := g.b.Job(long.ID)
+	if l.State != bridge.Queued || !strings.Contains(l.Reason, "not started at A") || !strings.Contains(l.Reason, "admitted reservation window") {
+		t.Fatalf("long job before the window: %s (%q); want queued, held back for the window", l.State, l.Reason)
+	}
+	g.run(t, epoch.Add(45*time.Minute), 10*time.Second)
+	got, _ := g.b.Job(r.ID)
+	if got.State != bridge.Completed || len(got.Resv.Preempted) != 0 || got.Start.Before(epoch.Add(20*time.Minute)) {
+		t.Fatalf("reservation: %s (%s), preempted %v, start %s; want completed in its window, nothing preempted", got.State, got.Reason, got.Resv.Preempted, got.Start)
+	}
+	l, _ = g.b.Job(long.ID)
+	logEvents(t, l)
+	if hasEvent(l, "preempted") || l.Attempts != 1 || l.Start.Before(got.End) {
+		t.Fatalf("long job: attempts %d, start %s (reservation ended %s); want one attempt after the reservation, never preempted", l.Attempts, l.Start, got.End)
+	}
+	if l.Reason != "" && strings.HasPrefix(l.Reason, "not started") {
+		t.Fatalf("long job runs, yet its reason still says %q", l.Reason)
+	}
+}
+
+// A job held back from the site an admitted window needs is started at
+// another of its sites instead, at once.
+func TestReservationHeldBackJobGoesElsewhere(t *testing.T) {
+	ctx := context.Background()
+	g := newSimGrid(t, bridge.NewMemStore(), map[string]int{"A": 4, "B": 4}, "A", "B")
+	rq := window(resvReq("r", 4, 10*time.Minute), 20*time.Minute, 30*time.Minute)
+	rq.Sites = []string{"A"}
+	r, err := g.b.Submit(ctx, rq, epoch)
+	if err != nil || r.State != bridge.Reserved {
+		t.Fatalf("reservation: %+v %v", r, err)
+	}
+	long, err := g.b.Submit(ctx, resvReq("long", 4, 2*time.Hour), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.run(t, epoch.Add(time.Minute), 10*time.Second)
+	l, _ := g.b.Job(long.ID)
+	logEvents(t, l)
+	if l.State != bridge.Running || l.Sites() != "B:4" {
+		t.Fatalf("long job: %s on %s (%s); want running at B", l.State, l.Sites(), l.Reason)
+	}
+	g.run(t, epoch.Add(35*time.Minute), 10*time.Second)
+	got, _ := g.b.Job(r.ID)
+	if got.State != bridge.Completed || len(got.Resv.Preempted) != 0 {
+		t.Fatalf("reservation: %s, preempted %v", got.State, got.Resv.Preempted)
 	}
 }

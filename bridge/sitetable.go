@@ -41,6 +41,7 @@ type siteTable struct {
 	snapSites []policy.Site // the sites of the cycle's snapshot, reused
 	infoOK    []bool        // the cycle's Info of site s answered
 	infoErr   []error
+	offers    []siteOffer // the partitions or queues each site last reported (misconfig.go)
 	uplinkBuf []policy.Link
 
 	tiers     *TierOptions // Options.Tiers: outages count only with tiers on

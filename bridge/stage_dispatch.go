@@ -19,6 +19,7 @@ type dispatcher struct {
 	part
 	*copies // copies of QoS-tiered jobs, and the cycle's snapshot
 	planner policy.Planner
+	resv    *reservations // the admission graph a start is offered to (reserve_guard.go)
 }
 
 // run is the dispatch stage (see dispatcher).
@@ -35,6 +36,10 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 	var intents, pend []pendingSubmit
 	dp.mu.Lock()
 	dp.startGroup() // rejections and reservations are written after the intents, together
+	if dp.resv != nil {
+		dp.resv.releaseRunBookings()
+		dp.resv.restoreHeldOff()
+	}
 	dp.mu.Unlock()
 	for _, d := range plan.Decisions {
 		dp.mu.Lock()
@@ -66,12 +71,39 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 			}
 			dp.mu.Unlock()
 		case policy.Start, policy.Replicate:
+			if dp.refuseMisfits(j, partNames(names, d.Chosen.Parts), now) {
+				// A chosen site lacks the partition or queue the job names
+				// there (misconfig.go): nothing is submitted; the job is
+				// planned again on the sites left, or rejected.
+				if left := dp.allowedLeft(j); len(left) == 0 {
+					dp.endAs(j, now, Rejected, "rejected", "", "no allowed site can take it as asked: "+refusedText(j))
+					dp.dequeue(j.ID)
+					rep.Rejected++
+				}
+				dp.saveLater(ctx, j)
+				dp.mu.Unlock()
+				continue
+			}
+			if dp.resv != nil {
+				if ok, why := dp.resv.bookRun(j, &d, names, now); !ok {
+					if j.Reason != why {
+						j.Reason = why
+						dp.note(j, now, "waiting", "", why)
+						dp.saveLater(ctx, j)
+					}
+					dp.mu.Unlock()
+					continue
+				}
+			}
 			if dp.copiesFor(j) {
 				dp.dispatchCopies(ctx, now, j, d, rep) // releases dp.mu
 				continue
 			}
 			j.Attempts++
 			j.Predicted, j.Beaten, j.SiteNames = d.Chosen, d.Beaten, names
+			if strings.HasPrefix(j.Reason, notStartedPrefix) {
+				j.Reason = ""
+			}
 			if !dp.opts.NoHistory {
 				verb := "dispatching to "
 				if d.Action == policy.Replicate {
@@ -140,4 +172,13 @@ func (dp *dispatcher) alone(j *Job, p policy.Part, o policy.Option) policy.Optio
 	o.Runtime = dp.snap.Runtime(&pj, o.Parts)
 	o.Transfer = dp.snap.Transfer(&pj, o.Parts)
 	return o
+}
+
+// partNames is the names of the sites of parts.
+func partNames(names []string, parts []policy.Part) []string {
+	out := make([]string, len(parts))
+	for k, p := range parts {
+		out[k] = names[p.Site]
+	}
+	return out
 }

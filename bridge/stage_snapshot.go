@@ -3,8 +3,10 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/policy"
 )
 
@@ -19,6 +21,22 @@ type snapshotter struct {
 	*reservations // a site's node count, learned for the reservation graph
 	*copies       // the queue's order by tier
 	snap          policy.Snapshot
+	// reported is each site's Free and Busy as its Info gave them, before
+	// seeOwnPending counted the broker's own jobs it does not show yet (a
+	// pushing site's Info is not asked again every cycle: the count starts
+	// from the report each time, never from last cycle's result).
+	reported []siteReport
+	pendBuf  []int
+	// infoKind and infoParts are each site's kind and partitions from the
+	// cycle's Info, recorded in the site table (offered) under the lock.
+	infoKind  []string
+	infoParts [][]string
+}
+
+// siteReport is what a site's Info said of its free nodes.
+type siteReport struct {
+	free int
+	busy []policy.Hold
 }
 
 // run is the snapshot stage: it writes cs.snap, and a site whose Info
@@ -35,6 +53,10 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 		sn.snapSites = make([]policy.Site, len(sn.sites))
 		sn.infoOK = make([]bool, len(sn.sites))
 		sn.infoErr = make([]error, len(sn.sites))
+		sn.reported = make([]siteReport, len(sn.sites))
+		sn.pendBuf = make([]int, len(sn.sites))
+		sn.infoKind = make([]string, len(sn.sites))
+		sn.infoParts = make([][]string, len(sn.sites))
 	}
 	sn.notesMu.Lock()
 	stale := sn.stale
@@ -55,22 +77,29 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 			ps.Down = true
 			return
 		}
+		sn.infoKind[s], sn.infoParts[s] = in.Kind, append(sn.infoParts[s][:0], in.Partitions...)
 		ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
 		ps.Shape = policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode}
 		ps.Trust = sn.trust[s]
 		for _, a := range in.Busy {
 			ps.Busy = append(ps.Busy, policy.Hold{Nodes: a.Nodes, Until: a.Until})
 		}
+		r := &sn.reported[s]
+		r.free, r.busy = ps.Free, append(r.busy[:0], ps.Busy...)
 	})
 	sn.mu.Lock()
 	for s := range sn.sites {
 		if !sn.infoOK[s] {
 			rep.Errors = append(rep.Errors, fmt.Errorf("site %s: info: %w", sn.sites[s].Name, sn.infoErr[s]))
 			sn.downKeepsSize(s)
-		} else if sn.see(s, sn.snapSites[s].Nodes, sn.snapSites[s].Shape); sn.capacity[s] != sn.snapSites[s].Nodes {
+			continue
+		}
+		sn.offered(s, sn.infoKind[s], sn.infoParts[s])
+		if sn.see(s, sn.snapSites[s].Nodes, sn.snapSites[s].Shape); sn.capacity[s] != sn.snapSites[s].Nodes {
 			sn.learned(ctx, now, s, sn.snapSites[s].Nodes)
 		}
 	}
+	sn.seeOwnPending(now)
 	sn.mu.Unlock()
 	// The snapshot and its buffers are reused from cycle to cycle: the
 	// policy reads them only during Plan and must not modify them.
@@ -89,4 +118,89 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 	sn.snap.Queue = sn.tierOrder(sn.submittedBy(now))
 	sn.mu.Unlock()
 	return &sn.snap, nil
+}
+
+// seeOwnPending counts against each site's free nodes the broker's own
+// jobs there that the site's report does not include yet: every live
+// component not seen running (just submitted, or pending in the site's
+// queue). A batch system reports a job's nodes as busy only once it has
+// started it; until then its idle nodes are already promised, and a burst
+// planned on them would pile up pending at one site while another has
+// nodes idle. Each such component takes its nodes from Free (never below
+// zero: a site already full is not made fuller) and holds them as a Busy
+// block until now plus the job's estimate, so Free + sum(Busy) = Nodes
+// still holds. A component seen running is in the report (its nodes are
+// busy there); one that started since the last poll is counted twice for
+// at most a poll, erring towards sending less. A site whose report already
+// counts nodes as taken with no busy block for them (Nodes > Free +
+// sum(Busy): a site that holds nodes for the jobs it accepted) has those
+// nodes absorb the pending jobs first. The ledger's lock held.
+func (sn *snapshotter) seeOwnPending(now time.Time) {
+	pend := sn.pendBuf
+	clear(pend)
+	sn.asReported()
+	// Nodes the report counts as taken without a busy block to show for
+	// them (Nodes - Free - sum(Busy)) may be the broker's own pending
+	// jobs, counted by a site that reserves nodes for what it accepted:
+	// they absorb the pending jobs first, so no job is counted twice.
+	for s := range sn.snapSites {
+		if !sn.infoOK[s] {
+			continue
+		}
+		ps := &sn.snapSites[s]
+		held := ps.Free
+		for _, h := range ps.Busy {
+			held += h.Nodes
+		}
+		pend[s] = -max(0, ps.Nodes-held)
+	}
+	for _, id := range sn.live {
+		j, ok := sn.jobs[id]
+		if !ok || (j.State != Dispatched && j.State != Running) {
+			continue
+		}
+		for k := range j.Comps {
+			c := &j.Comps[k]
+			if c.Passive || c.State == backends.StateRunning || c.State.Final() {
+				continue
+			}
+			s, ok := sn.siteIdx[c.Site]
+			if !ok || !sn.infoOK[s] {
+				continue
+			}
+			ps := &sn.snapSites[s]
+			n := c.Nodes
+			if pend[s] < 0 { // absorbed by the report's unexplained nodes
+				a := min(n, -pend[s])
+				pend[s] += a
+				n -= a
+			}
+			if n = min(n, ps.Free); n <= 0 {
+				continue
+			}
+			ps.Free -= n
+			ps.Busy = append(ps.Busy, policy.Hold{Nodes: n, Until: now.Add(j.Req.Estimate)})
+			pend[s] += n
+		}
+	}
+	for s, n := range pend {
+		if n > 0 {
+			slices.SortStableFunc(sn.snapSites[s].Busy, func(a, b policy.Hold) int { return a.Until.Compare(b.Until) })
+		}
+	}
+}
+
+// asReported sets every site of the snapshot back to its free nodes and
+// busy blocks as its Info reported them, without seeOwnPending's holds:
+// the remap stage judges a job waiting at a site by that site's own
+// profile, where the job's own hold would make its start look later.
+func (sn *snapshotter) asReported() {
+	for s := range sn.snapSites {
+		if !sn.infoOK[s] {
+			continue
+		}
+		ps := &sn.snapSites[s]
+		r := &sn.reported[s]
+		ps.Free, ps.Busy = r.free, append(ps.Busy[:0], r.busy...)
+	}
 }

@@ -288,7 +288,9 @@ func (sm *submitter) finishParts(ctx context.Context, now time.Time, id string, 
 		}
 	} else {
 		why := fmt.Sprintf("submission failed: %v", firstErr)
-		if len(j.Refused) > 1 {
+		if len(j.Refused) == 1 {
+			why = "submission failed: " + j.Refused[0].Why // with the field the site's words name (misconfig.go)
+		} else if len(j.Refused) > 1 {
 			why = "every allowed site refused the job: " + refusedText(j)
 		}
 		if !backends.Retryable(firstErr) && !errors.Is(firstErr, context.Canceled) {

@@ -56,7 +56,7 @@ func (ps *planStage) holdUnreachable(ctx context.Context, now time.Time, snap *p
 			if keep == nil {
 				keep = append(make([]policy.Job, 0, len(snap.Queue)), snap.Queue[:k]...)
 			}
-			why := unreachableReason + " (" + strings.Join(names, ", ") + ")"
+			why := unreachableReason + " (" + strings.Join(names, ", ") + ")" + ps.misconfiguredOf(names)
 			if j.Reason != why {
 				j.Reason = why
 				ps.record(ctx, j, now, "waiting", "", why[len("waiting: "):]+": the job waits for one to answer")
@@ -102,4 +102,20 @@ func (ps *planStage) allDown(snap *policy.Snapshot, pj *policy.Job) ([]string, b
 		names = append(names, snap.Sites[i].Name)
 	}
 	return names, len(names) > 0
+}
+
+// misconfiguredOf is "; " and the refusal of each site among names whose
+// Info failed because the site refuses its configuration (misconfig.go),
+// or "". The ledger's lock held.
+func (ps *planStage) misconfiguredOf(names []string) string {
+	var out []string
+	for _, n := range names {
+		if s := ps.siteIdx[n]; misconfigured(ps.infoErr[s]) {
+			out = append(out, ps.downWhy(s))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
 }

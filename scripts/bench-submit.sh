@@ -4,7 +4,8 @@
 #
 #   source /var/tmp/gridsub-local-testbed/testbed.env   # SLURM
 #   source /var/tmp/gridsub-pbs/testbed.env             # PBS (takes the test lock)
-#   bash scripts/bench-submit.sh [runs] [slurm|pbs|both]
+#   source /var/tmp/gridsub-ge/testbed.env              # Grid Engine (the plugin, in process)
+#   bash scripts/bench-submit.sh [runs] [slurm|pbs|ge|both|all]
 #
 # Each run prints one line per backend: jobs, time and jobs/s of each side,
 # the remote commands each needed, and the ratio, with the machine's load
@@ -20,10 +21,13 @@ bench() { # package
 }
 for i in $(seq "$runs"); do
   echo "run $i: load $(cut -d' ' -f1-3 /proc/loadavg)"
-  if [ "$which" != pbs ]; then
+  if [ "$which" != pbs ] && [ "$which" != ge ]; then
     if [ -n "${GRIDSUB_SSH_KEY:-}" ]; then bench ./backends/slurm/; else echo "  slurm: no testbed.env"; fi
   fi
-  if [ "$which" != slurm ]; then
+  if [ "$which" != slurm ] && [ "$which" != ge ]; then
     if [ -n "${GRIDSUB_PBS_SSH_KEY:-}" ]; then bench ./backends/pbs/; else echo "  pbs: no testbed.env"; fi
+  fi
+  if [ "$which" = ge ] || [ "$which" = all ]; then
+    if [ -n "${GRIDSUB_GE_SSH_KEY:-}" ]; then bench ./examples/plugins/gridengine/; else echo "  ge: no testbed.env"; fi
   fi
 done

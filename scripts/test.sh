@@ -8,9 +8,11 @@ export GRIDSUB_WORKLOADS="${GRIDSUB_WORKLOADS:-$(cd .. && pwd)/shared/workloads}
 # GRIDSUB_NO_SLURM=1 skips the real-daemon tests (they then say why they skip).
 started_testbed=0
 started_pbs=0
+started_ge=0
 cleanup() {
   if [ "$started_testbed" = 1 ]; then bash scripts/slurm-testbed.sh stop || true; fi
   if [ "$started_pbs" = 1 ]; then bash scripts/pbs-testbed.sh stop || true; fi
+  if [ "$started_ge" = 1 ]; then bash scripts/sge-testbed.sh stop || true; fi
 }
 trap cleanup EXIT
 if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
@@ -41,6 +43,12 @@ fi
 if ! command -v oathtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q libpam-oath oathtool >/dev/null || echo "test.sh: could not install libpam-oath/oathtool; the TOTP login tests will skip" >&2
 fi
+# The workflow-engine tests (cmd/gridsub/engines_test.go) drive Debian 12's
+# Snakemake 7.21 and Toil 5.9 through gridsub's front-ends; they skip with a
+# message without them.
+if { ! command -v snakemake >/dev/null 2>&1 || ! command -v toil-cwl-runner >/dev/null 2>&1; } && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q snakemake toil >/dev/null || echo "test.sh: could not install snakemake and toil; the workflow-engine tests will skip" >&2
+fi
 export GOBIN="${GOBIN:-$(go env GOPATH)/bin}"
 export PATH="$GOBIN:$PATH"
 go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
@@ -53,6 +61,17 @@ if [ "${GRIDSUB_NO_PBS:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
   fi
   # shellcheck disable=SC1091
   [ -f /var/tmp/gridsub-pbs/testbed.env ] && bash scripts/pbs-testbed.sh status >/dev/null 2>&1 && source /var/tmp/gridsub-pbs/testbed.env
+fi
+# The Grid Engine testbed (scripts/sge-testbed.sh: Debian's gridengine, installed
+# when missing, qmaster and execd on loopback, an sshd login node): started once
+# per run and stopped by its pid files at the end; one already up is used and
+# left running. GRIDSUB_NO_GE=1 skips it (the real Grid Engine tests then skip).
+if [ "${GRIDSUB_NO_GE:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
+  if ! bash scripts/sge-testbed.sh check >/dev/null 2>&1; then
+    bash scripts/sge-testbed.sh start && started_ge=1 || echo "test.sh: Grid Engine testbed not started; the real Grid Engine tests will skip" >&2
+  fi
+  # shellcheck disable=SC1091
+  bash scripts/sge-testbed.sh check >/dev/null 2>&1 && source "$(bash scripts/sge-testbed.sh env)"
 fi
 phase() { echo "test.sh: $1 done at ${SECONDS}s" >&2; }
 phase "set-up"

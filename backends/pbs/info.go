@@ -107,7 +107,7 @@ func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInf
 		names = append(names, q.Name)
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: queue %q does not exist on %s (have %s)", backends.ErrRejected, queue, d.cfg.Name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%w: %s", backends.ErrRejected, backends.MissingName(d.cfg.Name, "queue", "partition", queue, names))
 	}
 	info.Partitions = append([]string{queue}, names...)
 	r, err = x.Output(ctx, d.cmds.ActiveJSONArgv())

@@ -55,8 +55,8 @@ func (d *dialect) Reserve(ctx context.Context, x *sshbatch.Exec, spec *backends.
 		return nil, err
 	}
 	if state == "DENIED" {
-		return nil, fmt.Errorf("%w: %s denied reservation %s (%d nodes from %s for %s); PBS gives the reason only in its scheduler log",
-			backends.ErrRejected, d.cfg.Name, id, spec.Nodes, start.Format(time.RFC3339), spec.Duration)
+		return nil, fmt.Errorf("%w: %s denied reservation %s (%d nodes from %s for %s); %s",
+			backends.ErrRejected, d.cfg.Name, id, spec.Nodes, start.Format(time.RFC3339), spec.Duration, d.deniedWhy(ctx, x, id))
 	}
 	return d.waitConfirmed(ctx, x, id, state)
 }
@@ -81,7 +81,7 @@ func (d *dialect) waitConfirmed(ctx context.Context, x *sshbatch.Exec, id backen
 			if derr := d.Delete(ctx, x, id); derr != nil {
 				return nil, fmt.Errorf("%w: reservation %s still unconfirmed after %s, and deleting it failed: %w", backends.ErrRejected, id, d.cfg.ResvWait, derr)
 			}
-			return nil, fmt.Errorf("%w: reservation %s still unconfirmed after %s (withdrawn): is the site's scheduler running?", backends.ErrRejected, id, d.cfg.ResvWait)
+			return nil, fmt.Errorf("%w: reservation %s still unconfirmed after %s (withdrawn): is the site's scheduler running? %s", backends.ErrRejected, id, d.cfg.ResvWait, d.deniedWhy(ctx, x, id))
 		}
 		select {
 		case <-ctx.Done():

@@ -165,7 +165,7 @@ func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInf
 		part = def
 	}
 	if !seenPart[part] {
-		return nil, fmt.Errorf("%w: partition %q does not exist on %s (have %s)", backends.ErrRejected, part, d.cfg.Name, strings.Join(parts, ", "))
+		return nil, fmt.Errorf("%w: %s", backends.ErrRejected, backends.MissingName(d.cfg.Name, "partition", "partition", part, parts))
 	}
 	info.Partitions = append(info.Partitions, part)
 	for _, p := range parts {

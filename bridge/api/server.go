@@ -131,6 +131,10 @@ type ServerOptions struct {
 	// Simulated says Now is a simulated (virtual) clock; GET /v1/health
 	// tells clients so that they mark the times they show.
 	Simulated bool
+	// IDPrefix is what starts every job id of the broker (bridge.Options.
+	// IDPrefix); GET /v1/health tells it, so the SLURM and PBS front-ends
+	// can print ids as the integers their clients expect.
+	IDPrefix string
 }
 
 // Server serves the API over HTTP/JSON.
@@ -162,6 +166,7 @@ var Routes = []string{
 	"POST /v1/jobs/{id}/hold",
 	"POST /v1/jobs/{id}/release",
 	"POST /v1/jobs/{id}/requeue",
+	"GET /v1/queue",
 }
 
 // Controller is optionally implemented by a Broker that holds, releases and
@@ -188,7 +193,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
 	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs,
-		s.login, s.control("hold"), s.control("release"), s.control("requeue")}
+		s.login, s.control("hold"), s.control("release"), s.control("requeue"), s.queue}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
@@ -610,6 +615,9 @@ type HealthResponse struct {
 	// SiteNames are the configured sites, in configuration order: a client
 	// holding a configuration checks that this daemon runs the same one.
 	SiteNames []string `json:"site_names,omitempty"`
+	// IDPrefix starts every job id ("g0lx8k2p3q9ab-"); the rest is a
+	// zero-padded sequence number, the id the front-ends print.
+	IDPrefix string `json:"id_prefix,omitempty"`
 }
 
 // Reasons of an unhealthy daemon (HealthResponse.Reason).
@@ -641,7 +649,7 @@ func healthReason(err error) string {
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	names := s.b.SiteNames()
-	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(names), SiteNames: names}
+	h := HealthResponse{Status: "ok", Time: s.opts.Now(), Simulated: s.opts.Simulated, Sites: len(names), SiteNames: names, IDPrefix: s.opts.IDPrefix}
 	if c, ok := s.b.(Checker); ok {
 		if err := c.Health(r.Context()); err != nil {
 			h.Status, h.Error, h.Code, h.Reason = "unhealthy", err.Error(), CodeUnavailable, healthReason(err)

@@ -101,6 +101,7 @@ type Daemon struct {
 	tcp     string // the API's TCP address, if any
 	mtcp    string // the metrics-only TCP address, if any
 
+	queue    queueCache // GET /v1/queue's rows (queue.go)
 	trig     chan string
 	pending  map[string]*atomic.Bool
 	stop     chan struct{}
@@ -276,7 +277,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	sockMux := http.NewServeMux()
 	sockMux.HandleFunc(BackupRoute, d.backupHandler) // the socket only: see BackupRoute
-	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log}), ""))
+	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
@@ -288,7 +289,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		d.tcp = tl.Addr().String()
 		listeners = append(listeners, tl)
-		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token}), opts.Token))
+		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix}), opts.Token))
 	}
 	if opts.MetricsListen != "" {
 		ml, err := net.Listen("tcp", opts.MetricsListen)
@@ -475,6 +476,7 @@ func (d *Daemon) run(ctx context.Context, task string) {
 		t0 := time.Now()
 		rep, err := d.env.Broker.Cycle(ctx, d.env.Now())
 		el := time.Since(t0)
+		d.queue.refresh(d.env.Broker, false) // GET /v1/queue's rows (queue.go)
 		d.m.cycle(el, rep, err)
 		switch {
 		case err != nil:

@@ -72,6 +72,7 @@ func (s *service) submit(ctx context.Context, req bridge.Request, now time.Time)
 		return nil, err
 	}
 	s.m.submissions.WithLabelValues("ok").Inc()
+	s.d.queue.submitted(j)
 	s.d.post(TaskCycle) // a new job waits for the next cycle, not for the next period
 	return j, nil
 }
@@ -86,6 +87,13 @@ func (s *service) Job(id string) (*bridge.Job, error) {
 
 func (s *service) ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
 	return s.st.List(ctx, f)
+}
+
+// Queue answers GET /v1/queue from the broker's memory (every unfinished
+// job is there), as of the last cycle and the submissions since: the
+// front-ends' squeue reads no store and waits for no cycle.
+func (s *service) Queue(context.Context) ([]api.QueueRow, error) {
+	return s.d.queue.get(s.b), nil // queue.go
 }
 
 func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {

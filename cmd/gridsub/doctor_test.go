@@ -181,7 +181,7 @@ func TestDoctorWrongTOTP(t *testing.T) {
 	out := g.stdout.(*strings.Builder).String()
 	var d doctorOut
 	json.Unmarshal([]byte(out), &d)
-	stoppedAt(t, "wrong TOTP", exitCode(err), d, out, "127.0.0.1", "auth", "rejected the answers")
+	stoppedAt(t, "wrong TOTP", doctorExit(err), d, out, "127.0.0.1", "auth", "rejected the answers")
 
 	answer = s.Code(t, 30*time.Second)
 	g.stdout = &strings.Builder{}
@@ -198,7 +198,7 @@ func TestDoctorWrongTOTP(t *testing.T) {
 	}
 }
 
-func exitCode(err error) int {
+func doctorExit(err error) int {
 	if err == nil {
 		return 0
 	}

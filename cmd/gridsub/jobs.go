@@ -118,7 +118,8 @@ func jobIDs(g *globals) cobra.CompletionFunc {
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	snakemake := false
+	c := &cobra.Command{
 		Use:   "status ID",
 		Short: "Show one job of the daemon: state, placement, times",
 		Long: `Status shows a job the daemon knows: its state, where it runs, its wait and
@@ -132,6 +133,9 @@ serve).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: jobIDs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if snakemake {
+				return snakemakeStatus(cmd.Context(), g, args[0]) // fe_shims.go
+			}
 			c, err := mustConnect(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -157,6 +161,8 @@ serve).`,
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&snakemake, "snakemake", false, "print only running, success or failed, for Snakemake's --cluster-status; ID may be the integer sbatch printed; exit status 0 even when the daemon does not answer (then: running)")
+	return c
 }
 
 // listFlags filter a list of jobs.
@@ -263,23 +269,17 @@ func printJobs(g *globals, js []*bridge.Job, ended, sim bool, now time.Time) err
 		if reason == "" {
 			reason = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, j.Req.Nodes, sites, sub, elapsed(j, now), limit, j.Attempts, oneLine(reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.Req.Name, j.State, j.Req.Nodes, sites, sub, elapsedText(j, now), limit, j.Attempts, oneLine(reason))
 	}
 	return tw.Flush()
 }
 
-// elapsed is how long a job has run: until now while it runs, until its
-// end once ended, "-" before it started.
-func elapsed(j *bridge.Job, now time.Time) string {
-	switch {
-	case j.Start.IsZero():
+// elapsedText is how long a job has run (elapsed), "-" before it started.
+func elapsedText(j *bridge.Job, now time.Time) string {
+	if j.Start.IsZero() {
 		return "-"
-	case !j.End.IsZero():
-		return j.End.Sub(j.Start).Round(time.Second).String()
-	case now.After(j.Start):
-		return now.Sub(j.Start).Round(time.Second).String()
 	}
-	return "0s"
+	return elapsed(j, now).Round(time.Second).String()
 }
 
 // lastMsg is the message of a job's latest event ("" without one): why a

@@ -129,12 +129,13 @@ goes on in the daemon.`,
 		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
 		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g), newSimsiteCmd(g),
 		newLoginCmd(g), newDoctorCmd(g))
+	root.AddCommand(newFrontEndCmds(g)...) // fe_*.go: sbatch, squeue... and shims
 	usageArgs(root)
 	return root
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(multiCall(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr)) // fe_shims.go
 }
 
 // run executes the CLI and returns the process exit code.
@@ -156,6 +157,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	var fe *feError // a front-end's error, as the tool prints it (fe_common.go)
+	if errors.As(err, &fe) {
+		fmt.Fprintln(stderr, fe.Error())
+		return fe.code
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -18,6 +18,7 @@ import (
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/assemble"
+	"github.com/gridsub/gridsub/bridge/batchscript"
 	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/internal/config"
 )
@@ -100,6 +101,10 @@ runs the job here even when a daemon runs.`,
 
 // loadJob loads and checks a job file against the configured sites.
 func loadJob(path string, sites []string) (*jobfile.Job, error) {
+	if isBatchScript(path) { // #SBATCH, #PBS (fe_script.go)
+		j, _, err := loadBatchScript(path, sites, batchscript.Options{Environ: os.Environ()})
+		return j, err
+	}
 	j, err := jobfile.Load(path)
 	if err != nil {
 		return nil, err

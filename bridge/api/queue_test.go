@@ -1,0 +1,53 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
+)
+
+// queueBroker is a store broker that also lists a queue.
+type queueBroker struct {
+	api.Broker
+	rows []api.QueueRow
+}
+
+func (q queueBroker) Queue(context.Context) ([]api.QueueRow, error) { return q.rows, nil }
+
+// TestQueueRoundTrip: GET /v1/queue's rows come back as they were, a
+// name with a tab included (made a space); a broker without a queue
+// answers 404.
+func TestQueueRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	rows := []api.QueueRow{
+		{ID: "g000001", Name: "a", State: bridge.Running, Nodes: 2, Cores: 4, Estimate: time.Hour, Submit: t0, Start: t0.Add(time.Minute),
+			Sites: []string{"Beijing", "Shanghai"}, Partition: "batch", Account: "acct"},
+		{ID: "g000002_3", Parent: "g000002", Index: 3, Name: "b\tc", State: bridge.Queued, Nodes: 1, Estimate: 90 * time.Second, Submit: t0, Predicted: true},
+	}
+	c, _ := serveUnix(t, queueBroker{newSQLiteBroker(t), rows})
+	got, err := c.Queue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rows
+	want[1].Name = "b c"
+	if len(got) != 2 {
+		t.Fatalf("%d rows", len(got))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.ID != w.ID || g.Parent != w.Parent || g.Index != w.Index || g.Name != w.Name || g.State != w.State || g.Nodes != w.Nodes ||
+			g.Cores != w.Cores || g.Estimate != w.Estimate || !g.Submit.Equal(w.Submit) || !g.Start.Equal(w.Start) || g.Predicted != w.Predicted ||
+			len(g.Sites) != len(w.Sites) || g.Partition != w.Partition || g.Account != w.Account {
+			t.Errorf("row %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	c2, _ := serveUnix(t, newSQLiteBroker(t))
+	if _, err := c2.Queue(ctx); !errors.Is(err, bridge.ErrNotFound) {
+		t.Errorf("a broker without a queue: %v", err)
+	}
+}

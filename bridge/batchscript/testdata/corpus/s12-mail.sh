@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH --mail-type=END,FAIL
+#SBATCH --mail-user=alice@example.org
+#SBATCH -t 10
+./run

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --mail-type=ALL
+#SBATCH -t 10
+./run

@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH --chdir=work/run1
+#SBATCH -o slurm-%j.out
+#SBATCH -t 10
+./run

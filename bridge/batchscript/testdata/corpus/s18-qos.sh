@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --qos=high
+#SBATCH -t 10
+./run

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH -C "skylake|cascadelake"
+#SBATCH -t 10
+./run

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --time=1:2:3:4
+./run

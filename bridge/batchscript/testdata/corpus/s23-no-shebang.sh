@@ -1,0 +1,2 @@
+#SBATCH -t 10
+./run

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --gres=gpu:a100:4
+#SBATCH -t 1:00:00
+./x

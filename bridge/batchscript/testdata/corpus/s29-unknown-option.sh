@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --tiem=10
+./x

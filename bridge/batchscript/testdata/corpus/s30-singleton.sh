@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --dependency=singleton
+#SBATCH -t 10
+./x

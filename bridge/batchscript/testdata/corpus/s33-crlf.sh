@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH -t 10
+#SBATCH -J crlf
+echo windows

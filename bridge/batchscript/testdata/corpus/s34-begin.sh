@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --begin=now+1hour
+#SBATCH -t 10
+./x

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH -n 4
+#SBATCH -t 10
+srun hostname

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --job-name="unterminated
+#SBATCH -t 10
+./x

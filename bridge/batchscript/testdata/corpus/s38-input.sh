@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH --input=data.txt
+#SBATCH -t 10
+./x
