@@ -301,3 +301,11 @@ type Stager interface {
 	Put(ctx context.Context, src io.Reader, remote string, mode fs.FileMode) (Transfer, error)
 	Get(ctx context.Context, remote string, dst io.Writer) (Transfer, error)
 }
+
+// ErrNeedsLogin: the site asks for something only a person can give (a
+// one-time password, a key's passphrase) and its authenticated connection
+// is gone; `gridsub login SITE` restores it. Not an outage: the jobs at
+// the site keep their state and nothing is moved elsewhere because of it.
+// Always wrapped together with ErrUnavailable (nothing can be sent there
+// now; a call that failed so was not sent).
+var ErrNeedsLogin = errors.New("needs login")

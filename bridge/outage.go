@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -120,6 +121,11 @@ func (p *poller) detectDown(ctx context.Context, results [][]backends.JobStatus,
 				// failed health probe; an answer from an up site is a no-op.
 				rel.Observe(name, true, now)
 			}
+			continue
+		}
+		if errors.Is(errs[s], backends.ErrNeedsLogin) {
+			// Waiting for `gridsub login`: not an outage. Its components
+			// keep their state; nothing is given up or moved for it.
 			continue
 		}
 		if p.downSince[s].IsZero() {

@@ -37,6 +37,12 @@ fi
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q chromium >/dev/null || echo "test.sh: could not install chromium; the status page's browser test will skip" >&2
 fi
+# The login tests (backends/transport, cmd/gridsub: one-time passwords) run
+# an sshd whose PAM asks a TOTP code: Debian's libpam-oath, codes from
+# oathtool. They skip with a message without them.
+if ! command -v oathtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q libpam-oath oathtool >/dev/null || echo "test.sh: could not install libpam-oath/oathtool; the TOTP login tests will skip" >&2
+fi
 # The workflow-engine tests (cmd/gridsub/engines_test.go) drive Debian 12's
 # Snakemake 7.21 and Toil 5.9 through gridsub's front-ends; they skip with a
 # message without them.

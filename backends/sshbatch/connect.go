@@ -16,6 +16,12 @@ import (
 // ssh.Lazy an unreachable site is not an error: the backend connects on
 // first use and ConnErr says why it cannot yet.
 func Dial(ctx context.Context, cfg Config, d Dialect, ssh transport.Config) (*Backend, error) {
+	// The login user may come from the OpenSSH configuration.
+	ssh, err := transport.ResolveSSHConfig(ctx, ssh)
+	if err != nil {
+		return nil, fmt.Errorf("%s site %s: %w", d.Traits().Kind, cfg.Name, err)
+	}
+	ssh.SSHConfig = ""
 	if cfg.User == "" {
 		cfg.User = ssh.User
 	}
@@ -43,6 +49,12 @@ func (b *Backend) ConnErr() error { return b.link.ConnErr() }
 // transfer measurements (transport.Estimator); ok is false for a Backend
 // built with New or before the first transfer.
 func (b *Backend) LinkEstimate() (float64, time.Duration, bool) { return b.link.LinkEstimate() }
+
+// Login logs the site's connection in, p answering what only a person can
+// (see transport.Client.Login); the daemon's `gridsub login` calls it.
+func (b *Backend) Login(ctx context.Context, p transport.Prompter) (already bool, err error) {
+	return b.link.Login(ctx, p)
+}
 
 // Close releases the connection Dial made (a no-op for a Backend built
 // with New, whose Runner belongs to the caller).

@@ -1,8 +1,11 @@
 package sshbatch
 
 import (
+	"context"
+	"fmt"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/transport"
 )
 
@@ -36,6 +39,16 @@ func (l Link) LinkEstimate() (secPerByte float64, latency time.Duration, ok bool
 		return 0, 0, false
 	}
 	return est.SecPerByte(), est.Latency(), true
+}
+
+// Login logs the connection in with p answering what the site asks (a
+// one-time password, a key passphrase) and keeps it (transport.Client.Login);
+// the zero Link has nothing to log in to.
+func (l Link) Login(ctx context.Context, p transport.Prompter) (already bool, err error) {
+	if l.c == nil {
+		return false, fmt.Errorf("%w: this backend was built on a caller's connection", backends.ErrUnsupported)
+	}
+	return l.c.Login(ctx, p)
 }
 
 // Close closes the connection (a no-op for the zero Link).

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -36,21 +35,26 @@ const (
 type Client struct {
 	cfg  Config
 	log  *slog.Logger
-	hk   *hostKeys
-	cred *credentials
+	eps  []*endpoint   // the jump hosts in order, then the login node
+	keys keyring       // keys whose passphrase was given
 	sem  chan struct{} // one token per open session, MaxSessions in all
 	est  *Estimator
 
 	dialTok chan struct{} // held by the one goroutine (re)dialing
 	closeCh chan struct{}
 
-	mu       sync.Mutex
-	cur      *conn
-	closed   bool
-	failures int       // consecutive failed dials
-	nextDial time.Time // no dial before this (backoff)
-	lastErr  error     // of the last failed dial
-	orphans  []string  // temp files a failed Put could not remove yet
+	mu     sync.Mutex
+	cur    *conn
+	hops   []*hopConn // kept connections to the jump hosts (eps[i])
+	closed bool
+	// needLogin is why the Client waits for Login (it wraps
+	// ErrNeedsLogin): the last dial met a question nobody could answer.
+	// While it is set nothing is dialed.
+	needLogin error
+	failures  int       // consecutive failed dials
+	nextDial  time.Time // no dial before this (backoff)
+	lastErr   error     // of the last failed dial
+	orphans   []string  // temp files a failed Put could not remove yet
 }
 
 var _ backends.Runner = (*Client)(nil)
@@ -80,41 +84,55 @@ func (cn *conn) alive() bool {
 // ends first. Errors wrap ErrHostKeyChanged, ErrHostKeyUnknown,
 // ErrHostKeyRevoked, ErrAuth, or backends.ErrUnavailable (network, timeout).
 func Dial(ctx context.Context, cfg Config) (*Client, error) {
-	cfg, err := cfg.withDefaults()
+	c, err := newClient(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	hk, err := newHostKeys(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cred, err := loadCredentials(cfg)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{
-		cfg:     cfg,
-		log:     cfg.Logger.With("site", cfg.addr()),
-		hk:      hk,
-		cred:    cred,
-		sem:     make(chan struct{}, cfg.MaxSessions),
-		est:     NewEstimator(0),
-		dialTok: make(chan struct{}, 1),
-		closeCh: make(chan struct{}),
-	}
-	cn, err := c.dial(ctx)
+	cn, err := c.dial(ctx, nil)
 	if err != nil {
 		if !cfg.Lazy || !errors.Is(err, backends.ErrUnavailable) || ctx.Err() != nil {
+			c.closeHops()
 			return nil, err
 		}
 		c.mu.Lock()
 		d := c.failed(err)
 		c.mu.Unlock()
-		c.log.Warn("ssh site unreachable; will connect on first use", "err", err, "next_in", d)
+		if errors.Is(err, ErrNeedsLogin) {
+			c.log.Warn("ssh site needs a login; nothing is sent there until then", "err", err)
+		} else {
+			c.log.Warn("ssh site unreachable; will connect on first use", "err", err, "next_in", d)
+		}
 		return c, nil
 	}
 	c.cur = cn
 	return c, nil
+}
+
+// newClient resolves and checks cfg and returns a Client that has not
+// dialed yet.
+func newClient(ctx context.Context, cfg Config) (*Client, error) {
+	cfg, err := ResolveSSHConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	eps, err := endpoints(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{
+		cfg:     cfg,
+		log:     cfg.Logger.With("site", cfg.addr()),
+		eps:     eps,
+		hops:    make([]*hopConn, len(eps)-1),
+		sem:     make(chan struct{}, cfg.MaxSessions),
+		est:     NewEstimator(0),
+		dialTok: make(chan struct{}, 1),
+		closeCh: make(chan struct{}),
+	}, nil
 }
 
 // Err is why the Client has no connection now: the last dial error, nil
@@ -125,6 +143,9 @@ func (c *Client) Err() error {
 	defer c.mu.Unlock()
 	if c.cur != nil && c.cur.alive() {
 		return nil
+	}
+	if c.needLogin != nil {
+		return c.needLogin
 	}
 	return c.lastErr
 }
@@ -146,6 +167,7 @@ func (c *Client) Close() error {
 	cn := c.cur
 	c.cur = nil
 	c.mu.Unlock()
+	defer c.closeHops()
 	if cn == nil {
 		return nil
 	}
@@ -163,61 +185,79 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// dial makes one connection attempt: TCP dial and SSH handshake, both
-// bounded by ctx and DialTimeout.
-func (c *Client) dial(ctx context.Context) (*conn, error) {
+// closeHops closes the kept connections to the jump hosts.
+func (c *Client) closeHops() {
+	c.mu.Lock()
+	hops := append([]*hopConn(nil), c.hops...)
+	clear(c.hops)
+	c.mu.Unlock()
+	for _, h := range hops {
+		if h != nil {
+			h.ssh.Close()
+		}
+	}
+}
+
+// dial makes one connection attempt through the path: each jump host
+// whose kept connection is alive is reused, the others are dialed (through
+// the one before), then the login node; each step bounded by ctx and
+// DialTimeout. p answers the questions a person must (nil: Config.Prompter).
+// Called by one goroutine at a time (holding dialTok, or from Dial).
+func (c *Client) dial(ctx context.Context, p Prompter) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 	defer cancel()
-	addr := c.cfg.addr()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, unavailable("dial %s: %w", addr, err)
+	if p == nil {
+		p = c.cfg.Prompter
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetDeadline(dl)
-	}
-	// x/crypto/ssh has no context: closing the socket aborts the handshake.
-	stop := context.AfterFunc(ctx, func() { nc.Close() })
-
-	auth, closeAgent, offered := c.cred.authMethod()
-	defer closeAgent()
-	var hostKeyErr error
-	conf := &ssh.ClientConfig{
-		User: c.cfg.User,
-		Auth: []ssh.AuthMethod{auth},
-		HostKeyCallback: func(hostname string, remote net.Addr, key ssh.PublicKey) error {
-			hostKeyErr = c.hk.cb(hostname, remote, key)
-			return hostKeyErr
-		},
-		HostKeyAlgorithms: c.hk.algos,
-	}
-	sc, chans, reqs, err := ssh.NewClientConn(nc, addr, conf)
-	if !stop() {
-		if err == nil {
-			sc.Close()
-		}
-		return nil, unavailable("ssh handshake with %s: %w", addr, ctx.Err())
-	}
-	if err != nil {
-		nc.Close()
-		switch {
-		case hostKeyErr != nil:
-			return nil, hostKeyErr
-		case strings.Contains(err.Error(), "unable to authenticate"):
-			if offered == "" {
-				offered = "nothing"
+	var via *ssh.Client
+	viaLabel := ""
+	for i, ep := range c.eps[:len(c.eps)-1] {
+		c.mu.Lock()
+		h := c.hops[i]
+		c.mu.Unlock()
+		if !h.alive() {
+			nc, err := dialTCP(ctx, ep, via, viaLabel)
+			if err != nil {
+				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %s accepted none of the credentials offered: %s (%v)", ErrAuth, c.cfg.target(), offered, err)
+			sc, err := c.handshake(ctx, ep, nc, p)
+			if err != nil {
+				return nil, err
+			}
+			h = &hopConn{ssh: sc, dead: make(chan struct{})}
+			go func() {
+				err := sc.Wait()
+				close(h.dead)
+				c.log.Info("ssh connection to jump host ended", "hop", ep.label, "err", err)
+			}()
+			if c.cfg.KeepAlive > 0 {
+				go c.keepalive(sc, h.dead)
+			}
+			c.log.Info("ssh connected", "hop", ep.label)
+			c.mu.Lock()
+			closed := c.closed
+			if !closed {
+				c.hops[i] = h
+			}
+			c.mu.Unlock()
+			if closed {
+				sc.Close()
+				return nil, ErrClosed
+			}
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) { // the socket deadline set from ctx
-			return nil, unavailable("ssh handshake with %s: %w (%v)", addr, context.DeadlineExceeded, err)
-		}
-		return nil, unavailable("ssh handshake with %s: %w", addr, err)
+		via, viaLabel = h.ssh, ep.label
 	}
-	nc.SetDeadline(time.Time{})
+	ep := c.eps[len(c.eps)-1]
+	nc, err := dialTCP(ctx, ep, via, viaLabel)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := c.handshake(ctx, ep, nc, p)
+	if err != nil {
+		return nil, err
+	}
 	cn := &conn{
-		ssh:     ssh.NewClient(sc, chans, reqs),
+		ssh:     sc,
 		dead:    make(chan struct{}),
 		sftpTok: make(chan struct{}, 1),
 	}
@@ -227,21 +267,21 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		c.log.Info("ssh connection ended", "err", cn.err)
 	}()
 	if c.cfg.KeepAlive > 0 {
-		go c.keepalive(cn)
+		go c.keepalive(cn.ssh, cn.dead)
 	}
-	c.log.Info("ssh connected", "user", c.cfg.User, "server_version", string(sc.ServerVersion()))
+	c.log.Info("ssh connected", "user", c.cfg.User, "server_version", string(sc.ServerVersion()), "jump_hosts", len(c.eps)-1)
 	return cn, nil
 }
 
 // keepalive sends keepalive@openssh.com every KeepAlive; an unanswered
 // request (no reply within another KeepAlive) closes the connection, so the
 // next caller reconnects instead of hanging on a dead TCP connection.
-func (c *Client) keepalive(cn *conn) {
+func (c *Client) keepalive(sc *ssh.Client, dead <-chan struct{}) {
 	t := time.NewTicker(c.cfg.KeepAlive)
 	defer t.Stop()
 	for {
 		select {
-		case <-cn.dead:
+		case <-dead:
 			return
 		case <-t.C:
 		}
@@ -249,7 +289,7 @@ func (c *Client) keepalive(cn *conn) {
 		go func() {
 			// Any reply (OpenSSH answers "failure" to this request) proves
 			// the connection is alive.
-			_, _, err := cn.ssh.SendRequest("keepalive@openssh.com", true, nil)
+			_, _, err := sc.SendRequest("keepalive@openssh.com", true, nil)
 			res <- err
 		}()
 		timeout := time.NewTimer(c.cfg.KeepAlive)
@@ -258,14 +298,14 @@ func (c *Client) keepalive(cn *conn) {
 			timeout.Stop()
 			if err != nil {
 				c.log.Warn("ssh keepalive failed; closing the connection", "err", err)
-				cn.ssh.Close()
+				sc.Close()
 				return
 			}
 		case <-timeout.C:
 			c.log.Warn("ssh keepalive unanswered; closing the connection", "waited", c.cfg.KeepAlive)
-			cn.ssh.Close()
+			sc.Close()
 			return
-		case <-cn.dead:
+		case <-dead:
 			timeout.Stop()
 			return
 		}
@@ -307,6 +347,9 @@ func (c *Client) current() (*conn, error) {
 	if c.cur != nil && c.cur.alive() {
 		return c.cur, nil
 	}
+	if c.needLogin != nil {
+		return nil, c.needLogin
+	}
 	return nil, nil
 }
 
@@ -328,7 +371,7 @@ func (c *Client) redial(ctx context.Context) (*conn, error) {
 		}
 	}
 	c.log.Info("ssh reconnecting", "after_failures", failures)
-	cn, err := c.dial(ctx)
+	cn, err := c.dial(ctx, nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil && ctx.Err() != nil {
@@ -343,7 +386,7 @@ func (c *Client) redial(ctx context.Context) (*conn, error) {
 		cn.ssh.Close()
 		return nil, ErrClosed
 	}
-	c.failures, c.nextDial, c.lastErr = 0, time.Time{}, nil
+	c.failures, c.nextDial, c.lastErr, c.needLogin = 0, time.Time{}, nil, nil
 	c.cur = cn
 	return cn, nil
 }
@@ -356,7 +399,62 @@ func (c *Client) failed(err error) time.Duration {
 	d += time.Duration(rand.Int64N(int64(d)/5 + 1))
 	c.nextDial = time.Now().Add(d)
 	c.lastErr = err
+	if errors.Is(err, ErrNeedsLogin) {
+		c.needLogin = err
+	}
 	return d
+}
+
+// NeedsLogin reports whether the Client waits for Login: its connection
+// is gone and the next one needs answers only a person can give.
+func (c *Client) NeedsLogin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.needLogin != nil && (c.cur == nil || !c.cur.alive())
+}
+
+// Login connects with p answering the questions of the login (one-time
+// passwords, key passphrases) and keeps the connection for every later
+// call, with keepalives. It returns at once (already true) while the
+// Client is connected. A key's passphrase given here is kept in memory
+// for the Client's lifetime; a one-time password is used once. Errors are
+// Dial's (a rejected answer is ErrAuth).
+func (c *Client) Login(ctx context.Context, p Prompter) (already bool, err error) {
+	if p == nil {
+		return false, errors.New("transport: Login needs a Prompter")
+	}
+	select {
+	case c.dialTok <- struct{}{}:
+	case <-ctx.Done():
+		return false, fmt.Errorf("waiting to log in to %s: %w", c.cfg.addr(), ctx.Err())
+	case <-c.closeCh:
+		return false, ErrClosed
+	}
+	defer func() { <-c.dialTok }()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false, ErrClosed
+	}
+	if c.cur != nil && c.cur.alive() {
+		c.mu.Unlock()
+		return true, nil
+	}
+	c.mu.Unlock()
+	cn, err := c.dial(ctx, p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	if c.closed {
+		cn.ssh.Close()
+		return false, ErrClosed
+	}
+	c.failures, c.nextDial, c.lastErr, c.needLogin = 0, time.Time{}, nil, nil
+	c.cur = cn
+	c.log.Info("ssh login done; connection kept")
+	return false, nil
 }
 
 // acquire takes one session slot; release gives it back.

@@ -368,8 +368,8 @@ func TestEncryptedKeyFile(t *testing.T) {
 	enc := newClientKey(t, "secret passphrase")
 	f.cfg.KeyFiles = []string{enc.Path}
 	_, err := Dial(ctxTimeout(t, 10*time.Second), f.cfg)
-	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "ssh-add "+enc.Path) {
-		t.Fatalf("got %v, want ErrAuth telling to use ssh-add", err)
+	if !errors.Is(err, ErrNeedsLogin) || !strings.Contains(err.Error(), enc.Path) || !strings.Contains(err.Error(), "gridsub login") {
+		t.Fatalf("got %v, want ErrNeedsLogin naming the key and gridsub login", err)
 	}
 	if strings.Contains(err.Error(), "secret passphrase") {
 		t.Error("the passphrase leaked into the error")

@@ -27,15 +27,41 @@ const (
 
 // Config describes how to reach one site's login node.
 type Config struct {
+	// Host is the login node's name or address, or with SSHConfig an
+	// alias of the OpenSSH client configuration.
 	Host string
-	Port int // 0 means 22
+	Port int // 0 means 22 (or what SSHConfig resolves)
 	User string
+	// SSHConfig resolves Host the way OpenSSH does (ssh -G), filling the
+	// fields left unset (ResolveSSHConfig): SSHConfigDefault reads
+	// OpenSSH's own files, another value is a file given to ssh -F. Empty:
+	// no resolution, the fields are taken as they are.
+	SSHConfig string
 
 	// KeyFiles are private key files (OpenSSH or PEM). Encrypted keys are
 	// refused with a clear error: load them into an agent instead.
 	KeyFiles []string
 	// UseAgent offers the keys of the ssh-agent at $SSH_AUTH_SOCK.
 	UseAgent bool
+	// CertFiles are OpenSSH user certificates (ssh-keygen -s) for the keys
+	// offered; "<key>-cert.pub" beside a key file is offered too. A
+	// certificate outside its validity window is left out, and a failed
+	// login says so with the window.
+	CertFiles []string
+	// Prompter answers keyboard-interactive questions (a one-time
+	// password) and key passphrases. Nil (a daemon): a login that needs a
+	// person fails with ErrNeedsLogin and the Client waits for Login.
+	Prompter Prompter
+	// Jumps are the jump hosts (OpenSSH's ProxyJump), in order: the first
+	// is dialed directly, each next one and then Host through the one
+	// before. Every hop's host key is checked (InsecureIgnoreHostKey never
+	// applies to a hop) and every hop's connection is kept and reused.
+	Jumps []Hop
+	// ProxyJump is OpenSSH's ProxyJump, "[user@]host[:port],...": with
+	// SSHConfig each hop is resolved as ssh does, else taken literally
+	// (with the login node's credentials and known_hosts). Used when Jumps
+	// is empty.
+	ProxyJump string
 
 	// KnownHosts are known_hosts files. Several keys per host,
 	// "[host]:port" entries, hashed host names, @cert-authority and @revoked
@@ -63,9 +89,11 @@ type Config struct {
 	// now (the first dial failed with backends.ErrUnavailable): calls then
 	// reconnect with the usual backoff and fail with ErrUnavailable until
 	// the site answers, and Client.Err says why. A broker keeps working
-	// with its other sites instead of refusing to start. A changed or
-	// unknown host key, failed authentication or a bad configuration still
-	// fail Dial: those need a person, not a retry.
+	// with its other sites instead of refusing to start. A login that
+	// needs a person's answer (ErrNeedsLogin) is let through the same way:
+	// the Client then waits for Login. A changed or unknown host key,
+	// failed authentication or a bad configuration still fail Dial: those
+	// need a person to change something, not a retry.
 	Lazy bool
 
 	// SFTPSequential turns off pkg/sftp's concurrent reads and writes (for
@@ -91,6 +119,19 @@ type Config struct {
 	MaxOutput int
 
 	Logger *slog.Logger
+}
+
+// Hop is one jump host. Empty fields take the target's: User, the
+// credentials (KeyFiles, CertFiles, UseAgent, when none are set) and
+// KnownHosts.
+type Hop struct {
+	Host       string
+	Port       int // 0 means 22
+	User       string
+	KeyFiles   []string
+	CertFiles  []string
+	UseAgent   bool
+	KnownHosts []string
 }
 
 // withDefaults validates cfg and fills in defaults.
@@ -156,6 +197,27 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if len(cfg.KeyFiles) == 0 && !cfg.UseAgent {
 		return cfg, fmt.Errorf("%w: no credentials for %s: set key files or use the agent", ErrAuth, cfg.target())
+	}
+	for i := range cfg.Jumps {
+		h := &cfg.Jumps[i]
+		if h.Host == "" {
+			return cfg, fmt.Errorf("transport config: jump host %d of %d has no host", i+1, len(cfg.Jumps))
+		}
+		if h.Port == 0 {
+			h.Port = DefaultPort
+		}
+		if h.Port < 0 || h.Port > 65535 {
+			return cfg, fmt.Errorf("transport config: jump host %d (%s) port %d out of range (want 1-65535)", i+1, h.Host, h.Port)
+		}
+		if h.User == "" {
+			h.User = cfg.User
+		}
+		if len(h.KeyFiles) == 0 && !h.UseAgent {
+			h.KeyFiles, h.CertFiles, h.UseAgent = cfg.KeyFiles, cfg.CertFiles, cfg.UseAgent
+		}
+		if len(h.KnownHosts) == 0 {
+			h.KnownHosts = cfg.KnownHosts
+		}
 	}
 	return cfg, nil
 }

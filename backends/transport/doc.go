@@ -69,11 +69,57 @@
 // host they list must still offer a listed key (ErrHostKeyChanged,
 // ErrHostKeyRevoked otherwise), so the flag can never override known_hosts.
 //
-// Authentication is public key only: key files (passphrase-protected ones
-// are refused with advice to use ssh-agent) and/or the ssh-agent at
-// $SSH_AUTH_SOCK (which also lets a site with MFA reuse an agent the user
-// unlocked). Failure is ErrAuth naming user@host:port and what was offered.
-// No password is ever asked for, stored or logged.
+// A host certificate is checked against @cert-authority lines; one
+// outside its validity window fails with ErrHostCertInvalid giving the
+// window. When a @cert-authority line covers the host, the certificate
+// host key algorithms are asked for first, so the server presents its
+// certificate rather than its bare key. (x/crypto's knownhosts matches a
+// pattern's port exactly: "@cert-authority *.example.org" covers port 22.)
+//
+// Authentication offers the key files' keys (each read at every connect,
+// so a renewed short-lived certificate is picked up) and the ssh-agent's,
+// OpenSSH user certificates first (Config.CertFiles, and "<key>-cert.pub"
+// beside a key file; one outside its window is left out and a failed login
+// says so with the window), then keyboard-interactive. Failure is ErrAuth
+// naming user@host:port, what was offered, the certificates left out and
+// whether answers to the server's questions were rejected. No password is
+// ever stored or logged.
+//
+// # One-time passwords and passphrases
+//
+// Questions only a person can answer — a keyboard-interactive prompt (a
+// TOTP code, a Duo-style "1") or an encrypted key file's passphrase — go to
+// a Prompter (Config.Prompter, or the one given to Client.Login). A
+// passphrase is asked once: the decrypted key stays in memory for the
+// Client's lifetime and serves every later connection and every hop. With
+// no Prompter (a daemon), such a question fails the dial with ErrNeedsLogin
+// (which matches backends.ErrNeedsLogin and backends.ErrUnavailable) and
+// the Client then waits: it dials nothing and every call fails at once,
+// not sent, until Client.Login connects with a Prompter — so a lost
+// connection never turns into a storm of failed logins or push
+// notifications. The daemon relays Login's questions to `gridsub login`.
+//
+// # Jump hosts and the OpenSSH configuration
+//
+// Config.Jumps (or Config.ProxyJump, "[user@]host[:port],...") are jump
+// hosts reached in order, each through the one before with a direct-tcpip
+// channel, as ssh -J does; the login node is reached through the last.
+// Every hop's host key is checked against its known_hosts (the flag
+// InsecureIgnoreHostKey never applies to a hop), and errors name the hop
+// ("jump host 2 of 2 (user@host:port)", "login node ..."). Each hop's
+// connection is kept, with keepalives, and reused: when only the login
+// node's connection drops, it is redialed through the live hops.
+//
+// With Config.SSHConfig the host may be an alias of the OpenSSH client
+// configuration: ResolveSSHConfig asks OpenSSH itself (ssh -G) and fills
+// the fields left unset — HostName, User, Port, IdentityFile,
+// IdentitiesOnly, CertificateFile, UserKnownHostsFile,
+// GlobalKnownHostsFile, ProxyJump (every hop resolved the same way),
+// ServerAliveInterval, ConnectTimeout — so the explicit fields win. A
+// setting gridsub cannot honour (ProxyCommand, StrictHostKeyChecking no,
+// KnownHostsCommand, HostKeyAlias, UserKnownHostsFile /dev/null, an
+// IdentityAgent other than $SSH_AUTH_SOCK) fails with ErrSSHConfig naming
+// it. Diagnose walks the path hop by hop for `gridsub doctor`.
 //
 // # Staging
 //

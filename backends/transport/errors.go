@@ -27,6 +27,10 @@ var (
 	// ErrHostKeyRevoked: the offered host key is marked @revoked in
 	// known_hosts.
 	ErrHostKeyRevoked = errors.New("ssh host key revoked")
+	// ErrHostCertInvalid: the server offered a host certificate outside
+	// its validity window (expired, or not yet valid); the message gives
+	// the window.
+	ErrHostCertInvalid = errors.New("ssh host certificate not valid now")
 	// ErrAuth: the server accepted none of the credentials offered (key
 	// files, agent keys), or there were no credentials to offer.
 	ErrAuth = errors.New("ssh authentication failed")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -80,7 +81,19 @@ func newHostKeys(cfg Config) (*hostKeys, error) {
 			return explainHostKeyError(cfg, key, kh(hostname, remote, key))
 		}
 	}
-	hk.algos = preferredHostKeyAlgos(cfg, kh)
+	// A host certificate outside its validity window is refused with the
+	// window, before knownhosts' terse "cert has expired".
+	check := hk.cb
+	hk.cb = func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		if cert, ok := key.(*ssh.Certificate); ok && cert.CertType == ssh.HostCert {
+			if msg := certWindow(cert, time.Now()); msg != "" {
+				return fmt.Errorf("%w: %s offered host certificate %q (signed by CA %s), which %s",
+					ErrHostCertInvalid, knownHostsName(cfg), cert.KeyId, ssh.FingerprintSHA256(cert.SignatureKey), msg)
+			}
+		}
+		return check(hostname, remote, key)
+	}
+	hk.algos = preferredHostKeyAlgos(cfg, files, kh)
 	return hk, nil
 }
 
@@ -88,7 +101,41 @@ func newHostKeys(cfg Config) (*hostKeys, error) {
 // for the host (by checking a throw-away key) and puts their algorithms
 // first, the way OpenSSH does; otherwise a server with several host keys
 // could present one that known_hosts does not list and look "changed".
-func preferredHostKeyAlgos(cfg Config, kh ssh.HostKeyCallback) []string {
+// When a @cert-authority line covers the host, the certificate algorithms
+// go first (as OpenSSH orders them), so a server with a host certificate
+// presents it rather than its bare key.
+func preferredHostKeyAlgos(cfg Config, files []string, kh ssh.HostKeyCallback) []string {
+	var algos []string
+	if caCovers(cfg, files) {
+		for _, a := range ssh.SupportedAlgorithms().HostKeys {
+			if strings.Contains(a, "-cert-") {
+				algos = append(algos, a)
+			}
+		}
+	}
+	for _, k := range knownFor(cfg, kh) {
+		switch t := k.Key.Type(); t {
+		case ssh.KeyAlgoRSA:
+			algos = append(algos, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
+		default:
+			algos = append(algos, t)
+		}
+	}
+	if len(algos) == 0 {
+		return nil // nothing known: keep the library default
+	}
+	algos = append(algos, ssh.SupportedAlgorithms().HostKeys...)
+	var out []string
+	for _, a := range algos {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// knownFor is the keys kh lists for the host (plain lines and CAs alike).
+func knownFor(cfg Config, kh ssh.HostKeyCallback) []knownhosts.KnownKey {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil
@@ -102,26 +149,46 @@ func preferredHostKeyAlgos(cfg Config, kh ssh.HostKeyCallback) []string {
 		remote.IP = net.IPv4zero
 	}
 	var ke *knownhosts.KeyError
-	if !errors.As(kh(cfg.addr(), remote, probe.PublicKey()), &ke) || len(ke.Want) == 0 {
-		return nil // nothing known (or only a CA): keep the library default
+	if !errors.As(kh(cfg.addr(), remote, probe.PublicKey()), &ke) {
+		return nil
 	}
-	var algos []string
-	for _, k := range ke.Want {
-		switch t := k.Key.Type(); t {
-		case ssh.KeyAlgoRSA:
-			algos = append(algos, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
-		default:
-			algos = append(algos, t)
+	return ke.Want
+}
+
+// caCovers reports whether a @cert-authority line of the files covers the
+// host: those lines alone are read into a database (a temporary file:
+// knownhosts reads files only) and asked for the host.
+func caCovers(cfg Config, files []string) bool {
+	var lines []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "@cert-authority") {
+				lines = append(lines, l)
+			}
 		}
 	}
-	algos = append(algos, ssh.SupportedAlgorithms().HostKeys...)
-	var out []string
-	for _, a := range algos {
-		if !slices.Contains(out, a) {
-			out = append(out, a)
-		}
+	if len(lines) == 0 {
+		return false
 	}
-	return out
+	tmp, err := os.CreateTemp("", "gridsub-ca-*")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(strings.Join(lines, "\n") + "\n")
+	tmp.Close()
+	if err != nil {
+		return false
+	}
+	kh, err := knownhosts.New(tmp.Name())
+	if err != nil {
+		return false
+	}
+	return len(knownFor(cfg, kh)) > 0
 }
 
 // knownHostsName is the host as known_hosts and ssh-keygen -R spell it.
@@ -149,7 +216,10 @@ func explainHostKeyError(cfg Config, key ssh.PublicKey, err error) error {
 			ErrHostKeyRevoked, knownHostsName(cfg), key.Type(), fp, rev.Revoked.Filename, rev.Revoked.Line)
 	}
 	var ke *knownhosts.KeyError
-	if !errors.As(err, &ke) {
+	if !errors.As(err, &ke) && strings.Contains(err.Error(), "no authorities for hostname") {
+		// A host certificate and no @cert-authority line for the host.
+		ke = &knownhosts.KeyError{}
+	} else if !errors.As(err, &ke) {
 		return fmt.Errorf("checking host key of %s: %w", knownHostsName(cfg), err)
 	}
 	if len(ke.Want) == 0 {

@@ -162,6 +162,7 @@ var Routes = []string{
 	"POST /v1/explain",
 	"GET /v1/jobs/{id}/explain",
 	"GET /v1/jobs/{id}/logs",
+	"POST /v1/sites/{name}/login",
 	"POST /v1/jobs/{id}/hold",
 	"POST /v1/jobs/{id}/release",
 	"POST /v1/jobs/{id}/requeue",
@@ -192,7 +193,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
 	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs,
-		s.control("hold"), s.control("release"), s.control("requeue"), s.queue}
+		s.login, s.control("hold"), s.control("release"), s.control("requeue"), s.queue}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/store"
@@ -24,6 +25,10 @@ const (
 	SiteOK          = "ok"
 	SiteUnreachable = "unreachable" // followed by ": <reason>"
 	SiteNotProbed   = "not probed yet"
+	// SiteNeedsLogin: the site's authenticated connection is gone and the
+	// next needs a person (a one-time password): `gridsub login SITE`.
+	// Not an outage: its jobs keep their state. Followed by ": <what to do>".
+	SiteNeedsLogin = "needs login"
 )
 
 // Site is one site in GET /v1/sites: its configuration and what the last
@@ -37,8 +42,8 @@ type Site struct {
 	Nodes        int     `json:"nodes"`
 	CoresPerNode int     `json:"cores_per_node"`
 	H            float64 `json:"h"`
-	// Status is "ok", "unreachable: <reason>" (the last probe failed) or
-	// "not probed yet".
+	// Status is "ok", "unreachable: <reason>" (the last probe failed),
+	// "needs login: <what to do>" (SiteNeedsLogin) or "not probed yet".
 	Status    string     `json:"status"`
 	LastProbe *time.Time `json:"last_probe"`
 	LastError string     `json:"last_error,omitempty"`
@@ -105,6 +110,8 @@ func NewSite(name, kind string, nodes, coresPerNode int, h float64, rec *store.S
 	s.LastProbe, s.LastOK, s.LastError = at(rec.LastProbe), at(rec.LastOK), rec.LastErr
 	switch {
 	case rec.LastProbe.IsZero():
+	case strings.HasPrefix(rec.LastErr, SiteNeedsLogin+":"):
+		s.Status = rec.LastErr
 	case rec.LastErr != "":
 		s.Status = SiteUnreachable + ": " + rec.LastErr
 	default:

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/robfig/cron/v3"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/assemble"
@@ -533,8 +534,17 @@ func (d *Daemon) probe(ctx context.Context) {
 		info, err := be.Info(cctx)
 		cancel()
 		p := store.SiteProbe{Site: name, Time: time.Now(), Link: measuredLink(be)}
-		d.observeProbe(name, err == nil) // reliability.go
-		if err != nil {
+		needsLogin := errors.Is(err, backends.ErrNeedsLogin)
+		if !needsLogin { // a site waiting for `gridsub login` is not down
+			d.observeProbe(name, err == nil) // reliability.go
+		}
+		if err != nil && needsLogin {
+			d.log.Warn("site needs login: run gridsub login "+name, "site", name, "err", err)
+			p.Err = api.SiteNeedsLogin + ": run `gridsub login " + name + "`: " + err.Error()
+			if len(p.Err) > maxProbeErr {
+				p.Err = strings.ToValidUTF8(p.Err[:maxProbeErr], "") + "..."
+			}
+		} else if err != nil {
 			d.m.siteErrors.WithLabelValues(name, "health").Inc()
 			d.m.siteUp.WithLabelValues(name).Set(0)
 			d.log.Warn("site health probe failed", "site", name, "err", err)

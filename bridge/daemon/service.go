@@ -24,6 +24,8 @@ type service struct {
 	m    *metrics
 	d    *Daemon
 	keys *keys // idempotency keys (idempotency.go)
+	// logins are the site logins under way (login.go).
+	logins logins
 }
 
 var (

@@ -60,6 +60,10 @@ type SSHConfig struct {
 	Agent                 bool     `json:"agent,omitempty"`
 	InsecureIgnoreHostKey bool     `json:"insecure_ignore_host_key,omitempty"`
 	MaxSessions           int      `json:"max_sessions,omitempty"`
+	// SSHConfig, CertFiles and ProxyJump are transport.Config's.
+	SSHConfig string   `json:"ssh_config,omitempty"`
+	CertFiles []string `json:"cert_files,omitempty"`
+	ProxyJump string   `json:"proxy_jump,omitempty"`
 }
 
 // StagingConfig is the configuration's staging limits (transport.Config
@@ -233,6 +237,9 @@ func resolve(spec BackendSpec, engine *simbackend.Engine) (*Resolved, error) {
 		return nil, err
 	}
 	r.Mode, r.Builtin = mode, spec.Builtin
+	if mode == ModeInProcess && r.SSH != nil {
+		r.SSH.Prompter = spec.Prompter
+	}
 	return r, nil
 }
 
@@ -315,7 +322,11 @@ func sshConfig(c *BackendConfig, kind string, log *slog.Logger) (*transport.Conf
 	}
 	ssh := &transport.Config{Host: c.SSH.Host, Port: c.SSH.Port, User: c.SSH.User, KeyFiles: c.SSH.KeyFiles,
 		KnownHosts: c.SSH.KnownHosts, UseAgent: c.SSH.Agent, InsecureIgnoreHostKey: c.SSH.InsecureIgnoreHostKey,
-		MaxSessions: c.SSH.MaxSessions, Logger: log.With("site", c.Name), Lazy: true}
+		MaxSessions: c.SSH.MaxSessions, Logger: log.With("site", c.Name), Lazy: true,
+		SSHConfig: c.SSH.SSHConfig, CertFiles: c.SSH.CertFiles, ProxyJump: c.SSH.ProxyJump}
+	if ssh.SSHConfig == "default" {
+		ssh.SSHConfig = transport.SSHConfigDefault
+	}
 	if st := c.Staging; st != nil {
 		if st.MaxFileSize < 0 || st.MaxJobBytes < 0 || st.MinRate < 0 || st.MinTime < 0 {
 			return nil, siteConfigErr("site %s: negative staging limit %+v", c.Name, *st)

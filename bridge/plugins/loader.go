@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gridsub/gridsub/backends/transport"
 	"io"
 	"log/slog"
 	"os"
@@ -24,6 +25,12 @@ import (
 type BackendSpec struct {
 	// Config is what the backend is told (Configure).
 	Config BackendConfig
+	// Prompter answers, in process, what a site's SSH login asks a person
+	// (transport.Config.Prompter: a one-time password, a key passphrase);
+	// the CLI sets it when it runs on a terminal. It never crosses a
+	// plugin boundary: an out-of-process site that needs a person shows
+	// "needs login".
+	Prompter transport.Prompter
 	// Builtin is a built-in's name ("slurm", "sim"); ignored when Path is
 	// set.
 	Builtin string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -20,6 +21,10 @@ import (
 type initFlags struct {
 	kind, name, host, user, key, knownHosts, remoteDir, partition string
 	port, nodes, cores                                            int
+	// sshConfig is --ssh-config; resolved, what ssh -G said of --host
+	// when it is an alias (its HostName differs, or it has a ProxyJump).
+	sshConfig, hostName, proxyJump, certFile string
+	resolved                                 bool
 }
 
 func newConfigCmd(g *globals) *cobra.Command {
@@ -49,11 +54,23 @@ fingerprint with your centre (a key taken blindly would let anyone on the path
 pose as the cluster). There is no password field: login is by key file or
 ssh-agent.
 
-Then: gridsub --config FILE sites   (or export GRIDSUB_CONFIG=FILE).`,
+--host may be an alias of your ~/.ssh/config: gridsub asks OpenSSH (ssh -G)
+what it means and writes what it resolved — the login node's port, user, key
+and known_hosts (the flags you give win) — and keeps ssh_config in the file,
+so that ProxyJump hops are reached as your own ssh reaches them. A setting
+gridsub cannot honour (ProxyCommand, StrictHostKeyChecking no, ...) is refused
+by name. --ssh-config FILE reads another file; --ssh-config none turns this off.
+
+Then: gridsub --config FILE sites   (or export GRIDSUB_CONFIG=FILE), and
+gridsub doctor SITE to walk the login path.`,
 		Example: `  gridsub config init ~/.config/gridsub/sites.yaml --host login.hpc.example.org
-  gridsub config init pbs.yaml --kind pbs --host pbs.example.org --user alice --partition workq`,
+  gridsub config init pbs.yaml --kind pbs --host pbs.example.org --user alice --partition workq
+  gridsub config init sites.yaml --host mycluster     # a Host of ~/.ssh/config (ProxyJump and all)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.resolve(cmd); err != nil {
+				return usageErr(fmt.Errorf("config init: %w", err))
+			}
 			return runConfigInit(g, f, args[0])
 		},
 	}
@@ -69,7 +86,72 @@ Then: gridsub --config FILE sites   (or export GRIDSUB_CONFIG=FILE).`,
 	fl.StringVar(&f.partition, "partition", "", "the SLURM partition or PBS queue (default: the site's default)")
 	fl.IntVar(&f.nodes, "nodes", 0, "schedulable nodes (0: ask the site)")
 	fl.IntVar(&f.cores, "cores-per-node", 1, "cores per node")
+	fl.StringVar(&f.sshConfig, "ssh-config", "", "the OpenSSH client configuration --host is resolved in: a file, or none (default: ~/.ssh/config when ssh is installed)")
 	return c
+}
+
+// resolve asks OpenSSH what --host means (ssh -G) and, when it is an
+// alias, takes what the flags the user did not give from it.
+func (f *initFlags) resolve(cmd *cobra.Command) error {
+	if f.sshConfig == "none" || f.host == "" || !aliasRe.MatchString(f.host) || (f.user != "" && !userRe.MatchString(f.user)) {
+		return nil // nothing to resolve, or check() says what is wrong
+	}
+	if _, err := exec.LookPath("ssh"); err != nil {
+		if f.sshConfig != "" {
+			return fmt.Errorf("--ssh-config needs the OpenSSH client (apt-get install openssh-client)")
+		}
+		return nil
+	}
+	file := f.sshConfig
+	if file == "" {
+		file = transport.SSHConfigDefault
+	} else if abs, err := filepath.Abs(file); err == nil {
+		file, f.sshConfig = abs, abs
+	}
+	changed := cmd.Flags().Changed
+	user, port := "", 0
+	if changed("user") {
+		user = f.user
+	}
+	if changed("port") {
+		port = f.port
+	}
+	st, err := transport.SSHG(cmd.Context(), file, f.host, user, port)
+	if err != nil {
+		return err
+	}
+	pj := st.One("proxyjump")
+	if pj == "none" {
+		pj = ""
+	}
+	if f.sshConfig == "" && st.One("hostname") == f.host && pj == "" {
+		return nil // not an alias: the flags as given
+	}
+	if err := st.Refuse(f.host); err != nil {
+		return err
+	}
+	f.resolved, f.hostName, f.proxyJump = true, st.One("hostname"), pj
+	if f.sshConfig == "" {
+		f.sshConfig = "default"
+	}
+	if !changed("user") {
+		f.user = st.One("user")
+	}
+	if !changed("port") {
+		if p, err := strconv.Atoi(st.One("port")); err == nil {
+			f.port = p
+		}
+	}
+	if ks := st.Existing("identityfile"); !changed("key") && len(ks) > 0 {
+		f.key = ks[0]
+	}
+	if ks := st.Existing("userknownhostsfile"); !changed("known-hosts") && len(ks) > 0 {
+		f.knownHosts = ks[0]
+	}
+	if cs := st.Existing("certificatefile"); len(cs) > 0 {
+		f.certFile = cs[0]
+	}
+	return nil
 }
 
 // hostRe, userRe and nameRe bound what goes into the file and the shown
@@ -78,6 +160,8 @@ var (
 	hostRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$|^\[[0-9A-Fa-f:.]+\]$`)
 	userRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]{0,63}$`)
 	nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	// aliasRe is a Host alias of an ssh configuration.
+	aliasRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
 )
 
 func (f *initFlags) check() error {
@@ -86,7 +170,7 @@ func (f *initFlags) check() error {
 		return fmt.Errorf("--kind must be %s or %s, got %q", config.KindSlurm, config.KindPBS, f.kind)
 	case f.host == "":
 		return errors.New("--host is required: the login node you reach with ssh (e.g. --host login.hpc.example.org)")
-	case !hostRe.MatchString(f.host):
+	case !hostRe.MatchString(f.host) && !(f.resolved && aliasRe.MatchString(f.host)):
 		return fmt.Errorf("--host %q is not a host name or address", f.host)
 	case f.port < 1 || f.port > 65535:
 		return fmt.Errorf("--port must be 1..65535, got %d", f.port)
@@ -98,8 +182,8 @@ func (f *initFlags) check() error {
 		return fmt.Errorf("--remote-dir %q must be absolute", f.remoteDir)
 	case f.nodes < 0 || f.cores < 1:
 		return fmt.Errorf("--nodes must be >= 0 and --cores-per-node >= 1, got %d and %d", f.nodes, f.cores)
-	case strings.ContainsAny(f.key+f.knownHosts+f.remoteDir+f.partition, "\n\"'\\$"):
-		return errors.New("--key, --known-hosts, --remote-dir and --partition may not hold quotes, '$', '\\' or newlines")
+	case strings.ContainsAny(f.key+f.knownHosts+f.remoteDir+f.partition+f.sshConfig+f.proxyJump+f.certFile, "\n\"'\\$"):
+		return errors.New("--key, --known-hosts, --remote-dir, --partition and the ssh configuration's files may not hold quotes, '$', '\\' or newlines")
 	}
 	return nil
 }
@@ -153,7 +237,15 @@ func runConfigInit(g *globals, f *initFlags, path string) error {
 	if err := out.Close(); err != nil {
 		return &exitError{exitInternal, fmt.Errorf("config init: writing %s: %w", path, err)}
 	}
-	fmt.Fprintf(g.stdout, "wrote %s: site %s (%s) at %s@%s:%d\n\n", path, f.name, f.kind, f.user, f.host, f.port)
+	fmt.Fprintf(g.stdout, "wrote %s: site %s (%s) at %s@%s:%d\n", path, f.name, f.kind, f.user, f.host, f.port)
+	if f.resolved {
+		fmt.Fprintf(g.stdout, "  %s resolved by ssh -G (%s): HostName %s", f.host, f.sshConfig, f.hostName)
+		if f.proxyJump != "" {
+			fmt.Fprintf(g.stdout, ", ProxyJump %s", f.proxyJump)
+		}
+		fmt.Fprintf(g.stdout, "\n  check the whole path with: gridsub --config %s doctor %s\n", transport.Quote([]string{path}), f.name)
+	}
+	fmt.Fprintln(g.stdout)
 	fmt.Fprintf(g.stdout, "gridsub checks the login node's host key against %s and never accepts an unknown one.\n", f.knownHosts)
 	fmt.Fprintf(g.stdout, "If you have not logged in there with ssh before, record its key yourself (nothing was run):\n\n")
 	fmt.Fprintf(g.stdout, "  %s\n", keyscanCommand(f))
@@ -169,8 +261,17 @@ func keyscanCommand(f *initFlags) string {
 	if f.port != 22 {
 		argv = append(argv, "-p", strconv.Itoa(f.port))
 	}
-	argv = append(argv, f.host)
-	return transport.Quote(argv) + " >> " + transport.Quote([]string{f.knownHosts})
+	host := f.host
+	if f.resolved {
+		host = f.hostName
+	}
+	argv = append(argv, host)
+	cmd := transport.Quote(argv) + " >> " + transport.Quote([]string{f.knownHosts})
+	if f.proxyJump != "" {
+		// ssh-keyscan cannot go through jump hosts: let OpenSSH show the keys.
+		cmd = "ssh " + transport.Quote([]string{f.host}) + " true   # through ProxyJump: confirm each fingerprint ssh shows"
+	}
+	return cmd
 }
 
 // render is the configuration file.
@@ -194,5 +295,15 @@ func (f *initFlags) render() string {
 	fmt.Fprintf(&b, "      host: %q\n      port: %d\n      user: %q\n", f.host, f.port, f.user)
 	fmt.Fprintf(&b, "      key_file: %q\n", f.key)
 	fmt.Fprintf(&b, "      known_hosts: %q   # %s\n", f.knownHosts, keyscanCommand(f))
+	if f.resolved {
+		fmt.Fprintf(&b, "      ssh_config: %q   # host is resolved by ssh -G: HostName %s", f.sshConfig, f.hostName)
+		if f.proxyJump != "" {
+			fmt.Fprintf(&b, ", ProxyJump %s (each hop as your ssh reaches it)", f.proxyJump)
+		}
+		fmt.Fprintln(&b)
+		if f.certFile != "" {
+			fmt.Fprintf(&b, "      cert_file: %q\n", f.certFile)
+		}
+	}
 	return b.String()
 }

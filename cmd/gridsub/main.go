@@ -127,7 +127,8 @@ goes on in the daemon.`,
 	root.AddCommand(newHoldCmd(g), newReleaseCmd(g), newRequeueCmd(g)) // control.go
 	root.AddCommand(newSubmitCmd(g), newValidateCmd(g), newSitesCmd(g), newSimCmd(g),
 		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
-		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g), newSimsiteCmd(g))
+		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g), newSimsiteCmd(g),
+		newLoginCmd(g), newDoctorCmd(g))
 	root.AddCommand(newFrontEndCmds(g)...) // fe_*.go: sbatch, squeue... and shims
 	usageArgs(root)
 	return root

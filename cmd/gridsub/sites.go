@@ -202,6 +202,8 @@ func siteHealthWord(status string) string {
 		return "not probed"
 	case strings.HasPrefix(status, api.SiteUnreachable):
 		return "unreachable"
+	case strings.HasPrefix(status, api.SiteNeedsLogin):
+		return "needs login"
 	}
 	return "unknown"
 }
@@ -278,6 +280,7 @@ func siteRows(ctx context.Context, g *globals, cfg *config.Config, offline bool)
 	if err != nil {
 		return nil, usageErr(err)
 	}
+	promptOnTerminal(&spec, g)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	env, err := assemble.Build(ctx, spec, assemble.Options{Logger: g.logger()})

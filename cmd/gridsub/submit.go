@@ -480,6 +480,7 @@ func embeddedSetup(g *globals, path, outDir string) (*config.Config, *jobfile.Jo
 	if err != nil {
 		return nil, nil, assemble.Spec{}, err
 	}
+	promptOnTerminal(&spec, g)
 	spec.IDPrefix = embeddedIDPrefix(time.Now())
 	if spec.OutputRoot, spec.InputRoots, err = embeddedRoots(outDir, job.Dir(), spec.InputRoots); err != nil {
 		return nil, nil, assemble.Spec{}, err

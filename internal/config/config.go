@@ -99,6 +99,13 @@ type SSH struct {
 	Agent                 bool   `mapstructure:"agent"`                    // also offer the keys of $SSH_AUTH_SOCK
 	InsecureIgnoreHostKey bool   `mapstructure:"insecure_ignore_host_key"` // testing only: accept a host known_hosts does not list (a listed host must still match)
 	MaxSessions           int    `mapstructure:"max_sessions"`             // concurrent sessions on the one connection; default 8
+	// SSHConfig resolves host through the OpenSSH client configuration
+	// (ssh -G): "default" (~/.ssh/config, /etc/ssh/ssh_config) or a file;
+	// the fields given here win, the others (port, user, key_file,
+	// known_hosts, cert_file, proxy_jump, ...) come from it. Empty: none.
+	SSHConfig string `mapstructure:"ssh_config"`
+	CertFile  string `mapstructure:"cert_file"`  // OpenSSH user certificate (default: <key_file>-cert.pub when present)
+	ProxyJump string `mapstructure:"proxy_jump"` // jump hosts "[user@]host[:port],...", as OpenSSH's ProxyJump
 }
 
 // Link is the network path between two sites, given in the file.
@@ -401,6 +408,11 @@ func applyListDefaults(settings map[string]any) {
 		}
 		fill(m, siteDefaults)
 		if ssh, ok := m["ssh"].(map[string]any); ok {
+			if c, _ := ssh["ssh_config"].(string); c != "" {
+				// The port comes from the OpenSSH configuration unless given.
+				fill(ssh, map[string]any{"max_sessions": sshDefaults["max_sessions"]})
+				continue
+			}
 			fill(ssh, sshDefaults)
 		}
 	}

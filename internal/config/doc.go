@@ -36,6 +36,13 @@
 // list; a host they list must still offer a listed key, and a different
 // or @revoked key is refused as with the flag off.
 //
+// ssh.ssh_config ("default", or an absolute OpenSSH client configuration
+// file) resolves ssh.host as OpenSSH does (ssh -G): port, user, key_file,
+// known_hosts, cert_file and proxy_jump may then come from it (the port is
+// not defaulted to 22), and the fields given win. ssh.proxy_jump lists
+// jump hosts "[user@]host[:port],..."; ssh.cert_file is an OpenSSH user
+// certificate. See backends/transport's package documentation.
+//
 // broker.tls_cert and broker.tls_key (both or neither) make `gridsub serve
 // --listen` speak TLS 1.2+; a --listen address that is not loopback is
 // refused without them unless broker.insecure_plaintext is true.

@@ -67,7 +67,11 @@ func (c *Config) BackendSpec(s *Site, log *slog.Logger) (plugins.BackendSpec, er
 	}
 	if x := s.SSH; x != nil {
 		spec.Config.SSH = &plugins.SSHConfig{Host: x.Host, Port: x.Port, User: x.User, Agent: x.Agent,
-			InsecureIgnoreHostKey: x.InsecureIgnoreHostKey, MaxSessions: x.MaxSessions}
+			InsecureIgnoreHostKey: x.InsecureIgnoreHostKey, MaxSessions: x.MaxSessions,
+			SSHConfig: x.SSHConfig, ProxyJump: x.ProxyJump}
+		if x.CertFile != "" {
+			spec.Config.SSH.CertFiles = []string{x.CertFile}
+		}
 		if x.KeyFile != "" {
 			spec.Config.SSH.KeyFiles = []string{x.KeyFile}
 		}

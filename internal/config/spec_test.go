@@ -58,6 +58,9 @@ var routes = map[string]route{
 	"ssh.agent":                    {wire: "SSH.Agent", native: kinds("SSH.UseAgent", "SSH.UseAgent", "")},
 	"ssh.insecure_ignore_host_key": {wire: "SSH.InsecureIgnoreHostKey", native: kinds("SSH.InsecureIgnoreHostKey", "SSH.InsecureIgnoreHostKey", "")},
 	"ssh.max_sessions":             {wire: "SSH.MaxSessions", native: kinds("SSH.MaxSessions", "SSH.MaxSessions", "")},
+	"ssh.ssh_config":               {wire: "SSH.SSHConfig", native: kinds("SSH.SSHConfig", "SSH.SSHConfig", "")},
+	"ssh.cert_file":                {wire: "SSH.CertFiles", native: kinds("SSH.CertFiles", "SSH.CertFiles", "")},
+	"ssh.proxy_jump":               {wire: "SSH.ProxyJump", native: kinds("SSH.ProxyJump", "SSH.ProxyJump", "")},
 
 	"partition":  {wire: "Partition", native: kinds("Slurm.Partition", "PBS.Queue", "")},
 	"account":    {wire: "Account", native: kinds("Slurm.Account", "PBS.Account", "")},

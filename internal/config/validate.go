@@ -311,22 +311,35 @@ func (c *Config) validateRemote(s *Site, k string) Errors {
 	if x.Host == "" {
 		bad(k+".host", "missing; give the login node's host name or address")
 	}
-	if x.Port < 1 || x.Port > 65535 {
+	resolved := x.SSHConfig != "" // port, user, key_file and known_hosts may come from the OpenSSH configuration
+	if x.SSHConfig != "" && x.SSHConfig != "default" && !path.IsAbs(x.SSHConfig) {
+		bad(k+".ssh_config", "must be \"default\" (OpenSSH's own files) or an absolute file, got %q", x.SSHConfig)
+	}
+	if (x.Port < 1 && !(resolved && x.Port == 0)) || x.Port > 65535 {
 		bad(k+".port", "must be a port number 1..65535, got %d", x.Port)
 	}
-	if x.User == "" {
-		bad(k+".user", "missing; give the login user at the site")
+	if x.User == "" && !resolved {
+		bad(k+".user", "missing; give the login user at the site (or ssh_config: default to take it from ~/.ssh/config)")
 	}
-	if x.KeyFile == "" && !x.Agent {
+	if x.KeyFile == "" && !x.Agent && !resolved {
 		bad(k+".key_file", "missing; give a private key file, or set agent: true to use ssh-agent")
 	}
-	if x.KnownHosts == "" && !x.InsecureIgnoreHostKey {
+	if x.KnownHosts == "" && !x.InsecureIgnoreHostKey && !resolved {
 		bad(k+".known_hosts", "missing; give a known_hosts file holding the site's host key (insecure_ignore_host_key: true skips the check, for tests only)")
+	}
+	if x.CertFile != "" && x.KeyFile == "" && !x.Agent && !resolved {
+		bad(k+".cert_file", "certifies a key: give key_file (or agent: true) too")
+	}
+	for _, h := range strings.Split(x.ProxyJump, ",") {
+		if x.ProxyJump != "" && (strings.TrimSpace(h) == "" || strings.ContainsAny(h, " \t'\"$;|&<>`\\")) {
+			bad(k+".proxy_jump", "must be jump hosts \"[user@]host[:port],...\" as OpenSSH's ProxyJump, got %q", x.ProxyJump)
+			break
+		}
 	}
 	for _, f := range []struct {
 		key, path string
 		max       int64
-	}{{".key_file", x.KeyFile, MaxKeyFile}, {".known_hosts", x.KnownHosts, MaxKnownHostsFile}} {
+	}{{".key_file", x.KeyFile, MaxKeyFile}, {".known_hosts", x.KnownHosts, MaxKnownHostsFile}, {".cert_file", x.CertFile, MaxKeyFile}} {
 		if f.path == "" {
 			continue
 		}

@@ -38,6 +38,9 @@ const (
 	KindOutputLimit     Kind = 20
 	KindOutcomeUnknown  Kind = 21
 	KindNotSent         Kind = 22
+	KindNeedsLogin      Kind = 23
+	KindHostCertInvalid Kind = 24
+	KindSSHConfig       Kind = 25
 )
 
 // Row is one line of the table: a kind, its name on the wire (the enum
@@ -75,6 +78,9 @@ var Table = []Row{
 	{KindOutputLimit, "OUTPUT_LIMIT", transport.ErrOutputLimit, "transport.ErrOutputLimit"},
 	{KindOutcomeUnknown, "OUTCOME_UNKNOWN", backends.ErrOutcomeUnknown, "backends.ErrOutcomeUnknown"},
 	{KindNotSent, "NOT_SENT", transport.ErrNotSent, "transport.ErrNotSent"},
+	{KindNeedsLogin, "NEEDS_LOGIN", backends.ErrNeedsLogin, "backends.ErrNeedsLogin"},
+	{KindHostCertInvalid, "HOST_CERT_INVALID", transport.ErrHostCertInvalid, "transport.ErrHostCertInvalid"},
+	{KindSSHConfig, "SSH_CONFIG", transport.ErrSSHConfig, "transport.ErrSSHConfig"},
 }
 
 func row(k Kind) (Row, bool) {

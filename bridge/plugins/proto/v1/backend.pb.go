@@ -33,29 +33,32 @@ const (
 type BackendErrorKind int32
 
 const (
-	BackendErrorKind_BACKEND_ERROR_KIND_UNSPECIFIED      BackendErrorKind = 0
-	BackendErrorKind_BACKEND_ERROR_KIND_UNKNOWN_JOB      BackendErrorKind = 1
-	BackendErrorKind_BACKEND_ERROR_KIND_INVALID_SPEC     BackendErrorKind = 2
-	BackendErrorKind_BACKEND_ERROR_KIND_UNAVAILABLE      BackendErrorKind = 3
-	BackendErrorKind_BACKEND_ERROR_KIND_REJECTED         BackendErrorKind = 4
-	BackendErrorKind_BACKEND_ERROR_KIND_BAD_OUTPUT       BackendErrorKind = 5
-	BackendErrorKind_BACKEND_ERROR_KIND_UNSUPPORTED      BackendErrorKind = 6
-	BackendErrorKind_BACKEND_ERROR_KIND_HOST_KEY_CHANGED BackendErrorKind = 7
-	BackendErrorKind_BACKEND_ERROR_KIND_HOST_KEY_UNKNOWN BackendErrorKind = 8
-	BackendErrorKind_BACKEND_ERROR_KIND_HOST_KEY_REVOKED BackendErrorKind = 9
-	BackendErrorKind_BACKEND_ERROR_KIND_AUTH             BackendErrorKind = 10
-	BackendErrorKind_BACKEND_ERROR_KIND_SESSION_LIMIT    BackendErrorKind = 11
-	BackendErrorKind_BACKEND_ERROR_KIND_PATH_ESCAPE      BackendErrorKind = 12
-	BackendErrorKind_BACKEND_ERROR_KIND_CLOSED           BackendErrorKind = 13
-	BackendErrorKind_BACKEND_ERROR_KIND_CANCELED         BackendErrorKind = 14
-	BackendErrorKind_BACKEND_ERROR_KIND_DEADLINE         BackendErrorKind = 15
-	BackendErrorKind_BACKEND_ERROR_KIND_INTERNAL         BackendErrorKind = 16
-	BackendErrorKind_BACKEND_ERROR_KIND_SPECIAL_FILE     BackendErrorKind = 17
-	BackendErrorKind_BACKEND_ERROR_KIND_TOO_LARGE        BackendErrorKind = 18
-	BackendErrorKind_BACKEND_ERROR_KIND_TRANSFER_TIMEOUT BackendErrorKind = 19
-	BackendErrorKind_BACKEND_ERROR_KIND_OUTPUT_LIMIT     BackendErrorKind = 20
-	BackendErrorKind_BACKEND_ERROR_KIND_OUTCOME_UNKNOWN  BackendErrorKind = 21
-	BackendErrorKind_BACKEND_ERROR_KIND_NOT_SENT         BackendErrorKind = 22
+	BackendErrorKind_BACKEND_ERROR_KIND_UNSPECIFIED       BackendErrorKind = 0
+	BackendErrorKind_BACKEND_ERROR_KIND_UNKNOWN_JOB       BackendErrorKind = 1
+	BackendErrorKind_BACKEND_ERROR_KIND_INVALID_SPEC      BackendErrorKind = 2
+	BackendErrorKind_BACKEND_ERROR_KIND_UNAVAILABLE       BackendErrorKind = 3
+	BackendErrorKind_BACKEND_ERROR_KIND_REJECTED          BackendErrorKind = 4
+	BackendErrorKind_BACKEND_ERROR_KIND_BAD_OUTPUT        BackendErrorKind = 5
+	BackendErrorKind_BACKEND_ERROR_KIND_UNSUPPORTED       BackendErrorKind = 6
+	BackendErrorKind_BACKEND_ERROR_KIND_HOST_KEY_CHANGED  BackendErrorKind = 7
+	BackendErrorKind_BACKEND_ERROR_KIND_HOST_KEY_UNKNOWN  BackendErrorKind = 8
+	BackendErrorKind_BACKEND_ERROR_KIND_HOST_KEY_REVOKED  BackendErrorKind = 9
+	BackendErrorKind_BACKEND_ERROR_KIND_AUTH              BackendErrorKind = 10
+	BackendErrorKind_BACKEND_ERROR_KIND_SESSION_LIMIT     BackendErrorKind = 11
+	BackendErrorKind_BACKEND_ERROR_KIND_PATH_ESCAPE       BackendErrorKind = 12
+	BackendErrorKind_BACKEND_ERROR_KIND_CLOSED            BackendErrorKind = 13
+	BackendErrorKind_BACKEND_ERROR_KIND_CANCELED          BackendErrorKind = 14
+	BackendErrorKind_BACKEND_ERROR_KIND_DEADLINE          BackendErrorKind = 15
+	BackendErrorKind_BACKEND_ERROR_KIND_INTERNAL          BackendErrorKind = 16
+	BackendErrorKind_BACKEND_ERROR_KIND_SPECIAL_FILE      BackendErrorKind = 17
+	BackendErrorKind_BACKEND_ERROR_KIND_TOO_LARGE         BackendErrorKind = 18
+	BackendErrorKind_BACKEND_ERROR_KIND_TRANSFER_TIMEOUT  BackendErrorKind = 19
+	BackendErrorKind_BACKEND_ERROR_KIND_OUTPUT_LIMIT      BackendErrorKind = 20
+	BackendErrorKind_BACKEND_ERROR_KIND_OUTCOME_UNKNOWN   BackendErrorKind = 21
+	BackendErrorKind_BACKEND_ERROR_KIND_NOT_SENT          BackendErrorKind = 22
+	BackendErrorKind_BACKEND_ERROR_KIND_NEEDS_LOGIN       BackendErrorKind = 23
+	BackendErrorKind_BACKEND_ERROR_KIND_HOST_CERT_INVALID BackendErrorKind = 24
+	BackendErrorKind_BACKEND_ERROR_KIND_SSH_CONFIG        BackendErrorKind = 25
 )
 
 // Enum value maps for BackendErrorKind.
@@ -84,31 +87,37 @@ var (
 		20: "BACKEND_ERROR_KIND_OUTPUT_LIMIT",
 		21: "BACKEND_ERROR_KIND_OUTCOME_UNKNOWN",
 		22: "BACKEND_ERROR_KIND_NOT_SENT",
+		23: "BACKEND_ERROR_KIND_NEEDS_LOGIN",
+		24: "BACKEND_ERROR_KIND_HOST_CERT_INVALID",
+		25: "BACKEND_ERROR_KIND_SSH_CONFIG",
 	}
 	BackendErrorKind_value = map[string]int32{
-		"BACKEND_ERROR_KIND_UNSPECIFIED":      0,
-		"BACKEND_ERROR_KIND_UNKNOWN_JOB":      1,
-		"BACKEND_ERROR_KIND_INVALID_SPEC":     2,
-		"BACKEND_ERROR_KIND_UNAVAILABLE":      3,
-		"BACKEND_ERROR_KIND_REJECTED":         4,
-		"BACKEND_ERROR_KIND_BAD_OUTPUT":       5,
-		"BACKEND_ERROR_KIND_UNSUPPORTED":      6,
-		"BACKEND_ERROR_KIND_HOST_KEY_CHANGED": 7,
-		"BACKEND_ERROR_KIND_HOST_KEY_UNKNOWN": 8,
-		"BACKEND_ERROR_KIND_HOST_KEY_REVOKED": 9,
-		"BACKEND_ERROR_KIND_AUTH":             10,
-		"BACKEND_ERROR_KIND_SESSION_LIMIT":    11,
-		"BACKEND_ERROR_KIND_PATH_ESCAPE":      12,
-		"BACKEND_ERROR_KIND_CLOSED":           13,
-		"BACKEND_ERROR_KIND_CANCELED":         14,
-		"BACKEND_ERROR_KIND_DEADLINE":         15,
-		"BACKEND_ERROR_KIND_INTERNAL":         16,
-		"BACKEND_ERROR_KIND_SPECIAL_FILE":     17,
-		"BACKEND_ERROR_KIND_TOO_LARGE":        18,
-		"BACKEND_ERROR_KIND_TRANSFER_TIMEOUT": 19,
-		"BACKEND_ERROR_KIND_OUTPUT_LIMIT":     20,
-		"BACKEND_ERROR_KIND_OUTCOME_UNKNOWN":  21,
-		"BACKEND_ERROR_KIND_NOT_SENT":         22,
+		"BACKEND_ERROR_KIND_UNSPECIFIED":       0,
+		"BACKEND_ERROR_KIND_UNKNOWN_JOB":       1,
+		"BACKEND_ERROR_KIND_INVALID_SPEC":      2,
+		"BACKEND_ERROR_KIND_UNAVAILABLE":       3,
+		"BACKEND_ERROR_KIND_REJECTED":          4,
+		"BACKEND_ERROR_KIND_BAD_OUTPUT":        5,
+		"BACKEND_ERROR_KIND_UNSUPPORTED":       6,
+		"BACKEND_ERROR_KIND_HOST_KEY_CHANGED":  7,
+		"BACKEND_ERROR_KIND_HOST_KEY_UNKNOWN":  8,
+		"BACKEND_ERROR_KIND_HOST_KEY_REVOKED":  9,
+		"BACKEND_ERROR_KIND_AUTH":              10,
+		"BACKEND_ERROR_KIND_SESSION_LIMIT":     11,
+		"BACKEND_ERROR_KIND_PATH_ESCAPE":       12,
+		"BACKEND_ERROR_KIND_CLOSED":            13,
+		"BACKEND_ERROR_KIND_CANCELED":          14,
+		"BACKEND_ERROR_KIND_DEADLINE":          15,
+		"BACKEND_ERROR_KIND_INTERNAL":          16,
+		"BACKEND_ERROR_KIND_SPECIAL_FILE":      17,
+		"BACKEND_ERROR_KIND_TOO_LARGE":         18,
+		"BACKEND_ERROR_KIND_TRANSFER_TIMEOUT":  19,
+		"BACKEND_ERROR_KIND_OUTPUT_LIMIT":      20,
+		"BACKEND_ERROR_KIND_OUTCOME_UNKNOWN":   21,
+		"BACKEND_ERROR_KIND_NOT_SENT":          22,
+		"BACKEND_ERROR_KIND_NEEDS_LOGIN":       23,
+		"BACKEND_ERROR_KIND_HOST_CERT_INVALID": 24,
+		"BACKEND_ERROR_KIND_SSH_CONFIG":        25,
 	}
 )
 
@@ -2686,7 +2695,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x0funtil_unix_nano\x18\x01 \x01(\x03R\runtilUnixNano\"o\n" +
 	"\x11BackendClockReply\x126\n" +
 	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x12\"\n" +
-	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano*\xcd\x06\n" +
+	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano*\xbe\a\n" +
 	"\x10BackendErrorKind\x12\"\n" +
 	"\x1eBACKEND_ERROR_KIND_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eBACKEND_ERROR_KIND_UNKNOWN_JOB\x10\x01\x12#\n" +
@@ -2711,7 +2720,10 @@ const file_backend_proto_rawDesc = "" +
 	"#BACKEND_ERROR_KIND_TRANSFER_TIMEOUT\x10\x13\x12#\n" +
 	"\x1fBACKEND_ERROR_KIND_OUTPUT_LIMIT\x10\x14\x12&\n" +
 	"\"BACKEND_ERROR_KIND_OUTCOME_UNKNOWN\x10\x15\x12\x1f\n" +
-	"\x1bBACKEND_ERROR_KIND_NOT_SENT\x10\x16*\x8d\x02\n" +
+	"\x1bBACKEND_ERROR_KIND_NOT_SENT\x10\x16\x12\"\n" +
+	"\x1eBACKEND_ERROR_KIND_NEEDS_LOGIN\x10\x17\x12(\n" +
+	"$BACKEND_ERROR_KIND_HOST_CERT_INVALID\x10\x18\x12!\n" +
+	"\x1dBACKEND_ERROR_KIND_SSH_CONFIG\x10\x19*\x8d\x02\n" +
 	"\x0fBackendJobState\x12!\n" +
 	"\x1dBACKEND_JOB_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19BACKEND_JOB_STATE_PENDING\x10\x01\x12\x1d\n" +
