@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/gridsub/gridsub/backends/regularfile"
 )
 
 // passphraseTries is how often a wrong passphrase is asked again.
@@ -105,7 +107,7 @@ func readKey(ctx context.Context, ep *endpoint, f string, kr *keyring, p Prompte
 	if s := kr.get(f); s != nil {
 		return s, nil
 	}
-	pem, err := os.ReadFile(f)
+	pem, err := regularfile.Read(f, MaxKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading key file for %s: %w", ErrAuth, ep.label, err)
 	}
@@ -158,7 +160,7 @@ func loadCerts(cfg Config, keys []ssh.Signer, now time.Time) (certs []ssh.Signer
 		}
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := regularfile.Read(f, MaxKeyFile)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("certificate %s unreadable: %v", f, err))
 			continue

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/gridsub/gridsub/backends/regularfile"
 )
 
 // hostKeys is the host key policy of one Config.
@@ -41,12 +43,17 @@ func newHostKeys(cfg Config) (*hostKeys, error) {
 	}
 	var files []string
 	for _, f := range paths {
-		if _, err := os.Stat(f); err != nil {
+		// knownhosts reads the files itself: each is first checked to be a
+		// regular file of bounded size, so a FIFO or a device is refused
+		// instead of hanging or exhausting the reader.
+		fh, err := regularfile.Open(f, MaxKnownHostsFile)
+		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
 			return nil, fmt.Errorf("known_hosts file %s: %w", f, err)
 		}
+		fh.Close()
 		files = append(files, f)
 	}
 	var kh ssh.HostKeyCallback
@@ -161,7 +168,7 @@ func knownFor(cfg Config, kh ssh.HostKeyCallback) []knownhosts.KnownKey {
 func caCovers(cfg Config, files []string) bool {
 	var lines []string
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := regularfile.Read(f, MaxKnownHostsFile)
 		if err != nil {
 			continue
 		}
@@ -247,3 +254,10 @@ func explainHostKeyError(cfg Config, key ssh.PublicKey, err error) error {
 		ErrHostKeyChanged, cfg.Host, cfg.Port, key.Type(), fp, knownHostsName(cfg),
 		strings.Join(known, "; "), strings.Join(fix, " && "))
 }
+
+// Bounds of the files the transport reads (regularfile): a private key or
+// a certificate is a few KiB, a known_hosts file rarely more than a few MiB.
+const (
+	MaxKeyFile        = 1 << 20
+	MaxKnownHostsFile = 16 << 20
+)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gridsub/gridsub/backends/regularfile"
 	"github.com/gridsub/gridsub/simbackend/replay"
 	"github.com/gridsub/gridsub/simbackend/swf"
 )
@@ -19,7 +20,7 @@ func TracePath(name string) (string, error) {
 	if filepath.IsAbs(name) || strings.ContainsRune(name, os.PathSeparator) {
 		if fi, err := os.Stat(name); err == nil {
 			if !fi.Mode().IsRegular() {
-				return "", fmt.Errorf("%w: %s is %s, not a regular file", ErrNoTrace, name, fileKind(fi.Mode()))
+				return "", fmt.Errorf("%w: %s is %s, not a regular file", ErrNoTrace, name, regularfile.Kind(fi.Mode()))
 			}
 			return name, nil
 		}
@@ -39,7 +40,7 @@ func TracePath(name string) (string, error) {
 		p := filepath.Join(dir, name)
 		if fi, err := os.Stat(p); err == nil {
 			if !fi.Mode().IsRegular() {
-				return "", fmt.Errorf("%w: %s is %s, not a regular file", ErrNoTrace, p, fileKind(fi.Mode()))
+				return "", fmt.Errorf("%w: %s is %s, not a regular file", ErrNoTrace, p, regularfile.Kind(fi.Mode()))
 			}
 			return p, nil
 		}
@@ -101,12 +102,6 @@ func shapeJobs(jobs []swf.Job, w Workload, shape, sites int) ([]replay.Job, erro
 	return out, nil
 }
 
-// openFile opens a trace or reference schedule: a regular file only.
 // maxSubmitSeconds is the latest submit time (in seconds) a time.Duration
 // holds, with room to spare for the run after it.
 const maxSubmitSeconds = float64(math.MaxInt64/int64(time.Second)) / 2
-
-func openFile(path string) (*os.File, error) {
-	f, _, err := openRegular(path)
-	return f, err
-}

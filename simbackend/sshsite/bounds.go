@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/gridsub/gridsub/backends/regularfile"
 )
 
 // Bounds of what a client can make the site do.
@@ -110,30 +110,5 @@ func listenOwn(path string) (net.Listener, os.FileInfo, error) {
 // maxAuthorizedKeys bounds an authorized_keys file (ReadAuthorizedKeys).
 const maxAuthorizedKeys = 1 << 20
 
-// readRegular reads a regular file of at most max bytes, opened without
-// blocking (a FIFO would hang the reader; /dev/zero never ends).
-func readRegular(file string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", file, fi.Mode().Type())
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes; at most %d are read", file, fi.Size(), max)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s grew past %d bytes while being read", file, max)
-	}
-	return b, nil
-}
+// readRegular reads a regular file of at most max bytes (regularfile.Read).
+func readRegular(file string, max int64) ([]byte, error) { return regularfile.Read(file, max) }
