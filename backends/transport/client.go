@@ -484,6 +484,13 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
 		if err == nil || reconnected || !errors.Is(err, errConnDead) || ctx.Err() != nil {
 			return s, cn, err
 		}
+		// openOn closed the dead connection; once its watcher has seen it
+		// end, get no longer hands it out and dials a new one.
+		select {
+		case <-cn.dead:
+		case <-ctx.Done():
+			return nil, cn, err
+		}
 		reconnected = true
 	}
 }
