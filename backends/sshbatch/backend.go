@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -32,6 +33,11 @@ type Config struct {
 	// BatchSessions is how many batches of one SubmitBatch run at once,
 	// each in its own SSH session (0 means DefaultBatchSessions).
 	BatchSessions int
+	// Budget is the site's scheduler-command budget (zero fields: the
+	// defaults, see BudgetConfig).
+	Budget BudgetConfig
+	// Now is the clock of the budget and the poll schedule; nil = time.Now.
+	Now func() time.Time
 }
 
 // DefaultBatchSessions: sbatch and qsub mostly wait for their server, so
@@ -57,6 +63,9 @@ type Backend struct {
 
 	mu   sync.Mutex
 	dirs map[backends.JobID]string // job id -> job directory as the login shell sees it
+
+	bud  *Budget
+	poll pollState // guarded by mu
 }
 
 var (
@@ -84,8 +93,12 @@ func New(cfg Config, d Dialect, run backends.Runner, stage func(root string) bac
 		cfg.Logger = slog.Default()
 	}
 	log := cfg.Logger.With("site", cfg.Name, "backend", d.Traits().Kind)
-	b := &Backend{cfg: cfg, d: d, log: log, dirs: map[backends.JobID]string{},
-		x: &Exec{Site: cfg.Name, User: cfg.User, Log: log, run: run, d: d}}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	bud := NewBudget(cfg.Budget, cfg.Now, log)
+	b := &Backend{cfg: cfg, d: d, log: log, dirs: map[backends.JobID]string{}, bud: bud,
+		x: &Exec{Site: cfg.Name, User: cfg.User, Log: log, run: run, d: d, bud: bud}}
 	if stage != nil {
 		b.stage = stage(cfg.RemoteDir)
 	}
@@ -128,9 +141,23 @@ func (b *Backend) checkSpec(spec *backends.JobSpec) error {
 	return b.d.CheckSpec(spec)
 }
 
-// Info reports the site's size and load (the dialect's commands).
+// Info reports the site's size and load (the dialect's commands). A
+// routine call (backends.Routine) gets the last report while it is younger
+// than the budget's CapacityEvery (or the budget has no token left, or the
+// site is backed off from), unless a job at the site was seen to end since;
+// every other call asks the site.
 func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
-	return b.d.Info(ctx, b.x)
+	if backends.IsRoutine(ctx) {
+		if in, err, ok := b.cachedInfo(); ok {
+			return in, err
+		}
+	}
+	in, err := b.d.Info(ctx, b.x)
+	b.infoTaken(in, err)
+	if err != nil {
+		return nil, err
+	}
+	return copyInfo(in), nil
 }
 
 // Submit checks spec, stages its inputs into the job directory, and runs
@@ -142,6 +169,7 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 	if err != nil {
 		return "", err
 	}
+	b.submitted()
 	r, err := b.x.Run(ctx, cmd.Argv, strings.NewReader(cmd.Stdin))
 	if err != nil {
 		return "", SentErr(err)
@@ -199,10 +227,31 @@ func (b *Backend) setDir(id backends.JobID, dir string) {
 }
 
 // Status answers for all ids with the dialect's Query (one command per
-// Traits.MaxIDs ids, in practice one); ids the batch system has no record
-// of are looked up in one read of their exit-code files, and are StateLost
-// when no record is left.
+// Traits.MaxIDs ids, in practice one, plus the rungs of its ending ladder
+// for the jobs that left the queue listing); ids the batch system has no
+// record of are looked up in one read of their exit-code files. A job no
+// rung confirms stays "ending" (its last state, Reason saying so) for
+// EndingGrace, and is StateLost only then.
+//
+// A routine call (backends.Routine) follows the site's poll schedule and
+// budget: it is sent only when a poll is due (PollFast soon after a
+// submission, an observed change or a job's expected end; PollSlow
+// otherwise) and a token is left, else it returns ErrDeferred without
+// asking; while the site is backed off from it returns ErrUnavailable.
 func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.JobStatus, error) {
+	if backends.IsRoutine(ctx) {
+		if err := b.pollDue(ids); err != nil {
+			return nil, err
+		}
+	}
+	out, err := b.status(ctx, ids)
+	if err == nil {
+		b.polled(out)
+	}
+	return out, err
+}
+
+func (b *Backend) status(ctx context.Context, ids []backends.JobID) ([]backends.JobStatus, error) {
 	t := b.d.Traits()
 	found := make(map[backends.JobID]backends.JobStatus, len(ids))
 	var query []backends.JobID
@@ -233,8 +282,7 @@ func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.
 	for i, id := range ids {
 		st, ok := found[id]
 		if !ok {
-			st = backends.JobStatus{ID: id, State: backends.StateLost, ExitCode: -1,
-				Reason: "no record at the site (" + t.Records + ", exit-code file)"}
+			st = b.unconfirmed(id, "no record at the site ("+t.Records+", exit-code file)")
 		}
 		out[i] = st
 	}
@@ -258,7 +306,7 @@ func (b *Backend) fromExitFiles(ctx context.Context, ids []backends.JobID, found
 	if len(paths) == 0 {
 		return nil
 	}
-	r, err := b.x.Run(ctx, ExitFilesArgv(paths), nil)
+	r, err := b.x.Plain(ctx, ExitFilesArgv(paths), nil)
 	if err != nil {
 		return err
 	}
@@ -372,6 +420,10 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 	if par <= 0 {
 		par = DefaultBatchSessions
 	}
+	// Each job's command reaches the batch system (one sbatch or qsub
+	// each): counted and paid for, never held back.
+	b.submitted()
+	b.bud.Charge(len(subs))
 	site := Site{Name: b.cfg.Name, Run: b.x.run, Parallel: par,
 		Accept: func(k int, r backends.Result) (backends.JobID, error) {
 			return b.accepted(specs[at[k]], dirs[k], subs[k].Cmd.Argv, r)
@@ -410,7 +462,7 @@ func (b *Backend) mkdirs(ctx context.Context, dirs []string) error {
 	n := b.d.Traits().MaxIDs
 	for lo := 0; lo < len(dirs); lo += n {
 		argv := MkdirArgv(dirs[lo:min(lo+n, len(dirs))])
-		r, err := b.x.Run(ctx, argv, nil)
+		r, err := b.x.Plain(ctx, argv, nil)
 		if err != nil {
 			if !errors.Is(err, backends.ErrUnavailable) && ctx.Err() == nil {
 				err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)

@@ -107,16 +107,40 @@ type Exec struct {
 	Log  *slog.Logger // the site's logger
 	run  backends.Runner
 	d    Dialect
+	bud  *Budget // the site's command budget (nil: none, as in a bare Exec)
 }
 
-// Run runs argv with stdin (nil for none). The error is the Runner's (the
-// command's outcome is unknown), wrapped with the command's name; a
-// non-zero exit is not an error.
+// Run runs argv, a batch-system command, with stdin (nil for none): it is
+// counted and paid for in the site's Budget, and its answer (an overload
+// or rate-limit message, no answer at all) feeds the Budget's back-off.
+// The error is the Runner's (the command's outcome is unknown), wrapped
+// with the command's name; a non-zero exit is not an error.
 func (x *Exec) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	if x.bud != nil && ctx.Err() == nil {
+		x.bud.Charge(1)
+	}
+	return x.exec(ctx, argv, stdin)
+}
+
+// Plain runs a command that does not reach the batch system (mkdir, the
+// exit-code files): not counted, but a site that does not answer still
+// starts the back-off.
+func (x *Exec) Plain(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	return x.exec(ctx, argv, stdin)
+}
+
+func (x *Exec) exec(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return backends.Result{}, fmt.Errorf("%s: %w", x.Site, err)
 	}
 	r, err := x.run.Run(ctx, argv, stdin)
+	if x.bud != nil {
+		msg := ""
+		if err == nil && r.ExitCode != 0 {
+			msg = x.Message(r)
+		}
+		x.bud.Observe(err, msg)
+	}
 	if err != nil {
 		return r, fmt.Errorf("%s: running %s: %w", x.Site, x.d.Command(argv), err)
 	}
