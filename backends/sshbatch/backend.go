@@ -38,6 +38,8 @@ type Config struct {
 	Budget BudgetConfig
 	// Now is the clock of the budget and the poll schedule; nil = time.Now.
 	Now func() time.Time
+	// CommandTimeout bounds each remote command (0: DefaultCommandTimeout).
+	CommandTimeout time.Duration
 }
 
 // DefaultBatchSessions: sbatch and qsub mostly wait for their server, so
@@ -98,7 +100,7 @@ func New(cfg Config, d Dialect, run backends.Runner, stage func(root string) bac
 	}
 	bud := NewBudget(cfg.Budget, cfg.Now, log)
 	b := &Backend{cfg: cfg, d: d, log: log, dirs: map[backends.JobID]string{}, bud: bud,
-		x: &Exec{Site: cfg.Name, User: cfg.User, Log: log, run: run, d: d, bud: bud}}
+		x: &Exec{Site: cfg.Name, User: cfg.User, Log: log, run: run, d: d, bud: bud, timeout: cfg.CommandTimeout}}
 	if stage != nil {
 		b.stage = stage(cfg.RemoteDir)
 	}
@@ -424,7 +426,8 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 	// each): counted and paid for, never held back.
 	b.submitted()
 	b.bud.Charge(len(subs))
-	site := Site{Name: b.cfg.Name, Run: b.x.run, Parallel: par,
+	site := Site{Name: b.cfg.Name, Parallel: par,
+		Run: boundRunner{r: b.x.run, d: b.x.commandTimeout() + time.Duration(min(len(subs), DefaultMaxCommands))*BatchCommandTime, bud: b.bud},
 		Accept: func(k int, r backends.Result) (backends.JobID, error) {
 			return b.accepted(specs[at[k]], dirs[k], subs[k].Cmd.Argv, r)
 		},

@@ -2,7 +2,9 @@ package sshbatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 	"io"
 	"log/slog"
 
@@ -108,7 +110,20 @@ type Exec struct {
 	run  backends.Runner
 	d    Dialect
 	bud  *Budget // the site's command budget (nil: none, as in a bare Exec)
+	// timeout bounds each command (0: DefaultCommandTimeout).
+	timeout time.Duration
 }
+
+// DefaultCommandTimeout bounds one remote command of a site (Config
+// CommandTimeout): a batch command that has not answered by then (a hung
+// sbatch, a controller that accepts connections and never replies) is cut,
+// its outcome unknown, and the site is backed off from. A batched
+// submission gets this plus BatchCommandTime a job.
+const DefaultCommandTimeout = 30 * time.Second
+
+// BatchCommandTime is the time a batched submission's deadline grows by
+// for each job it carries.
+const BatchCommandTime = 100 * time.Millisecond
 
 // Run runs argv, a batch-system command, with stdin (nil for none): it is
 // counted and paid for in the site's Budget, and its answer (an overload
@@ -133,7 +148,18 @@ func (x *Exec) exec(ctx context.Context, argv []string, stdin io.Reader) (backen
 	if err := ctx.Err(); err != nil {
 		return backends.Result{}, fmt.Errorf("%s: %w", x.Site, err)
 	}
-	r, err := x.run.Run(ctx, argv, stdin)
+	d := x.timeout
+	if d <= 0 {
+		d = DefaultCommandTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	r, err := x.run.Run(cctx, argv, stdin)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// Overran its own deadline: the site is hung, not the caller
+		// gone; what the command did is unknown (ErrUnavailable).
+		err = fmt.Errorf("%w: no answer within %s: %w", backends.ErrUnavailable, d, err)
+	}
 	if x.bud != nil {
 		msg := ""
 		if err == nil && r.ExitCode != 0 {
@@ -180,3 +206,32 @@ func (x *Exec) Message(r backends.Result) string {
 // Command names the batch-system command argv runs (the dialect's name for
 // it, as in messages).
 func (x *Exec) Command(argv []string) string { return x.d.Command(argv) }
+
+func (x *Exec) commandTimeout() time.Duration {
+	if x.timeout > 0 {
+		return x.timeout
+	}
+	return DefaultCommandTimeout
+}
+
+// boundRunner runs each command of a batched submission under its own
+// deadline d; a batch that overruns it is cut (its commands' fates are
+// then unknown, looked up by tag) and starts the site's back-off.
+type boundRunner struct {
+	r   backends.Runner
+	d   time.Duration
+	bud *Budget
+}
+
+func (b boundRunner) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	cctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	r, err := b.r.Run(cctx, argv, stdin)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: no answer within %s: %w", backends.ErrUnavailable, b.d, err)
+	}
+	if b.bud != nil {
+		b.bud.Observe(err, "")
+	}
+	return r, err
+}
