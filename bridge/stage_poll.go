@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,8 +14,10 @@ import (
 // changes, in one batched Status call, for the state of the live components
 // it runs, takes the changes the pushing sites reported (Notify), and folds
 // both into the components. The jobs that changed go to the track stage
-// (cycleState.touched), in the order of their first change. A site whose
-// status calls keep failing has lost the components it runs (detectDown,
+// (cycleState.touched), in the order of their first change. A site may
+// defer a routine poll (backends.ErrDeferred: its poll schedule or command
+// budget says not yet): that is no news, not a failure. A site whose
+// status calls keep failing has its components marked unknown (detectDown,
 // outage.go).
 type poller struct {
 	part
@@ -50,6 +53,12 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 				return
 			}
 			results[s], errs[s] = p.sites[s].Backend.Status(ctx, ids[s])
+			if errors.Is(errs[s], backends.ErrDeferred) {
+				// Not asked this cycle (the site's poll schedule or command
+				// budget): no news, and no failure either.
+				results[s], errs[s] = nil, nil
+				return
+			}
 			if errs[s] == nil && len(results[s]) != len(ids[s]) {
 				errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
 			}
