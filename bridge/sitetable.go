@@ -401,3 +401,25 @@ func (st *siteTable) downKeepsSize(s int) {
 		st.snapSites[s].Nodes, st.snapSites[s].Shape = st.known[s].Nodes, st.known[s].Shape
 	}
 }
+
+// remember hands each live remote job of j back to its site's backend
+// with the tag and component it was submitted with (backends.Rememberer),
+// so that a backend that keeps job directories only in memory still finds
+// the exit-code file of a job that ended while the broker was stopped.
+// Copies have tags of their own and are looked up by them instead. The
+// ledger's lock held.
+func (st *siteTable) remember(j *Job) {
+	if hasCopies(j) {
+		return
+	}
+	tag := RemoteTag(j.ID, j.Attempts)
+	for k, c := range j.Comps {
+		s, ok := st.siteIdx[c.Site]
+		if !ok || c.RemoteID == "" || c.State.Final() {
+			continue
+		}
+		if r, ok := backends.AsRememberer(st.sites[s].Backend); ok {
+			r.Remember(c.RemoteID, tag, k, len(j.Comps))
+		}
+	}
+}
