@@ -39,8 +39,10 @@ type Config struct {
 	MaxFileSize   int64
 	BatchSessions int
 	// Budget is the site's scheduler-command budget (sshbatch.BudgetConfig;
-	// zero fields: the defaults).
-	Budget sshbatch.BudgetConfig
+	// zero fields: the defaults); CommandTimeout bounds one remote command
+	// (0: sshbatch.DefaultCommandTimeout).
+	Budget         sshbatch.BudgetConfig
+	CommandTimeout time.Duration
 }
 
 // MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
@@ -75,7 +77,7 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 func shared(cfg Config) sshbatch.Config {
 	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
 		MaxJobBytes: cfg.MaxJobBytes, MaxFileSize: cfg.MaxFileSize, BatchSessions: cfg.BatchSessions,
-		Budget: cfg.Budget, Now: cfg.Now}
+		Budget: cfg.Budget, Now: cfg.Now, CommandTimeout: cfg.CommandTimeout}
 }
 
 // dialect is SLURM for sshbatch.Backend.
