@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
