@@ -163,14 +163,29 @@ func (b *Budget) Allow() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	if now.Before(b.until) {
-		b.deferred++
-		return fmt.Errorf("%w: backing off until %s after %q", backends.ErrUnavailable, b.until.UTC().Format(time.RFC3339), b.reason)
+	if err := b.backingOff(now); err != nil {
+		return err
 	}
 	b.refill(now)
 	if b.tokens < 1 {
 		b.deferred++
 		return fmt.Errorf("%w: %.1f of %d commands left, %g a minute", backends.ErrDeferred, max(b.tokens, 0), b.cfg.Burst, b.cfg.PerMinute)
+	}
+	return nil
+}
+
+// BackingOff is Allow's back-off half: ErrUnavailable while routine calls
+// wait for the back-off to end (counted as deferred), else nil.
+func (b *Budget) BackingOff() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.backingOff(b.now())
+}
+
+func (b *Budget) backingOff(now time.Time) error {
+	if now.Before(b.until) {
+		b.deferred++
+		return fmt.Errorf("%w: backing off until %s after %q", backends.ErrUnavailable, b.until.UTC().Format(time.RFC3339), b.reason)
 	}
 	return nil
 }

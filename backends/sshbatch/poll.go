@@ -67,6 +67,9 @@ func (b *Backend) submitted() {
 // pollDue says whether a routine poll of ids goes now: nil, or why not
 // (ErrDeferred: not due or no token; ErrUnavailable: backing off).
 func (b *Backend) pollDue(ids []backends.JobID) error {
+	if err := b.bud.BackingOff(); err != nil {
+		return fmt.Errorf("%s: %w", b.cfg.Name, err)
+	}
 	cfg := b.bud.cfg
 	now := b.cfg.Now()
 	b.mu.Lock()

@@ -221,6 +221,16 @@ func (s *Site) run(req request) reply {
 		cmds = slurmAnswers
 	}
 	code := 127
+	if s.limited.Load() {
+		// Overloaded or rate limiting (RateLimit): every batch command is
+		// turned away with the batch system's own words.
+		if s.cfg.Dialect == SLURM {
+			code = o.errf(1, "%s: error: Unable to contact slurm controller: RPC rate limit exceeded, please retry later", name)
+		} else {
+			code = o.errf(15010, "Connection refused\n%s: cannot connect to server %s (errno=15010)", name, s.cfg.Name)
+		}
+		return reply{Stdout: o.stdout.Bytes(), Stderr: o.stderr.Bytes(), Code: code}
+	}
 	if f, ok := cmds[name]; ok {
 		code = f(s, o, req.Argv[1:], req)
 	} else {
@@ -240,3 +250,9 @@ func (s *Site) runSafe(req request) (rep reply) {
 	}()
 	return s.run(req)
 }
+
+// RateLimit makes the site turn away every batch command while on, as an
+// overloaded or rate-limiting controller does: SLURM's "RPC rate limit
+// exceeded", PBS's connection refusal (errno 15010). The commands still
+// count in Stats.Batch.
+func (s *Site) RateLimit(on bool) { s.limited.Store(on) }

@@ -96,8 +96,10 @@ type Site struct {
 	hkey  ssh.PublicKey
 	log   *slog.Logger
 	stats counters
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
+	// limited: RateLimit is on.
+	limited atomic.Bool
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
 
 	evMu  sync.Mutex
 	evs   []backends.JobStatus
