@@ -26,7 +26,7 @@ const (
 	DefaultPollSlow      = 30 * time.Second
 	DefaultSettle        = 2 * time.Minute
 	DefaultCapacityEvery = 2 * time.Minute
-	DefaultBackoffMax    = 10 * time.Minute
+	DefaultBackoffMax    = time.Minute
 )
 
 // BudgetConfig is one site's scheduler-command budget (the site's

@@ -191,6 +191,11 @@ func (b *Backend) cachedInfo() (*backends.SiteInfo, error, bool) {
 	fresh := age < cfg.CapacityEvery && !(p.infoStale && age >= cfg.PollFast)
 	in, ierr := copyInfo(p.info), p.infoErr
 	b.mu.Unlock()
+	if err := b.bud.BackingOff(); err != nil {
+		// The site did not answer (or said it is overloaded) a moment
+		// ago: it is down for the broker until the back-off ends.
+		return nil, fmt.Errorf("%s: %w", b.cfg.Name, err), true
+	}
 	if fresh {
 		if ierr != nil {
 			return nil, ierr, true

@@ -86,7 +86,7 @@ type Budget struct {
 	PollSlow       time.Duration `mapstructure:"poll_slow"`       // ... when none is (default 30s)
 	Settle         time.Duration `mapstructure:"settle"`          // polls stay fast this long after a submission or change (default 2m)
 	CapacityEvery  time.Duration `mapstructure:"capacity_every"`  // capacity (sinfo/pbsnodes) refresh (default 2m)
-	BackoffMax     time.Duration `mapstructure:"backoff_max"`     // the longest back-off after an overload answer (default 10m)
+	BackoffMax     time.Duration `mapstructure:"backoff_max"`     // the longest back-off after an overload answer (default 1m)
 	CommandTimeout time.Duration `mapstructure:"command_timeout"` // deadline of one remote command (default 30s)
 }
 
