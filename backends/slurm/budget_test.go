@@ -116,10 +116,15 @@ func TestBudgetBucket(t *testing.T) {
 	if err := b.Allow(); err != nil {
 		t.Fatal(err)
 	}
-	b.Charge(100) // a burst of submissions: never held back, debt capped
+	b.ChargeDemand(100) // a burst of submissions: never held back, no debt
 	if err := b.Allow(); !errors.Is(err, backends.ErrDeferred) {
 		t.Fatalf("after 100 commands: %v, want deferred", err)
 	}
+	now = now.Add(11 * time.Second) // one token earned back
+	if err := b.Allow(); err != nil {
+		t.Fatalf("a token after the burst: %v", err)
+	}
+	b.Charge(7) // a routine call's commands may run a debt, of at most Burst
 	now = now.Add(69 * time.Second) // -6 + 6.9 tokens
 	if err := b.Allow(); !errors.Is(err, backends.ErrDeferred) {
 		t.Fatalf("at 0.9 tokens: %v, want deferred", err)
@@ -128,7 +133,7 @@ func TestBudgetBucket(t *testing.T) {
 	if err := b.Allow(); err != nil {
 		t.Fatalf("after the debt is paid: %v", err)
 	}
-	if st := b.Stats(); st.Total != 100 || st.PerMinute != 0 || st.Deferred != 2 {
-		t.Errorf("stats %+v: want 100 commands, none in the last minute, 2 deferred", st)
+	if st := b.Stats(); st.Total != 107 || st.PerMinute != 0 || st.Deferred != 2 {
+		t.Errorf("stats %+v: want 107 commands, none in the last minute, 2 deferred", st)
 	}
 }

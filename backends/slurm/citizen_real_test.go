@@ -71,11 +71,14 @@ func TestBudgetHeldAtSlurmctld(t *testing.T) {
 		c, func(root string) backends.Stager { return c.Stager(root) })
 	ctx := context.Background()
 	var specs []*backends.JobSpec
-	shorts := 6
+	// The short jobs (one per free core of siteC) end during the steady
+	// state, 12 s apart.
+	warm := sshbatch.DefaultSettle + 10*time.Second
+	shorts := 4
 	for i := range n {
 		cmd := []string{"sleep", "7200"}
 		if i < shorts {
-			cmd = []string{"sleep", strconv.Itoa(20 + 12*i)}
+			cmd = []string{"sleep", strconv.Itoa(int(warm/time.Second) + 15 + 12*i)}
 		}
 		specs = append(specs, &backends.JobSpec{GridID: gridID("bud"), Nodes: 1, CoresPerNode: 1, Walltime: 3 * time.Hour, Command: cmd})
 	}
@@ -92,6 +95,7 @@ func TestBudgetHeldAtSlurmctld(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	rctx := backends.Routine(ctx)
+	t0 := time.Now().Add(time.Hour) // the steady state's start, once warm
 	known := map[backends.JobID]time.Time{}
 	var lat []time.Duration
 	cycle := func() {
@@ -107,7 +111,7 @@ func TestBudgetHeldAtSlurmctld(t *testing.T) {
 		}
 		now := time.Now()
 		for i, x := range st[:shorts] {
-			if x.State.Final() && known[ids[i]].IsZero() {
+			if x.State.Final() && known[ids[i]].IsZero() && time.Since(t0) < window {
 				known[ids[i]] = now
 				if !x.End.IsZero() {
 					lat = append(lat, now.Sub(x.End))
@@ -116,13 +120,12 @@ func TestBudgetHeldAtSlurmctld(t *testing.T) {
 		}
 	}
 	// Warm-up: the submission's settle time, the first polls.
-	warm := sshbatch.DefaultSettle + 10*time.Second
 	for end := time.Now().Add(warm); time.Now().Before(end); time.Sleep(time.Second) {
 		cycle()
 	}
 	st0 := b.CommandStats()
 	rpc0 := userRPCs(t, c, s.ssh.User)
-	t0 := time.Now()
+	t0 = time.Now()
 	for time.Since(t0) < window {
 		cycle()
 		time.Sleep(time.Second)

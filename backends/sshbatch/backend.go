@@ -425,7 +425,7 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 	// Each job's command reaches the batch system (one sbatch or qsub
 	// each): counted and paid for, never held back.
 	b.submitted()
-	b.bud.Charge(len(subs))
+	b.bud.ChargeDemand(len(subs))
 	site := Site{Name: b.cfg.Name, Parallel: par,
 		Run: boundRunner{r: b.x.run, d: b.x.commandTimeout() + time.Duration(min(len(subs), DefaultMaxCommands))*BatchCommandTime, bud: b.bud},
 		Accept: func(k int, r backends.Result) (backends.JobID, error) {

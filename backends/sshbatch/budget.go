@@ -110,9 +110,10 @@ func Overloaded(msg string) bool { return overloadRe.MatchString(msg) }
 // commands, and the exponential back-off after the site answers with an
 // overload or rate-limit message (or not at all). Routine calls (status
 // polls, capacity reports) wait for a token and for the back-off to end;
-// everything else (submissions, cancels, lookups) is never held back but
-// is counted and paid for — the debt delays the next routine calls, by at
-// most Burst/PerMinute minutes. Safe for concurrent use.
+// everything else (submissions, cancels, lookups) is never held back and
+// is counted; it takes the tokens left, so the next routine call waits for
+// the next token. Routine calls may run the bucket Burst into debt. Safe
+// for concurrent use.
 type Budget struct {
 	cfg BudgetConfig
 	now func() time.Time
@@ -198,9 +199,16 @@ func (b *Budget) Defer() {
 	b.mu.Unlock()
 }
 
-// Charge counts n commands sent now and takes their tokens (the bucket
-// goes at most Burst into debt).
-func (b *Budget) Charge(n int) {
+// Charge counts n commands a routine call sends now and takes their
+// tokens (the bucket goes at most Burst into debt).
+func (b *Budget) Charge(n int) { b.charge(n, false) }
+
+// ChargeDemand counts n commands sent on demand (submissions, cancels,
+// lookups): they take the tokens left but run no debt, so a burst of
+// submissions delays the next routine poll by at most one token's time.
+func (b *Budget) ChargeDemand(n int) { b.charge(n, true) }
+
+func (b *Budget) charge(n int, demand bool) {
 	if n <= 0 {
 		return
 	}
@@ -208,7 +216,11 @@ func (b *Budget) Charge(n int) {
 	defer b.mu.Unlock()
 	now := b.now()
 	b.refill(now)
-	b.tokens = max(b.tokens-float64(n), -float64(b.cfg.Burst))
+	floor := -float64(b.cfg.Burst)
+	if demand {
+		floor = min(b.tokens, 0)
+	}
+	b.tokens = max(b.tokens-float64(n), floor)
 	b.total += uint64(n)
 	for range n {
 		b.recent = append(b.recent, now)

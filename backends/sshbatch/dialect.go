@@ -132,7 +132,11 @@ const BatchCommandTime = 100 * time.Millisecond
 // with the command's name; a non-zero exit is not an error.
 func (x *Exec) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
 	if x.bud != nil && ctx.Err() == nil {
-		x.bud.Charge(1)
+		if backends.IsRoutine(ctx) {
+			x.bud.Charge(1)
+		} else {
+			x.bud.ChargeDemand(1)
+		}
 	}
 	return x.exec(ctx, argv, stdin)
 }
