@@ -221,6 +221,9 @@ func (s *Site) run(req request) reply {
 		cmds = slurmAnswers
 	}
 	code := 127
+	if ch := s.hangOf(name); ch != nil {
+		<-ch // Hang: the command never answers while it is on
+	}
 	if s.limited.Load() {
 		// Overloaded or rate limiting (RateLimit): every batch command is
 		// turned away with the batch system's own words.
@@ -256,3 +259,29 @@ func (s *Site) runSafe(req request) (rep reply) {
 // exceeded", PBS's connection refusal (errno 15010). The commands still
 // count in Stats.Batch.
 func (s *Site) RateLimit(on bool) { s.limited.Store(on) }
+
+// Hang makes every run of the batch command name (e.g. "sbatch",
+// "squeue") block while on, as a command whose controller accepts the
+// connection and never answers; turning it off lets the blocked runs go
+// on.
+func (s *Site) Hang(name string, on bool) {
+	s.hangMu.Lock()
+	defer s.hangMu.Unlock()
+	if s.hangs == nil {
+		s.hangs = map[string]chan struct{}{}
+	}
+	ch, hung := s.hangs[name]
+	switch {
+	case on && !hung:
+		s.hangs[name] = make(chan struct{})
+	case !on && hung:
+		close(ch)
+		delete(s.hangs, name)
+	}
+}
+
+func (s *Site) hangOf(name string) chan struct{} {
+	s.hangMu.Lock()
+	defer s.hangMu.Unlock()
+	return s.hangs[name]
+}

@@ -98,6 +98,8 @@ type Site struct {
 	stats counters
 	// limited: RateLimit is on.
 	limited atomic.Bool
+	hangMu  sync.Mutex
+	hangs   map[string]chan struct{} // Hang: the commands that block, until their channel closes
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 
