@@ -242,6 +242,9 @@ func TestControllerOutageReal(t *testing.T) {
 		if j.State != Running || j.Attempts != 1 || j.Comps[0].State != backends.StateUnknown {
 			t.Errorf("job %s after %s of outage: %s, attempt %d, component %s (%s); want running, unknown", id, outage, j.State, j.Attempts, j.Comps[0].State, j.Comps[0].Reason)
 		}
+		if !hasEvent(j, "site-backoff", "backing off from siteC") || !hasEvent(j, "unknown", "not rerun") {
+			t.Errorf("job %s: events %s; want the back-off and the unknown state said", id, kinds(j))
+		}
 	}
 	if j, _ := b.Job(waiting.ID); j.State != Queued {
 		t.Errorf("the job waiting for siteC is %s (%s), want queued", j.State, j.Reason)

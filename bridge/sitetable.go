@@ -43,9 +43,10 @@ type siteTable struct {
 	infoErr   []error
 	uplinkBuf []policy.Link
 
-	tiers     *TierOptions // Options.Tiers: outages count only with tiers on
-	downSince []time.Time  // per site: start of the current run of failed status calls (outage.go)
-	lostAt    []time.Time  // per site: the last cycle a loss was reported (losses.go)
+	tiers       *TierOptions // Options.Tiers: outages count only with tiers on
+	downSince   []time.Time  // per site: start of the current run of failed status calls (outage.go)
+	lostAt      []time.Time  // per site: the last cycle a loss was reported (losses.go)
+	backoffSeen []bool       // per site: its command budget was backing off at the last poll (stage_poll.go)
 
 	notesMu    sync.Mutex
 	notes      []note // pushed changes not yet applied
