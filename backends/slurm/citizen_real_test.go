@@ -88,11 +88,14 @@ func TestBudgetHeldAtSlurmctld(t *testing.T) {
 			_, _ = c.Run(context.Background(), slurm.ScancelArgv(ids[lo:min(lo+500, len(ids))]...), nil)
 		}
 	})
-	for _, r := range b.SubmitBatch(ctx, specs) {
-		if r.Err != nil {
-			t.Fatalf("submitting %d jobs: %v", n, r.Err)
+	// The short jobs first, on their own: they take the free cores.
+	for _, part := range [][]*backends.JobSpec{specs[:shorts], specs[shorts:]} {
+		for _, r := range b.SubmitBatch(ctx, part) {
+			if r.Err != nil {
+				t.Fatalf("submitting %d jobs: %v", n, r.Err)
+			}
+			ids = append(ids, r.ID)
 		}
-		ids = append(ids, r.ID)
 	}
 	rctx := backends.Routine(ctx)
 	t0 := time.Now().Add(time.Hour) // the steady state's start, once warm

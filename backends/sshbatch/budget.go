@@ -23,7 +23,7 @@ const (
 	DefaultPerMinute     = 6
 	DefaultBurst         = 6
 	DefaultPollFast      = 10 * time.Second
-	DefaultPollSlow      = 30 * time.Second
+	DefaultPollSlow      = 20 * time.Second
 	DefaultSettle        = 2 * time.Minute
 	DefaultCapacityEvery = 2 * time.Minute
 	DefaultBackoffMax    = time.Minute
