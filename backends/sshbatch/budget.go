@@ -191,6 +191,14 @@ func (b *Budget) backingOff(now time.Time) error {
 	return nil
 }
 
+// Failing reports whether the site's last command went unanswered (or
+// was turned away as overloaded) and none has answered since.
+func (b *Budget) Failing() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.backoff > 0
+}
+
 // Defer counts a routine call not sent for its own reason (its poll
 // schedule).
 func (b *Budget) Defer() {

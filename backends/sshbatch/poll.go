@@ -196,15 +196,21 @@ func (b *Backend) cachedInfo() (*backends.SiteInfo, error, bool) {
 		// ago: it is down for the broker until the back-off ends.
 		return nil, fmt.Errorf("%s: %w", b.cfg.Name, err), true
 	}
-	if fresh {
+	// A site whose last command went unanswered gets no report from the
+	// past: it is asked (when a token is left) or down.
+	failing := b.bud.Failing()
+	if fresh && !failing {
 		if ierr != nil {
 			return nil, ierr, true
 		}
 		return in, nil, true
 	}
 	if err := b.bud.Allow(); err != nil {
-		if in != nil && ierr == nil && !errors.Is(err, backends.ErrUnavailable) {
+		if in != nil && ierr == nil && !failing && !errors.Is(err, backends.ErrUnavailable) {
 			return in, nil, true // out of tokens: the last report
+		}
+		if failing && !errors.Is(err, backends.ErrUnavailable) {
+			err = fmt.Errorf("%w: its last command went unanswered (%w)", backends.ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("%s: %w", b.cfg.Name, err), true
 	}
