@@ -103,7 +103,7 @@ func newDialect(cfg Config) *dialect {
 
 func (d *dialect) Traits() sshbatch.Traits {
 	return sshbatch.Traits{Kind: "slurm", System: "SLURM", MaxIDs: MaxIDsPerCommand,
-		Records: "squeue, jobcomp log, sacct", MkdirBatch: true}
+		Records: "squeue, sacct, scontrol show job, jobcomp log", MkdirBatch: true}
 }
 
 func (d *dialect) ValidJobID(id string) bool { return validJobID(id) }

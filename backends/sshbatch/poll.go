@@ -141,14 +141,22 @@ func (b *Backend) polled(out []backends.JobStatus) {
 	}
 }
 
-// unconfirmed is the status of a job that left the queue listing and that
-// no rung of the ladder confirmed: its last state, "ending", until
-// EndingGrace has passed since it was first missed; then StateLost.
+// unconfirmed is the status of a job that no rung of the ladder has a
+// record of. A job this backend saw alive, or whose tag the broker handed
+// back (Remember), left the queue listing: its last state, "ending", until
+// EndingGrace has passed since it was first missed; then StateLost. An id
+// it never knew (never submitted here, not a job id at all) is StateLost
+// at once.
 func (b *Backend) unconfirmed(id backends.JobID, why string) backends.JobStatus {
 	now := b.cfg.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := &b.poll
+	_, seen := p.known[id]
+	_, mine := b.dirs[id]
+	if _, ending := p.ending[id]; !seen && !mine && !ending {
+		return backends.JobStatus{ID: id, State: backends.StateLost, ExitCode: -1, Reason: why}
+	}
 	if p.ending == nil {
 		p.ending = map[backends.JobID]time.Time{}
 	}
