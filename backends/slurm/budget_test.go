@@ -124,7 +124,7 @@ func TestBudgetBucket(t *testing.T) {
 	if err := b.Allow(); err != nil {
 		t.Fatalf("a token after the burst: %v", err)
 	}
-	b.Charge(7) // a routine call's commands may run a debt, of at most Burst
+	b.Charge(7)                     // a routine call's commands may run a debt, of at most Burst
 	now = now.Add(69 * time.Second) // -6 + 6.9 tokens
 	if err := b.Allow(); !errors.Is(err, backends.ErrDeferred) {
 		t.Fatalf("at 0.9 tokens: %v, want deferred", err)
