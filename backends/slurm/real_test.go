@@ -218,10 +218,11 @@ func TestEndingLadderReal(t *testing.T) {
 	}
 	fr.noJobcomp.Store(true)
 	check(b, "no jobcomp either", "exit-code file")
-	// A backend that did not submit them and was not told their tags knows
-	// no job directory: no rung confirms them, and they stay ending.
+	// A backend that neither submitted them nor was handed their tags
+	// never knew them: with no record anywhere they are lost at once (the
+	// Backend contract for ids a site does not know).
 	st, err := newBackend(t, s, c, fr).Status(ctx, ids)
-	if err != nil || st[0].State.Final() || st[1].State.Final() || !strings.HasPrefix(st[0].Reason, "ending") {
-		t.Fatalf("no record at all: %+v %v; want ending, not final", st, err)
+	if err != nil || st[0].State != backends.StateLost || st[1].State != backends.StateLost {
+		t.Fatalf("no record at all: %+v %v; want lost", st, err)
 	}
 }
