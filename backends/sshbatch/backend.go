@@ -333,6 +333,12 @@ func (b *Backend) Cancel(ctx context.Context, id backends.JobID) error {
 	if !b.d.ValidJobID(string(id)) {
 		return fmt.Errorf("%w: %q is not a %s job id", backends.ErrUnknownJob, id, b.d.Traits().System)
 	}
+	// A site being backed off from (it did not answer, or said it is
+	// overloaded) is not asked again at once: the cancel is retryable and
+	// the broker owes it until the site answers.
+	if err := b.bud.BackingOff(); err != nil {
+		return fmt.Errorf("%s: cancelling %s: %w", b.cfg.Name, id, err)
+	}
 	argv := b.d.CancelArgv(id)
 	r, err := b.x.Run(ctx, argv, nil)
 	if err != nil {
