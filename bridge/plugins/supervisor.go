@@ -379,7 +379,10 @@ func (s *Supervisor) unhealthy(ctx context.Context) error {
 // the call's timeout d): a call that overran d makes the plugin unhealthy
 // and fails with ErrUnavailable; a call that answered makes it healthy.
 func (s *Supervisor) timed(ctx, cctx context.Context, method string, d time.Duration, err error) error {
-	overran := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
+	// The deadline travels with the call: the plugin's side may give up
+	// (and answer with its own error) a moment before ours expires.
+	dl, _ := cctx.Deadline()
+	overran := err != nil && ctx.Err() == nil && (errors.Is(cctx.Err(), context.DeadlineExceeded) || !time.Now().Before(dl.Add(-250*time.Millisecond)))
 	s.mu.Lock()
 	was := s.hung
 	if !overran {
@@ -399,7 +402,18 @@ func (s *Supervisor) timed(ctx, cctx context.Context, method string, d time.Dura
 	s.mu.Unlock()
 	s.log.Warn("plugin call overran its deadline; the plugin is unhealthy", "method", method, "timeout", d)
 	s.event("plugin-unhealthy", hung.Error())
-	return fmt.Errorf("%w: plugin %s: %w (%w)", backends.ErrUnavailable, s.spec.Config.Name, hung, err)
+	return &overrun{fmt.Errorf("%w: plugin %s: %w (%w)", backends.ErrUnavailable, s.spec.Config.Name, hung, err)}
+}
+
+// overrun is the error of a call that overran its deadline (timed).
+type overrun struct{ error }
+
+func (o *overrun) Unwrap() error { return o.error }
+
+// overran reports whether err is a call's that overran its deadline.
+func (s *Supervisor) overran(err error) bool {
+	var o *overrun
+	return errors.As(err, &o)
 }
 
 // Name implements backends.Backend.
@@ -427,7 +441,7 @@ func (s *Supervisor) Submit(ctx context.Context, spec *backends.JobSpec) (backen
 	cctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	id, err := inst.Client.Submit(cctx, spec)
 	cancel()
-	if err = s.timed(ctx, cctx, "Submit", s.opts.CallTimeout, err); err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	if err = s.timed(ctx, cctx, "Submit", s.opts.CallTimeout, err); err != nil && s.overran(err) {
 		// The request may have reached the site: looked up by its tag
 		// before it is submitted again.
 		return "", fmt.Errorf("%w: %w", backends.ErrOutcomeUnknown, err)

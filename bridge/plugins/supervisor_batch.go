@@ -33,26 +33,23 @@ func (s *Supervisor) SubmitBatch(ctx context.Context, specs []*backends.JobSpec)
 	cctx, cancel := context.WithTimeout(ctx, d)
 	res := inst.Client.SubmitBatch(cctx, specs)
 	cancel()
-	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		var first error
-		for _, r := range res {
-			if r.Err != nil {
-				first = r.Err
-				break
-			}
+	var first error
+	for _, r := range res {
+		if r.Err != nil {
+			first = r.Err
+			break
 		}
-		if terr := s.timed(ctx, cctx, "SubmitBatch", d, first); terr != nil {
-			for i, r := range res {
-				if r.Err != nil {
-					// Any of them may have reached the site: looked up by
-					// tag before it is submitted again.
-					res[i].Err = fmt.Errorf("%w: %w: %w", backends.ErrOutcomeUnknown, terr, r.Err)
-				}
+	}
+	if terr := s.timed(ctx, cctx, "SubmitBatch", d, first); s.overran(terr) {
+		for i, r := range res {
+			if r.Err != nil {
+				// Any of them may have reached the site: looked up by tag
+				// before it is submitted again.
+				res[i].Err = fmt.Errorf("%w: %w: %w", backends.ErrOutcomeUnknown, terr, r.Err)
 			}
 		}
 		return res
 	}
-	_ = s.timed(ctx, cctx, "SubmitBatch", d, nil)
 	var died error
 	for _, r := range res {
 		if errors.Is(r.Err, ErrPluginExited) {
