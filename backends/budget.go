@@ -22,6 +22,12 @@ type routineKey struct{}
 // lookups, a user's command) are always sent, and counted.
 func Routine(ctx context.Context) context.Context { return context.WithValue(ctx, routineKey{}, true) }
 
+// OnDemand clears Routine's mark: what a call makes on ctx is needed now
+// (a withdrawal reading the state it just changed), never deferred.
+func OnDemand(ctx context.Context) context.Context {
+	return context.WithValue(ctx, routineKey{}, false)
+}
+
 // IsRoutine reports whether ctx was marked by Routine.
 func IsRoutine(ctx context.Context) bool { v, _ := ctx.Value(routineKey{}).(bool); return v }
 

@@ -29,6 +29,12 @@ import (
 var citizenBudget = sshbatch.BudgetConfig{PerMinute: 60, Burst: 20, PollFast: 2 * time.Second, PollSlow: 4 * time.Second,
 	Settle: 30 * time.Second, CapacityEvery: 10 * time.Second, BackoffMax: 8 * time.Second}
 
+// quickBudget is the budget of the real-site tests that watch a site react
+// within seconds (remapping to nodes other users free): capacity every
+// 2 s, polls every second.
+var quickBudget = sshbatch.BudgetConfig{PerMinute: 600, Burst: 60, PollFast: time.Second, PollSlow: time.Second,
+	CapacityEvery: 2 * time.Second, BackoffMax: 4 * time.Second}
+
 // citizenSite connects to a testbed site with citizenBudget; wrap, when
 // set, wraps the SSH runner.
 func citizenSite(t *testing.T, name string, wrap func(backends.Runner) backends.Runner) *slurm.Backend {
