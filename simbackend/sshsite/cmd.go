@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -224,7 +226,7 @@ func (s *Site) run(req request) reply {
 	if ch := s.hangOf(name); ch != nil {
 		<-ch // Hang: the command never answers while it is on
 	}
-	if s.limited.Load() {
+	if s.faults.limited.Load() {
 		// Overloaded or rate limiting (RateLimit): every batch command is
 		// turned away with the batch system's own words.
 		if s.cfg.Dialect == SLURM {
@@ -258,30 +260,38 @@ func (s *Site) runSafe(req request) (rep reply) {
 // overloaded or rate-limiting controller does: SLURM's "RPC rate limit
 // exceeded", PBS's connection refusal (errno 15010). The commands still
 // count in Stats.Batch.
-func (s *Site) RateLimit(on bool) { s.limited.Store(on) }
+func (s *Site) RateLimit(on bool) { s.faults.limited.Store(on) }
 
 // Hang makes every run of the batch command name (e.g. "sbatch",
 // "squeue") block while on, as a command whose controller accepts the
 // connection and never answers; turning it off lets the blocked runs go
 // on.
 func (s *Site) Hang(name string, on bool) {
-	s.hangMu.Lock()
-	defer s.hangMu.Unlock()
-	if s.hangs == nil {
-		s.hangs = map[string]chan struct{}{}
+	f := &s.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hangs == nil {
+		f.hangs = map[string]chan struct{}{}
 	}
-	ch, hung := s.hangs[name]
+	ch, hung := f.hangs[name]
 	switch {
 	case on && !hung:
-		s.hangs[name] = make(chan struct{})
+		f.hangs[name] = make(chan struct{})
 	case !on && hung:
 		close(ch)
-		delete(s.hangs, name)
+		delete(f.hangs, name)
 	}
 }
 
 func (s *Site) hangOf(name string) chan struct{} {
-	s.hangMu.Lock()
-	defer s.hangMu.Unlock()
-	return s.hangs[name]
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	return s.faults.hangs[name]
+}
+
+// faults are the misbehaviours a test turns on: RateLimit, Hang.
+type faults struct {
+	limited atomic.Bool
+	mu      sync.Mutex
+	hangs   map[string]chan struct{} // the commands that block, until their channel closes
 }

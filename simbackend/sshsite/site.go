@@ -96,12 +96,8 @@ type Site struct {
 	hkey  ssh.PublicKey
 	log   *slog.Logger
 	stats counters
-	// limited: RateLimit is on.
-	limited atomic.Bool
-	hangMu  sync.Mutex
-	hangs   map[string]chan struct{} // Hang: the commands that block, until their channel closes
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
 
 	evMu  sync.Mutex
 	evs   []backends.JobStatus
@@ -117,6 +113,7 @@ type Site struct {
 	resvs  map[string]*resv
 	nresv  int
 	closed bool
+	faults faults // RateLimit and Hang (cmd.go)
 }
 
 // Start creates the site's directory, starts its engine on scaled wall
