@@ -158,7 +158,10 @@ func privateTestbed(t *testing.T) *testbed {
 	script := filepath.Join(repoRoot, "scripts", "slurm-testbed.sh")
 	env := append(os.Environ(), "GRIDSUB_TESTBED_DIR="+dir, "GRIDSUB_SLURM_PORT_BASE="+strconv.Itoa(slurmBase),
 		"GRIDSUB_SSH_PORT_BASE="+strconv.Itoa(sshBase), "GRIDSUB_SITEA_NODES=2", "GRIDSUB_SITEB_NODES=2", "GRIDSUB_MIN_JOB_AGE=60",
-		"GRIDSUB_CLIENT_MESSAGE_TIMEOUT=2") // squeue against a stopped slurmctld fails in ~1 s, not ~9 s
+		"GRIDSUB_CLIENT_MESSAGE_TIMEOUT=2", // squeue against a stopped slurmctld fails in ~1 s, not ~9 s
+		// Two sites, no accounting, whatever the suite's testbed runs
+		// (scripts/test.sh sets both for its own).
+		"GRIDSUB_SITES=siteA siteB", "GRIDSUB_SLURMDBD=0")
 	run := func(verb string) error {
 		cmd := exec.Command("bash", script, verb)
 		cmd.Env = env
