@@ -110,10 +110,9 @@ func Overloaded(msg string) bool { return overloadRe.MatchString(msg) }
 // commands, and the exponential back-off after the site answers with an
 // overload or rate-limit message (or not at all). Routine calls (status
 // polls, capacity reports) wait for a token and for the back-off to end;
-// everything else (submissions, cancels, lookups) is never held back and
-// is counted; it takes the tokens left, so the next routine call waits for
-// the next token. Routine calls may run the bucket Burst into debt. Safe
-// for concurrent use.
+// everything else (submissions, cancels, lookups) is never held back, is
+// counted, and takes no tokens (ChargeDemand). Routine calls may run the
+// bucket Burst into debt. Safe for concurrent use.
 type Budget struct {
 	cfg BudgetConfig
 	now func() time.Time
@@ -212,8 +211,9 @@ func (b *Budget) Defer() {
 func (b *Budget) Charge(n int) { b.charge(n, false) }
 
 // ChargeDemand counts n commands sent on demand (submissions, cancels,
-// lookups): they take the tokens left but run no debt, so a burst of
-// submissions delays the next routine poll by at most one token's time.
+// lookups). They take no tokens: what a user asks for is never held back,
+// and a steady stream of submissions must not starve the polls that tell
+// when those jobs end; the bucket holds the broker's own routine traffic.
 func (b *Budget) ChargeDemand(n int) { b.charge(n, true) }
 
 func (b *Budget) charge(n int, demand bool) {
@@ -224,11 +224,9 @@ func (b *Budget) charge(n int, demand bool) {
 	defer b.mu.Unlock()
 	now := b.now()
 	b.refill(now)
-	floor := -float64(b.cfg.Burst)
-	if demand {
-		floor = min(b.tokens, 0)
+	if !demand {
+		b.tokens = max(b.tokens-float64(n), -float64(b.cfg.Burst))
 	}
-	b.tokens = max(b.tokens-float64(n), floor)
 	b.total += uint64(n)
 	for range n {
 		b.recent = append(b.recent, now)
