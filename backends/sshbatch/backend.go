@@ -153,6 +153,7 @@ func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
 		if in, err, ok := b.cachedInfo(); ok {
 			return in, err
 		}
+		ctx = asPoll(ctx)
 	}
 	in, err := b.d.Info(ctx, b.x)
 	b.infoTaken(in, err)
@@ -245,6 +246,7 @@ func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.
 		if err := b.pollDue(ids); err != nil {
 			return nil, err
 		}
+		ctx = asPoll(ctx)
 	}
 	out, err := b.status(ctx, ids)
 	if err == nil {

@@ -126,13 +126,15 @@ const DefaultCommandTimeout = 30 * time.Second
 const BatchCommandTime = 100 * time.Millisecond
 
 // Run runs argv, a batch-system command, with stdin (nil for none): it is
-// counted and paid for in the site's Budget, and its answer (an overload
-// or rate-limit message, no answer at all) feeds the Budget's back-off.
+// counted in the site's Budget — and takes its tokens when it is part of a
+// routine poll or capacity report (Status, Info on a backends.Routine
+// context), never otherwise — and its answer (an overload or rate-limit
+// message, no answer at all) feeds the Budget's back-off.
 // The error is the Runner's (the command's outcome is unknown), wrapped
 // with the command's name; a non-zero exit is not an error.
 func (x *Exec) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
 	if x.bud != nil && ctx.Err() == nil {
-		if backends.IsRoutine(ctx) {
+		if polling(ctx) {
 			x.bud.Charge(1)
 		} else {
 			x.bud.ChargeDemand(1)
@@ -140,6 +142,14 @@ func (x *Exec) Run(ctx context.Context, argv []string, stdin io.Reader) (backend
 	}
 	return x.exec(ctx, argv, stdin)
 }
+
+type pollKey struct{}
+
+// asPoll marks ctx as a routine poll's or capacity report's: the commands
+// run on it take the budget's tokens (everything else is counted only).
+func asPoll(ctx context.Context) context.Context { return context.WithValue(ctx, pollKey{}, true) }
+
+func polling(ctx context.Context) bool { v, _ := ctx.Value(pollKey{}).(bool); return v }
 
 // Plain runs a command that does not reach the batch system (mkdir, the
 // exit-code files): not counted, but a site that does not answer still
