@@ -282,10 +282,19 @@ func TestControllerOutageReal(t *testing.T) {
 			t.Errorf("job %s ran %d times", id, n)
 		}
 	}
-	for _, id := range append(atDown, waiting.ID) {
+	for _, id := range atDown {
 		if j, _ := b.Job(id); j.Attempts != 1 || j.State == Rejected || j.State == Failed {
 			t.Errorf("job %s: %s after %d attempts", id, j.State, j.Attempts)
 		}
+	}
+	// The waiting job may have been sent in the moment the controller
+	// died, before any command said so: that submission never reached
+	// SLURM (looked up by its tag, not found), so it is submitted again —
+	// a second attempt, but it runs once (the runs file above).
+	if j, _ := b.Job(waiting.ID); j.Attempts > 2 || j.State == Rejected || j.State == Failed {
+		t.Errorf("the waiting job: %s after %d attempts", j.State, j.Attempts)
+	} else {
+		t.Logf("the waiting job: %s after %d attempt(s)", j.State, j.Attempts)
 	}
 }
 
