@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
+
 	"github.com/gridsub/gridsub/policy"
 )
 
@@ -23,7 +25,9 @@ func (b *Broker) Cycle(ctx context.Context, now time.Time) (CycleReport, error) 
 	defer b.flushEvents()
 	defer b.dropEnded()
 	cs := &cycleState{now: now}
-	err := b.cycle(ctx, cs)
+	// The cycle's status polls and capacity reports are routine: a site
+	// with a command budget answers them on its own schedule.
+	err := b.cycle(backends.Routine(ctx), cs)
 	return cs.rep, err
 }
 

@@ -91,11 +91,18 @@ func (d *duties) cancelAll(ctx context.Context, cs []cancelReq) []cancelReq {
 	return again
 }
 
-// detectDown counts a site whose status calls keep failing for
-// TierOptions.DownAfter as having lost the components it runs: they become
-// StateLost (their jobs are returned to be tracked), and their cancel is
-// retried until the site answers. The first failed call of an outage is
-// reported to the Reliability model as down, every answer as up. The ledger's lock held.
+// detectDown handles a site whose status calls keep failing for
+// TierOptions.DownAfter. "The scheduler does not answer" is not "the jobs
+// are gone" (SLURM keeps jobs running while only slurmctld is down): a
+// component of a job without copies becomes StateUnknown, its job stays
+// where it is and is not rerun anywhere until the site answers and the
+// job is confirmed gone (the poll after the outage reconciles it). Only a
+// copy of a job whose QoS tier already runs copies (hasCopies) counts as
+// lost — the tier's other copy, or its backup, carries the job — and its
+// cancel is retried until the site answers, so the surplus copy is
+// cancelled as soon as it does. The first failed call of an outage is
+// reported to the Reliability model as down, every answer as up. The
+// ledger's lock held.
 func (p *poller) detectDown(ctx context.Context, results [][]backends.JobStatus, errs []error, now time.Time) []*Job {
 	if p.opts.Tiers == nil || errs == nil {
 		return nil
@@ -143,9 +150,19 @@ func (p *poller) detectDown(ctx context.Context, results [][]backends.JobStatus,
 			if j == nil || (j.State != Dispatched && j.State != Running) {
 				continue
 			}
+			copies := hasCopies(j)
 			for k := range j.Comps {
 				c := &j.Comps[k]
 				if c.Site != name || c.RemoteID == "" || c.State.Final() {
+					continue
+				}
+				if !copies {
+					if c.State != backends.StateUnknown {
+						c.State = backends.StateUnknown
+						c.Reason = fmt.Sprintf("unknown: site %s has not answered since %s; the job is not rerun until the site answers and confirms it gone",
+							name, since.UTC().Format(time.RFC3339))
+						p.record(ctx, j, now, "unknown", name, fmt.Sprintf("remote job %s: %s", c.RemoteID, c.Reason))
+					}
 					continue
 				}
 				c.State, c.End = backends.StateLost, now

@@ -90,6 +90,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 			rep.Queued++
 		case Dispatched, Running:
 			b.adopt(j)
+			b.remember(j)
 			rep.Live++
 			if hasCopies(j) { // a copy intent it holds was written before the restart
 				b.markRestarted(j)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/store"
@@ -55,7 +56,8 @@ func killSite(t testing.TB, name string) *slurm.Backend {
 	}
 	ssh := transport.Config{Host: os.Getenv("GRIDSUB_SSH_HOST"), Port: port, User: os.Getenv("GRIDSUB_SSH_USER"),
 		KeyFiles: []string{key}, KnownHosts: []string{os.Getenv("GRIDSUB_SSH_KNOWN_HOSTS")}, MaxSessions: 8}
-	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH")}, ssh)
+	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH"), Budget: sshbatch.BudgetConfig{PerMinute: 600, Burst: 60, PollFast: time.Second, PollSlow: time.Second,
+		CapacityEvery: 2 * time.Second, BackoffMax: 4 * time.Second}}, ssh)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", name, err)
 	}

@@ -28,7 +28,7 @@ func realRemapSite(t *testing.T, name string) *slurm.Backend {
 	}
 	ssh := transport.Config{Host: os.Getenv("GRIDSUB_SSH_HOST"), Port: port, User: os.Getenv("GRIDSUB_SSH_USER"),
 		KeyFiles: []string{key}, KnownHosts: []string{os.Getenv("GRIDSUB_SSH_KNOWN_HOSTS")}, MaxSessions: 8}
-	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH")}, ssh)
+	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH"), Budget: quickBudget}, ssh)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", name, err)
 	}

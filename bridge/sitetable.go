@@ -44,9 +44,10 @@ type siteTable struct {
 	offers    []siteOffer // the partitions or queues each site last reported (misconfig.go)
 	uplinkBuf []policy.Link
 
-	tiers     *TierOptions // Options.Tiers: outages count only with tiers on
-	downSince []time.Time  // per site: start of the current run of failed status calls (outage.go)
-	lostAt    []time.Time  // per site: the last cycle a loss was reported (losses.go)
+	tiers       *TierOptions // Options.Tiers: outages count only with tiers on
+	downSince   []time.Time  // per site: start of the current run of failed status calls (outage.go)
+	lostAt      []time.Time  // per site: the last cycle a loss was reported (losses.go)
+	backoffSeen []bool       // per site: its command budget was backing off at the last poll (stage_poll.go)
 
 	notesMu    sync.Mutex
 	notes      []note // pushed changes not yet applied
@@ -400,5 +401,27 @@ func (st *siteTable) siteLinks(up []policy.Link) [][]policy.Link {
 func (st *siteTable) downKeepsSize(s int) {
 	if st.seen != nil && st.seen[s] {
 		st.snapSites[s].Nodes, st.snapSites[s].Shape = st.known[s].Nodes, st.known[s].Shape
+	}
+}
+
+// remember hands each live remote job of j back to its site's backend
+// with the tag and component it was submitted with (backends.Rememberer),
+// so that a backend that keeps job directories only in memory still finds
+// the exit-code file of a job that ended while the broker was stopped.
+// Copies have tags of their own and are looked up by them instead. The
+// ledger's lock held.
+func (st *siteTable) remember(j *Job) {
+	if hasCopies(j) {
+		return
+	}
+	tag := RemoteTag(j.ID, j.Attempts)
+	for k, c := range j.Comps {
+		s, ok := st.siteIdx[c.Site]
+		if !ok || c.RemoteID == "" || c.State.Final() {
+			continue
+		}
+		if r, ok := backends.AsRememberer(st.sites[s].Backend); ok {
+			r.Remember(c.RemoteID, tag, k, len(j.Comps))
+		}
 	}
 }

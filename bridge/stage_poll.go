@@ -2,8 +2,10 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -13,8 +15,10 @@ import (
 // changes, in one batched Status call, for the state of the live components
 // it runs, takes the changes the pushing sites reported (Notify), and folds
 // both into the components. The jobs that changed go to the track stage
-// (cycleState.touched), in the order of their first change. A site whose
-// status calls keep failing has lost the components it runs (detectDown,
+// (cycleState.touched), in the order of their first change. A site may
+// defer a routine poll (backends.ErrDeferred: its poll schedule or command
+// budget says not yet): that is no news, not a failure. A site whose
+// status calls keep failing has its components marked unknown (detectDown,
 // outage.go).
 type poller struct {
 	part
@@ -50,6 +54,12 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 				return
 			}
 			results[s], errs[s] = p.sites[s].Backend.Status(ctx, ids[s])
+			if errors.Is(errs[s], backends.ErrDeferred) {
+				// Not asked this cycle (the site's poll schedule or command
+				// budget): no news, and no failure either.
+				results[s], errs[s] = nil, nil
+				return
+			}
 			if errs[s] == nil && len(results[s]) != len(ids[s]) {
 				errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
 			}
@@ -60,6 +70,7 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.noteBackoffs(ctx, now)
 	touched := p.detectDown(ctx, results, errs, now)
 	for _, n := range notes {
 		if j := p.apply(n.site, n.st, now); j != nil {
@@ -131,4 +142,43 @@ type note struct {
 type compKey struct {
 	site int
 	id   backends.JobID
+}
+
+// noteBackoffs says so in events when a site's command budget starts
+// backing off after an overload or rate-limit answer (or none): once per
+// back-off, on every live job at the site, with the site's words and when
+// it is asked again. The ledger's lock held.
+func (p *poller) noteBackoffs(ctx context.Context, now time.Time) {
+	if p.backoffSeen == nil {
+		p.backoffSeen = make([]bool, len(p.sites))
+	}
+	for s := range p.sites {
+		cc, ok := backends.AsCommandCounter(p.sites[s].Backend)
+		if !ok {
+			continue
+		}
+		st := cc.CommandStats()
+		on := !st.BackoffUntil.IsZero()
+		if on == p.backoffSeen[s] {
+			continue
+		}
+		p.backoffSeen[s] = on
+		name := p.sites[s].Name
+		if !on {
+			p.log.Info("site answers again; back-off over", "site", name)
+			continue
+		}
+		msg := fmt.Sprintf("backing off from %s until %s (routine polls wait; the site said: %s)", name,
+			st.BackoffUntil.UTC().Format(time.RFC3339), st.BackoffReason)
+		p.log.Warn("backing off from a site", "site", name, "until", st.BackoffUntil, "reason", st.BackoffReason)
+		for _, id := range p.live {
+			j := p.jobs[id]
+			if j == nil || (j.State != Dispatched && j.State != Running) {
+				continue
+			}
+			if slices.ContainsFunc(j.Comps, func(c Component) bool { return c.Site == name && !c.State.Final() }) {
+				p.record(ctx, j, now, "site-backoff", name, msg)
+			}
+		}
+	}
 }

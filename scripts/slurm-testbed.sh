@@ -15,7 +15,11 @@
 # GRIDSUB_CLIENT_MESSAGE_TIMEOUT (seconds; set: the login nodes' SLURM commands
 # use a copy of slurm.conf with this MessageTimeout, so squeue/sinfo/scancel
 # against a stopped slurmctld fail after about N-1 s instead of ~9 s; the
-# daemons keep SLURM's default. For tests that stop a controller).
+# daemons keep SLURM's default. For tests that stop a controller),
+# GRIDSUB_SLURMDBD (1: real accounting — a private MariaDB and one slurmdbd
+# serve the sites named by GRIDSUB_ACCOUNTING_SITES, default the first site;
+# the others keep accounting off. The DBD listens on GRIDSUB_SLURM_PORT_BASE-2,
+# MariaDB on GRIDSUB_SLURM_PORT_BASE-1, both on 127.0.0.1).
 # docs/slurm.md describes the layout, the ports and the measured costs.
 set -euo pipefail
 umask 022
@@ -30,8 +34,15 @@ SLURM_BASE=${GRIDSUB_SLURM_PORT_BASE:-18000}
 SSH_BASE=${GRIDSUB_SSH_PORT_BASE:-2322}
 MIN_JOB_AGE=${GRIDSUB_MIN_JOB_AGE:-300}
 CLIENT_MSG_TIMEOUT=${GRIDSUB_CLIENT_MESSAGE_TIMEOUT:-}
+WITH_DBD=${GRIDSUB_SLURMDBD:-0}
+[[ $WITH_DBD == 0 || $WITH_DBD == 1 ]] || { echo "slurm-testbed: GRIDSUB_SLURMDBD must be 0 or 1" >&2; exit 1; }
+DBD_PORT=$((SLURM_BASE - 2))
+DB_PORT=$((SLURM_BASE - 1))
+BIN_DBD=/usr/sbin/slurmdbd
+BIN_MARIADB=/usr/sbin/mariadbd
 [[ -z $CLIENT_MSG_TIMEOUT || $CLIENT_MSG_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "slurm-testbed: GRIDSUB_CLIENT_MESSAGE_TIMEOUT must be a whole number of seconds" >&2; exit 1; }
 PKGS="slurm-wlm munge openssh-server"
+[[ $WITH_DBD == 1 ]] && PKGS="$PKGS slurmdbd mariadb-server"
 BIN_CTLD=/usr/sbin/slurmctld
 BIN_SLURMD=/usr/sbin/slurmd
 BIN_STEPD=/usr/sbin/slurmstepd
@@ -242,6 +253,104 @@ partitions_of() {
   esac
 }
 
+# accounting_of SITE: 1 when the site's jobs go to slurmdbd.
+accounting_of() {
+  [[ $WITH_DBD == 1 ]] || { echo 0; return; }
+  local first x; first=${SITES%% *}
+  for x in ${GRIDSUB_ACCOUNTING_SITES:-$first}; do [[ $x == "$1" ]] && { echo 1; return; }; done
+  echo 0
+}
+accounting_lines() {
+  if [[ $(accounting_of "$1") == 1 ]]; then
+    echo "AccountingStorageType=accounting_storage/slurmdbd"
+    echo "AccountingStorageHost=localhost"
+    echo "AccountingStoragePort=$DBD_PORT"
+    # The MUNGE socket of connections to slurmdbd (AuthInfo covers the rest).
+    echo "AccountingStoragePass=$TB/munge/munge.socket"
+  else
+    echo "AccountingStorageType=accounting_storage/none"
+  fi
+}
+
+# ------------------------------------------------------------- accounting --
+# One private MariaDB (its own data directory, socket and loopback port; a
+# database user with a password made at the first start, kept in $TB/dbd
+# mode 0600) and one slurmdbd for every site with accounting.
+start_mariadb() {
+  local m=$TB/dbd/mysql
+  install -d -m 0755 "$TB/dbd"
+  install -d -m 0755 -o mysql -g mysql "$m"
+  if [[ ! -d $m/data/mysql ]]; then
+    install -d -m 0750 -o mysql -g mysql "$m/data"
+    mariadb-install-db --user=mysql --datadir="$m/data" --auth-root-authentication-method=socket >"$m/install.log" 2>&1 ||
+      fail "mariadb-install-db failed (see $m/install.log)"
+  fi
+  if ! pidfile_pid "$m/mariadbd.pid" $BIN_MARIADB >/dev/null; then
+    port_open "$DB_PORT" && fail "MariaDB port $DB_PORT is taken by another program"
+    daemon $BIN_MARIADB --no-defaults --user=mysql --datadir="$m/data" --socket="$m/mysqld.sock" --pid-file="$m/mariadbd.pid" \
+      --port="$DB_PORT" --bind-address=127.0.0.1 --log-error="$m/error.log" --innodb-buffer-pool-size=64M \
+      --skip-name-resolve </dev/null >/dev/null 2>&1 8>&- &
+    until_ok 60 mariadbd mariadb --no-defaults -S "$m/mysqld.sock" -u root -e 'select 1' ||
+      fail "MariaDB did not start (see $m/error.log)"
+  fi
+  [[ -s $TB/dbd/storage_pass ]] || { (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$TB/dbd/storage_pass"); }
+  local pw; pw=$(<"$TB/dbd/storage_pass")
+  mariadb --no-defaults -S "$m/mysqld.sock" -u root <<SQL || fail "cannot create the slurm database user"
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$pw';
+ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$pw';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+SQL
+}
+
+start_slurmdbd() {
+  local d=$TB/dbd conf=$TB/dbd/slurmdbd.conf
+  install -d -m 0755 -o "$SUSER" "$d/log" "$d/run"
+  (umask 077; cat >"$conf.next" <<EOF
+# slurmdbd of the gridsub local testbed; written by scripts/slurm-testbed.sh at every start
+AuthType=auth/munge
+AuthInfo=socket=$TB/munge/munge.socket
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=$SUSER
+LogFile=$d/log/slurmdbd.log
+PidFile=$d/run/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=$(<"$d/storage_pass")
+StorageLoc=slurm_acct_db
+EOF
+)
+  chown "$SUSER" "$conf.next"; chmod 0600 "$conf.next"
+  if [[ -e $conf ]] && ! cmp -s "$conf" "$conf.next"; then stop_pidfiles $BIN_DBD 10 "$d/run/slurmdbd.pid"; fi
+  mv -f "$conf.next" "$conf"
+  if ! pidfile_pid "$d/run/slurmdbd.pid" $BIN_DBD >/dev/null; then
+    port_open "$DBD_PORT" && fail "slurmdbd port $DBD_PORT is taken by another program"
+    # slurmdbd reads slurmdbd.conf beside $SLURM_CONF.
+    daemon SLURM_CONF="$d/slurm.conf" $BIN_DBD
+    until_ok 60 slurmdbd port_open "$DBD_PORT" || fail "slurmdbd did not start (see $d/log/slurmdbd.log)"
+  fi
+}
+
+# register_cluster SITE: the site's cluster in the accounting database
+# (before its slurmctld first connects).
+register_cluster() {
+  local s=$1 conf; conf=$(conf_of "$s")
+  render_slurm_conf "$s" >"$conf.acct"
+  SLURM_CONF=$conf.acct sacctmgr -n -P list cluster format=cluster 2>/dev/null | grep -qx "$(cluster_of "$s")" ||
+    SLURM_CONF=$conf.acct sacctmgr -i add cluster "$(cluster_of "$s")" >/dev/null ||
+    fail "$s: cannot register cluster $(cluster_of "$s") with slurmdbd (see $TB/dbd/log/slurmdbd.log)"
+  rm -f "$conf.acct"
+}
+
+stop_accounting() {
+  [[ -d $TB/dbd ]] || return 0
+  stop_pidfiles $BIN_DBD 10 "$TB/dbd/run/slurmdbd.pid"
+  stop_pidfiles $BIN_MARIADB 30 "$TB/dbd/mysql/mariadbd.pid"
+}
+
 render_slurm_conf() {
   local s=$1 d=$TB/$1 n p0 ports
   n=$(nodes_of "$s"); p0=$(node_port0 "$s")
@@ -269,7 +378,7 @@ SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
-AccountingStorageType=accounting_storage/none
+$(accounting_lines "$s")
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$d/log/jobcomp.txt
@@ -425,7 +534,7 @@ write_client_and_env() {
     echo "export GRIDSUB_SSH_KNOWN_HOSTS=$c/known_hosts"
     echo "export GRIDSUB_SSH_CONFIG=$c/ssh_config"
     echo "export GRIDSUB_MUNGE_SOCKET=$TB/munge/munge.socket"
-    echo "export GRIDSUB_WITH_SLURMDBD=0"
+    echo "export GRIDSUB_WITH_SLURMDBD=$WITH_DBD"
     for s in $SITES; do
       S=$(upper "$s")
       echo "export GRIDSUB_${S}_SSH_PORT=$(ssh_port "$s")"
@@ -435,6 +544,7 @@ write_client_and_env() {
       echo "export GRIDSUB_${S}_NODES=\"$(node_names "$s" | paste -sd' ' -)\""
       echo "export GRIDSUB_${S}_CPUS_PER_NODE=$(cpus_of "$s")"
       echo "export GRIDSUB_${S}_JOBCOMP=$TB/$s/log/jobcomp.txt"
+      echo "export GRIDSUB_${S}_ACCOUNTING=$(accounting_of "$s")"
       echo "export GRIDSUB_${S}_SCRATCH=$(scratch_of "$s")"
     done
   } >"$TB/testbed.env.next"
@@ -449,8 +559,14 @@ do_start() {
   install -d -m 0755 "$TB"
   setup_user
   start_munge
+  if [[ $WITH_DBD == 1 ]]; then
+    start_mariadb
+    start_slurmdbd
+  fi
   for s in $SITES; do
     [[ $s =~ ^[A-Za-z][A-Za-z0-9]*$ ]] || fail "site name '$s' must be letters and digits"
+    install -d -m 0755 "$TB/$s" "$TB/$s/etc"
+    [[ $(accounting_of "$s") == 1 ]] && register_cluster "$s"
     start_slurm_site "$s"
   done
   for s in $(sites_on_disk); do   # sites dropped from GRIDSUB_SITES
@@ -471,6 +587,7 @@ do_stop() {
   t0=$(date +%s%N)
   for s in $(sites_on_disk); do stop_pidfiles $BIN_SSHD 5 "$TB/$s/ssh/sshd.pid"; done  # no new logins
   for s in $(sites_on_disk); do stop_slurm_site "$s"; done
+  stop_accounting
   sweep_strays
   stop_pidfiles $BIN_MUNGED 10 "$TB/munge/munged.pid"
   say "stopped in $((($(date +%s%N) - t0) / 1000000)) ms"

@@ -16,6 +16,12 @@ cleanup() {
 }
 trap cleanup EXIT
 if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
+  # Real accounting (slurmdbd + MariaDB) on the testbed's first site, for the
+  # sacct rung of the ending ladder (backends/slurm TestEndingLadderReal).
+  export GRIDSUB_SLURMDBD="${GRIDSUB_SLURMDBD:-1}"
+  # siteC (2 nodes) is the budget test's own site: slurmctld's sdiag then
+  # counts only that test's RPCs (backends/slurm TestBudgetHeldAtSlurmctld).
+  export GRIDSUB_SITES="${GRIDSUB_SITES:-siteA siteB siteC}"
   # A testbed that is already up is used as it is and left running. Otherwise
   # this run starts one from a clean state (no jobs or reservations left over
   # from an earlier run that died) and stops it at the end.

@@ -40,6 +40,11 @@ type Config struct {
 	Logger        *slog.Logger
 	MaxJobBytes   int64
 	BatchSessions int
+	// Budget is the site's scheduler-command budget (sshbatch.BudgetConfig;
+	// zero fields: the defaults); CommandTimeout bounds one remote command
+	// (0: sshbatch.DefaultCommandTimeout).
+	Budget         sshbatch.BudgetConfig
+	CommandTimeout time.Duration
 }
 
 // MaxIDsPerCommand bounds the job ids put into one qstat/grep argv.
@@ -67,7 +72,8 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 
 func shared(cfg Config) sshbatch.Config {
 	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
-		MaxJobBytes: cfg.MaxJobBytes, BatchSessions: cfg.BatchSessions}
+		MaxJobBytes: cfg.MaxJobBytes, BatchSessions: cfg.BatchSessions, Budget: cfg.Budget,
+		CommandTimeout: cfg.CommandTimeout}
 }
 
 // dialect is PBS for sshbatch.Backend.

@@ -25,7 +25,7 @@ func (d *dialect) nodesInfo(ctx context.Context, x *sshbatch.Exec) ([]Node, erro
 	}
 	n, cpn, mem, gpus := 0, 0, int64(0), 0
 	for _, x := range nodes {
-		if x.Usable() {
+		if x.Usable() || x.Transient() {
 			n++
 			cpn, mem, gpus = max(cpn, x.NCPUs), max(mem, x.MemBytes), max(gpus, x.NGPUs)
 		}
@@ -63,7 +63,7 @@ func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInf
 	}
 	info := &backends.SiteInfo{Name: d.cfg.Name, Kind: "pbs"}
 	for _, n := range nodes {
-		if !n.Usable() {
+		if !n.Usable() && !n.Transient() {
 			continue
 		}
 		info.Nodes++

@@ -343,6 +343,23 @@ func (n *Node) Usable() bool {
 	return true
 }
 
+// Transient reports whether the node is out of use only for the moment
+// its server or its MoM restarts ("state-unknown", "unknown", "stale"),
+// not taken out of service ("offline", "maintenance") or down: it still
+// counts in the site's size, not as free.
+func (n *Node) Transient() bool {
+	transient := false
+	for _, s := range strings.Split(n.State, ",") {
+		switch strings.TrimSpace(s) {
+		case "unknown", "stale", "state-unknown":
+			transient = true
+		case "offline", "maintenance", "unresolvable":
+			return false
+		}
+	}
+	return transient
+}
+
 // Idle reports whether the node is usable and runs nothing.
 func (n *Node) Idle() bool { return n.Usable() && n.UsedCPUs == 0 && len(n.Jobs) == 0 }
 

@@ -38,6 +38,11 @@ type Config struct {
 	MaxJobBytes   int64
 	MaxFileSize   int64
 	BatchSessions int
+	// Budget is the site's scheduler-command budget (sshbatch.BudgetConfig;
+	// zero fields: the defaults); CommandTimeout bounds one remote command
+	// (0: sshbatch.DefaultCommandTimeout).
+	Budget         sshbatch.BudgetConfig
+	CommandTimeout time.Duration
 }
 
 // MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
@@ -71,7 +76,8 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 
 func shared(cfg Config) sshbatch.Config {
 	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
-		MaxJobBytes: cfg.MaxJobBytes, MaxFileSize: cfg.MaxFileSize, BatchSessions: cfg.BatchSessions}
+		MaxJobBytes: cfg.MaxJobBytes, MaxFileSize: cfg.MaxFileSize, BatchSessions: cfg.BatchSessions,
+		Budget: cfg.Budget, Now: cfg.Now, CommandTimeout: cfg.CommandTimeout}
 }
 
 // dialect is SLURM for sshbatch.Backend.
@@ -97,7 +103,7 @@ func newDialect(cfg Config) *dialect {
 
 func (d *dialect) Traits() sshbatch.Traits {
 	return sshbatch.Traits{Kind: "slurm", System: "SLURM", MaxIDs: MaxIDsPerCommand,
-		Records: "squeue, jobcomp log, sacct", MkdirBatch: true}
+		Records: "squeue, sacct, scontrol show job, jobcomp log", MkdirBatch: true}
 }
 
 func (d *dialect) ValidJobID(id string) bool { return validJobID(id) }
@@ -180,6 +186,12 @@ func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInf
 		}
 		seenNode[n.Node] = true
 		if !NodeUsable(n.State) {
+			if NodeTransient(n.State) {
+				info.Nodes++ // recovering: part of the site, not free
+				info.CoresPerNode = max(info.CoresPerNode, n.CPUs)
+				info.MemPerNode = max(info.MemPerNode, n.MemMiB<<20)
+				info.GPUsPerNode = max(info.GPUsPerNode, n.GPUs)
+			}
 			continue
 		}
 		info.Nodes++
@@ -232,9 +244,13 @@ func (d *dialect) ParseSubmitted(stdout []byte) (backends.JobID, error) {
 	return id, err
 }
 
-// Query asks squeue for ids; those it has forgotten are looked up in the
-// jobcomp log (one grep) and sacct (one call, skipped once the site said
-// accounting is disabled), in that order.
+// Query asks squeue for ids; a job that left its listing is confirmed by
+// the next rung of the ending ladder: sacct (one call with an explicit
+// start time, all states; skipped once the site said accounting is
+// disabled), then the controller's own record (`scontrol show job`, at
+// most ScontrolRung jobs a poll), then the jobcomp log where the site
+// keeps one. The Backend reads the exit-code files of the jobs still
+// unconfirmed.
 func (d *dialect) Query(ctx context.Context, x *sshbatch.Exec, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
 	argv := SqueueArgv(ids)
 	r, err := x.Run(ctx, argv, nil)
@@ -256,7 +272,7 @@ func (d *dialect) Query(ctx context.Context, x *sshbatch.Exec, ids []backends.Jo
 		return x.Fail(argv, r)
 	}
 	for _, from := range []func(context.Context, *sshbatch.Exec, []backends.JobID, map[backends.JobID]backends.JobStatus) error{
-		d.fromJobComp, d.fromSacct} {
+		d.fromSacct, d.fromScontrol, d.fromJobComp} {
 		var missing []backends.JobID
 		for _, id := range ids {
 			if _, ok := found[id]; !ok {
@@ -351,6 +367,48 @@ func (d *dialect) fromSacct(ctx context.Context, x *sshbatch.Exec, ids []backend
 		found[st.ID] = st
 	}
 	return nil
+}
+
+// ScontrolRung bounds the jobs asked about one by one with `scontrol show
+// job` in one poll (the others wait for the next poll's ladder).
+const ScontrolRung = 4
+
+// fromScontrol asks the controller for the jobs neither squeue nor sacct
+// knows (squeue -j leaves out a job whose record it cannot show; the
+// controller keeps a finished job MinJobAge).
+func (d *dialect) fromScontrol(ctx context.Context, x *sshbatch.Exec, ids []backends.JobID, found map[backends.JobID]backends.JobStatus) error {
+	for _, id := range ids[:min(len(ids), ScontrolRung)] {
+		argv := ScontrolJobArgv(id)
+		r, err := x.Run(ctx, argv, nil)
+		if err != nil {
+			return err
+		}
+		if r.ExitCode != 0 {
+			if strings.Contains(Message(r), "Invalid job id") {
+				continue
+			}
+			return x.Fail(argv, r)
+		}
+		sts, err := ParseScontrolJobs(r.Stdout, d.cfg.Location)
+		if err != nil {
+			return err
+		}
+		for _, st := range sts {
+			if st.ID == id && st.State != backends.StateUnknown {
+				st.Reason = "from scontrol show job"
+				found[id] = st
+			}
+		}
+	}
+	return nil
+}
+
+// Accounting reports whether the site's sacct answers ("" and true until
+// a call said otherwise; else false and sacct's words).
+func (d *dialect) Accounting() (bool, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.noSacct, d.sacctErr
 }
 
 // CancelArgv is scancel of one job.

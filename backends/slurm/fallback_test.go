@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 )
 
 // replay is a Runner that answers from the captured outputs: the site has
@@ -47,6 +48,8 @@ func (r *replay) Run(_ context.Context, argv []string, stdin io.Reader) (backend
 		return fixture(r.t, "scontrol_config_jobcomp"), nil
 	case "sacct":
 		return fixture(r.t, "sacct_disabled"), nil
+	case "scontrol":
+		return backends.Result{ExitCode: 1, Stderr: []byte("slurm_load_jobs error: Invalid job id specified\n")}, nil
 	case "grep-exit":
 		var out bytes.Buffer
 		for _, p := range argv[4:] {
@@ -87,22 +90,28 @@ func (r *replay) take() string {
 
 func TestStatusFallbackChain(t *testing.T) {
 	rp := &replay{t: t, exits: map[string]string{"/scratch/gridsub/g-exit/.gridsub-exit": "0"}}
-	b := New(Config{Name: "siteA", RemoteDir: "/scratch"}, rp, nil)
+	now := time.Unix(1_800_000_000, 0)
+	b := New(Config{Name: "siteA", RemoteDir: "/scratch", Now: func() time.Time { return now }}, rp, nil)
 	ctx := context.Background()
 	id, err := b.Submit(ctx, &backends.JobSpec{GridID: "g-exit", Nodes: 1, Walltime: time.Minute, Command: []string{"true"}})
 	if err != nil || id != "777" {
 		t.Fatalf("Submit: %q %v", id, err)
 	}
 	rp.take()
+	// 888 is a job the broker hands back after a restart (its directory
+	// has no exit-code file); "bogus" no job SLURM could have given.
+	b.Remember("888", "g-888", 0, 1)
 	ids := []backends.JobID{"1", "777", "888", "19", "bogus"}
 	st, err := b.Status(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No rung has a record of 888: it is "ending", not lost yet. The id
+	// SLURM could not have given is lost at once.
 	want := []struct {
 		state backends.State
 		code  int
-	}{{backends.StateFailed, 3}, {backends.StateCompleted, 0}, {backends.StateLost, -1}, {backends.StateTimeout, 0}, {backends.StateLost, -1}}
+	}{{backends.StateFailed, 3}, {backends.StateCompleted, 0}, {backends.StateRunning, -1}, {backends.StateTimeout, 0}, {backends.StateLost, -1}}
 	for i, w := range want {
 		if st[i].ID != ids[i] || st[i].State != w.state || st[i].ExitCode != w.code {
 			t.Errorf("%s: %+v, want %s exit %d", ids[i], st[i], w.state, w.code)
@@ -111,15 +120,27 @@ func TestStatusFallbackChain(t *testing.T) {
 	if !strings.Contains(st[0].Reason, "jobcomp") || !strings.Contains(st[1].Reason, "exit-code file") || st[0].Name == "" {
 		t.Errorf("reasons do not say where the answer came from: %q / %q (name %q)", st[0].Reason, st[1].Reason, st[0].Name)
 	}
-	if got := rp.take(); got != "squeue,scontrol-config,grep,sacct,grep-exit" {
+	if !strings.HasPrefix(st[2].Reason, "ending") {
+		t.Errorf("888: reason %q, want it to say the job is ending, unconfirmed", st[2].Reason)
+	}
+	// The ladder: squeue, sacct (accounting disabled), the controller's
+	// record of each of the first ScontrolRung jobs left, the jobcomp log,
+	// the exit-code files.
+	if got := rp.take(); got != "squeue,sacct,scontrol,scontrol,scontrol,scontrol,scontrol-config,grep,grep-exit" {
 		t.Errorf("first poll ran %s", got)
 	}
-	// The jobcomp location is cached and sacct is not asked again.
-	if _, err := b.Status(ctx, ids); err != nil {
+	// The jobcomp location is cached and sacct is not asked again; once
+	// EndingGrace has passed with no record anywhere, 888 is lost.
+	now = now.Add(sshbatch.EndingGrace)
+	st, err = b.Status(ctx, ids)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rp.take(); got != "squeue,grep,grep-exit" {
+	if got := rp.take(); got != "squeue,scontrol,scontrol,scontrol,scontrol,grep,grep-exit" {
 		t.Errorf("second poll ran %s", got)
+	}
+	if st[2].State != backends.StateLost {
+		t.Errorf("after the grace: %+v, want lost", st[2])
 	}
 }
 
@@ -183,7 +204,8 @@ func TestStatusChunksHugeBatches(t *testing.T) {
 		}
 		return backends.Result{}, nil // squeue knows none of them, no exit-code files
 	})
-	b := New(Config{Name: "x", JobCompFile: "-", RemoteDir: "~/jobs"}, run, nil)
+	now := time.Unix(1_800_000_000, 0)
+	b := New(Config{Name: "x", JobCompFile: "-", RemoteDir: "~/jobs", Now: func() time.Time { return now }}, run, nil)
 	if b.RemoteDir() != "jobs" {
 		t.Errorf("RemoteDir %q: a leading ~/ must become relative to the login directory", b.RemoteDir())
 	}
@@ -195,8 +217,8 @@ func TestStatusChunksHugeBatches(t *testing.T) {
 	if err != nil || len(st) != len(ids) || st[len(ids)-1].State != backends.StateLost {
 		t.Fatalf("Status: %d entries, %v", len(st), err)
 	}
-	if n["squeue"] != 3 || n["sacct"] != 1 || n["grep"] != 0 {
-		t.Errorf("commands %v: want 3 squeue (chunks of %d), 1 sacct (then disabled), no grep", n, MaxIDsPerCommand)
+	if n["squeue"] != 3 || n["sacct"] != 1 || n["grep"] != 0 || n["scontrol"] != 2*ScontrolRung+1 {
+		t.Errorf("commands %v: want 3 squeue (chunks of %d), 1 sacct (then disabled), %d scontrol (up to %d a chunk), no grep", n, MaxIDsPerCommand, 2*ScontrolRung+1, ScontrolRung)
 	}
 }
 

@@ -363,6 +363,25 @@ func NodeUsable(state string) bool {
 	return true
 }
 
+// NodeTransient reports whether a sinfo state is one a node passes
+// through while its controller or its slurmd restarts — "unknown", or
+// "down"/"idle" and kin flagged '*' (not responding yet) — rather than a
+// decision to take it out of service: such a node still counts in the
+// site's size (not as free), so a site that is recovering does not report
+// a capacity of zero.
+func NodeTransient(state string) bool {
+	s := strings.TrimRight(state, "~#!%$@^-")
+	switch {
+	case strings.HasPrefix(s, "unk"):
+		return true
+	case strings.HasSuffix(s, "*"):
+		s = strings.TrimSuffix(s, "*")
+		return !strings.HasPrefix(s, "drain") && !strings.HasPrefix(s, "maint") && !strings.HasPrefix(s, "fail") &&
+			!strings.HasPrefix(s, "future") && !strings.HasPrefix(s, "inval")
+	}
+	return false
+}
+
 // NodeIdle reports whether a sinfo state means the node is free now.
 func NodeIdle(state string) bool { return strings.TrimRight(state, "*~#!%$@^-") == "idle" }
 

@@ -110,31 +110,41 @@ func TestInfoReal(t *testing.T) {
 }
 
 // forgetful makes squeue behave as after MinJobAge (every id purged) and can
-// hide the jobcomp log, while every other command reaches the real site.
+// hide each later rung of the ending ladder — accounting (sacct), the
+// controller's record (scontrol show job), the jobcomp log — while every
+// other command reaches the real site.
 type forgetful struct {
 	backends.Runner
-	purge, noJobcomp atomic.Bool
+	purge, noSacct, noScontrol, noJobcomp atomic.Bool
 }
 
 func (f *forgetful) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	line := strings.Join(argv, " ")
 	for _, a := range argv {
-		if a == "squeue" && f.purge.Load() {
-			if strings.Contains(strings.Join(argv, " "), " --me ") {
+		switch {
+		case a == "squeue" && f.purge.Load():
+			if strings.Contains(line, " --me ") {
 				return backends.Result{}, nil
 			}
 			return backends.Result{ExitCode: 1, Stderr: []byte("slurm_load_jobs error: Invalid job id specified\n")}, nil
-		}
-		if a == "-E" && f.noJobcomp.Load() {
+		case a == "sacct" && f.noSacct.Load():
+			return backends.Result{ExitCode: 1, Stderr: []byte("Slurm accounting storage is disabled\n")}, nil
+		case a == "scontrol" && strings.Contains(line, "show job") && f.noScontrol.Load():
+			return backends.Result{ExitCode: 1, Stderr: []byte("slurm_load_jobs error: Invalid job id specified\n")}, nil
+		case a == "-E" && f.noJobcomp.Load():
 			return backends.Result{ExitCode: 1}, nil
 		}
 	}
 	return f.Runner.Run(ctx, argv, stdin)
 }
 
-// TestFallbackRecordsReal: once squeue has forgotten finished jobs, their
-// states come from the site's real jobcomp log, then from the real exit-code
-// files the wrapper wrote, and only then are they lost.
-func TestFallbackRecordsReal(t *testing.T) {
+// TestEndingLadderReal: once squeue has forgotten finished jobs, their real
+// exit codes come from the next rung of the ladder on the real site:
+// accounting (sacct, where the testbed runs slurmdbd), the controller's
+// record, the jobcomp log, the exit-code files the wrapper wrote — also for
+// a backend that did not submit them once the broker hands back their tags
+// (Remember); a job no rung knows is "ending", not lost.
+func TestEndingLadderReal(t *testing.T) {
 	s := testSite(t, "siteA")
 	c := dial(t, s)
 	fr := &forgetful{Runner: c}
@@ -166,8 +176,19 @@ func TestFallbackRecordsReal(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	check := func(stage, reason string, st []backends.JobStatus) {
+	check := func(b *slurm.Backend, stage, reason string) {
 		t.Helper()
+		var st []backends.JobStatus
+		// Accounting may lag the controller by a moment.
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+			var err error
+			if st, err = b.Status(ctx, ids); err != nil {
+				t.Fatal(err)
+			}
+			if st[0].State.Final() && st[1].State.Final() || time.Now().After(end) {
+				break
+			}
+		}
 		if st[0].State != backends.StateCompleted || st[0].ExitCode != 0 || st[1].State != backends.StateFailed || st[1].ExitCode != 5 {
 			t.Fatalf("%s: %+v, want completed/0 and failed/5", stage, st)
 		}
@@ -178,24 +199,30 @@ func TestFallbackRecordsReal(t *testing.T) {
 		}
 	}
 	fr.purge.Store(true)
-	st, err := b.Status(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
+	if os.Getenv("GRIDSUB_SITEA_ACCOUNTING") == "1" {
+		check(b, "purged from squeue, accounting on", "sacct")
+	} else {
+		t.Log("siteA has no accounting (start the testbed with GRIDSUB_SLURMDBD=1): the sacct rung is not exercised")
 	}
-	check("purged from squeue", "jobcomp", st)
+	fr.noSacct.Store(true)
+	b = newBackend(t, s, c, fr) // a fresh dialect: it learns accounting is off
+	for i, sp := range specs {
+		b.Remember(ids[i], sp.GridID, 0, 1)
+	}
+	check(b, "no accounting", "scontrol show job")
+	fr.noScontrol.Store(true)
+	check(b, "the controller forgot them too", "jobcomp")
 	found, err := b.FindByGridID(ctx, specs[1].GridID)
 	if err != nil || len(found) != 1 || found[0].ID != ids[1] || found[0].State != backends.StateFailed {
 		t.Fatalf("FindByGridID after the purge: %+v %v", found, err)
 	}
 	fr.noJobcomp.Store(true)
-	st, err = b.Status(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("no jobcomp either", "exit-code file", st)
-	// A backend that did not submit them knows no job directory: lost.
-	st, err = newBackend(t, s, c, fr).Status(ctx, ids)
+	check(b, "no jobcomp either", "exit-code file")
+	// A backend that neither submitted them nor was handed their tags
+	// never knew them: with no record anywhere they are lost at once (the
+	// Backend contract for ids a site does not know).
+	st, err := newBackend(t, s, c, fr).Status(ctx, ids)
 	if err != nil || st[0].State != backends.StateLost || st[1].State != backends.StateLost {
-		t.Fatalf("no record at all: %+v %v", st, err)
+		t.Fatalf("no record at all: %+v %v; want lost", st, err)
 	}
 }

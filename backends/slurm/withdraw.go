@@ -45,6 +45,8 @@ func (b *Backend) Withdraw(ctx context.Context, id backends.JobID) error {
 	if !validJobID(string(id)) {
 		return fmt.Errorf("%w: %q is not a SLURM job id", backends.ErrUnknownJob, id)
 	}
+	// Its status reads must answer now, whatever the poll schedule says.
+	ctx = backends.OnDemand(ctx)
 	x := b.Exec()
 	argv := HoldArgv(id)
 	r, err := x.Run(ctx, argv, nil)

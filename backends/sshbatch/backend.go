@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -32,6 +33,13 @@ type Config struct {
 	// BatchSessions is how many batches of one SubmitBatch run at once,
 	// each in its own SSH session (0 means DefaultBatchSessions).
 	BatchSessions int
+	// Budget is the site's scheduler-command budget (zero fields: the
+	// defaults, see BudgetConfig).
+	Budget BudgetConfig
+	// Now is the clock of the budget and the poll schedule; nil = time.Now.
+	Now func() time.Time
+	// CommandTimeout bounds each remote command (0: DefaultCommandTimeout).
+	CommandTimeout time.Duration
 }
 
 // DefaultBatchSessions: sbatch and qsub mostly wait for their server, so
@@ -57,6 +65,9 @@ type Backend struct {
 
 	mu   sync.Mutex
 	dirs map[backends.JobID]string // job id -> job directory as the login shell sees it
+
+	bud  *Budget
+	poll pollState // guarded by mu
 }
 
 var (
@@ -84,8 +95,12 @@ func New(cfg Config, d Dialect, run backends.Runner, stage func(root string) bac
 		cfg.Logger = slog.Default()
 	}
 	log := cfg.Logger.With("site", cfg.Name, "backend", d.Traits().Kind)
-	b := &Backend{cfg: cfg, d: d, log: log, dirs: map[backends.JobID]string{},
-		x: &Exec{Site: cfg.Name, User: cfg.User, Log: log, run: run, d: d}}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	bud := NewBudget(cfg.Budget, cfg.Now, log)
+	b := &Backend{cfg: cfg, d: d, log: log, dirs: map[backends.JobID]string{}, bud: bud,
+		x: &Exec{Site: cfg.Name, User: cfg.User, Log: log, run: run, d: d, bud: bud, timeout: cfg.CommandTimeout}}
 	if stage != nil {
 		b.stage = stage(cfg.RemoteDir)
 	}
@@ -128,9 +143,24 @@ func (b *Backend) checkSpec(spec *backends.JobSpec) error {
 	return b.d.CheckSpec(spec)
 }
 
-// Info reports the site's size and load (the dialect's commands).
+// Info reports the site's size and load (the dialect's commands). A
+// routine call (backends.Routine) gets the last report while it is younger
+// than the budget's CapacityEvery (or the budget has no token left, or the
+// site is backed off from), unless a job at the site was seen to end since;
+// every other call asks the site.
 func (b *Backend) Info(ctx context.Context) (*backends.SiteInfo, error) {
-	return b.d.Info(ctx, b.x)
+	if backends.IsRoutine(ctx) {
+		if in, err, ok := b.cachedInfo(); ok {
+			return in, err
+		}
+		ctx = asPoll(ctx)
+	}
+	in, err := b.d.Info(ctx, b.x)
+	b.infoTaken(in, err)
+	if err != nil {
+		return nil, err
+	}
+	return copyInfo(in), nil
 }
 
 // Submit checks spec, stages its inputs into the job directory, and runs
@@ -142,6 +172,7 @@ func (b *Backend) Submit(ctx context.Context, spec *backends.JobSpec) (backends.
 	if err != nil {
 		return "", err
 	}
+	b.submitted()
 	r, err := b.x.Run(ctx, cmd.Argv, strings.NewReader(cmd.Stdin))
 	if err != nil {
 		return "", SentErr(err)
@@ -199,10 +230,32 @@ func (b *Backend) setDir(id backends.JobID, dir string) {
 }
 
 // Status answers for all ids with the dialect's Query (one command per
-// Traits.MaxIDs ids, in practice one); ids the batch system has no record
-// of are looked up in one read of their exit-code files, and are StateLost
-// when no record is left.
+// Traits.MaxIDs ids, in practice one, plus the rungs of its ending ladder
+// for the jobs that left the queue listing); ids the batch system has no
+// record of are looked up in one read of their exit-code files. A job no
+// rung confirms stays "ending" (its last state, Reason saying so) for
+// EndingGrace, and is StateLost only then.
+//
+// A routine call (backends.Routine) follows the site's poll schedule and
+// budget: it is sent only when a poll is due (PollFast soon after a
+// submission, an observed change or a job's expected end; PollSlow
+// otherwise) and a token is left, else it returns ErrDeferred without
+// asking; while the site is backed off from it returns ErrUnavailable.
 func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.JobStatus, error) {
+	if backends.IsRoutine(ctx) {
+		if err := b.pollDue(ids); err != nil {
+			return nil, err
+		}
+		ctx = asPoll(ctx)
+	}
+	out, err := b.status(ctx, ids)
+	if err == nil {
+		b.polled(out)
+	}
+	return out, err
+}
+
+func (b *Backend) status(ctx context.Context, ids []backends.JobID) ([]backends.JobStatus, error) {
 	t := b.d.Traits()
 	found := make(map[backends.JobID]backends.JobStatus, len(ids))
 	var query []backends.JobID
@@ -233,8 +286,7 @@ func (b *Backend) Status(ctx context.Context, ids []backends.JobID) ([]backends.
 	for i, id := range ids {
 		st, ok := found[id]
 		if !ok {
-			st = backends.JobStatus{ID: id, State: backends.StateLost, ExitCode: -1,
-				Reason: "no record at the site (" + t.Records + ", exit-code file)"}
+			st = b.unconfirmed(id, "no record at the site ("+t.Records+", exit-code file)")
 		}
 		out[i] = st
 	}
@@ -258,7 +310,7 @@ func (b *Backend) fromExitFiles(ctx context.Context, ids []backends.JobID, found
 	if len(paths) == 0 {
 		return nil
 	}
-	r, err := b.x.Run(ctx, ExitFilesArgv(paths), nil)
+	r, err := b.x.Plain(ctx, ExitFilesArgv(paths), nil)
 	if err != nil {
 		return err
 	}
@@ -282,6 +334,12 @@ func (b *Backend) fromExitFiles(ctx context.Context, ids []backends.JobID, found
 func (b *Backend) Cancel(ctx context.Context, id backends.JobID) error {
 	if !b.d.ValidJobID(string(id)) {
 		return fmt.Errorf("%w: %q is not a %s job id", backends.ErrUnknownJob, id, b.d.Traits().System)
+	}
+	// A site being backed off from (it did not answer, or said it is
+	// overloaded) is not asked again at once: the cancel is retryable and
+	// the broker owes it until the site answers.
+	if err := b.bud.BackingOff(); err != nil {
+		return fmt.Errorf("%s: cancelling %s: %w", b.cfg.Name, id, err)
 	}
 	argv := b.d.CancelArgv(id)
 	r, err := b.x.Run(ctx, argv, nil)
@@ -372,7 +430,12 @@ func (b *Backend) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []
 	if par <= 0 {
 		par = DefaultBatchSessions
 	}
-	site := Site{Name: b.cfg.Name, Run: b.x.run, Parallel: par,
+	// Each job's command reaches the batch system (one sbatch or qsub
+	// each): counted and paid for, never held back.
+	b.submitted()
+	b.bud.ChargeDemand(len(subs))
+	site := Site{Name: b.cfg.Name, Parallel: par,
+		Run: boundRunner{r: b.x.run, d: b.x.commandTimeout() + time.Duration(min(len(subs), DefaultMaxCommands))*BatchCommandTime, bud: b.bud},
 		Accept: func(k int, r backends.Result) (backends.JobID, error) {
 			return b.accepted(specs[at[k]], dirs[k], subs[k].Cmd.Argv, r)
 		},
@@ -410,7 +473,7 @@ func (b *Backend) mkdirs(ctx context.Context, dirs []string) error {
 	n := b.d.Traits().MaxIDs
 	for lo := 0; lo < len(dirs); lo += n {
 		argv := MkdirArgv(dirs[lo:min(lo+n, len(dirs))])
-		r, err := b.x.Run(ctx, argv, nil)
+		r, err := b.x.Plain(ctx, argv, nil)
 		if err != nil {
 			if !errors.Is(err, backends.ErrUnavailable) && ctx.Err() == nil {
 				err = fmt.Errorf("%w: %w", backends.ErrUnavailable, err)

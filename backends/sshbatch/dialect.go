@@ -2,9 +2,11 @@ package sshbatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -107,16 +109,78 @@ type Exec struct {
 	Log  *slog.Logger // the site's logger
 	run  backends.Runner
 	d    Dialect
+	bud  *Budget // the site's command budget (nil: none, as in a bare Exec)
+	// timeout bounds each command (0: DefaultCommandTimeout).
+	timeout time.Duration
 }
 
-// Run runs argv with stdin (nil for none). The error is the Runner's (the
-// command's outcome is unknown), wrapped with the command's name; a
-// non-zero exit is not an error.
+// DefaultCommandTimeout bounds one remote command of a site (Config
+// CommandTimeout): a batch command that has not answered by then (a hung
+// sbatch, a controller that accepts connections and never replies) is cut,
+// its outcome unknown, and the site is backed off from. A batched
+// submission gets this plus BatchCommandTime a job.
+const DefaultCommandTimeout = 30 * time.Second
+
+// BatchCommandTime is the time a batched submission's deadline grows by
+// for each job it carries.
+const BatchCommandTime = 100 * time.Millisecond
+
+// Run runs argv, a batch-system command, with stdin (nil for none): it is
+// counted in the site's Budget — and takes its tokens when it is part of a
+// routine poll or capacity report (Status, Info on a backends.Routine
+// context), never otherwise — and its answer (an overload or rate-limit
+// message, no answer at all) feeds the Budget's back-off.
+// The error is the Runner's (the command's outcome is unknown), wrapped
+// with the command's name; a non-zero exit is not an error.
 func (x *Exec) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	if x.bud != nil && ctx.Err() == nil {
+		if polling(ctx) {
+			x.bud.Charge(1)
+		} else {
+			x.bud.ChargeDemand(1)
+		}
+	}
+	return x.exec(ctx, argv, stdin)
+}
+
+type pollKey struct{}
+
+// asPoll marks ctx as a routine poll's or capacity report's: the commands
+// run on it take the budget's tokens (everything else is counted only).
+func asPoll(ctx context.Context) context.Context { return context.WithValue(ctx, pollKey{}, true) }
+
+func polling(ctx context.Context) bool { v, _ := ctx.Value(pollKey{}).(bool); return v }
+
+// Plain runs a command that does not reach the batch system (mkdir, the
+// exit-code files): not counted, but a site that does not answer still
+// starts the back-off.
+func (x *Exec) Plain(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	return x.exec(ctx, argv, stdin)
+}
+
+func (x *Exec) exec(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return backends.Result{}, fmt.Errorf("%s: %w", x.Site, err)
 	}
-	r, err := x.run.Run(ctx, argv, stdin)
+	d := x.timeout
+	if d <= 0 {
+		d = DefaultCommandTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	r, err := x.run.Run(cctx, argv, stdin)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// Overran its own deadline: the site is hung, not the caller
+		// gone; what the command did is unknown (ErrUnavailable).
+		err = fmt.Errorf("%w: no answer within %s: %w", backends.ErrUnavailable, d, err)
+	}
+	if x.bud != nil {
+		msg := ""
+		if err == nil && r.ExitCode != 0 {
+			msg = x.Message(r)
+		}
+		x.bud.Observe(err, msg)
+	}
 	if err != nil {
 		return r, fmt.Errorf("%s: running %s: %w", x.Site, x.d.Command(argv), err)
 	}
@@ -156,3 +220,32 @@ func (x *Exec) Message(r backends.Result) string {
 // Command names the batch-system command argv runs (the dialect's name for
 // it, as in messages).
 func (x *Exec) Command(argv []string) string { return x.d.Command(argv) }
+
+func (x *Exec) commandTimeout() time.Duration {
+	if x.timeout > 0 {
+		return x.timeout
+	}
+	return DefaultCommandTimeout
+}
+
+// boundRunner runs each command of a batched submission under its own
+// deadline d; a batch that overruns it is cut (its commands' fates are
+// then unknown, looked up by tag) and starts the site's back-off.
+type boundRunner struct {
+	r   backends.Runner
+	d   time.Duration
+	bud *Budget
+}
+
+func (b boundRunner) Run(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	cctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	r, err := b.r.Run(cctx, argv, stdin)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: no answer within %s: %w", backends.ErrUnavailable, b.d, err)
+	}
+	if b.bud != nil {
+		b.bud.Observe(err, "")
+	}
+	return r, err
+}

@@ -69,6 +69,22 @@ type Site struct {
 	// Markov chain over times to failure) has learned of the site; null
 	// when the broker runs none.
 	Reliability *SiteReliability `json:"reliability"`
+	// Commands is the account of the commands this daemon sent to the
+	// site's batch system (null for a backend that does not count them:
+	// simulated sites, plugins).
+	Commands *SiteCommands `json:"scheduler_commands"`
+}
+
+// SiteCommands is one site's scheduler-command account (Site.Commands).
+type SiteCommands struct {
+	PerMinute float64 `json:"per_minute"`        // commands in the last minute
+	Budget    float64 `json:"budget_per_minute"` // the steady-state budget
+	Total     uint64  `json:"total"`             // since the daemon started
+	Deferred  uint64  `json:"deferred"`          // routine polls not sent (not due, or no token)
+	// BackoffUntil is set while the daemon backs off from the site after
+	// an overload or rate-limit answer, with the site's words.
+	BackoffUntil  *time.Time `json:"backoff_until"`
+	BackoffReason string     `json:"backoff_reason,omitempty"`
 }
 
 // SiteReliability is the learned availability of a site (Site.Reliability).

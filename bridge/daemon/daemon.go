@@ -238,7 +238,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.m.reg.MustRegister(newPluginCollector(d.plugins), newReliabilityCollector(d.env))
+	d.m.reg.MustRegister(newPluginCollector(d.plugins), newReliabilityCollector(d.env), newCommandsCollector(d.env))
 	if d.env.Engine != nil {
 		d.scale = scale
 		d.v0, d.w0 = d.env.Engine.Now(), time.Now()
@@ -530,7 +530,9 @@ const maxProbeErr = 2000
 func (d *Daemon) probe(ctx context.Context) {
 	for _, name := range d.env.Broker.SiteNames() {
 		be, _ := d.env.Broker.Site(name)
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// Routine: a site with a command budget answers from its last
+		// capacity report while that is fresh (sshbatch.Budget).
+		cctx, cancel := context.WithTimeout(backends.Routine(ctx), 30*time.Second)
 		info, err := be.Info(cctx)
 		cancel()
 		p := store.SiteProbe{Site: name, Time: time.Now(), Link: measuredLink(be)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/store"
@@ -150,6 +151,7 @@ func (s *service) SiteStatus(ctx context.Context) ([]api.Site, error) {
 	for _, sp := range s.d.env.Sites {
 		site := api.NewSite(sp.Name, sp.Kind, sp.Nodes, sp.CoresPerNode, sp.H, byName[sp.Name])
 		site.Reliability = rel[sp.Name]
+		site.Commands = siteCommands(s.b, sp.Name)
 		out = append(out, site)
 	}
 	return out, nil
@@ -190,4 +192,25 @@ func (s *service) Reservations(ctx context.Context, active bool) ([]api.Reservat
 // shortened job ids with it.
 func (s *service) MatchIDs(ctx context.Context, q string, limit int) ([]string, error) {
 	return s.st.MatchIDs(ctx, q, limit)
+}
+
+// siteCommands is the scheduler-command account of a site whose backend
+// keeps one (backends.CommandCounter), nil otherwise.
+func siteCommands(b *bridge.Broker, name string) *api.SiteCommands {
+	be, ok := b.Site(name)
+	if !ok {
+		return nil
+	}
+	cc, ok := backends.AsCommandCounter(be)
+	if !ok {
+		return nil
+	}
+	st := cc.CommandStats()
+	out := &api.SiteCommands{PerMinute: st.PerMinute, Budget: st.Budget, Total: st.Total, Deferred: st.Deferred,
+		BackoffReason: st.BackoffReason}
+	if !st.BackoffUntil.IsZero() {
+		t := st.BackoffUntil
+		out.BackoffUntil = &t
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gridsub/gridsub/backends/local"
 	"github.com/gridsub/gridsub/backends/pbs"
 	"github.com/gridsub/gridsub/backends/slurm"
+	"github.com/gridsub/gridsub/backends/sshbatch"
 	"github.com/gridsub/gridsub/backends/transport"
 	"github.com/gridsub/gridsub/bridge/plugins/backendrpc"
 	"github.com/gridsub/gridsub/simbackend"
@@ -48,6 +49,39 @@ type BackendConfig struct {
 	// Options is the site's free-form `plugin.options`, for an external
 	// plugin to read as it likes.
 	Options json.RawMessage `json:"options,omitempty"`
+	// Budget is a site's scheduler-command budget (slurm, pbs).
+	Budget *BudgetConfig `json:"budget,omitempty"`
+}
+
+// BudgetConfig is the configuration's `budget:` block of a site
+// (sshbatch.BudgetConfig, plus the deadline of one remote command). Zero
+// fields are the defaults.
+type BudgetConfig struct {
+	PerMinute      float64       `json:"per_minute,omitempty"`
+	Burst          int           `json:"burst,omitempty"`
+	PollFast       time.Duration `json:"poll_fast,omitempty"`
+	PollSlow       time.Duration `json:"poll_slow,omitempty"`
+	Settle         time.Duration `json:"settle,omitempty"`
+	CapacityEvery  time.Duration `json:"capacity_every,omitempty"`
+	BackoffMax     time.Duration `json:"backoff_max,omitempty"`
+	CommandTimeout time.Duration `json:"command_timeout,omitempty"`
+}
+
+// sshBudget is the sshbatch budget and command deadline of c.
+func sshBudget(c *BackendConfig) (sshbatch.BudgetConfig, time.Duration, error) {
+	b := c.Budget
+	if b == nil {
+		return sshbatch.BudgetConfig{}, 0, nil
+	}
+	out := sshbatch.BudgetConfig{PerMinute: b.PerMinute, Burst: b.Burst, PollFast: b.PollFast, PollSlow: b.PollSlow,
+		Settle: b.Settle, CapacityEvery: b.CapacityEvery, BackoffMax: b.BackoffMax}
+	if err := out.Check(); err != nil {
+		return out, 0, siteConfigErr("site %s: %v", c.Name, err)
+	}
+	if b.CommandTimeout < 0 {
+		return out, 0, siteConfigErr("site %s: budget.command_timeout must be >= 0, got %s", c.Name, b.CommandTimeout)
+	}
+	return out, b.CommandTimeout, nil
 }
 
 // SSHConfig is how a backend reaches its site's login node.
@@ -341,8 +375,12 @@ func resolveSlurm(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Re
 	if err != nil {
 		return nil, err
 	}
+	bud, cmdTimeout, err := sshBudget(c)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &slurm.Config{Name: c.Name, Partition: c.Partition, Account: c.Account, RemoteDir: c.RemoteDir, User: c.SSH.User,
-		Logger: ssh.Logger, MaxFileSize: ssh.MaxFileSize}
+		Logger: ssh.Logger, MaxFileSize: ssh.MaxFileSize, Budget: bud, CommandTimeout: cmdTimeout}
 	if c.Staging != nil {
 		cfg.MaxJobBytes = c.Staging.MaxJobBytes
 	}
@@ -370,8 +408,12 @@ func resolvePBS(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Reso
 	if err != nil {
 		return nil, err
 	}
+	bud, cmdTimeout, err := sshBudget(c)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &pbs.Config{Name: c.Name, Queue: c.Partition, Account: c.Account, RemoteDir: c.RemoteDir, User: c.SSH.User,
-		BinDir: c.BinDir, Logger: ssh.Logger}
+		BinDir: c.BinDir, Logger: ssh.Logger, Budget: bud, CommandTimeout: cmdTimeout}
 	if c.Staging != nil {
 		cfg.MaxJobBytes = c.Staging.MaxJobBytes
 	}

@@ -27,6 +27,16 @@ type SuperviseOptions struct {
 	// reason until gridsub restarts.
 	CrashLoop   int
 	CrashWindow time.Duration
+	// CallTimeout bounds every call to the plugin (default 60s; a batch
+	// of n jobs gets CallTimeout plus 100ms a job). A call that overruns
+	// it fails with backends.ErrUnavailable (a submission's outcome is
+	// then unknown: backends.ErrOutcomeUnknown, looked up by tag before
+	// any retry), and the plugin is unhealthy — whatever its pings say —
+	// until a call answers in time: the broker's routine calls
+	// (backends.Routine) fail at once for UnhealthyRetry (default 30s)
+	// after each overrun instead of waiting on it again.
+	CallTimeout    time.Duration
+	UnhealthyRetry time.Duration
 	// OnEvent, when set, is told of every restart and of the crash loop
 	// (kind "plugin-restarted", "plugin-restart-failed", "plugin-down",
 	// "plugin-adopted"), for events and metrics. It must not block.
@@ -52,11 +62,17 @@ func (o *SuperviseOptions) defaults() {
 	if o.CrashWindow <= 0 {
 		o.CrashWindow = 10 * time.Minute
 	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = time.Minute
+	}
+	if o.UnhealthyRetry <= 0 {
+		o.UnhealthyRetry = 30 * time.Second
+	}
 }
 
 // Health is a supervised plugin's state, for `gridsub plugins`.
 type Health struct {
-	State    string // "ok", "restarting" or "down"
+	State    string // "ok", "unhealthy" (its calls time out), "restarting" or "down"
 	Reason   string // why it is restarting or down
 	Restarts int    // restarts so far
 }
@@ -89,6 +105,8 @@ type Supervisor struct {
 	down     error
 	restarts []time.Time
 	total    int
+	hung     error     // the last call that overran CallTimeout (nil: the last call answered)
+	retryAt  time.Time // routine calls fail at once until then
 	closed   bool
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -144,6 +162,8 @@ func (s *Supervisor) Health() Health {
 		return Health{State: "down", Reason: s.down.Error(), Restarts: s.total}
 	case s.cur == nil:
 		return Health{State: "restarting", Restarts: s.total}
+	case s.hung != nil:
+		return Health{State: "unhealthy", Reason: s.hung.Error(), Restarts: s.total}
 	}
 	return Health{State: "ok", Restarts: s.total}
 }
@@ -311,17 +331,89 @@ func (s *Supervisor) event(kind, detail string) {
 
 // do runs f on the serving instance; a call that finds the plugin gone
 // hands it to the watcher for a restart and returns the retryable error.
-func do[R any](s *Supervisor, ctx context.Context, f func(*Instance) (R, error)) (R, error) {
+func do[R any](s *Supervisor, ctx context.Context, method string, f func(context.Context, *Instance) (R, error)) (R, error) {
+	return doFor(s, ctx, method, s.opts.CallTimeout, f)
+}
+
+// FetchTimeout bounds a plugin's FetchOutputs (a transfer of a job's
+// outputs; the transport's own rate bounds apply inside it).
+const FetchTimeout = 30 * time.Minute
+
+// doFor runs one call on the serving instance under a deadline of d.
+func doFor[R any](s *Supervisor, ctx context.Context, method string, d time.Duration, f func(context.Context, *Instance) (R, error)) (R, error) {
 	var zero R
+	if err := s.unhealthy(ctx); err != nil {
+		return zero, err
+	}
 	inst, err := s.current(ctx)
 	if err != nil {
 		return zero, err
 	}
-	r, err := f(inst)
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	r, err := f(cctx, inst)
+	err = s.timed(ctx, cctx, method, d, err)
 	if errors.Is(err, ErrPluginExited) {
 		s.lost(inst, err)
 	}
 	return r, err
+}
+
+// unhealthy fails a routine call (backends.Routine) at once while the
+// plugin's last call overran its deadline and UnhealthyRetry has not
+// passed since; any other call is tried.
+func (s *Supervisor) unhealthy(ctx context.Context) error {
+	if !backends.IsRoutine(ctx) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hung == nil || !time.Now().Before(s.retryAt) {
+		return nil
+	}
+	return fmt.Errorf("%w: plugin %s is unhealthy (%v); asked again at %s", backends.ErrUnavailable, s.spec.Config.Name,
+		s.hung, s.retryAt.UTC().Format(time.RFC3339))
+}
+
+// timed takes the outcome of one call made under cctx (ctx bounded by
+// the call's timeout d): a call that overran d makes the plugin unhealthy
+// and fails with ErrUnavailable; a call that answered makes it healthy.
+func (s *Supervisor) timed(ctx, cctx context.Context, method string, d time.Duration, err error) error {
+	// The deadline travels with the call: the plugin's side may give up
+	// (and answer with its own error) a moment before ours expires.
+	dl, _ := cctx.Deadline()
+	overran := err != nil && ctx.Err() == nil && (errors.Is(cctx.Err(), context.DeadlineExceeded) || !time.Now().Before(dl.Add(-250*time.Millisecond)))
+	s.mu.Lock()
+	was := s.hung
+	if !overran {
+		if err == nil || !backends.Retryable(err) {
+			s.hung = nil
+		}
+		s.mu.Unlock()
+		if was != nil && s.hung == nil {
+			s.log.Info("plugin answers in time again", "after", was)
+			s.event("plugin-healthy", fmt.Sprintf("%s answered in time (it was unhealthy: %v)", method, was))
+		}
+		return err
+	}
+	s.hung = fmt.Errorf("%s did not answer within %s", method, d)
+	s.retryAt = time.Now().Add(s.opts.UnhealthyRetry)
+	hung := s.hung
+	s.mu.Unlock()
+	s.log.Warn("plugin call overran its deadline; the plugin is unhealthy", "method", method, "timeout", d)
+	s.event("plugin-unhealthy", hung.Error())
+	return &overrun{fmt.Errorf("%w: plugin %s: %w (%w)", backends.ErrUnavailable, s.spec.Config.Name, hung, err)}
+}
+
+// overrun is the error of a call that overran its deadline (timed).
+type overrun struct{ error }
+
+func (o *overrun) Unwrap() error { return o.error }
+
+// overran reports whether err is a call's that overran its deadline.
+func (s *Supervisor) overran(err error) bool {
+	var o *overrun
+	return errors.As(err, &o)
 }
 
 // Name implements backends.Backend.
@@ -333,17 +425,27 @@ func (s *Supervisor) Capabilities() backends.Capabilities { return s.caps }
 
 // Info implements backends.Backend.
 func (s *Supervisor) Info(ctx context.Context) (*backends.SiteInfo, error) {
-	return do(s, ctx, func(i *Instance) (*backends.SiteInfo, error) { return i.Client.Info(ctx) })
+	return do(s, ctx, "Info", func(ctx context.Context, i *Instance) (*backends.SiteInfo, error) { return i.Client.Info(ctx) })
 }
 
 // Submit implements backends.Backend; see Supervisor for what happens when
 // the plugin dies during the call.
 func (s *Supervisor) Submit(ctx context.Context, spec *backends.JobSpec) (backends.JobID, error) {
+	if err := s.unhealthy(ctx); err != nil {
+		return "", err
+	}
 	inst, err := s.current(ctx)
 	if err != nil {
 		return "", err
 	}
-	id, err := inst.Client.Submit(ctx, spec)
+	cctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	id, err := inst.Client.Submit(cctx, spec)
+	cancel()
+	if err = s.timed(ctx, cctx, "Submit", s.opts.CallTimeout, err); err != nil && s.overran(err) {
+		// The request may have reached the site: looked up by its tag
+		// before it is submitted again.
+		return "", fmt.Errorf("%w: %w", backends.ErrOutcomeUnknown, err)
+	}
 	if !errors.Is(err, ErrPluginExited) {
 		return id, err
 	}
@@ -371,38 +473,48 @@ func (s *Supervisor) Submit(ctx context.Context, spec *backends.JobSpec) (backen
 
 // Status implements backends.Backend.
 func (s *Supervisor) Status(ctx context.Context, ids []backends.JobID) ([]backends.JobStatus, error) {
-	return do(s, ctx, func(i *Instance) ([]backends.JobStatus, error) { return i.Client.Status(ctx, ids) })
+	return do(s, ctx, "Status", func(ctx context.Context, i *Instance) ([]backends.JobStatus, error) { return i.Client.Status(ctx, ids) })
 }
 
 // Cancel implements backends.Backend.
 func (s *Supervisor) Cancel(ctx context.Context, id backends.JobID) error {
-	_, err := do(s, ctx, func(i *Instance) (struct{}, error) { return struct{}{}, i.Client.Cancel(ctx, id) })
+	_, err := do(s, ctx, "Cancel", func(ctx context.Context, i *Instance) (struct{}, error) { return struct{}{}, i.Client.Cancel(ctx, id) })
 	return err
 }
 
 // FindByGridID implements backends.Finder.
 func (s *Supervisor) FindByGridID(ctx context.Context, gridID string) ([]backends.JobStatus, error) {
-	return do(s, ctx, func(i *Instance) ([]backends.JobStatus, error) { return i.Client.FindByGridID(ctx, gridID) })
+	return do(s, ctx, "FindByGridID", func(ctx context.Context, i *Instance) ([]backends.JobStatus, error) {
+		return i.Client.FindByGridID(ctx, gridID)
+	})
 }
 
 // FetchOutputs implements backends.Fetcher.
 func (s *Supervisor) FetchOutputs(ctx context.Context, id backends.JobID, spec *backends.JobSpec, dir string) ([]string, error) {
-	return do(s, ctx, func(i *Instance) ([]string, error) { return i.Client.FetchOutputs(ctx, id, spec, dir) })
+	return doFor(s, ctx, "FetchOutputs", FetchTimeout, func(ctx context.Context, i *Instance) ([]string, error) {
+		return i.Client.FetchOutputs(ctx, id, spec, dir)
+	})
 }
 
 // CreateReservation implements backends.Reserver.
 func (s *Supervisor) CreateReservation(ctx context.Context, r *backends.ReservationSpec) (backends.ResvID, error) {
-	return do(s, ctx, func(i *Instance) (backends.ResvID, error) { return i.Client.CreateReservation(ctx, r) })
+	return do(s, ctx, "CreateReservation", func(ctx context.Context, i *Instance) (backends.ResvID, error) {
+		return i.Client.CreateReservation(ctx, r)
+	})
 }
 
 // ShowReservation implements backends.Reserver.
 func (s *Supervisor) ShowReservation(ctx context.Context, id backends.ResvID) (*backends.Reservation, error) {
-	return do(s, ctx, func(i *Instance) (*backends.Reservation, error) { return i.Client.ShowReservation(ctx, id) })
+	return do(s, ctx, "ShowReservation", func(ctx context.Context, i *Instance) (*backends.Reservation, error) {
+		return i.Client.ShowReservation(ctx, id)
+	})
 }
 
 // DeleteReservation implements backends.Reserver.
 func (s *Supervisor) DeleteReservation(ctx context.Context, id backends.ResvID) error {
-	_, err := do(s, ctx, func(i *Instance) (struct{}, error) { return struct{}{}, i.Client.DeleteReservation(ctx, id) })
+	_, err := do(s, ctx, "DeleteReservation", func(ctx context.Context, i *Instance) (struct{}, error) {
+		return struct{}{}, i.Client.DeleteReservation(ctx, id)
+	})
 	return err
 }
 

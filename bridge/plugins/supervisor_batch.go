@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -18,6 +19,9 @@ var _ backends.BatchSubmitter = (*Supervisor)(nil)
 // before submitting them anew.
 func (s *Supervisor) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []backends.SubmitResult {
 	inst, err := s.current(ctx)
+	if err == nil {
+		err = s.unhealthy(ctx)
+	}
 	if err != nil {
 		out := make([]backends.SubmitResult, len(specs))
 		for i := range out {
@@ -25,7 +29,27 @@ func (s *Supervisor) SubmitBatch(ctx context.Context, specs []*backends.JobSpec)
 		}
 		return out
 	}
-	res := inst.Client.SubmitBatch(ctx, specs)
+	d := s.opts.CallTimeout + time.Duration(len(specs))*100*time.Millisecond
+	cctx, cancel := context.WithTimeout(ctx, d)
+	res := inst.Client.SubmitBatch(cctx, specs)
+	cancel()
+	var first error
+	for _, r := range res {
+		if r.Err != nil {
+			first = r.Err
+			break
+		}
+	}
+	if terr := s.timed(ctx, cctx, "SubmitBatch", d, first); s.overran(terr) {
+		for i, r := range res {
+			if r.Err != nil {
+				// Any of them may have reached the site: looked up by tag
+				// before it is submitted again.
+				res[i].Err = fmt.Errorf("%w: %w: %w", backends.ErrOutcomeUnknown, terr, r.Err)
+			}
+		}
+		return res
+	}
 	var died error
 	for _, r := range res {
 		if errors.Is(r.Err, ErrPluginExited) {

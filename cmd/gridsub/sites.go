@@ -46,6 +46,11 @@ restart and a site that stops answering keeps its last known numbers:
               the site starting to fail its status calls or probes, or a job
               or node lost there; docs/qos.md); kept across restarts
   LAST PROBE  how long ago the daemon last probed the site
+  CMDS/MIN    commands the daemon sent to the site's batch system in the last
+              minute / the site's budget (per site: budget.per_minute,
+              default 6); "backoff" while the daemon backs off from the site
+              after an overload or rate-limit answer (the reason is printed
+              under the table); "-" for sites that do not count them
 
 Without a daemon, or with --embedded, it contacts the sites itself from here
 and shows what they report now: free nodes, queued and running jobs, or why a
@@ -131,7 +136,7 @@ func daemonSites(ctx context.Context, g *globals, c *daemonClient) error {
 	}
 	fmt.Fprintf(g.stdout, "daemon: %s\n", c.where)
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tNODES\tH\tHEALTH\tLOAD\tTRUST\tBANDWIDTH\tLATENCY\tDONE/FAILED\tAVAIL\tR(1h)\tCHAIN\tLAST PROBE")
+	fmt.Fprintln(tw, "NAME\tKIND\tNODES\tH\tHEALTH\tLOAD\tTRUST\tBANDWIDTH\tLATENCY\tDONE/FAILED\tAVAIL\tR(1h)\tCHAIN\tLAST PROBE\tCMDS/MIN")
 	var notes, unprobed []string
 	for _, s := range sites {
 		health, load := siteHealthWord(s.Status), "-"
@@ -153,8 +158,16 @@ func daemonSites(ctx context.Context, g *globals, c *daemonClient) error {
 			probe = ago(now.Sub(*s.LastProbe))
 		}
 		avail, r, chain := siteReliabilityCols(s.Reliability)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Nodes, s.H, health, load,
-			trust, bw, lat, s.JobsCompleted, s.JobsFailed, avail, r, chain, probe)
+		cmds := "-"
+		if c := s.Commands; c != nil {
+			cmds = fmt.Sprintf("%g/%g", c.PerMinute, c.Budget)
+			if c.BackoffUntil != nil {
+				cmds += " backoff"
+				notes = append(notes, fmt.Sprintf("%s: backing off until %s after %q", s.Name, c.BackoffUntil.Format(time.RFC3339), c.BackoffReason))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Nodes, s.H, health, load,
+			trust, bw, lat, s.JobsCompleted, s.JobsFailed, avail, r, chain, probe, cmds)
 		switch {
 		case health == "unreachable":
 			last := "it never answered"

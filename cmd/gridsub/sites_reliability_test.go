@@ -19,7 +19,7 @@ import (
 // reliabilityCols returns the AVAIL, R(1h) and CHAIN columns of a site's row.
 func reliabilityCols(t *testing.T, out, name string) string {
 	t.Helper()
-	m := regexp.MustCompile(`(up|down) +(\d\.\d\d) +(\d+/\d+) +(never|just now|\d+[smhd] ago)\s*$`).FindStringSubmatch(row(t, out, name))
+	m := regexp.MustCompile(`(up|down) +(\d\.\d\d) +(\d+/\d+) +(never|just now|\d+[smhd] ago)( +\S+( backoff)?)?\s*$`).FindStringSubmatch(row(t, out, name))
 	if m == nil {
 		t.Fatalf("no AVAIL, R(1h), CHAIN in the row of %s:\n%s", name, out)
 	}

@@ -75,6 +75,21 @@ type Site struct {
 	// Plugin loads the site's backend from an external plugin executable
 	// (docs/plugins.md); kind is then the plugin's own.
 	Plugin *Plugin `mapstructure:"plugin"`
+	// Budget is the slurm/pbs site's scheduler-command budget
+	// (docs/citizen.md); unset fields take the defaults.
+	Budget *Budget `mapstructure:"budget"`
+}
+
+// Budget is one site's scheduler-command budget (sshbatch.BudgetConfig).
+type Budget struct {
+	PerMinute      float64       `mapstructure:"per_minute"`      // steady-state commands a minute (default 6)
+	Burst          int           `mapstructure:"burst"`           // commands at once after a quiet spell (default 6)
+	PollFast       time.Duration `mapstructure:"poll_fast"`       // status poll interval while a change is expected (default 10s)
+	PollSlow       time.Duration `mapstructure:"poll_slow"`       // ... when none is (default 20s)
+	Settle         time.Duration `mapstructure:"settle"`          // polls stay fast this long after a submission or change (default 2m)
+	CapacityEvery  time.Duration `mapstructure:"capacity_every"`  // capacity (sinfo/pbsnodes) refresh (default 2m)
+	BackoffMax     time.Duration `mapstructure:"backoff_max"`     // the longest back-off after an overload answer (default 1m)
+	CommandTimeout time.Duration `mapstructure:"command_timeout"` // deadline of one remote command (default 30s)
 }
 
 // Plugin is an external backend plugin executable.

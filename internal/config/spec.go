@@ -65,6 +65,10 @@ func (c *Config) BackendSpec(s *Site, log *slog.Logger) (plugins.BackendSpec, er
 				MinRate: float64(st.MinRate), MinTime: st.MinTime}},
 		Builtin: s.Kind, Isolate: s.Isolate, Logger: log,
 	}
+	if b := s.Budget; b != nil {
+		spec.Config.Budget = &plugins.BudgetConfig{PerMinute: b.PerMinute, Burst: b.Burst, PollFast: b.PollFast, PollSlow: b.PollSlow,
+			Settle: b.Settle, CapacityEvery: b.CapacityEvery, BackoffMax: b.BackoffMax, CommandTimeout: b.CommandTimeout}
+	}
 	if x := s.SSH; x != nil {
 		spec.Config.SSH = &plugins.SSHConfig{Host: x.Host, Port: x.Port, User: x.User, Agent: x.Agent,
 			InsecureIgnoreHostKey: x.InsecureIgnoreHostKey, MaxSessions: x.MaxSessions,

@@ -74,10 +74,19 @@ var routes = map[string]route{
 	"plugin.options":       {wire: "Options", only: plugins.ModeExternal},
 	"plugin.start_timeout": {other: "backend.StartTimeout", only: plugins.ModeExternal},
 
-	"staging.max_file_size": {wire: "Staging.MaxFileSize", native: kinds("SSH.MaxFileSize,Slurm.MaxFileSize", "SSH.MaxFileSize", "")},
-	"staging.max_job_bytes": {wire: "Staging.MaxJobBytes", native: kinds("Slurm.MaxJobBytes", "PBS.MaxJobBytes", "")},
-	"staging.min_rate":      {wire: "Staging.MinRate", native: kinds("SSH.MinTransferRate", "SSH.MinTransferRate", "")},
-	"staging.min_time":      {wire: "Staging.MinTime", native: kinds("SSH.MinTransferTime", "SSH.MinTransferTime", "")},
+	"staging.max_file_size":  {wire: "Staging.MaxFileSize", native: kinds("SSH.MaxFileSize,Slurm.MaxFileSize", "SSH.MaxFileSize", "")},
+	"staging.max_job_bytes":  {wire: "Staging.MaxJobBytes", native: kinds("Slurm.MaxJobBytes", "PBS.MaxJobBytes", "")},
+	"staging.min_rate":       {wire: "Staging.MinRate", native: kinds("SSH.MinTransferRate", "SSH.MinTransferRate", "")},
+	"staging.min_time":       {wire: "Staging.MinTime", native: kinds("SSH.MinTransferTime", "SSH.MinTransferTime", "")},
+	"budget.per_minute":      {wire: "Budget.PerMinute", native: kinds("Slurm.Budget.PerMinute", "PBS.Budget.PerMinute", "")},
+	"budget.burst":           {wire: "Budget.Burst", native: kinds("Slurm.Budget.Burst", "PBS.Budget.Burst", "")},
+	"budget.poll_fast":       {wire: "Budget.PollFast", native: kinds("Slurm.Budget.PollFast", "PBS.Budget.PollFast", "")},
+	"budget.poll_slow":       {wire: "Budget.PollSlow", native: kinds("Slurm.Budget.PollSlow", "PBS.Budget.PollSlow", "")},
+	"budget.settle":          {wire: "Budget.Settle", native: kinds("Slurm.Budget.Settle", "PBS.Budget.Settle", "")},
+	"budget.capacity_every":  {wire: "Budget.CapacityEvery", native: kinds("Slurm.Budget.CapacityEvery", "PBS.Budget.CapacityEvery", "")},
+	"budget.backoff_max":     {wire: "Budget.BackoffMax", native: kinds("Slurm.Budget.BackoffMax", "PBS.Budget.BackoffMax", "")},
+	"budget.command_timeout": {wire: "Budget.CommandTimeout", native: kinds("Slurm.CommandTimeout", "PBS.CommandTimeout", "")},
+
 	"staging.fetch_workers": {other: "spec.FetchWorkers"}, // the broker's output fetching
 	"staging.fetch_timeout": {other: "spec.FetchTimeout"},
 }

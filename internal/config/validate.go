@@ -104,6 +104,18 @@ func (c *Config) validate() Errors {
 			bad(k+".kind", "%s", msg)
 		}
 		errs = append(errs, c.validatePlugin(s, k)...)
+		if b := s.Budget; b != nil {
+			switch {
+			case !remote || s.Plugin != nil:
+				bad(k+".budget", "only slurm and pbs sites run scheduler commands gridsub budgets; remove it for a %s site", s.Kind)
+			case b.PerMinute < 0 || b.Burst < 0 || b.PollFast < 0 || b.PollSlow < 0 || b.Settle < 0 || b.CapacityEvery < 0 || b.BackoffMax < 0 || b.CommandTimeout < 0:
+				bad(k+".budget", "every field must be >= 0 (0 = the default), got %+v", *b)
+			case b.PollFast > 0 && b.PollSlow > 0 && b.PollSlow < b.PollFast:
+				bad(k+".budget.poll_slow", "must not be shorter than budget.poll_fast (%s), got %s", b.PollFast, b.PollSlow)
+			case b.PollFast > 0 && b.PollFast < c.Broker.PollInterval:
+				bad(k+".budget.poll_fast", "must not be shorter than broker.poll_interval (%s): a poll happens in a cycle; got %s", c.Broker.PollInterval, b.PollFast)
+			}
+		}
 		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
 			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)
 		}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -221,6 +223,19 @@ func (s *Site) run(req request) reply {
 		cmds = slurmAnswers
 	}
 	code := 127
+	if ch := s.hangOf(name); ch != nil {
+		<-ch // Hang: the command never answers while it is on
+	}
+	if s.faults.limited.Load() {
+		// Overloaded or rate limiting (RateLimit): every batch command is
+		// turned away with the batch system's own words.
+		if s.cfg.Dialect == SLURM {
+			code = o.errf(1, "%s: error: Unable to contact slurm controller: RPC rate limit exceeded, please retry later", name)
+		} else {
+			code = o.errf(15010, "Connection refused\n%s: cannot connect to server %s (errno=15010)", name, s.cfg.Name)
+		}
+		return reply{Stdout: o.stdout.Bytes(), Stderr: o.stderr.Bytes(), Code: code}
+	}
 	if f, ok := cmds[name]; ok {
 		code = f(s, o, req.Argv[1:], req)
 	} else {
@@ -242,4 +257,44 @@ func (s *Site) runSafe(req request) (rep reply) {
 		}
 	}()
 	return s.run(req)
+}
+
+// RateLimit makes the site turn away every batch command while on, as an
+// overloaded or rate-limiting controller does: SLURM's "RPC rate limit
+// exceeded", PBS's connection refusal (errno 15010). The commands still
+// count in Stats.Batch.
+func (s *Site) RateLimit(on bool) { s.faults.limited.Store(on) }
+
+// Hang makes every run of the batch command name (e.g. "sbatch",
+// "squeue") block while on, as a command whose controller accepts the
+// connection and never answers; turning it off lets the blocked runs go
+// on.
+func (s *Site) Hang(name string, on bool) {
+	f := &s.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hangs == nil {
+		f.hangs = map[string]chan struct{}{}
+	}
+	ch, hung := f.hangs[name]
+	switch {
+	case on && !hung:
+		f.hangs[name] = make(chan struct{})
+	case !on && hung:
+		close(ch)
+		delete(f.hangs, name)
+	}
+}
+
+func (s *Site) hangOf(name string) chan struct{} {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	return s.faults.hangs[name]
+}
+
+// faults are the misbehaviours a test turns on: RateLimit, Hang.
+type faults struct {
+	limited atomic.Bool
+	mu      sync.Mutex
+	hangs   map[string]chan struct{} // the commands that block, until their channel closes
 }

@@ -123,6 +123,7 @@ type Site struct {
 	resvs  map[string]*resv
 	nresv  int
 	closed bool
+	faults faults // RateLimit and Hang (cmd.go)
 }
 
 // Start creates the site's directory, starts its engine on scaled wall
