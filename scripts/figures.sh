@@ -54,6 +54,10 @@ total_start=$(date +%s%N)
 printf '%-40s %8s\n' experiment seconds
 while read -r set dir config flags; do
 	[[ -z $set || $set == \#* ]] && continue
+	if [[ $set == pending ]]; then # listed, its data not committed yet: run like the others
+		set=$dir dir=$config
+		read -r config flags <<<"$flags"
+	fi
 	[[ $set_name == all || $set == "$set_name" ]] || continue
 	[[ -z ${ONLY:-} || $dir == "$ONLY" ]] || continue
 	read -ra fl <<<"$flags"

@@ -28,6 +28,7 @@ const (
 type manifestEntry struct {
 	set, dir, config, flags string
 	line                    int
+	pending                 bool // listed "pending": its data are not committed yet
 }
 
 func readManifest(t *testing.T) []manifestEntry {
@@ -45,10 +46,14 @@ func readManifest(t *testing.T) []manifestEntry {
 			continue
 		}
 		fs := strings.Fields(line)
+		pending := len(fs) > 0 && fs[0] == "pending"
+		if pending {
+			fs = fs[1:]
+		}
 		if len(fs) < 3 {
 			t.Fatalf("%s:%d: want SET DIR CONFIG [FLAGS...], have %q", manifestFile, n, line)
 		}
-		out = append(out, manifestEntry{fs[0], fs[1], fs[2], strings.Join(fs[3:], " "), n})
+		out = append(out, manifestEntry{fs[0], fs[1], fs[2], strings.Join(fs[3:], " "), n, pending})
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -81,6 +86,10 @@ func TestResultsDataCurrent(t *testing.T) {
 		}
 		dir := filepath.Join(resultsDir, e.dir)
 		if _, err := os.Stat(filepath.Join(dir, ResultsFile)); err != nil {
+			if e.pending {
+				t.Logf("%s: pending, its data not committed yet; %s", where, rerun)
+				continue
+			}
 			t.Errorf("%s: no results.csv committed; %s", where, rerun)
 			continue
 		}
