@@ -73,7 +73,8 @@ func Comparisons(s *Summary) []CompareRow {
 			if !slices.Contains(xs, x) {
 				xs = append(xs, x)
 			}
-			for seed, v := range runSeeds(r, c.Y) {
+			for _, sv := range runSeeds(r, c.Y) {
+				seed, v := sv.seed, sv.v
 				k := key{x, seed}
 				if !slices.Contains(seeds, k.seed) {
 					seeds = append(seeds, k.seed)
@@ -106,20 +107,27 @@ func Comparisons(s *Summary) []CompareRow {
 	return out
 }
 
-// runSeeds is a run's metric y by seed: the per-seed columns y_s0, y_s1,
-// ... when the run has them, else the run's own value under its seed
-// parameter.
-func runSeeds(r Result, y string) map[string]float64 {
-	out := map[string]float64{}
+// seedValue is one seed's value of a metric.
+type seedValue struct {
+	seed string
+	v    float64
+}
+
+// runSeeds is a run's metric y by seed, in seed order (the means are sums
+// in this order, so the same runs give the same bytes): the per-seed
+// columns y_s0, y_s1, ... when the run has them, else the run's own value
+// under its seed parameter.
+func runSeeds(r Result, y string) []seedValue {
+	var out []seedValue
 	for k := 0; ; k++ {
 		v, ok := r.Metrics[y+"_s"+strconv.Itoa(k)]
 		if !ok {
 			break
 		}
-		out["s"+strconv.Itoa(k)] = v
+		out = append(out, seedValue{"s" + strconv.Itoa(k), v})
 	}
 	if len(out) == 0 {
-		out[r.Params.Value("seed")] = r.Metrics[y]
+		out = append(out, seedValue{r.Params.Value("seed"), r.Metrics[y]})
 	}
 	return out
 }
