@@ -92,6 +92,13 @@ type Config struct {
 	// Data-START, the primary copy only) when it chooses; the mapping's
 	// times are still the real ones. Paper 003's data-blind Min-min.
 	Blind bool
+	// ContestMachines (Benefit only): a task whose best machine another
+	// claim of the round holds may displace that holder when its benefit
+	// sufferage is higher, as it may a repository's. Off, only the data
+	// repository is contested, as paper 003's Algorithm 2 writes it ("mark
+	// all data repositories as available"); a task whose machine is taken
+	// waits for the next round.
+	ContestMachines bool
 }
 
 const never = time.Duration(math.MaxInt64)
@@ -443,8 +450,8 @@ func (mp *mapper) minFirst(withSufferage bool) {
 			// matters to it, as for claims on different machines.
 			hm := -1
 			if nclaim[c.m] > 0 && !mp.fits(c.m, wclaim[c.m], w) {
-				if nclaim[c.m] > 1 {
-					return false // shared by several: no displacement
+				if nclaim[c.m] > 1 || !mp.cfg.ContestMachines {
+					return false // shared by several, or machines are not contested
 				}
 				hm = machineHolder[c.m]
 			}

@@ -76,7 +76,7 @@ func genWideProblem(t *rapid.T) *Problem {
 func TestFastEqualsOldEngine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := genWideProblem(t)
-		cfg := Config{Heuristic: rapid.SampledFrom(Names()).Draw(t, "heuristic"), Blind: rapid.Bool().Draw(t, "blind")}
+		cfg := Config{Heuristic: rapid.SampledFrom(Names()).Draw(t, "heuristic"), Blind: rapid.Bool().Draw(t, "blind"), ContestMachines: true} // the old engine contests machines
 		want := oldMap(p, cfg)
 		got := Map(p, cfg)
 		if !reflect.DeepEqual(got, want) {
@@ -100,7 +100,7 @@ func TestFastEqualsOldEngineOnBusyGrids(t *testing.T) {
 			p, _ := ByName(Benefit)
 			prob, _ := p.problem(s, &policy.Plan{})
 			for _, h := range Names() {
-				cfg := Config{Heuristic: h}
+				cfg := Config{Heuristic: h, ContestMachines: true}
 				if got, want := Map(prob, cfg), oldMap(prob, cfg); !slices.Equal(got, want) {
 					t.Fatalf("seed %d, %d jobs, %s: the fast engine maps differently", seed, jobs, h)
 				}
@@ -127,7 +127,7 @@ func BenchmarkRemapOldVsNew(b *testing.B) {
 			s := benchSnapshot(jobs, 50, 1)
 			p, _ := ByName(Benefit)
 			prob, _ := p.problem(s, &policy.Plan{})
-			cfg := Config{Heuristic: Benefit}
+			cfg := Config{Heuristic: Benefit, ContestMachines: true}
 			reps := max(3, 8000/jobs)
 			bestOld, bestNew, bestPlan := time.Duration(1<<62), time.Duration(1<<62), time.Duration(1<<62)
 			for i := 0; i < b.N; i++ {

@@ -33,13 +33,16 @@ var _ policy.Planner = (*Planner)(nil)
 func Names() []string { return []string{Benefit, MinMin, Sufferage} }
 
 // ByName returns the planner of a heuristic: "benefit", "min-min" or
-// "sufferage" (data-aware: the transfer counts).
+// "sufferage" (data-aware: the transfer counts). Benefit contests machines
+// (Config.ContestMachines): the live planner's sites are machines with no
+// repository between them, so without it a pressed job could never take
+// a site another job of the pass holds.
 func ByName(name string) (*Planner, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if !slices.Contains(Names(), n) {
 		return nil, fmt.Errorf("%w: planner name %q: valid are %s", ErrBadOption, name, strings.Join(Names(), ", "))
 	}
-	return New(Config{Heuristic: n})
+	return New(Config{Heuristic: n, ContestMachines: true})
 }
 
 // New returns a planner for cfg.

@@ -198,3 +198,37 @@ func TestRemapSpeed(t *testing.T) {
 		t.Fatalf("one remapping pass over 2000 jobs and 50 sites took %v", per)
 	}
 }
+
+// Paper 003's Algorithm 2 contests only the data repository: with
+// ContestMachines off, a pressed job cannot displace the holder of its
+// machine, and on sites with no repository between them the benefit
+// heuristic maps as Min-min does; on, it displaces (the live planner's
+// rule, ByName).
+func TestBenefitContestsMachinesOnlyWhenAsked(t *testing.T) {
+	s := twoSites()
+	s.Queue = []policy.Job{
+		{ID: "relaxed", Width: 1, Estimate: 10 * time.Minute, Submit: t0, Origin: -1},
+		{ID: "pressed", Width: 1, Estimate: 10 * time.Minute, Submit: t0, Origin: -1, Deadline: t0.Add(14 * time.Minute)},
+	}
+	for _, contest := range []bool{false, true} {
+		p, err := New(Config{Heuristic: Benefit, ContestMachines: contest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := p.Plan(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, d := range pl.Decisions {
+			got[d.Job] = where(d)
+		}
+		want := map[string]string{"relaxed": "start@0", "pressed": "reject"}
+		if contest {
+			want = map[string]string{"relaxed": "start@1", "pressed": "start@0"}
+		}
+		if got["relaxed"] != want["relaxed"] || got["pressed"] != want["pressed"] {
+			t.Errorf("ContestMachines %v: %v, want %v", contest, got, want)
+		}
+	}
+}

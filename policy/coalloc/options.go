@@ -19,8 +19,10 @@ type Options struct {
 	Backfill string
 	// Mode: "adaptive" (paper 000, default), "single-site" (Yahyapour: one
 	// site per job, earliest completion), "non-adaptive" (Yahyapour
-	// multi-site: local > remote > multi-site, blind to h and p) or "sabin"
-	// (a copy of every job to every site that could run it).
+	// multi-site: local > remote > multi-site, blind to h and p),
+	// "local-first" (one site per job in the order local > remote, blind to
+	// h and p: NonAdaptive without its multi-site class) or "sabin" (a copy
+	// of every job to every site that could run it).
 	Mode string
 	// MaxOptimalSites caps the sites Optimal enumerates (2^N subsets):
 	// default 16, at most 24.
@@ -40,7 +42,7 @@ type Options struct {
 var (
 	selections = []string{"greedy", "optimal"}
 	backfills  = []string{string(None), string(EASY), string(Conservative)}
-	modes      = []string{"adaptive", "single-site", "non-adaptive", "sabin"}
+	modes      = []string{"adaptive", "single-site", "local-first", "non-adaptive", "sabin"}
 )
 
 // New builds a planner from Options; bad values are an error wrapping
@@ -102,6 +104,9 @@ func New(o Options) (policy.Planner, error) {
 	case "single-site":
 		p.sel, p.single = SingleSite{}, true
 		p.name = "single-site-" + bf
+	case "local-first":
+		p.sel, p.single = NonAdaptive{Single: true}, true
+		p.name = "local-first-" + bf
 	case "non-adaptive":
 		p.sel = NonAdaptive{}
 		p.name = "non-adaptive-" + bf
@@ -112,7 +117,7 @@ func New(o Options) (policy.Planner, error) {
 // Names lists the planner names ByName knows.
 func Names() []string {
 	var out []string
-	for _, m := range []string{"greedy", "greedy-local", "optimal", "single-site", "non-adaptive"} {
+	for _, m := range []string{"greedy", "greedy-local", "optimal", "single-site", "local-first", "non-adaptive"} {
 		for _, b := range backfills {
 			out = append(out, m+"-"+b)
 		}
@@ -121,7 +126,7 @@ func Names() []string {
 }
 
 // ByName builds a planner from a name as used in config files:
-// "<greedy|greedy-local|optimal|single-site|non-adaptive>-<none|easy|conservative>"
+// "<greedy|greedy-local|optimal|single-site|local-first|non-adaptive>-<none|easy|conservative>"
 // or "sabin" ("greedy-local": Options.Local). The planner's Name() is the
 // same string.
 func ByName(name string) (policy.Planner, error) {
@@ -137,7 +142,7 @@ func ByName(name string) (policy.Planner, error) {
 			return New(Options{Selection: head, Backfill: bf})
 		case "greedy-local":
 			return New(Options{Selection: "greedy", Backfill: bf, Local: true})
-		case "single-site", "non-adaptive":
+		case "single-site", "local-first", "non-adaptive":
 			return New(Options{Mode: head, Backfill: bf})
 		}
 	}

@@ -196,6 +196,53 @@ func TestSelectionTable(t *testing.T) {
 			}(),
 			action: policy.Start, parts: []policy.Part{{Site: bj, Nodes: 16}}, runtime: 84 * time.Minute, immediate: true,
 		},
+		{
+			// Local-first is as blind to h: local Beijing although
+			// Harbin is free and 2.3 times faster.
+			name: "local-first prefers local", planner: "local-first-easy",
+			snap: func() *policy.Snapshot { return testbed(1.0) },
+			job: func() policy.Job {
+				j := job("h", 16, h)
+				j.Origin = bj
+				return j
+			}(),
+			action: policy.Start, parts: []policy.Part{{Site: bj, Nodes: 16}}, runtime: 84 * time.Minute, immediate: true,
+		},
+		{
+			// Width 40 from Harbin (32 nodes): Harbin 32 + Shanghai 20 are
+			// free now, which non-adaptive would split over; local-first
+			// never splits, so it waits 5 h for a whole site, and of the
+			// two that free then (equal start, no data to move) takes the
+			// first in site order, h-blind: Beijing.
+			name: "local-first never splits", planner: "local-first-easy",
+			snap: func() *policy.Snapshot {
+				s := testbed(1.0)
+				busy(s, bj, 120, 5*h)
+				busy(s, sh, 44, 5*h)
+				return s
+			},
+			job: func() policy.Job {
+				j := job("i", 40, h)
+				j.Origin = hb
+				return j
+			}(),
+			action: policy.Reserve, parts: []policy.Part{{Site: bj, Nodes: 40}}, start: 5 * h, runtime: 84 * time.Minute,
+		},
+		{
+			name: "non-adaptive splits where local-first waits", planner: "non-adaptive-easy",
+			snap: func() *policy.Snapshot {
+				s := testbed(1.0)
+				busy(s, bj, 120, 5*h)
+				busy(s, sh, 44, 5*h)
+				return s
+			},
+			job: func() policy.Job {
+				j := job("i", 40, h)
+				j.Origin = hb
+				return j
+			}(),
+			action: policy.Start, parts: []policy.Part{{Site: hb, Nodes: 32}, {Site: sh, Nodes: 8}}, runtime: h, immediate: true,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -397,13 +397,24 @@ func (SingleSite) Select(st *State, j *policy.Job, sites []int, k *Collector) er
 // the earliest start, ties again local > remote > multi-site. The predicted
 // times it reports are still the real model's (equations 1–3), because that
 // is what will happen.
-type NonAdaptive struct{}
+//
+// With Single set it is the local-first single-site baseline: the same
+// order without the multi-site class (local now > a remote site now > the
+// earliest start, ties local first), blind to h like the multi-site one.
+type NonAdaptive struct {
+	Single bool
+}
 
 // Name implements Selector.
-func (NonAdaptive) Name() string { return "non-adaptive" }
+func (n NonAdaptive) Name() string {
+	if n.Single {
+		return "local-first"
+	}
+	return "non-adaptive"
+}
 
 // Select implements Selector.
-func (NonAdaptive) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
+func (n NonAdaptive) Select(st *State, j *policy.Job, sites []int, k *Collector) error {
 	// Order: local, then remote by transfer time, then index.
 	order := slices.Clone(sites)
 	slices.SortStableFunc(order, func(a, b int) int {
@@ -432,7 +443,7 @@ func (NonAdaptive) Select(st *State, j *policy.Job, sites []int, k *Collector) e
 		}
 	}
 	multi := func(vals func(int) int) []int {
-		if j.NoSplit {
+		if j.NoSplit || n.Single {
 			return nil
 		}
 		ms := slices.Clone(order)

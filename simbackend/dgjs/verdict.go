@@ -31,43 +31,49 @@ func Compare(a, b []float64, lowerIsBetter bool) Paired {
 	return p
 }
 
-// MinWins is how many of 10 seeds A must win (ties count against) for "A
-// is better" to hold at a point: a one-sided sign test at p ≈ 0.011. With
-// n seeds it scales to ⌈0.9·n⌉.
-const MinWins = 0.9
+// MinSeeds is the fewest seeds a verdict is given on.
+const MinSeeds = 10
 
-// Verdict of a claim "A is better than B" at one point: "holds" when A
-// wins at least ⌈0.9·n⌉ of the n seeds, "reversed" when B does, else
-// "within noise".
+// Verdict of a claim "A is better than B" at one point, by the project's
+// rule: "holds" when A is better on every seed (at least MinSeeds), "does
+// not hold" when B is better on every seed, else "within noise" (a tie
+// counts against both directions). The cells of a claims table give the
+// counts (wins/ties/losses).
 func (p Paired) Verdict() string {
 	n := p.Wins + p.Losses + p.Ties
-	need := int(MinWins*float64(n) + 0.999999)
 	switch {
-	case n >= 10 && p.Wins >= need:
-		return "holds"
-	case n >= 10 && p.Losses >= need:
-		return "reversed"
-	case n < 10:
+	case n < MinSeeds:
 		return "too few seeds"
+	case p.Wins == n:
+		return "holds"
+	case p.Losses == n:
+		return "does not hold"
 	}
 	return "within noise"
 }
 
 // Summary words a claim over all points: "holds" when it holds at every
-// point, "does not hold" when it is reversed at every point, else it
-// counts the points of each kind.
+// point, "does not hold" when it does not at every point, "within noise"
+// when it is within noise at every point, else the count of points of
+// each kind ("holds at 4 of 6 points, within noise at 2").
 func Summary(vs []string) string {
 	c := map[string]int{}
 	for _, v := range vs {
 		c[v]++
 	}
 	switch len(vs) {
-	case c["holds"]:
-		return "holds"
-	case c["reversed"]:
-		return "does not hold (reversed)"
-	case c["within noise"]:
-		return "within noise"
+	case c["holds"], c["does not hold"], c["within noise"]:
+		return vs[0]
 	}
-	return fmt.Sprintf("mixed: holds at %d, reversed at %d, within noise at %d of %d points", c["holds"], c["reversed"], c["within noise"], len(vs))
+	out := fmt.Sprintf("holds at %d of %d points", c["holds"], len(vs))
+	if n := c["within noise"]; n > 0 {
+		out += fmt.Sprintf(", within noise at %d", n)
+	}
+	if n := c["does not hold"]; n > 0 {
+		out += fmt.Sprintf(", does not hold at %d", n)
+	}
+	if n := c["too few seeds"]; n > 0 {
+		out += fmt.Sprintf(", too few seeds at %d", n)
+	}
+	return out
 }

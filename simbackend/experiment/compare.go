@@ -13,7 +13,9 @@ import (
 // Compare is one claim of the form "A's Y is lower (or higher) than B's",
 // checked seed by seed at every x: A and B are two values of the parameter
 // Of (usually two policies), the other parameters are pinned by Where, and
-// the seeds of sweep.seed are the repetitions. compare.csv gets one row per
+// the seeds are the repetitions: the runs of sweep.seed (kind coalloc), or
+// the per-seed columns Y_s0, Y_s1, ... a run of the paper kinds carries
+// beside its mean (drrm, trust-minmin, dgjs). compare.csv gets one row per
 // x, and one row "all" over every x.
 type Compare struct {
 	Name  string            `yaml:"name" json:"name,omitempty"`
@@ -32,7 +34,8 @@ const (
 	VerdictNoise  = "within noise" // the sign changes with the seed
 )
 
-// CompareRow is one x of a comparison. GapPct is 100·(MeanA − MeanB)/MeanB;
+// CompareRow is one x of a comparison. GapPct is 100·(MeanA − MeanB)/MeanB,
+// Ratio MeanA/MeanB;
 // ALower counts the seeds on which A's value is below B's, Seeds the seeds
 // on which both ran.
 type CompareRow struct {
@@ -40,6 +43,7 @@ type CompareRow struct {
 	X            string
 	MeanA, MeanB float64
 	GapPct       float64
+	Ratio        float64 // MeanA / MeanB, 0 when MeanB is 0
 	MinGapPct    float64 // the smallest and largest per-seed gap
 	MaxGapPct    float64
 	ALower       int
@@ -65,17 +69,21 @@ func Comparisons(s *Summary) []CompareRow {
 			if !ok || (of != c.A && of != c.B) {
 				continue
 			}
-			k := key{r.Params.Value(c.X), r.Params.Value("seed")}
-			if !slices.Contains(xs, k.x) {
-				xs = append(xs, k.x)
+			x := r.Params.Value(c.X)
+			if !slices.Contains(xs, x) {
+				xs = append(xs, x)
 			}
-			if !slices.Contains(seeds, k.seed) {
-				seeds = append(seeds, k.seed)
-			}
-			if of == c.A {
-				a[k] = r.Metrics[c.Y]
-			} else {
-				b[k] = r.Metrics[c.Y]
+			for _, sv := range runSeeds(r, c.Y) {
+				seed, v := sv.seed, sv.v
+				k := key{x, seed}
+				if !slices.Contains(seeds, k.seed) {
+					seeds = append(seeds, k.seed)
+				}
+				if of == c.A {
+					a[k] = v
+				} else {
+					b[k] = v
+				}
 			}
 		}
 		all := CompareRow{Compare: c.Name, X: "all"}
@@ -95,6 +103,31 @@ func Comparisons(s *Summary) []CompareRow {
 		}
 		all.finish()
 		out = append(out, all)
+	}
+	return out
+}
+
+// seedValue is one seed's value of a metric.
+type seedValue struct {
+	seed string
+	v    float64
+}
+
+// runSeeds is a run's metric y by seed, in seed order (the means are sums
+// in this order, so the same runs give the same bytes): the per-seed
+// columns y_s0, y_s1, ... when the run has them, else the run's own value
+// under its seed parameter.
+func runSeeds(r Result, y string) []seedValue {
+	var out []seedValue
+	for k := 0; ; k++ {
+		v, ok := r.Metrics[y+"_s"+strconv.Itoa(k)]
+		if !ok {
+			break
+		}
+		out = append(out, seedValue{"s" + strconv.Itoa(k), v})
+	}
+	if len(out) == 0 {
+		out = append(out, seedValue{r.Params.Value("seed"), r.Metrics[y]})
 	}
 	return out
 }
@@ -130,6 +163,7 @@ func (r *CompareRow) finish() {
 	r.MeanB /= float64(r.Seeds)
 	if r.MeanB != 0 {
 		r.GapPct = 100 * (r.MeanA - r.MeanB) / r.MeanB
+		r.Ratio = r.MeanA / r.MeanB
 	}
 	switch r.Seeds {
 	case r.ALower:
@@ -150,12 +184,12 @@ const (
 // WriteCompareCSV writes the comparisons, one row per x (and "all").
 func WriteCompareCSV(w io.Writer, rows []CompareRow) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"compare", "x", "mean_a", "mean_b", "gap_pct", "min_gap_pct", "max_gap_pct", "a_lower", "a_higher", "seeds", "verdict"}); err != nil {
+	if err := cw.Write([]string{"compare", "x", "mean_a", "mean_b", "gap_pct", "ratio", "min_gap_pct", "max_gap_pct", "a_lower", "a_higher", "seeds", "verdict"}); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 	for _, r := range rows {
-		if err := cw.Write([]string{r.Compare, r.X, FormatMetric(r.MeanA), FormatMetric(r.MeanB), f(r.GapPct), f(r.MinGapPct), f(r.MaxGapPct),
+		if err := cw.Write([]string{r.Compare, r.X, FormatMetric(r.MeanA), FormatMetric(r.MeanB), f(r.GapPct), strconv.FormatFloat(r.Ratio, 'f', 3, 64), f(r.MinGapPct), f(r.MaxGapPct),
 			strconv.Itoa(r.ALower), strconv.Itoa(r.AHigher), strconv.Itoa(r.Seeds), r.Verdict}); err != nil {
 			return err
 		}
@@ -181,13 +215,13 @@ func CompareMarkdown(e *Experiment, rows []CompareRow) string {
 				fmt.Fprintf(&sb, ", %s = %s", k, c.Where[k])
 			}
 		}
-		fmt.Fprintf(&sb, "\n\n| %s | %s | %s | gap of means | per-seed gaps | %s lower on | verdict |\n|---:|---:|---:|---:|---:|---:|---|\n", c.X, c.A, c.B, c.A)
+		fmt.Fprintf(&sb, "\n\n| %s | %s | %s | gap of means | ratio | per-seed gaps | %s lower on | %s higher on | verdict |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", c.X, c.A, c.B, c.A, c.A)
 		for _, r := range rows {
 			if r.Compare != c.Name {
 				continue
 			}
-			fmt.Fprintf(&sb, "| %s | %s | %s | %+.1f %% | %+.1f … %+.1f %% | %d/%d | %s |\n",
-				r.X, meanText(r.MeanA), meanText(r.MeanB), r.GapPct, r.MinGapPct, r.MaxGapPct, r.ALower, r.Seeds, r.Verdict)
+			fmt.Fprintf(&sb, "| %s | %s | %s | %+.1f %% | %.2f× | %+.1f … %+.1f %% | %d/%d | %d/%d | %s |\n",
+				r.X, meanText(r.MeanA), meanText(r.MeanB), r.GapPct, r.Ratio, r.MinGapPct, r.MaxGapPct, r.ALower, r.Seeds, r.AHigher, r.Seeds, r.Verdict)
 		}
 		sb.WriteString("\n")
 	}
@@ -206,8 +240,8 @@ func meanText(v float64) string {
 // validateCompare checks the comparisons against the experiment's
 // parameters, metrics and runs.
 func (p *parser) validateCompare(e *Experiment) {
-	if len(e.Compare) > 0 && e.Kind != KindCoalloc {
-		p.at("compare", ErrValue, "only for kind %q (this experiment is %q)", KindCoalloc, e.Kind)
+	if len(e.Compare) > 0 && e.Kind == KindCTCReference {
+		p.at("compare", ErrValue, "not for kind %q (its runs have no seeds to compare)", e.Kind)
 		return
 	}
 	params := ParamNames(e.Kind)

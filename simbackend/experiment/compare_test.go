@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -108,8 +109,62 @@ func TestComparisonsVerdicts(t *testing.T) {
 		t.Errorf("p = 2 per-seed gaps %v..%v, want -10..20", rows[1].MinGapPct, rows[1].MaxGapPct)
 	}
 	md := CompareMarkdown(e, rows)
-	if !strings.Contains(md, "| 2 | 105 | 100 | +5.0 % | -10.0 … +20.0 % | 1/2 | within noise |") {
+	if !strings.Contains(md, "| 2 | 105 | 100 | +5.0 % | 1.05× | -10.0 … +20.0 % | 1/2 | 1/2 | within noise |") {
 		t.Errorf("markdown:\n%s", md)
+	}
+}
+
+// TestComparisonsPerSeedColumns: a paper kind's run carries its seeds as
+// columns y_s0, y_s1, ... beside the mean; the comparison counts them seed
+// by seed as it counts sweep.seed's runs, and gives the ratio of the means.
+func TestComparisonsPerSeedColumns(t *testing.T) {
+	e := &Experiment{Kind: KindDGJS, Compare: []Compare{{Name: "c", Y: "success_ratio", X: "jobs", Of: "policy", A: "dgjs", B: "min-min"}}}
+	run := func(pol string, jobs int, seeds ...float64) Result {
+		m := map[string]float64{"success_ratio": 0}
+		for k, v := range seeds {
+			m["success_ratio_s"+strconv.Itoa(k)] = v
+			m["success_ratio"] += v / float64(len(seeds))
+		}
+		return Result{Run: Run{Params: Params{Policy: pol, Jobs: jobs}}, Metrics: m}
+	}
+	s := &Summary{Experiment: e, Runs: []Result{
+		run("dgjs", 100, 0.9, 0.8, 0.7), run("min-min", 100, 0.6, 0.8, 0.5),
+		run("dgjs", 200, 0.9, 0.9, 0.9), run("min-min", 200, 0.3, 0.3, 0.3),
+	}}
+	rows := Comparisons(s)
+	if len(rows) != 3 {
+		t.Fatalf("rows %+v", rows)
+	}
+	if r := rows[0]; r.X != "100" || r.Seeds != 3 || r.AHigher != 2 || r.ALower != 0 || r.Verdict != VerdictNoise {
+		t.Errorf("jobs 100: %+v, want 3 seeds, dgjs higher on 2, a tie, within noise", r)
+	}
+	if r := rows[1]; r.X != "200" || r.AHigher != 3 || r.Verdict != VerdictHigher || math.Abs(r.Ratio-3) > 1e-9 {
+		t.Errorf("jobs 200: %+v, want higher on 3 of 3, ratio 3", r)
+	}
+	var b strings.Builder
+	if err := WriteCompareCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	// The means are sums in seed order: the same runs give the same bytes
+	// every time (values whose sum depends on the order).
+	many := &Summary{Experiment: e, Runs: []Result{
+		run("dgjs", 100, 0.1, 0.2, 0.3, 1e-17, 0.7, 1e16, 0.11, 0.13, 0.17, 0.19),
+		run("min-min", 100, 0.3, 0.1, 0.2, 0.7, 1e16, 1e-17, 0.19, 0.17, 0.13, 0.11),
+	}}
+	var first string
+	for i := range 30 {
+		var mb strings.Builder
+		if err := WriteCompareCSV(&mb, Comparisons(many)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = mb.String()
+		} else if mb.String() != first {
+			t.Fatalf("compare.csv differs between two evaluations of the same runs:\n%s\n%s", first, mb.String())
+		}
+	}
+	if !strings.Contains(b.String(), "c,200,0.9,0.3,200.00,3.000,200.00,200.00,0,3,3,higher") {
+		t.Errorf("compare.csv:\n%s", b.String())
 	}
 }
 

@@ -76,7 +76,11 @@ func TestDGJSExperimentsBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(files) != 2+2*len(e.Plots) {
+			cmp := 0
+			if len(e.Compare) > 0 {
+				cmp = 2 // compare.csv and compare.md
+			}
+			if len(files) != 2+cmp+2*len(e.Plots) {
 				t.Fatalf("wrote %v", files)
 			}
 			b, _ := os.ReadFile(filepath.Join(dir, ResultsFile))

@@ -64,6 +64,7 @@ func init() {
 	metricLabels["migration_rate"] = "task migration rate"
 	metricLabels["migration_rate_mean"] = "mean migration rate over runs 1..r"
 	metricLabels["makespan_growth"] = "makespan growth over the plan"
+	metricLabels["migration_rate_last10"] = "mean migration rate over runs r-9..r"
 }
 
 func (e *Experiment) trustDefaults() {
@@ -221,11 +222,11 @@ func (e *Experiment) expandTrust() []Run {
 }
 
 var trustMetrics = []string{"makespan", "makespan_mean", "makespan_growth", "migration_rate", "migration_rate_mean",
-	"makespan_sd", "migration_rate_sd", "seeds"}
+	"migration_rate_last10", "makespan_sd", "migration_rate_sd", "seeds"}
 
 func (e *Experiment) trustMetricNames() []string {
 	out := slices.Clone(trustMetrics)
-	for _, m := range []string{"makespan", "migration_rate", "migration_rate_mean"} {
+	for _, m := range []string{"makespan", "migration_rate", "migration_rate_mean", "makespan_mean", "migration_rate_last10"} {
 		for k := range e.Trust.Seeds {
 			out = append(out, m+"_s"+strconv.Itoa(k))
 		}
@@ -247,7 +248,7 @@ func prepareTrust(e *Experiment) (execFunc, error) {
 	var seqs memo[trustKey, []trustsim.RunResult]
 	return func(ctx context.Context, p Params, progress func(int, int)) (map[string]float64, error) {
 		out := map[string]float64{"seeds": float64(t.Seeds)}
-		var span, rate, rateMean, spanMean, growth []float64
+		var span, rate, rateMean, spanMean, growth, last10 []float64
 		for k := range t.Seeds {
 			key := trustKey{p.Tasks, p.Migration, p.Policy, t.Seed + uint64(k)}
 			rs, err := seqs.get(key, func() ([]trustsim.RunResult, error) {
@@ -264,6 +265,14 @@ func prepareTrust(e *Experiment) (execFunc, error) {
 				rm += float64(x.Migrations) / float64(p.Tasks)
 			}
 			sm, rm = sm/float64(p.Round), rm/float64(p.Round)
+			l10 := 0.0 // runs r-9..r: "runs 1-10" at r = 10, "runs 91-100" at r = 100
+			for _, x := range rs[max(p.Round-10, 0):p.Round] {
+				l10 += float64(x.Migrations) / float64(p.Tasks)
+			}
+			l10 /= float64(min(p.Round, 10))
+			last10 = append(last10, l10)
+			out["makespan_mean_s"+strconv.Itoa(k)] = sm
+			out["migration_rate_last10_s"+strconv.Itoa(k)] = l10
 			span, rate, spanMean, rateMean = append(span, r.Makespan), append(rate, mr), append(spanMean, sm), append(rateMean, rm)
 			growth = append(growth, r.Makespan/r.Planned-1)
 			out["makespan_s"+strconv.Itoa(k)] = r.Makespan
@@ -275,6 +284,7 @@ func prepareTrust(e *Experiment) (execFunc, error) {
 		out["migration_rate"], out["migration_rate_sd"] = meanAndSD(rate)
 		out["makespan_mean"], _ = meanAndSD(spanMean)
 		out["migration_rate_mean"], _ = meanAndSD(rateMean)
+		out["migration_rate_last10"], _ = meanAndSD(last10)
 		out["makespan_growth"], _ = meanAndSD(growth)
 		return out, nil
 	}, nil

@@ -50,6 +50,7 @@ type Line struct {
 // Categories lists the x values (as text) in order.
 func PlotData(pl Plot, s *Summary) (lines []Line, categories []string) {
 	index := map[string]int{}
+	folded := map[[2]int]bool{} // (line, point) summed over several runs (sweep.seed)
 	for _, r := range s.Runs {
 		ok := true
 		for k, v := range pl.Where {
@@ -85,22 +86,46 @@ func PlotData(pl Plot, s *Summary) (lines []Line, categories []string) {
 		l := &lines[i]
 		y := r.Metrics[pl.Y]
 		if k := slices.Index(l.Labels, xs); k >= 0 { // another seed of the same point
+			folded[[2]int{i, k}] = true
 			l.Y[k] += y // a sum until the end
 			l.Lo[k], l.Hi[k] = min(l.Lo[k], y), max(l.Hi[k], y)
 			l.N[k]++
 			continue
 		}
+		lo, hi, n := seedSpread(r.Metrics, pl.Y, y)
 		l.X = append(l.X, x)
 		l.Y = append(l.Y, y)
-		l.Lo, l.Hi, l.N = append(l.Lo, y), append(l.Hi, y), append(l.N, 1)
+		l.Lo, l.Hi, l.N = append(l.Lo, lo), append(l.Hi, hi), append(l.N, n)
 		l.Labels = append(l.Labels, xs)
 	}
 	for i := range lines {
 		for k, n := range lines[i].N {
+			if n > 1 && !folded[[2]int{i, k}] {
+				continue // one run holding its seeds' mean (seedSpread)
+			}
 			lines[i].Y[k] /= float64(n)
 		}
 	}
 	return lines, categories
+}
+
+// seedSpread is the spread of one run's metric y over its seeds when the
+// kind reports them beside the mean (papers 001, 002 and 004: "tpc" and
+// "tpc_s0" ... "tpc_s9"): the lowest and highest seed's value and the
+// number of seeds. A run without such columns is one seed of its own.
+func seedSpread(m map[string]float64, y string, mean float64) (lo, hi float64, n int) {
+	lo, hi = mean, mean
+	for k := 0; ; k++ {
+		v, ok := m[y+"_s"+strconv.Itoa(k)]
+		if !ok {
+			break
+		}
+		if n == 0 {
+			lo, hi = v, v
+		}
+		lo, hi, n = min(lo, v), max(hi, v), n+1
+	}
+	return lo, hi, max(n, 1)
 }
 
 func seriesPart(k, v string) string {
@@ -148,6 +173,10 @@ func drawPlot(pl Plot, s *Summary) (*plot.Plot, error) {
 	p.X.Label.Text = paramLabels[pl.X]
 	p.Y.Label.Text = metricLabel(pl.Y)
 	p.Legend.Top = true
+	// Inset from the right edge, so that the last sample (line and glyph)
+	// is drawn whole inside the canvas.
+	p.Legend.XOffs = -vg.Points(10)
+	p.Legend.YOffs = -vg.Points(2)
 	p.Add(plotter.NewGrid())
 	seeds := 1
 	for i, l := range lines {

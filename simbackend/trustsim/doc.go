@@ -11,9 +11,13 @@
 //	           ──► record outcomes ──► learn trust (Trust-Min-min only)
 //	       ──► []RunResult: makespan, migrations, per run
 //
-// Trust is the paper's cluster-to-cluster trust: the submitting cluster's
-// trust in the target, with direct trust from its own outcomes and indirect
-// trust from every other cluster's (trust.Model.Score), and, at the
-// local-area level, the same model between areas over the outcomes pooled
-// by area. Everything is deterministic for a seed.
+// Trust is the paper's cluster-to-cluster trust of the submitting cluster in
+// the target. Trust-Min-min (the default) divides by the paper's formula as
+// written, α·Direct + β·Indirect with Direct = (Σ ω_k·p_k)(1 − ρ) and
+// p_k ∈ {0, 1, 3} (trust.Model.Trust): it rises toward clusters stronger
+// than the submitter and falls with the failures of the work moved there.
+// trust-min-min-score divides by gridsub's normalised score in (0, 1]
+// (trust.Model.Score, or Config.Trust), a pooled success rate. Both use, at
+// the local-area level, the same model between areas over the outcomes
+// pooled by area. Everything is deterministic for a seed.
 package trustsim

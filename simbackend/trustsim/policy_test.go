@@ -24,12 +24,13 @@ func (a askedTrust) Scores(in *policy.TrustInput) (map[string]float64, error) {
 }
 func (askedTrust) Decay(o policy.Outcomes, e, h time.Duration) policy.Outcomes { return o }
 
-// Trust-Min-min learns through the configured trust policy, every cluster
-// and every local area asking as itself, and an explicit paper-002 policy
-// gives the sequence of the default.
+// Trust-Min-min-score learns through the configured trust policy, every
+// cluster and every local area asking as itself, and an explicit paper-002
+// policy gives the sequence of the default.
 func TestSequenceAsksTheTrustPolicy(t *testing.T) {
 	c := Default()
 	c.Runs, c.Tasks = 5, 40
+	c.Policy = TrustMinMinScore
 	base := seq(t, c)
 	a := askedTrust{observers: map[string]int{}, failed: new(float64)}
 	c.Trust = a

@@ -19,8 +19,18 @@ var (
 
 // Policies.
 const (
-	TrustMinMin = "trust-min-min" // Trust-Min-min: QoS classes, LA then cluster level, MCT / trust
-	MinMin      = "min-min"       // plain Min-min: no classes, no levels, no trust
+	// TrustMinMin is Trust-Min-min as the paper writes it: QoS classes, LA
+	// then cluster level, MCT divided by the paper's unnormalised trust
+	// α·Direct + β·Indirect with Direct = (Σ ω_k·p_k)(1 − ρ), p_k ∈ {0, 1, 3}
+	// (trust.Model.Trust), which rises toward clusters stronger than the
+	// submitting one, floored at PaperTrustFloor.
+	TrustMinMin = "trust-min-min"
+	// TrustMinMinScore is Trust-Min-min with gridsub's normalised score in
+	// (0, 1] instead (trust.Model.Score, or Config.Trust): a pooled success
+	// rate in which the QoS terms only weigh the witnesses, so trust can
+	// only lower a target's rank, never raise a strong cluster's.
+	TrustMinMinScore = "trust-min-min-score"
+	MinMin           = "min-min" // plain Min-min: no classes, no levels, no trust
 	// QoSMinMin is Trust-Min-min with every trust fixed at 1 (classes and
 	// levels, nothing learned): the ablation that separates what trust
 	// learns from what the class order and the two levels do.
@@ -33,8 +43,14 @@ const (
 	Bundle   = "bundle"     // moved together to the one cluster with the least (trust-weighted) bundle MCT
 )
 
+// PaperTrustFloor is the least trust TrustMinMin divides by. The paper's
+// trust is 0 when every observer's ρ toward the target is 1 or the QoS
+// comparisons are all 0, and the paper does not say what MCT/0 means; the
+// floor makes such a target the last resort, never impossible.
+const PaperTrustFloor = 1e-3
+
 // Policies lists the policies, Trust-Min-min first.
-func Policies() []string { return []string{TrustMinMin, MinMin, QoSMinMin} }
+func Policies() []string { return []string{TrustMinMin, TrustMinMinScore, MinMin, QoSMinMin} }
 
 // Migrations lists the migration methods.
 func Migrations() []string { return []string{OneByOne, Bundle} }
@@ -57,10 +73,10 @@ type Config struct {
 	Policy      string     // TrustMinMin or MinMin
 	Seed        uint64     // the world and every run's draw; the same for every policy
 	Model       trust.Model
-	// Trust learns the trust Trust-Min-min reads (policy.Trust, the
+	// Trust learns the trust TrustMinMinScore reads (policy.Trust, the
 	// interface the live broker's daemon uses), each cluster and each
 	// local area as the observer that asks; nil: paper 002's model with
-	// Model's constants (trust.Policy).
+	// Model's constants (trust.Policy). TrustMinMin reads Model.Trust.
 	Trust policy.Trust
 }
 
@@ -108,7 +124,7 @@ func (c Config) Validate() error {
 	case c.Migration != OneByOne && c.Migration != Bundle:
 		return bad("migration", c.Migration, "one-by-one or bundle")
 	case !slices.Contains(Policies(), c.Policy):
-		return bad("policy", c.Policy, "trust-min-min, min-min or qos-min-min")
+		return bad("policy", c.Policy, "trust-min-min, trust-min-min-score, min-min or qos-min-min")
 	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -237,6 +253,8 @@ func Sequence(ctx context.Context, c Config) ([]RunResult, error) {
 		var err error
 		switch c.Policy {
 		case TrustMinMin:
+			lv = w.paperLevels(learned)
+		case TrustMinMinScore:
 			if lv, err = w.levels(learned); err != nil {
 				return nil, err
 			}
@@ -248,7 +266,7 @@ func Sequence(ctx context.Context, c Config) ([]RunResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.Policy == TrustMinMin {
+		if c.Policy == TrustMinMin || c.Policy == TrustMinMinScore {
 			for k, o := range outcomes {
 				learned[k] = learned[k].Add(o)
 			}
@@ -258,7 +276,37 @@ func Sequence(ctx context.Context, c Config) ([]RunResult, error) {
 	return out, nil
 }
 
-// levels is the trust learned so far, as Trust-Min-min reads it: between
+// paperLevels is the paper's trust learned so far (trust.Model.Trust, not
+// normalised): between clusters over the clusters' outcomes, between areas
+// over the same outcomes pooled by area, each node's QoS parameters its CPU
+// power (an area's: the sum of its clusters') and, as every cluster of the
+// paper's set-up has the same links, no bandwidth to compare (p = 1). Each
+// value is floored at PaperTrustFloor. Computed once per run.
+func (w *world) paperLevels(learned map[trust.Key]trust.Outcomes) trust.Levels {
+	m := w.c.Model
+	byArea := map[trust.Key]trust.Outcomes{}
+	for k, o := range learned {
+		ak := trust.Key{From: w.nodes[k.From].Area, To: w.nodes[k.To].Area}
+		byArea[ak] = byArea[ak].Add(o)
+	}
+	table := func(nodes map[string]trust.Node, out map[trust.Key]trust.Outcomes) func(from, to string) float64 {
+		t := make(map[trust.Key]float64, len(nodes)*len(nodes))
+		for a := range nodes {
+			for b := range nodes {
+				t[trust.Key{From: a, To: b}] = max(m.Trust(nodes, out, a, b), PaperTrustFloor)
+			}
+		}
+		return func(from, to string) float64 {
+			if v, ok := t[trust.Key{From: from, To: to}]; ok {
+				return v
+			}
+			return 1 // not a node of the grid: the trust between equals
+		}
+	}
+	return trust.Levels{Area: table(w.areas, byArea), Cluster: table(w.nodes, learned)}
+}
+
+// levels is the trust learned so far, as Trust-Min-min-score reads it: between
 // clusters over the clusters' outcomes, between areas over the same outcomes
 // pooled by area, each asked of the trust policy with the asking cluster
 // (area) as the observer (paper 002's model: direct trust from the asker's

@@ -3,6 +3,8 @@ package trustsim
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -131,5 +133,78 @@ func TestValidate(t *testing.T) {
 		if _, err := Sequence(context.Background(), c); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: err %v, want ErrConfig", c, err)
 		}
+	}
+}
+
+// The paper's trust as Trust-Min-min reads it: with no history it is the
+// QoS comparison alone, so a weak cluster trusts a stronger one 3·ω_power +
+// ω_bandwidth and a weaker one ω_bandwidth (the tasks go toward strength);
+// failures of the work moved from a to b lower trust(a, b) by (1 − ρ), and
+// never push it below PaperTrustFloor.
+func TestPaperTrustFormula(t *testing.T) {
+	c := Default()
+	w := newWorld(c, rand.New(rand.NewPCG(c.Seed, 0x7a57)))
+	// The weakest and the strongest cluster of area la0, and a third one.
+	var weak, strong string
+	for _, cl := range w.clusters {
+		if cl.Area != "la0" {
+			continue
+		}
+		if weak == "" || cl.Power < w.nodes[weak].Power {
+			weak = cl.Name
+		}
+		if strong == "" || cl.Power > w.nodes[strong].Power {
+			strong = cl.Name
+		}
+	}
+	lv := w.paperLevels(map[trust.Key]trust.Outcomes{})
+	m := c.Model
+	up, down, self := lv.Cluster(weak, strong), lv.Cluster(strong, weak), lv.Cluster(weak, weak)
+	// Direct: ω_power·3 + ω_bw·1 = 2.4 (same area); Indirect over the
+	// other 19 nodes, each k's direct trust in strong.
+	if wantUp := m.Trust(w.nodes, nil, weak, strong); up != wantUp || !(up > self && self > down) {
+		t.Fatalf("trust(weak, strong) %v (want %v), trust(weak, weak) %v, trust(strong, weak) %v: want up > self > down",
+			up, wantUp, self, down)
+	}
+	if d := m.Direct(w.nodes, nil, weak, strong); d != 3*m.ClusterWeights[0]+m.ClusterWeights[1] {
+		t.Fatalf("Direct(weak, strong) = %v, want 3·%v + %v", d, m.ClusterWeights[0], m.ClusterWeights[1])
+	}
+	learned := map[trust.Key]trust.Outcomes{{From: weak, To: strong}: {Completed: 1, Failed: 3}}
+	after := w.paperLevels(learned).Cluster(weak, strong)
+	wantDirect := (3*m.ClusterWeights[0] + m.ClusterWeights[1]) * (1 - 0.75)
+	if want := m.Alpha*wantDirect + m.Beta*m.Indirect(w.nodes, learned, weak, strong); after != want || !(after < up) {
+		t.Fatalf("after 3 of 4 failed: trust %v, want %v (below %v)", after, want, up)
+	}
+	// Every observer's work at strong failed: trust is floored, not 0.
+	all := map[trust.Key]trust.Outcomes{}
+	for n := range w.nodes {
+		all[trust.Key{From: n, To: strong}] = trust.Outcomes{Failed: 1}
+	}
+	if v := w.paperLevels(all).Cluster(weak, strong); v != PaperTrustFloor {
+		t.Fatalf("trust with every ρ = 1: %v, want the floor %v", v, PaperTrustFloor)
+	}
+	// The area level compares areas' summed power with the area weights.
+	if a := w.paperLevels(map[trust.Key]trust.Outcomes{}).Area("la0", "la0"); a != m.Trust(w.areas, nil, "la0", "la0") {
+		t.Fatalf("trust(la0, la0) = %v, want %v", a, m.Trust(w.areas, nil, "la0", "la0"))
+	}
+}
+
+// The two forms differ: on the same seed the paper's trust and the
+// normalised score plan differently, and both are deterministic.
+func TestTrustFormsDiffer(t *testing.T) {
+	c := Default()
+	c.Runs, c.Tasks = 5, 40
+	paper, again := seq(t, c), seq(t, c)
+	c.Policy = TrustMinMinScore
+	score := seq(t, c)
+	same := true
+	for i := range paper {
+		if !reflect.DeepEqual(paper[i], again[i]) {
+			t.Fatalf("run %d: not deterministic: %+v then %+v", i, paper[i], again[i])
+		}
+		same = same && paper[i].Makespan == score[i].Makespan
+	}
+	if same {
+		t.Fatal("the paper's trust and the score gave the same makespans in every run")
 	}
 }

@@ -126,6 +126,7 @@ func TestTrustExperimentThroughPlugin(t *testing.T) {
 	remote := loadPlugin(t, bin, sum)
 	c := trustsim.Default()
 	c.Runs, c.Tasks = 20, 60
+	c.Policy = trustsim.TrustMinMinScore // the variant that asks a policy.Trust
 	var out [2]string
 	calls, decays := 0, 0
 	for i, tp := range []policy.Trust{New(), counting{remote, &calls, &decays}} {

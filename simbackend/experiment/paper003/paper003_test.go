@@ -99,12 +99,18 @@ func TestSmallExperiment(t *testing.T) {
 	dir := t.TempDir()
 	s.Plots = []Plot{{Name: "m", Y: "makespan"}}
 	files, err := WriteAll(dir, a)
-	if err != nil || len(files) != 4 {
+	if err != nil || len(files) != 5 {
 		t.Fatalf("WriteAll: %v %v", files, err)
 	}
 	csv, _ := os.ReadFile(filepath.Join(dir, "results.csv"))
 	if n := strings.Count(string(csv), "\n"); n != 25 {
 		t.Errorf("results.csv has %d lines", n)
+	}
+	// compare.csv: the claim's verdict, 3 seeds: never "holds".
+	cmp, _ := os.ReadFile(filepath.Join(dir, "compare.csv"))
+	if lines := strings.Split(strings.TrimSpace(string(cmp)), "\n"); len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], "claim,at,mean_a,mean_b,diff,ci95,in_dir,seeds,verdict") || !strings.HasSuffix(lines[1], ",3,within noise") {
+		t.Errorf("compare.csv:\n%s", cmp)
 	}
 }
 

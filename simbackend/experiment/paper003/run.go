@@ -176,10 +176,11 @@ func t975(n int) float64 {
 	return 1.96
 }
 
-// verdicts checks each claim with paired differences over the seeds:
-// "holds" when the 95 % interval of the mean difference lies wholly on the
-// claimed side and at least 10 seeds were run; "does not hold" when it lies
-// wholly on the other side; "within noise" otherwise (or with < 10 seeds).
+// verdicts checks each claim seed by seed, by the project's one rule:
+// "holds" when the paired difference goes the claimed way in every seed
+// (at least 10); "does not hold" when it goes the other way in every seed;
+// "within noise" otherwise, or with fewer than 10 seeds. The mean
+// difference and its 95 % interval are reported beside it, not used.
 func verdicts(s *Spec, runs []Run) []Verdict {
 	val := func(h string, d float64, seed int, m string) float64 {
 		for _, r := range runs {
@@ -206,13 +207,18 @@ func verdicts(s *Spec, runs []Run) []Verdict {
 			mb, _ := meanSD(bs)
 			ci := t975(len(diffs)) * sd / math.Sqrt(float64(len(diffs)))
 			v := Verdict{Claim: c.Text, At: at, MeanA: ma, MeanB: mb, Diff: mean, CI95: ci, InDir: in, Seeds: len(diffs)}
-			lo, hi := mean-ci, mean+ci
-			want := (c.Less && hi < 0) || (!c.Less && lo > 0)
-			against := (c.Less && lo > 0) || (!c.Less && hi < 0)
+			against := 0
+			for k := range diffs {
+				if c.Less && as[k] > bs[k] || !c.Less && as[k] < bs[k] {
+					against++
+				}
+			}
 			switch {
-			case want && len(diffs) >= 10:
+			case len(diffs) < 10:
+				v.Verdict = "within noise"
+			case in == len(diffs):
 				v.Verdict = "holds"
-			case against:
+			case against == len(diffs):
 				v.Verdict = "does not hold"
 			default:
 				v.Verdict = "within noise"
@@ -236,8 +242,9 @@ func verdicts(s *Spec, runs []Run) []Verdict {
 	return out
 }
 
-// WriteAll writes DIR/results.csv, DIR/summary.json and the plots, and
-// returns the paths.
+// WriteAll writes DIR/results.csv, DIR/compare.csv (every claim's verdict
+// at every point, when the file has claims), DIR/summary.json and the
+// plots, and returns the paths.
 func WriteAll(dir string, s *Summary) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -266,6 +273,13 @@ func WriteAll(dir string, s *Summary) ([]string, error) {
 		return nil, err
 	}
 	files = append(files, p)
+	if len(s.Verdicts) > 0 {
+		p = filepath.Join(dir, "compare.csv")
+		if err := writeVerdicts(p, s.Verdicts); err != nil {
+			return files, err
+		}
+		files = append(files, p)
+	}
 	p = filepath.Join(dir, "summary.json")
 	f, err = os.Create(p)
 	if err != nil {
@@ -315,4 +329,27 @@ func WriteTable(w io.Writer, s *Summary) {
 	for _, v := range s.Verdicts {
 		fmt.Fprintf(w, "%-14s %-16s A %.1f B %.1f diff %.1f ± %.1f (%d/%d seeds) — %s\n", v.Verdict, v.At, v.MeanA, v.MeanB, v.Diff, v.CI95, v.InDir, v.Seeds, v.Claim)
 	}
+}
+
+// writeVerdicts writes the claims' verdicts as compare.csv: one row per
+// claim and point, the means, the mean paired difference and its 95 %
+// interval, the seeds going the claimed way, and the verdict. It holds no
+// wall time, so the same file gives the same bytes.
+func writeVerdicts(path string, vs []Verdict) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	_ = cw.Write([]string{"claim", "at", "mean_a", "mean_b", "diff", "ci95", "in_dir", "seeds", "verdict"})
+	g := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	for _, v := range vs {
+		_ = cw.Write([]string{v.Claim, v.At, g(v.MeanA), g(v.MeanB), g(v.Diff), g(v.CI95), strconv.Itoa(v.InDir), strconv.Itoa(v.Seeds), v.Verdict})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
 }

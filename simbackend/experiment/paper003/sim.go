@@ -82,7 +82,7 @@ func simulate(s *Spec, w *world, h Heuristic, dataMB float64) Result {
 	hostFree := make([]time.Duration, nh)                  // when each host is free
 	repoFree := make([]time.Duration, s.Grid.Repositories) // when each repository is free
 	dt := time.Duration(s.Interval)
-	cfg := benefit.Config{Heuristic: h.Name, Blind: h.Blind}
+	cfg := benefit.Config{Heuristic: h.Name, Blind: h.Blind, ContestMachines: h.Machines}
 	var pending []int
 	next := 0 // next task to arrive
 	res := Result{}

@@ -74,14 +74,23 @@ type Tasks struct {
 type Heuristic struct {
 	Name  string `yaml:"name" json:"name"` // benefit, min-min, sufferage
 	Blind bool   `yaml:"blind" json:"blind,omitempty"`
+	// Machines (benefit only): a task may displace the holder of its
+	// machine too (benefit.Config.ContestMachines, gridsub's variant); by
+	// default only the data repository is contested, as the paper writes.
+	Machines bool `yaml:"machines" json:"machines,omitempty"`
 }
 
-// Label names the heuristic in tables and plots ("min-min-blind").
+// Label names the heuristic in tables and plots ("min-min-blind",
+// "benefit-machines").
 func (h Heuristic) Label() string {
-	if h.Blind {
-		return h.Name + "-blind"
+	l := h.Name
+	if h.Machines {
+		l += "-machines"
 	}
-	return h.Name
+	if h.Blind {
+		l += "-blind"
+	}
+	return l
 }
 
 // Plot is one figure: a metric against the data size, one line per
@@ -274,6 +283,9 @@ func (s *Spec) validate() error {
 		}
 		if slices.Contains(labels, h.Label()) {
 			bad("heuristics[%d]: %s listed twice", i, h.Label())
+		}
+		if h.Machines && h.Name != benefit.Benefit {
+			bad("heuristics[%d].machines: only the benefit heuristic contests machines (%s never displaces)", i, h.Name)
 		}
 		labels = append(labels, h.Label())
 	}
