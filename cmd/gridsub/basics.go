@@ -114,21 +114,14 @@ func notAJobFile(root *cobra.Command, word string) error {
 	return fmt.Errorf("unknown command '%s', and no job file of that name (see gridsub --help)", word)
 }
 
-// batchVerbs are the SLURM and PBS commands people type out of habit, with
-// what does their work in gridsub. A verb registered as a command (a
-// front-end) never reaches notAJobFile.
+// batchVerbs are the SLURM and PBS commands people type out of habit that
+// gridsub has no front-end for, with what does their work in gridsub
+// (sbatch, squeue, sacct, scancel, scontrol, qsub, qstat and qdel are
+// front-ends: commands of their own, fe_*.go).
 var batchVerbs = map[string]string{
-	"sbatch":   "submit with `gridsub JOB.yaml` (or `gridsub submit JOB.yaml`), --afterok ID for a dependency",
 	"srun":     "run a job and see its output with `gridsub JOB.yaml` (it waits for the end)",
 	"salloc":   "gridsub allocates no interactive nodes; run a job with `gridsub JOB.yaml`",
-	"squeue":   "list the jobs with `gridsub list` (--state, --site, --name)",
-	"sacct":    "list the ended jobs with `gridsub history` (--state, -o json)",
-	"scancel":  "cancel with `gridsub cancel ID...` (or --name, --state, --site)",
-	"scontrol": "show a job with `gridsub status ID`",
 	"sinfo":    "show the sites with `gridsub sites`",
-	"qsub":     "submit with `gridsub JOB.yaml` (or `gridsub submit JOB.yaml`)",
-	"qstat":    "list the jobs with `gridsub list`, one job with `gridsub status ID`",
-	"qdel":     "cancel with `gridsub cancel ID...`",
 	"pbsnodes": "show the sites with `gridsub sites`",
 }
 

@@ -272,8 +272,9 @@ func TestDayOneFrictions(t *testing.T) {
 		t.Errorf("output of the sweep: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
-	// SLURM and PBS verbs point at gridsub's own commands.
-	for verb, want := range map[string]string{"squeue": "gridsub list", "scancel": "gridsub cancel", "qsub": "gridsub JOB.yaml"} {
+	// SLURM and PBS verbs without a front-end point at gridsub's own
+	// commands (squeue, scancel, qsub... are front-ends: fe_test.go).
+	for verb, want := range map[string]string{"srun": "gridsub JOB.yaml", "sinfo": "gridsub sites", "pbsnodes": "gridsub sites", "salloc": "no interactive nodes"} {
 		if code, _, stderr := cli(verb, "-u", "me"); code != exitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d %s", verb, code, stderr)
 		}

@@ -194,7 +194,11 @@ func TestRemapSpeed(t *testing.T) {
 		t.Skip("timing")
 	}
 	r := testing.Benchmark(func(b *testing.B) { benchRemap(b, 2000, 50) })
-	if per := time.Duration(r.NsPerOp()); per > time.Second {
+	bound := time.Second
+	if raceDetector {
+		bound = 3 * time.Second // it took 1.2-1.4 s under -race at load 15; O(n²·m) takes tens
+	}
+	if per := time.Duration(r.NsPerOp()); per > bound {
 		t.Fatalf("one remapping pass over 2000 jobs and 50 sites took %v", per)
 	}
 }

@@ -1,0 +1,6 @@
+//go:build !race
+
+package benefit
+
+// raceDetector: the race detector slows the code several times.
+const raceDetector = false
