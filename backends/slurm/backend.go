@@ -38,6 +38,9 @@ type Config struct {
 	MaxJobBytes   int64
 	MaxFileSize   int64
 	BatchSessions int
+	// NativeArrays: grid array elements bound for the site go as native
+	// arrays (sbatch --array; sshbatch.Backend.SubmitArrays).
+	NativeArrays bool
 }
 
 // MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
@@ -71,7 +74,8 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 
 func shared(cfg Config) sshbatch.Config {
 	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
-		MaxJobBytes: cfg.MaxJobBytes, MaxFileSize: cfg.MaxFileSize, BatchSessions: cfg.BatchSessions}
+		MaxJobBytes: cfg.MaxJobBytes, MaxFileSize: cfg.MaxFileSize, BatchSessions: cfg.BatchSessions,
+		NativeArrays: cfg.NativeArrays}
 }
 
 // dialect is SLURM for sshbatch.Backend.
@@ -82,6 +86,7 @@ type dialect struct {
 	jobcomp  string // resolved jobcomp file ("-" = none)
 	noSacct  bool   // sacct said accounting is disabled
 	sacctErr string
+	maxArray int // MaxArraySize once read (0: not yet)
 }
 
 func newDialect(cfg Config) *dialect {
@@ -372,7 +377,7 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	var out []sshbatch.Found
 	seen := map[backends.JobID]bool{}
 	for _, rec := range recs {
-		if rec.Comment == GridTag(gridID) {
+		if rec.Status.GridID == gridID {
 			out = append(out, sshbatch.Found{Status: rec.Status})
 			seen[rec.Status.ID] = true
 		}
@@ -438,7 +443,7 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 	}
 	byGrid := map[string]backends.JobID{}
 	for _, rec := range recs {
-		g := GridFromTag(rec.Comment)
+		g := rec.Status.GridID
 		if _, dup := byGrid[g]; g != "" && !dup {
 			byGrid[g] = rec.Status.ID
 		}

@@ -32,6 +32,9 @@ type Config struct {
 	// BatchSessions is how many batches of one SubmitBatch run at once,
 	// each in its own SSH session (0 means DefaultBatchSessions).
 	BatchSessions int
+	// NativeArrays: the elements of a grid array bound for the site go as
+	// native arrays (SubmitArrays) when the dialect has them (Arrayer).
+	NativeArrays bool
 }
 
 // DefaultBatchSessions: sbatch and qsub mostly wait for their server, so
