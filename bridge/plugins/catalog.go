@@ -40,9 +40,12 @@ type BackendConfig struct {
 	Account   string `json:"account,omitempty"`
 	RemoteDir string `json:"remote_dir,omitempty"`
 	// BinDir is a PBS site's directory of client commands (pbs.Config.BinDir).
-	BinDir string     `json:"bin_dir,omitempty"`
-	SSH    *SSHConfig `json:"ssh,omitempty"`
-	Sim    *SimConfig `json:"sim,omitempty"`
+	BinDir string `json:"bin_dir,omitempty"`
+	// NativeArrays: a SLURM site submits grid arrays as native arrays
+	// (slurm.Config.NativeArrays).
+	NativeArrays bool       `json:"native_arrays,omitempty"`
+	SSH          *SSHConfig `json:"ssh,omitempty"`
+	Sim          *SimConfig `json:"sim,omitempty"`
 	// Staging bounds every transfer of a site reached over SSH.
 	Staging *StagingConfig `json:"staging,omitempty"`
 	// Options is the site's free-form `plugin.options`, for an external
@@ -331,7 +334,7 @@ func resolveSlurm(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Re
 		return nil, err
 	}
 	cfg := &slurm.Config{Name: c.Name, Partition: c.Partition, Account: c.Account, RemoteDir: c.RemoteDir, User: c.SSH.User,
-		Logger: ssh.Logger, MaxFileSize: ssh.MaxFileSize}
+		Logger: ssh.Logger, MaxFileSize: ssh.MaxFileSize, NativeArrays: c.NativeArrays}
 	if c.Staging != nil {
 		cfg.MaxJobBytes = c.Staging.MaxJobBytes
 	}

@@ -59,11 +59,12 @@ var routes = map[string]route{
 	"ssh.insecure_ignore_host_key": {wire: "SSH.InsecureIgnoreHostKey", native: kinds("SSH.InsecureIgnoreHostKey", "SSH.InsecureIgnoreHostKey", "")},
 	"ssh.max_sessions":             {wire: "SSH.MaxSessions", native: kinds("SSH.MaxSessions", "SSH.MaxSessions", "")},
 
-	"partition":  {wire: "Partition", native: kinds("Slurm.Partition", "PBS.Queue", "")},
-	"account":    {wire: "Account", native: kinds("Slurm.Account", "PBS.Account", "")},
-	"remote_dir": {wire: "RemoteDir", native: kinds("Slurm.RemoteDir", "PBS.RemoteDir", "")},
-	"bin_dir":    {wire: "BinDir", native: kinds("", "PBS.BinDir", "")},
-	"isolate":    {}, // picks the mode: checked apart
+	"partition":     {wire: "Partition", native: kinds("Slurm.Partition", "PBS.Queue", "")},
+	"account":       {wire: "Account", native: kinds("Slurm.Account", "PBS.Account", "")},
+	"remote_dir":    {wire: "RemoteDir", native: kinds("Slurm.RemoteDir", "PBS.RemoteDir", "")},
+	"bin_dir":       {wire: "BinDir", native: kinds("", "PBS.BinDir", "")},
+	"native_arrays": {wire: "NativeArrays", native: kinds("Slurm.NativeArrays", "", "")},
+	"isolate":       {}, // picks the mode: checked apart
 
 	"plugin.path":          {other: "backend.Path", only: plugins.ModeExternal},
 	"plugin.sha256":        {other: "backend.SHA256", only: plugins.ModeExternal},

@@ -104,6 +104,10 @@ func (c *Config) validate() Errors {
 			bad(k+".kind", "%s", msg)
 		}
 		errs = append(errs, c.validatePlugin(s, k)...)
+		if s.NativeArrays && (s.Kind != KindSlurm || s.Isolate || s.Plugin != nil) {
+			bad(k+".native_arrays", "native job arrays are submitted by the built-in slurm backend in process; remove it for a %s site%s",
+				s.Kind, map[bool]string{true: " (or drop isolate/plugin)", false: ""}[s.Kind == KindSlurm])
+		}
 		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
 			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)
 		}
