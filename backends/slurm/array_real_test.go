@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -216,5 +217,51 @@ func TestNativeArrayCutReal(t *testing.T) {
 	}
 	if err := b.Cancel(ctx, res[3].ID); err != nil {
 		t.Fatalf("cancel element 3: %v", err)
+	}
+}
+
+// TestNativeArrayTimingReal (GRIDSUB_LONG=1) measures, side by side in one
+// run, the submission of 200 elements as one native array and as a batch
+// of 200 sbatch (docs/arrays.md); the jobs are cancelled right after.
+func TestNativeArrayTimingReal(t *testing.T) {
+	if os.Getenv("GRIDSUB_LONG") == "" {
+		t.Skip("a measurement: GRIDSUB_LONG=1")
+	}
+	s := testSite(t, "siteA")
+	c := dial(t, s)
+	ctx := context.Background()
+	const n = 200
+	for round := range 3 {
+		for _, native := range []bool{true, false} {
+			cr := &counting{run: c}
+			b := nativeBackend(t, s, cr)
+			parent := fmt.Sprintf("tm%v%d%s", native, round, strings.ReplaceAll(gridID("x"), "-", ""))
+			specs := arraySpecs(parent, n)
+			t0 := time.Now()
+			var res []backends.SubmitResult
+			if native {
+				res = b.SubmitArrays(ctx, specs)
+			} else {
+				res = b.SubmitBatch(ctx, specs)
+			}
+			took := time.Since(t0)
+			sb, _ := cr.counts()
+			for i, r := range res {
+				if r.Err != nil {
+					t.Fatalf("element %d: %v", i, r.Err)
+				}
+			}
+			t.Logf("round %d native=%v: %d elements in %s, %d sbatch", round, native, n, took.Round(time.Millisecond), sb)
+			ids := map[string]bool{}
+			for _, r := range res {
+				a, _, _ := strings.Cut(string(r.ID), "_")
+				ids[a] = true
+			}
+			argv := []string{"scancel"}
+			for a := range ids {
+				argv = append(argv, a)
+			}
+			_, _ = c.Run(ctx, argv, nil)
+		}
 	}
 }

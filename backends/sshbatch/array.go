@@ -145,9 +145,12 @@ func (b *Backend) SubmitArrays(ctx context.Context, specs []*backends.JobSpec) [
 	return res
 }
 
-// putWrapperScript makes a job directory ($1) and stores the wrapper (its
-// stdin) there.
-const putWrapperScript = `set -e; mkdir -p -- "$1"; cat > "$1/` + ScriptFile + `"; chmod 0700 "$1/` + ScriptFile + `"`
+// PutFileArgv stores its stdin in file, readable by the owner only (the
+// wrapper carries the job's environment), with one small process per file
+// (a batch writes many wrappers quickly).
+func PutFileArgv(file string) []string {
+	return []string{"/bin/sh", "-c", `umask 077 && exec dd of="$1" bs=64k status=none`, "gridsub-put", file}
+}
 
 // submitArray submits specs[idx] (one group of SubmitArrays) as one native
 // array and settles their results.
@@ -165,12 +168,21 @@ func (b *Backend) submitArray(ctx context.Context, ar Arrayer, specs []*backends
 		}
 		dirs[i] = dir
 		live = append(live, i)
-		cmds = append(cmds, Command{Argv: []string{"bash", "-c", putWrapperScript, "gridsub-put", dir}, Stdin: ar.Wrapper(specs[i])})
+		cmds = append(cmds, Command{Argv: PutFileArgv(path.Join(dir, ScriptFile)), Stdin: ar.Wrapper(specs[i])})
 	}
 	if len(live) == 0 {
 		return
 	}
-	batches, alone, err := Build(cmds, 0, 0)
+	var mk []string
+	for _, i := range live {
+		mk = append(mk, dirs[i])
+	}
+	err := b.mkdirs(ctx, mk)
+	var batches []Batch
+	var alone []int
+	if err == nil {
+		batches, alone, err = Build(cmds, 0, 0)
+	}
 	if err == nil && len(alone) > 0 {
 		err = fmt.Errorf("%d wrapper(s) too large to share a batch", len(alone))
 	}
