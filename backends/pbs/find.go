@@ -30,17 +30,31 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	if err != nil {
 		return nil, err
 	}
+	// An array element may also be a subjob of a native array tagged with
+	// its parent and attempt (sshbatch.ArrayTag; qsub -J).
+	inArray := false
+	if parent, _, attempt, ok := backends.ArrayElement(gridID); ok && d.cfg.NativeArrays {
+		more, err := d.dsv(ctx, x, d.cmds.FindArgv(x.User, sshbatch.ArrayTag(parent, attempt)))
+		if err != nil {
+			return nil, err
+		}
+		recs, inArray = append(recs, more...), true
+	}
 	var out []sshbatch.Found
 	seen := map[backends.JobID]bool{}
 	for _, rec := range recs {
-		if rec.Vars[TagVar] != GridTag(gridID) || !rec.Owner(x.User) {
+		if rec.GridID() != gridID || !rec.Owner(x.User) || seen[rec.ID] {
 			continue
 		}
 		st, err := rec.Status(d.cfg.Location)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sshbatch.Found{Status: st, Dir: rec.Vars["PBS_O_WORKDIR"]})
+		dir := rec.Vars["PBS_O_WORKDIR"]
+		if inArray && GridFromTag(rec.Vars[TagVar]) == "" && dir != "" {
+			dir = path.Join(dir, gridID) // a subjob runs in its own directory below the array's
+		}
+		out = append(out, sshbatch.Found{Status: st, Dir: dir})
 		seen[rec.ID] = true
 	}
 	// Jobs PBS has forgotten: their directories still name them.

@@ -111,7 +111,7 @@ func (d *dialect) ArrayCommand(_ context.Context, _ *sshbatch.Exec, spec *backen
 		sp.Account = d.cfg.Account
 	}
 	return sshbatch.Command{Argv: ArraySbatchArgv(&sp, d.cfg.Partition, parent, attempt, indices, base),
-		Stdin: sshbatch.ArrayDriver(parent, attempt, "SLURM_ARRAY_TASK_ID")}, nil
+		Stdin: sshbatch.ArrayDriver(parent, attempt, "SLURM_ARRAY_TASK_ID", "", "")}, nil
 }
 
 // ParseArraySubmitted reads sbatch --parsable's answer: the array's job id.
@@ -122,6 +122,10 @@ func (d *dialect) ParseArraySubmitted(stdout []byte) (string, error) {
 	}
 	return string(id), err
 }
+
+// ArrayRuns: sbatch --array takes any index list (ArrayList), so all
+// indices go as one array.
+func (d *dialect) ArrayRuns(indices []int) [][]int { return [][]int{indices} }
 
 // ElementID is SLURM's name of an array element: "<array>_<index>".
 func (d *dialect) ElementID(array string, index int) backends.JobID {

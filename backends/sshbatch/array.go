@@ -32,12 +32,16 @@ import (
 //     backends.ElementTag(parent, index, attempt).
 //   - Wrapper is the job script the Backend writes into each element's
 //     job directory (ScriptFile) before the array is submitted.
+//   - ArrayRuns splits ascending indices into the index sets one
+//     submission can take (each of two or more; an index left out goes as
+//     a single job).
 type Arrayer interface {
 	MaxArraySize(ctx context.Context, x *Exec) (int, error)
 	ArrayCommand(ctx context.Context, x *Exec, spec *backends.JobSpec, parent string, attempt int, indices []int, base string) (Command, error)
 	ParseArraySubmitted(stdout []byte) (string, error)
 	ElementID(array string, index int) backends.JobID
 	Wrapper(spec *backends.JobSpec) string
+	ArrayRuns(indices []int) [][]int
 }
 
 // ArrayTag is the tag of a native array holding attempt attempt of
@@ -60,17 +64,29 @@ func FromArrayTag(tag string) (parent string, attempt int, ok bool) {
 	return m[1], attempt, true
 }
 
-// ArrayDriver is the script every element of a native array runs: it
-// enters the element's own job directory (<parent>_<index>-a<attempt>
-// under the directory the array was submitted from; indexVar names the
-// batch system's variable holding the element's index) and runs the
-// element's wrapper there with its output in the job's own files, so each
-// element has its directory, output and exit-code file as a single job has.
-func ArrayDriver(parent string, attempt int, indexVar string) string {
+// StartedDir is the directory an element's driver makes in its job
+// directory before running it: a batch system that starts the element
+// again (a requeue after a node failure) finds it and does not run the
+// element a second time.
+const StartedDir = ".gridsub-started"
+
+// ArrayDriver is the script every element of a native array runs: enter
+// (the batch system's lines to reach the directory the array was submitted
+// from; "" when it starts there), then it enters the element's own job
+// directory (<parent>_<index>-a<attempt> there; indexVar names the batch
+// system's variable holding the element's index), runs after (lines the
+// batch system needs in the element's directory), and runs the element's
+// wrapper there once (StartedDir) with its output in the job's own files,
+// so each element has its directory, output and exit-code file as a
+// single job has.
+func ArrayDriver(parent string, attempt int, indexVar, enter, after string) string {
 	return "#!/bin/bash\n" +
-		"# gridsub native array driver: elements of " + parent + ", attempt " + fmt.Sprint(attempt) + "\n" +
+		"# gridsub native array driver: elements of " + parent + ", attempt " + strconv.Itoa(attempt) + "\n" +
+		enter +
 		"cd -- " + ShellQuote(parent+"_") + "\"${" + indexVar + "}\"" + ShellQuote(fmt.Sprintf("-a%d", attempt)) +
-		" || { echo \"gridsub: no job directory for element ${" + indexVar + "}\" >&2; exit 1; }\n" +
+		" || { echo \"gridsub: no job directory for element ${" + indexVar + "}\" >&2; exit 125; }\n" +
+		"mkdir " + StartedDir + " 2>/dev/null || { echo 'gridsub: this element was started before; it is not run twice' >&2; exit 125; }\n" +
+		after +
 		"exec /bin/bash ./" + ScriptFile + " >" + StdoutFile + " 2>" + StderrFile + " </dev/null\n"
 }
 
@@ -126,11 +142,38 @@ func (b *Backend) SubmitArrays(ctx context.Context, specs []*backends.JobSpec) [
 		groups[k] = append(groups[k], i)
 	}
 	for _, k := range keys {
-		if len(groups[k]) < 2 {
-			rest = append(rest, groups[k]...)
-			continue
+		g := groups[k]
+		byIndex := map[int]int{}
+		var indices []int
+		for _, i := range g {
+			_, ix, _, _ := backends.ArrayElement(specs[i].GridID)
+			if _, dup := byIndex[ix]; dup {
+				rest = append(rest, i)
+				continue
+			}
+			byIndex[ix] = i
+			indices = append(indices, ix)
 		}
-		b.submitArray(ctx, ar, specs, groups[k], res)
+		sort.Ints(indices)
+		used := map[int]bool{}
+		for _, run := range ar.ArrayRuns(indices) {
+			if len(run) < 2 {
+				continue
+			}
+			var idx []int
+			for _, ix := range run {
+				if i, ok := byIndex[ix]; ok && !used[ix] {
+					used[ix] = true
+					idx = append(idx, i)
+				}
+			}
+			b.submitArray(ctx, ar, specs, idx, res)
+		}
+		for _, ix := range indices {
+			if !used[ix] {
+				rest = append(rest, byIndex[ix])
+			}
+		}
 	}
 	if len(rest) > 0 {
 		sort.Ints(rest)

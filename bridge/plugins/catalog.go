@@ -363,7 +363,7 @@ func resolvePBS(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Reso
 		return nil, err
 	}
 	cfg := &pbs.Config{Name: c.Name, Queue: c.Partition, Account: c.Account, RemoteDir: c.RemoteDir, User: c.SSH.User,
-		BinDir: c.BinDir, Logger: ssh.Logger}
+		BinDir: c.BinDir, Logger: ssh.Logger, NativeArrays: c.NativeArrays}
 	if c.Staging != nil {
 		cfg.MaxJobBytes = c.Staging.MaxJobBytes
 	}

@@ -6,8 +6,8 @@ import (
 )
 
 // TestNativeArraysOption: native_arrays reaches a slurm site's backend and
-// is refused, naming the field, where nothing would honour it (a pbs site,
-// an isolated or plugin backend).
+// and a pbs site's, and is refused, naming the field, where nothing would
+// honour it (a local site, an isolated or plugin backend).
 func TestNativeArraysOption(t *testing.T) {
 	c := parseBuiltin(t, "local-slurm.yaml", testbedEnv)
 	c.Sites[0].NativeArrays = true
@@ -24,7 +24,12 @@ func TestNativeArraysOption(t *testing.T) {
 	}
 	p := parseBuiltin(t, "local-pbs.yaml", testbedEnv)
 	p.Sites[0].NativeArrays = true
-	if err := p.validate(); err == nil || !strings.Contains(err.Error(), "native_arrays") {
-		t.Fatalf("native_arrays on a pbs site: %v, want an error naming native_arrays", err)
+	if err := p.validate(); err != nil {
+		t.Fatalf("native_arrays on a pbs site: %v", err)
+	}
+	l := parseBuiltin(t, "local.yaml", testbedEnv)
+	l.Sites[0].NativeArrays = true
+	if err := l.validate(); err == nil || !strings.Contains(err.Error(), "native_arrays") {
+		t.Fatalf("native_arrays on a %s site: %v, want an error naming native_arrays", l.Sites[0].Kind, err)
 	}
 }

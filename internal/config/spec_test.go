@@ -63,7 +63,7 @@ var routes = map[string]route{
 	"account":       {wire: "Account", native: kinds("Slurm.Account", "PBS.Account", "")},
 	"remote_dir":    {wire: "RemoteDir", native: kinds("Slurm.RemoteDir", "PBS.RemoteDir", "")},
 	"bin_dir":       {wire: "BinDir", native: kinds("", "PBS.BinDir", "")},
-	"native_arrays": {wire: "NativeArrays", native: kinds("Slurm.NativeArrays", "", "")},
+	"native_arrays": {wire: "NativeArrays", native: kinds("Slurm.NativeArrays", "PBS.NativeArrays", "")},
 	"isolate":       {}, // picks the mode: checked apart
 
 	"plugin.path":          {other: "backend.Path", only: plugins.ModeExternal},

@@ -104,9 +104,9 @@ func (c *Config) validate() Errors {
 			bad(k+".kind", "%s", msg)
 		}
 		errs = append(errs, c.validatePlugin(s, k)...)
-		if s.NativeArrays && (s.Kind != KindSlurm || s.Isolate || s.Plugin != nil) {
-			bad(k+".native_arrays", "native job arrays are submitted by the built-in slurm backend in process; remove it for a %s site%s",
-				s.Kind, map[bool]string{true: " (or drop isolate/plugin)", false: ""}[s.Kind == KindSlurm])
+		if remote := s.Kind == KindSlurm || s.Kind == KindPBS; s.NativeArrays && (!remote || s.Isolate || s.Plugin != nil) {
+			bad(k+".native_arrays", "native job arrays are submitted by the built-in slurm and pbs backends in process; remove it for a %s site%s",
+				s.Kind, map[bool]string{true: " (or drop isolate/plugin)", false: ""}[remote])
 		}
 		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
 			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)
