@@ -79,11 +79,12 @@ type dialect struct {
 	cmds Cmds
 
 	mu       sync.Mutex
-	nodes    int   // vnodes the site has (0 = not asked yet)
-	cpn      int   // CPUs per vnode
-	mem      int64 // memory per vnode, bytes (0 = not known)
-	gpus     int   // GPUs per vnode
-	maxArray int   // the server's max_array_size once read (0: not yet)
+	nodes    int                  // vnodes the site has (0 = not asked yet)
+	cpn      int                  // CPUs per vnode
+	mem      int64                // memory per vnode, bytes (0 = not known)
+	gpus     int                  // GPUs per vnode
+	maxArray int                  // the server's max_array_size once read (0: not yet)
+	arrays   map[string]arrayList // native arrays' find listings by tag (arrayListing)
 }
 
 func newDialect(cfg Config) *dialect {
