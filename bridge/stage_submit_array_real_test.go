@@ -28,6 +28,7 @@ type frozenStore struct {
 	*MemStore
 	mu     sync.Mutex
 	frozen bool
+	base   uint64
 }
 
 func (f *frozenStore) Put(ctx context.Context, j *Job) error {
@@ -37,6 +38,13 @@ func (f *frozenStore) Put(ctx context.Context, j *Job) error {
 		return nil // the process is gone: nothing more reaches the disk
 	}
 	return f.MemStore.Put(ctx, j)
+}
+
+// NextID starts the job ids far from other runs': a native array's tag
+// names its parent, and an earlier run's arrays are still at the site.
+func (f *frozenStore) NextID(ctx context.Context) (uint64, error) {
+	n, err := f.MemStore.NextID(ctx)
+	return n + f.base, err
 }
 
 func (f *frozenStore) freeze() { f.mu.Lock(); f.frozen = true; f.mu.Unlock() }
@@ -176,7 +184,7 @@ func TestNativeArrayPBSSIGKILLAdoptsReal(t *testing.T) {
 // separates the native array's id from the element's index in remote ids.
 func nativeCrashAdopts(t *testing.T, n int, submissions func() int, site func() nativeSite, sep string) {
 	mem := NewMemStore()
-	fs := &frozenStore{MemStore: mem}
+	fs := &frozenStore{MemStore: mem, base: uint64(time.Now().UnixNano()/1e6) % 1_000_000_000 * 1000}
 	site1 := crashAfterArrays{site(), fs}
 	b1, err := New(Options{Sites: []SiteConfig{{Name: "siteA", Backend: site1, H: 1}}, Planner: scriptPlanner{allAtSite0}, Store: fs})
 	if err != nil {
@@ -217,7 +225,7 @@ func nativeCrashAdopts(t *testing.T, n int, submissions func() int, site func() 
 	})
 	// The restarted daemon: a new broker and backend over what was stored.
 	site2 := site()
-	b2, err := New(Options{Sites: []SiteConfig{{Name: "siteA", Backend: site2, H: 1}}, Planner: scriptPlanner{allAtSite0}, Store: mem})
+	b2, err := New(Options{Sites: []SiteConfig{{Name: "siteA", Backend: site2, H: 1}}, Planner: scriptPlanner{allAtSite0}, Store: &frozenStore{MemStore: mem, base: fs.base}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,9 +190,11 @@ func (b *Backend) SubmitArrays(ctx context.Context, specs []*backends.JobSpec) [
 
 // PutFileArgv stores its stdin in file, readable by the owner only (the
 // wrapper carries the job's environment), with one small process per file
-// (a batch writes many wrappers quickly).
+// (a batch writes many wrappers quickly). The directory's StartedDir, left
+// by an earlier job of the same tag (a reused remote directory), goes: the
+// element about to be submitted has not started.
 func PutFileArgv(file string) []string {
-	return []string{"/bin/sh", "-c", `umask 077 && exec dd of="$1" bs=64k status=none`, "gridsub-put", file}
+	return []string{"/bin/sh", "-c", `rmdir -- "${1%/*}/` + StartedDir + `" 2>/dev/null; umask 077 && exec dd of="$1" bs=64k status=none`, "gridsub-put", file}
 }
 
 // submitArray submits specs[idx] (one group of SubmitArrays) as one native
