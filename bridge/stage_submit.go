@@ -60,7 +60,7 @@ func (sm *submitter) submitAll(ctx context.Context, reqs []submitReq) ([]backend
 	}
 	batched := map[int]bool{}
 	for si, idx := range bySite {
-		_, ok := backends.AsBatchSubmitter(sm.sites[si].Backend)
+		_, ok := siteSubmitBatch(sm.sites[si].Backend)
 		batched[si] = ok && len(idx) > 1
 	}
 	one := func(i int) {
@@ -78,13 +78,13 @@ func (sm *submitter) submitAll(ctx context.Context, reqs []submitReq) ([]backend
 			}
 			return
 		}
-		bs, _ := backends.AsBatchSubmitter(sm.sites[si].Backend)
+		submitBatch, _ := siteSubmitBatch(sm.sites[si].Backend)
 		specs := make([]*backends.JobSpec, len(idx))
 		for k, i := range idx {
 			specs[k] = reqs[i].spec
 		}
 		t0 := time.Now()
-		res := bs.SubmitBatch(ctx, specs)
+		res := submitBatch(ctx, specs)
 		sm.markStale(si)
 		failed := 0
 		for _, r := range res {

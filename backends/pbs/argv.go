@@ -148,7 +148,7 @@ const DirectStatusMax = 8
 // the server in DSV (one request), then "#gridsub-history", then the jobs
 // among ids that are not live, by id, with -x (finished since the last
 // poll: few). Globbing is off ("10[].server" stays literal).
-const statusScript = `set -f; q=$1; shift; a=$("$q" -f -F dsv) || exit; [ -z "$a" ] || printf '%s\n' "$a"; echo '` + historyMark + `'; ` +
+const statusScript = `set -f; q=$1; shift; a=$("$q" -t -f -F dsv) || exit; [ -z "$a" ] || printf '%s\n' "$a"; echo '` + historyMark + `'; ` +
 	`m=$(printf '%s\n' "$a" | sed -n 's/^Job Id: \([^|]*\)|.*/\1/p' | grep -vxF -f - <(printf '%s\n' "$@")); [ -z "$m" ] || exec "$q" -x -f -F dsv $m`
 
 // historyMark separates statusScript's two listings.
@@ -185,7 +185,7 @@ func (c Cmds) StatusArgv(ids []backends.JobID) []string {
 // reach awk through its environment (no escape processing, no code); the
 // caller still checks both on the parsed records. qstat's failure is the
 // script's (pipefail).
-const findScript = `set -o pipefail; "$1" -x -f -F dsv | T="$2" U="|Job_Owner=$3@" awk ` +
+const findScript = `set -o pipefail; "$1" -x -t -f -F dsv | T="$2" U="|Job_Owner=$3@" awk ` +
 	`'index($0, ENVIRON["U"]) && (index($0, ENVIRON["T"] ",") || index($0, ENVIRON["T"] "|") || ` +
 	`substr($0, length($0) - length(ENVIRON["T"]) + 1) == ENVIRON["T"])'`
 
@@ -198,7 +198,7 @@ func (c Cmds) FindArgv(user, tag string) []string {
 // LiveDSVArgv lists every live job of the server in DSV (no ids: one
 // server request, 0.2–0.3 s for hundreds of jobs on the testbed), for
 // finding the jobs of a cut batch by their tags.
-func (c Cmds) LiveDSVArgv() []string { return []string{c.cmd("qstat"), "-f", "-F", "dsv"} }
+func (c Cmds) LiveDSVArgv() []string { return []string{c.cmd("qstat"), "-t", "-f", "-F", "dsv"} }
 
 // ActiveJSONArgv lists every live job (no ids: the JSON form then prints
 // them all), for Info.

@@ -45,6 +45,9 @@ type Config struct {
 	// (0: sshbatch.DefaultCommandTimeout).
 	Budget         sshbatch.BudgetConfig
 	CommandTimeout time.Duration
+	// NativeArrays: grid array elements bound for the site go as native
+	// arrays (qsub -J; sshbatch.Backend.SubmitArrays).
+	NativeArrays bool
 }
 
 // MaxIDsPerCommand bounds the job ids put into one qstat/grep argv.
@@ -73,7 +76,7 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 func shared(cfg Config) sshbatch.Config {
 	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
 		MaxJobBytes: cfg.MaxJobBytes, BatchSessions: cfg.BatchSessions, Budget: cfg.Budget,
-		CommandTimeout: cfg.CommandTimeout}
+		CommandTimeout: cfg.CommandTimeout, NativeArrays: cfg.NativeArrays}
 }
 
 // dialect is PBS for sshbatch.Backend.
@@ -81,11 +84,13 @@ type dialect struct {
 	cfg  Config
 	cmds Cmds
 
-	mu    sync.Mutex
-	nodes int   // vnodes the site has (0 = not asked yet)
-	cpn   int   // CPUs per vnode
-	mem   int64 // memory per vnode, bytes (0 = not known)
-	gpus  int   // GPUs per vnode
+	mu       sync.Mutex
+	nodes    int                  // vnodes the site has (0 = not asked yet)
+	cpn      int                  // CPUs per vnode
+	mem      int64                // memory per vnode, bytes (0 = not known)
+	gpus     int                  // GPUs per vnode
+	maxArray int                  // the server's max_array_size once read (0: not yet)
+	arrays   map[string]arrayList // native arrays' find listings by tag (arrayListing)
 }
 
 func newDialect(cfg Config) *dialect {
@@ -243,7 +248,7 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 	}
 	byGrid := map[string]backends.JobID{}
 	for _, rec := range recs {
-		g := GridFromTag(rec.Vars[TagVar])
+		g := rec.GridID()
 		if _, dup := byGrid[g]; g != "" && !dup && rec.Owner(x.User) {
 			byGrid[g] = rec.ID
 		}

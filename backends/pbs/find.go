@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/backends/sshbatch"
@@ -26,6 +27,28 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	if x.User == "" {
 		return nil, fmt.Errorf("%w: %s: FindByGridID needs the login user (Config.User)", backends.ErrInvalidSpec, x.Site)
 	}
+	// An array element may be a subjob of a native array tagged with its
+	// parent and attempt (sshbatch.ArrayTag; qsub -J): found there, it was
+	// not also submitted alone (one attempt is submitted one way).
+	if parent, _, attempt, ok := backends.ArrayElement(gridID); ok && d.cfg.NativeArrays {
+		sub, err := d.arrayListing(ctx, x, sshbatch.ArrayTag(parent, attempt), gridID)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range sub {
+			if rec.GridID() == gridID && rec.Owner(x.User) {
+				st, err := rec.Status(d.cfg.Location)
+				if err != nil {
+					return nil, err
+				}
+				dir := rec.Vars["PBS_O_WORKDIR"]
+				if dir != "" {
+					dir = path.Join(dir, gridID) // a subjob runs in its own directory below the array's
+				}
+				return []sshbatch.Found{{Status: st, Dir: dir}}, nil
+			}
+		}
+	}
 	recs, err := d.dsv(ctx, x, d.cmds.FindArgv(x.User, GridTag(gridID)))
 	if err != nil {
 		return nil, err
@@ -33,7 +56,7 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	var out []sshbatch.Found
 	seen := map[backends.JobID]bool{}
 	for _, rec := range recs {
-		if rec.Vars[TagVar] != GridTag(gridID) || !rec.Owner(x.User) {
+		if rec.GridID() != gridID || !rec.Owner(x.User) || seen[rec.ID] {
 			continue
 		}
 		st, err := rec.Status(d.cfg.Location)
@@ -77,4 +100,43 @@ func ParseIDFiles(out []byte) map[string]backends.JobID {
 		}
 	}
 	return m
+}
+
+// arrayListing lists the jobs tagged with a native array's tag (one find
+// command). After a restart every element of an array is looked up in
+// turn, so a listing that holds gridID is reused for arrayTTL; a listing
+// without it is never trusted from before: it is asked again.
+func (d *dialect) arrayListing(ctx context.Context, x *sshbatch.Exec, tag, gridID string) ([]JobRecord, error) {
+	now := d.cfg.Now()
+	d.mu.Lock()
+	c, ok := d.arrays[tag]
+	d.mu.Unlock()
+	if ok && now.Sub(c.at) < arrayTTL && now.Sub(c.at) >= 0 {
+		for _, rec := range c.recs {
+			if rec.GridID() == gridID {
+				return c.recs, nil
+			}
+		}
+	}
+	recs, err := d.dsv(ctx, x, d.cmds.FindArgv(x.User, tag))
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.arrays == nil || len(d.arrays) > 64 {
+		d.arrays = map[string]arrayList{}
+	}
+	d.arrays[tag] = arrayList{at: now, recs: recs}
+	d.mu.Unlock()
+	return recs, nil
+}
+
+// arrayTTL is how long a native array's listing answers for the elements
+// it holds (their states then are that old; the next poll refreshes them).
+const arrayTTL = 30 * time.Second
+
+// arrayList is one listing of a native array's jobs.
+type arrayList struct {
+	at   time.Time
+	recs []JobRecord
 }

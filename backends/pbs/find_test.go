@@ -17,7 +17,7 @@ func runFindScript(t *testing.T, listing []byte, user, tag string) (string, int)
 	if err := os.WriteFile(filepath.Join(dir, "listing"), listing, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stub := "#!/bin/sh\n[ \"$*\" = '-x -f -F dsv' ] || { echo \"qstat: called with $*\" >&2; exit 2; }\ncat " + filepath.Join(dir, "listing") + "\n"
+	stub := "#!/bin/sh\n[ \"$*\" = '-x -t -f -F dsv' ] || { echo \"qstat: called with $*\" >&2; exit 2; }\ncat " + filepath.Join(dir, "listing") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "qstat"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -271,7 +271,7 @@ func (r *JobRecord) Status(loc *time.Location) (backends.JobStatus, error) {
 		return backends.JobStatus{}, fmt.Errorf("%w: job %s: unknown job_state %q", backends.ErrBadOutput, r.ID, a["job_state"])
 	}
 	js := backends.JobStatus{ID: r.ID, Name: a["Job_Name"], State: st, Reason: a["comment"], ExitCode: -1,
-		GridID: GridFromTag(r.Vars[TagVar]), Start: pbsTime(a["stime"], loc), End: pbsTime(a["obittime"], loc),
+		GridID: r.GridID(), Start: pbsTime(a["stime"], loc), End: pbsTime(a["obittime"], loc),
 		NodeList: a["exec_vnode"]}
 	if !st.Final() {
 		js.End = time.Time{}
@@ -426,6 +426,7 @@ type Server struct {
 	DefaultQueue string
 	History      bool // job_history_enable
 	Version      string
+	MaxArraySize int // max_array_size: most subjobs in one array (DefaultMaxArraySize when not set)
 }
 
 // ParseServer reads `qstat -B -f -F json`.
@@ -443,7 +444,11 @@ func ParseServer(out []byte) (*Server, error) {
 		if !ok {
 			return nil, badOutput("qstat -B -f -F json", out, "server entry is not an object")
 		}
-		return &Server{Name: name, DefaultQueue: jsonText(m["default_queue"]),
+		maxArray := DefaultMaxArraySize
+		if n, err := strconv.Atoi(jsonText(m["max_array_size"])); err == nil && n >= 0 {
+			maxArray = n
+		}
+		return &Server{Name: name, DefaultQueue: jsonText(m["default_queue"]), MaxArraySize: maxArray,
 			History: strings.EqualFold(jsonText(m["job_history_enable"]), "true"), Version: jsonText(doc["pbs_version"])}, nil
 	}
 	return nil, nil // unreachable

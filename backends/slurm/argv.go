@@ -111,18 +111,18 @@ func BatchSbatchArgv(jobDir string, sbatchArgs []string) []string {
 
 // SqueueArgv asks for the given jobs in every state, in SqueueFormat.
 func SqueueArgv(ids []backends.JobID) []string {
-	return quietEnv("squeue", "-h", "-t", "all", "-j", joinIDs(ids), "-O", SqueueFormat())
+	return quietEnv("squeue", "-h", "-r", "-t", "all", "-j", joinIDs(ids), "-O", SqueueFormat())
 }
 
 // SqueueMineArgv lists all of the login user's jobs the controller still
 // knows (for FindByGridID).
 func SqueueMineArgv() []string {
-	return quietEnv("squeue", "-h", "--me", "-t", "all", "-O", SqueueFormat())
+	return quietEnv("squeue", "-h", "-r", "--me", "-t", "all", "-O", SqueueFormat())
 }
 
 // SqueueActiveArgv lists every user's live jobs (for Info).
 func SqueueActiveArgv() []string {
-	return quietEnv("squeue", "-h", "-t", "PD,CF,R,CG,S", "-O", SqueueFormat())
+	return quietEnv("squeue", "-h", "-r", "-t", "PD,CF,R,CG,S", "-O", SqueueFormat())
 }
 
 // ScontrolJobArgv shows one job on one line.
@@ -151,11 +151,7 @@ func SacctArgv(ids []backends.JobID, since time.Time) []string {
 
 // JobCompArgv greps the jobcomp/filetxt log for the given ids.
 func JobCompArgv(file string, ids []backends.JobID) []string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = regexp.QuoteMeta(string(id))
-	}
-	return []string{"grep", "-E", "^JobId=(" + strings.Join(s, "|") + ") ", "--", file}
+	return []string{"grep", "-E", jobCompPattern(ids), "--", file}
 }
 
 // JobCompGridArgv greps the jobcomp log for jobs run in a grid job's

@@ -43,6 +43,9 @@ type Config struct {
 	// (0: sshbatch.DefaultCommandTimeout).
 	Budget         sshbatch.BudgetConfig
 	CommandTimeout time.Duration
+	// NativeArrays: grid array elements bound for the site go as native
+	// arrays (sbatch --array; sshbatch.Backend.SubmitArrays).
+	NativeArrays bool
 }
 
 // MaxIDsPerCommand bounds the job ids put into one squeue/grep/sacct argv.
@@ -77,7 +80,7 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 func shared(cfg Config) sshbatch.Config {
 	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
 		MaxJobBytes: cfg.MaxJobBytes, MaxFileSize: cfg.MaxFileSize, BatchSessions: cfg.BatchSessions,
-		Budget: cfg.Budget, Now: cfg.Now, CommandTimeout: cfg.CommandTimeout}
+		Budget: cfg.Budget, Now: cfg.Now, CommandTimeout: cfg.CommandTimeout, NativeArrays: cfg.NativeArrays}
 }
 
 // dialect is SLURM for sshbatch.Backend.
@@ -88,6 +91,7 @@ type dialect struct {
 	jobcomp  string // resolved jobcomp file ("-" = none)
 	noSacct  bool   // sacct said accounting is disabled
 	sacctErr string
+	maxArray int // MaxArraySize once read (0: not yet)
 }
 
 func newDialect(cfg Config) *dialect {
@@ -430,7 +434,7 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	var out []sshbatch.Found
 	seen := map[backends.JobID]bool{}
 	for _, rec := range recs {
-		if rec.Comment == GridTag(gridID) {
+		if rec.Status.GridID == gridID {
 			out = append(out, sshbatch.Found{Status: rec.Status})
 			seen[rec.Status.ID] = true
 		}
@@ -496,7 +500,7 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 	}
 	byGrid := map[string]backends.JobID{}
 	for _, rec := range recs {
-		g := GridFromTag(rec.Comment)
+		g := rec.Status.GridID
 		if _, dup := byGrid[g]; g != "" && !dup {
 			byGrid[g] = rec.Status.ID
 		}

@@ -70,7 +70,7 @@ func MapState(s string) backends.State {
 // SqueueFields are the squeue -O fields this package requests, in order.
 // Every field has width 0 (never truncated) and ends with Sep; the free-text
 // fields come last.
-var SqueueFields = []string{"JobID", "State", "Reason", "exit_code", "StartTime", "EndTime",
+var SqueueFields = []string{"JobArrayID", "State", "Reason", "exit_code", "StartTime", "EndTime",
 	"TimeLimit", "NumNodes", "NodeList", "Partition", "Comment", "Name"}
 
 // SqueueFormat is the -O argument built from SqueueFields.
@@ -131,6 +131,9 @@ func ParseSqueue(out []byte) ([]QueueRecord, error) {
 			ExitCode: -1, NodeList: strings.TrimSpace(f[8])}
 		r.Status.Name = r.Name
 		r.Status.GridID = GridFromTag(r.Comment)
+		if r.Status.GridID == "" {
+			r.Status.GridID = elementTag(id, r.Comment)
+		}
 		if st.Final() {
 			// squeue's exit_code is the raw wait status: code<<8 | signal.
 			ws, err := strconv.Atoi(strings.TrimSpace(f[3]))
@@ -225,6 +228,14 @@ func jobFromKV(m map[string]string, loc *time.Location, what string, raw []byte)
 	}
 	if g, ok := strings.CutPrefix(m["Comment"], "gridsub:"); ok {
 		js.GridID = g
+	}
+	// An array element has a raw JobId of its own; it is known by its
+	// array's id and its index ("12_5").
+	if a, t := m["ArrayJobId"], m["ArrayTaskId"]; a != "" && a != "0" && validJobID(a) && t != "" && strings.Trim(t, "0123456789") == "" {
+		js.ID = backends.JobID(a + "_" + t)
+		if js.GridID == "" {
+			js.GridID = elementTag(string(js.ID), m["Comment"])
+		}
 	}
 	if st.Final() {
 		if c, s, ok := parseExit(m["ExitCode"]); ok {

@@ -130,7 +130,7 @@ func FuzzSqueue(f *testing.F) {
 			if s.State.Final() && (s.ExitCode < 0 || s.ExitCode > 255 || s.Signal < 0 || s.Signal > 127) {
 				t.Errorf("squeue: final job %s exit %d signal %d", s.ID, s.ExitCode, s.Signal)
 			}
-			if g, ok := strings.CutPrefix(r.Comment, "gridsub:"); ok && s.GridID != g || !ok && s.GridID != "" {
+			if g, ok := strings.CutPrefix(r.Comment, "gridsub:"); ok && s.GridID != g || !ok && s.GridID != elementTag(string(s.ID), r.Comment) {
 				t.Errorf("squeue: comment %q gave grid id %q", r.Comment, s.GridID)
 			}
 			if MapState(r.RawState) != s.State {

@@ -40,6 +40,9 @@ type Config struct {
 	Now func() time.Time
 	// CommandTimeout bounds each remote command (0: DefaultCommandTimeout).
 	CommandTimeout time.Duration
+	// NativeArrays: the elements of a grid array bound for the site go as
+	// native arrays (SubmitArrays) when the dialect has them (Arrayer).
+	NativeArrays bool
 }
 
 // DefaultBatchSessions: sbatch and qsub mostly wait for their server, so

@@ -41,9 +41,12 @@ type BackendConfig struct {
 	Account   string `json:"account,omitempty"`
 	RemoteDir string `json:"remote_dir,omitempty"`
 	// BinDir is a PBS site's directory of client commands (pbs.Config.BinDir).
-	BinDir string     `json:"bin_dir,omitempty"`
-	SSH    *SSHConfig `json:"ssh,omitempty"`
-	Sim    *SimConfig `json:"sim,omitempty"`
+	BinDir string `json:"bin_dir,omitempty"`
+	// NativeArrays: a SLURM site submits grid arrays as native arrays
+	// (slurm.Config.NativeArrays).
+	NativeArrays bool       `json:"native_arrays,omitempty"`
+	SSH          *SSHConfig `json:"ssh,omitempty"`
+	Sim          *SimConfig `json:"sim,omitempty"`
 	// Staging bounds every transfer of a site reached over SSH.
 	Staging *StagingConfig `json:"staging,omitempty"`
 	// Options is the site's free-form `plugin.options`, for an external
@@ -380,7 +383,7 @@ func resolveSlurm(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Re
 		return nil, err
 	}
 	cfg := &slurm.Config{Name: c.Name, Partition: c.Partition, Account: c.Account, RemoteDir: c.RemoteDir, User: c.SSH.User,
-		Logger: ssh.Logger, MaxFileSize: ssh.MaxFileSize, Budget: bud, CommandTimeout: cmdTimeout}
+		Logger: ssh.Logger, MaxFileSize: ssh.MaxFileSize, Budget: bud, CommandTimeout: cmdTimeout, NativeArrays: c.NativeArrays}
 	if c.Staging != nil {
 		cfg.MaxJobBytes = c.Staging.MaxJobBytes
 	}
@@ -413,7 +416,7 @@ func resolvePBS(c *BackendConfig, _ *simbackend.Engine, log *slog.Logger) (*Reso
 		return nil, err
 	}
 	cfg := &pbs.Config{Name: c.Name, Queue: c.Partition, Account: c.Account, RemoteDir: c.RemoteDir, User: c.SSH.User,
-		BinDir: c.BinDir, Logger: ssh.Logger, Budget: bud, CommandTimeout: cmdTimeout}
+		BinDir: c.BinDir, Logger: ssh.Logger, Budget: bud, CommandTimeout: cmdTimeout, NativeArrays: c.NativeArrays}
 	if c.Staging != nil {
 		cfg.MaxJobBytes = c.Staging.MaxJobBytes
 	}

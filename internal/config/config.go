@@ -68,6 +68,11 @@ type Site struct {
 	// BinDir is, for pbs sites, the absolute directory of the PBS client
 	// commands (default /opt/pbs/bin); they are never called by bare name.
 	BinDir string `mapstructure:"bin_dir"`
+	// NativeArrays (slurm and pbs sites, in process): the elements of a
+	// grid array bound for the site go as one native array (sbatch
+	// --array, qsub -J) instead of one batch job each; docs/arrays.md.
+	// Default off.
+	NativeArrays bool `mapstructure:"native_arrays"`
 	// Isolate runs the site's built-in backend out of process (gridsub
 	// re-executes itself as a plugin, supervised): a crash in the backend
 	// cannot take gridsub down. Only for slurm and pbs sites.

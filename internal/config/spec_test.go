@@ -62,11 +62,12 @@ var routes = map[string]route{
 	"ssh.cert_file":                {wire: "SSH.CertFiles", native: kinds("SSH.CertFiles", "SSH.CertFiles", "")},
 	"ssh.proxy_jump":               {wire: "SSH.ProxyJump", native: kinds("SSH.ProxyJump", "SSH.ProxyJump", "")},
 
-	"partition":  {wire: "Partition", native: kinds("Slurm.Partition", "PBS.Queue", "")},
-	"account":    {wire: "Account", native: kinds("Slurm.Account", "PBS.Account", "")},
-	"remote_dir": {wire: "RemoteDir", native: kinds("Slurm.RemoteDir", "PBS.RemoteDir", "")},
-	"bin_dir":    {wire: "BinDir", native: kinds("", "PBS.BinDir", "")},
-	"isolate":    {}, // picks the mode: checked apart
+	"partition":     {wire: "Partition", native: kinds("Slurm.Partition", "PBS.Queue", "")},
+	"account":       {wire: "Account", native: kinds("Slurm.Account", "PBS.Account", "")},
+	"remote_dir":    {wire: "RemoteDir", native: kinds("Slurm.RemoteDir", "PBS.RemoteDir", "")},
+	"bin_dir":       {wire: "BinDir", native: kinds("", "PBS.BinDir", "")},
+	"native_arrays": {wire: "NativeArrays", native: kinds("Slurm.NativeArrays", "PBS.NativeArrays", "")},
+	"isolate":       {}, // picks the mode: checked apart
 
 	"plugin.path":          {other: "backend.Path", only: plugins.ModeExternal},
 	"plugin.sha256":        {other: "backend.SHA256", only: plugins.ModeExternal},

@@ -293,7 +293,7 @@ func slurmTime(t time.Time, req request) string {
 // squeueField prints one -O field of a job.
 func (s *Site) squeueField(f string, j *job, st backends.JobStatus, req request) (string, bool) {
 	switch strings.ToLower(f) {
-	case "jobid", "jobidraw":
+	case "jobid", "jobidraw", "jobarrayid":
 		return j.native, true
 	case "state", "statecompact":
 		return slurmState(st), true
@@ -373,7 +373,7 @@ func (s *Site) squeue(o *out, a []string, req request) int {
 		switch w := a[i]; {
 		case w == "-h" || w == "--noheader":
 			header = false
-		case w == "--me":
+		case w == "--me", w == "-r", w == "--array": // the simulated site has no arrays: one line per job either way
 		case (w == "-t" || w == "--states") && i+1 < len(a):
 			i++
 			if strings.ToLower(a[i]) != "all" {
