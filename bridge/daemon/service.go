@@ -73,7 +73,7 @@ func (s *service) submit(ctx context.Context, req bridge.Request, now time.Time)
 	}
 	s.m.submissions.WithLabelValues("ok").Inc()
 	s.d.queue.submitted(j)
-	s.d.post(TaskCycle) // a new job waits for the next cycle, not for the next period
+	s.d.postSubmitted() // a new job waits for the next cycle, not for the next period
 	return j, nil
 }
 
