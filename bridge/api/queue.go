@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,7 +70,9 @@ const queueHeader = "id\tparent\tindex\tname\tstate\tnodes\tcores\testimate_s\ts
 // queue answers GET /v1/queue: tab-separated values, one unfinished job a
 // line after a header, in submission order. Thousands of jobs cost a few
 // milliseconds to write and to read, where the full JSON jobs of
-// GET /v1/jobs cost far more.
+// GET /v1/jobs cost far more. ?id=ID keeps the job ID and its elements
+// only: a workflow engine's poll of one job, answered without waiting for
+// the broker (GET /v1/jobs/{id} waits while a cycle plans).
 func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.b.(Queuer)
 	if !ok {
@@ -80,6 +83,15 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.failErr(w, r, err)
 		return
+	}
+	if id := r.URL.Query().Get("id"); id != "" {
+		var of []QueueRow // not in place: the rows are the Queuer's
+		for _, row := range rows {
+			if row.ID == id || row.Parent == id {
+				of = append(of, row)
+			}
+		}
+		rows = of
 	}
 	w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -101,7 +113,18 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 
 // Queue lists the daemon's unfinished jobs (GET /v1/queue).
 func (c *Client) Queue(ctx context.Context) ([]QueueRow, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/queue", nil)
+	return c.queue(ctx, "/v1/queue")
+}
+
+// QueueOf gives the rows of job id and its elements as GET /v1/queue
+// has them: none when the job has ended or is unknown (ask Job then). It
+// does not wait for a cycle in progress, as Job does.
+func (c *Client) QueueOf(ctx context.Context, id string) ([]QueueRow, error) {
+	return c.queue(ctx, "/v1/queue?id="+url.QueryEscape(id))
+}
+
+func (c *Client) queue(ctx context.Context, path string) ([]QueueRow, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,5 +50,41 @@ func TestQueueRoundTrip(t *testing.T) {
 	c2, _ := serveUnix(t, newSQLiteBroker(t))
 	if _, err := c2.Queue(ctx); !errors.Is(err, bridge.ErrNotFound) {
 		t.Errorf("a broker without a queue: %v", err)
+	}
+}
+
+// TestQueueOf: GET /v1/queue?id= keeps the job and its elements, and
+// nothing for a job the queue does not have.
+func TestQueueOf(t *testing.T) {
+	ctx := context.Background()
+	rows := []api.QueueRow{
+		{ID: "g000001", Name: "a", State: bridge.Running, Nodes: 1, Submit: t0},
+		{ID: "g000002", Name: "arr", State: bridge.Queued, Nodes: 1, Submit: t0},
+		{ID: "g000002_3", Parent: "g000002", Index: 3, Name: "arr", State: bridge.Queued, Nodes: 1, Submit: t0},
+		{ID: "g000020", Name: "c", State: bridge.Queued, Nodes: 1, Submit: t0},
+	}
+	c, _ := serveUnix(t, queueBroker{newSQLiteBroker(t), rows})
+	for _, tc := range []struct {
+		id   string
+		want []string
+	}{
+		{"g000001", []string{"g000001"}},
+		{"g000002", []string{"g000002", "g000002_3"}},
+		{"g000002_3", []string{"g000002_3"}},
+		{"g00000", nil},
+		{"g000099", nil},
+		{"a&id=g000001", nil},
+	} {
+		got, err := c.QueueOf(ctx, tc.id)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.id, err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.ID)
+		}
+		if !slices.Equal(ids, tc.want) {
+			t.Errorf("QueueOf(%q) = %v, want %v", tc.id, ids, tc.want)
+		}
 	}
 }

@@ -103,6 +103,10 @@ func snakemakeStatus(ctx context.Context, g *globals, id string) error {
 	defer cancel()
 	word := "running"
 	c, err := feConnect(ctx, g, "gridsub status")
+	if err == nil && queued(ctx, c, gridID(c.prefix, id)) {
+		fmt.Fprintln(g.stdout, word)
+		return nil
+	}
 	if err == nil {
 		var j *bridge.Job
 		j, err = c.Job(ctx, gridID(c.prefix, id))
@@ -123,6 +127,22 @@ func snakemakeStatus(ctx context.Context, g *globals, id string) error {
 	}
 	fmt.Fprintln(g.stdout, word)
 	return nil
+}
+
+// queued says whether the daemon's queue (GET /v1/queue?id=, read
+// without waiting for a cycle in progress) has the job unfinished. False
+// when it has not, or on any error: then the job itself is asked for.
+func queued(ctx context.Context, c *feClient, gid string) bool {
+	rows, err := c.QueueOf(ctx, gid)
+	if err != nil {
+		return false
+	}
+	for _, r := range rows {
+		if r.ID == gid && !r.State.Final() {
+			return true
+		}
+	}
+	return false
 }
 
 // frontEndRuns are the front-ends' bodies by name, for fastPath.
