@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
@@ -94,6 +95,11 @@ func (s *service) ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job,
 // front-ends' squeue reads no store and waits for no cycle.
 func (s *service) Queue(context.Context) ([]api.QueueRow, error) {
 	return s.d.queue.get(s.b), nil // queue.go
+}
+
+// WriteQueue answers GET /v1/queue with the rows queue.go keeps encoded.
+func (s *service) WriteQueue(_ context.Context, w io.Writer) error {
+	return s.d.queue.write(s.b, w)
 }
 
 func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {
