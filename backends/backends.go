@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -40,7 +41,7 @@ var (
 
 // batchWordRe is a partition, queue or account name: empty, or a word no
 // batch system or shell reads anything into.
-var batchWordRe = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._@-]{0,63})?$`)
+var batchWordRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._@-]{0,63})?$`) })
 
 // Retryable reports whether err is worth retrying unchanged later.
 func Retryable(err error) bool {
@@ -141,7 +142,7 @@ func (j *JobSpec) Validate() error {
 		return fmt.Errorf("%w: walltime must be > 0, got %s", ErrInvalidSpec, j.Walltime)
 	case j.CoresPerNode < 0 || j.MemPerNode < 0 || j.GPUsPerNode < 0:
 		return fmt.Errorf("%w: cores (%d), memory (%d bytes) and GPUs (%d) per node must be >= 0", ErrInvalidSpec, j.CoresPerNode, j.MemPerNode, j.GPUsPerNode)
-	case !batchWordRe.MatchString(j.Partition) || !batchWordRe.MatchString(j.Account):
+	case !batchWordRe().MatchString(j.Partition) || !batchWordRe().MatchString(j.Account):
 		return fmt.Errorf("%w: partition %q or account %q is not a batch-system name (letters, digits, '.', '_', '-', '@', up to 64)", ErrInvalidSpec, j.Partition, j.Account)
 	}
 	return nil

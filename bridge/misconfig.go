@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -193,8 +194,8 @@ func (dp *dispatcher) refuseMisfits(j *Job, chosen []string, now time.Time) bool
 // account/partition combination specified" and "invalid partition
 // specified", qsub's "Unknown queue" and "Bad Account".
 var (
-	accountRefusedRe   = regexp.MustCompile(`(?i)invalid account|bad account|unknown account`)
-	partitionRefusedRe = regexp.MustCompile(`(?i)invalid partition|unknown queue`)
+	accountRefusedRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)invalid account|bad account|unknown account`) })
+	partitionRefusedRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)invalid partition|unknown queue`) })
 )
 
 // refusalField prefixes a site's refusal of job j with the field it names,
@@ -205,12 +206,12 @@ func refusalField(j *Job, site string, err error) string {
 	msg := err.Error()
 	o := j.Req.SiteOptions[site]
 	switch {
-	case accountRefusedRe.MatchString(msg):
+	case accountRefusedRe().MatchString(msg):
 		if o.Account != "" {
 			return fmt.Sprintf("SiteOptions[%q].Account %q: site %s does not take it", site, o.Account, site)
 		}
 		return fmt.Sprintf("the account of sites.%s.account (or the login's default): site %s does not take it", site, site)
-	case partitionRefusedRe.MatchString(msg):
+	case partitionRefusedRe().MatchString(msg):
 		if o.Partition != "" {
 			return fmt.Sprintf("SiteOptions[%q].Partition %q: site %s does not have it", site, o.Partition, site)
 		}

@@ -257,8 +257,8 @@ func (s *Site) Info(ctx context.Context) (*backends.SiteInfo, error) {
 }
 
 var (
-	gridIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	gridIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
+	envKeyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // tagOf is the job directory's name: the grid id, or <grid id>-<k> for
@@ -286,7 +286,7 @@ func (s *Site) check(spec *backends.JobSpec) error {
 		return err
 	}
 	switch {
-	case !gridIDRe.MatchString(spec.GridID):
+	case !gridIDRe().MatchString(spec.GridID):
 		return fmt.Errorf("%w: grid id %q must be 1-128 letters, digits, '.', '_' or '-' (it names the job directory)", backends.ErrInvalidSpec, spec.GridID)
 	case spec.Nodes > s.cfg.Slots:
 		return fmt.Errorf("%w: the job asks for %d nodes; %s has %d slots", backends.ErrInvalidSpec, spec.Nodes, s.cfg.Name, s.cfg.Slots)
@@ -305,7 +305,7 @@ func (s *Site) check(spec *backends.JobSpec) error {
 		}
 	}
 	for k, v := range spec.Env {
-		if !envKeyRe.MatchString(k) {
+		if !envKeyRe().MatchString(k) {
 			return fmt.Errorf("%w: environment name %q is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", backends.ErrInvalidSpec, k)
 		}
 		if strings.ContainsRune(v, 0) {
@@ -490,7 +490,7 @@ func (s *Site) FindByGridID(ctx context.Context, gridID string) ([]backends.JobS
 	if err := s.ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	if !gridIDRe.MatchString(gridID) {
+	if !gridIDRe().MatchString(gridID) {
 		return nil, fmt.Errorf("%w: grid id %q", backends.ErrInvalidSpec, gridID)
 	}
 	s.mu.Lock()

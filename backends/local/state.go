@@ -174,7 +174,7 @@ func (s *Site) load() error {
 		if err := json.Unmarshal(b, &j.rec); err != nil {
 			return fmt.Errorf("local site: job record %s is not valid JSON (%w); move it away to start without that job", p, err)
 		}
-		if j.rec.V != recordVersion || j.rec.ID != strconv.FormatInt(r.n, 10) || !gridIDRe.MatchString(j.rec.GridID) || j.rec.Nodes < 1 {
+		if j.rec.V != recordVersion || j.rec.ID != strconv.FormatInt(r.n, 10) || !gridIDRe().MatchString(j.rec.GridID) || j.rec.Nodes < 1 {
 			return fmt.Errorf("local site: job record %s is not a version %d record of job %d; move it away to start without that job", p, recordVersion, r.n)
 		}
 		if _, err := relPath("tag", j.rec.Tag); err != nil || strings.Contains(j.rec.Tag, "/") {

@@ -143,13 +143,15 @@ func cmdName(argv []string) string {
 	return path.Base(argv[0])
 }
 
-var unavailableRe = regexp.MustCompile(`(?i)cannot connect to server|connection refused|communication failure|pbs_iff|timed out|temporarily unavailable|try again|server is down`)
+var unavailableRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)cannot connect to server|connection refused|communication failure|pbs_iff|timed out|temporarily unavailable|try again|server is down`)
+})
 
 // Failure reads PBS's words: the server could not be reached, or it
 // refused.
 func (d *dialect) Failure(r backends.Result) (string, bool) {
 	msg := Message(r)
-	return msg, unavailableRe.MatchString(msg)
+	return msg, unavailableRe().MatchString(msg)
 }
 
 // SubmitCommand checks spec against the site's size (one pbsnodes the

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -24,13 +25,13 @@ var lines = sshbatch.Lines
 
 var (
 	// jobIDRe: "12.server", "10[].server", "10[3].server".
-	jobIDRe = regexp.MustCompile(`^[0-9]+(\[[0-9]*\])?\.[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	jobIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\[[0-9]*\])?\.[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 	// resvIDRe: "R16.server" or the short "R16" (also S<n> standing reservations).
-	resvIDRe = regexp.MustCompile(`^[RSM][0-9]+(\.[A-Za-z0-9][A-Za-z0-9._-]*)?$`)
+	resvIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[RSM][0-9]+(\.[A-Za-z0-9][A-Za-z0-9._-]*)?$`) })
 )
 
-func validJobID(s string) bool  { return jobIDRe.MatchString(s) }
-func validResvID(s string) bool { return resvIDRe.MatchString(s) }
+func validJobID(s string) bool  { return jobIDRe().MatchString(s) }
+func validResvID(s string) bool { return resvIDRe().MatchString(s) }
 
 // TagVar is the job variable that carries the grid tag.
 const TagVar = "GRIDSUB_TAG"
@@ -68,7 +69,7 @@ type JobRecord struct {
 	Vars  map[string]string
 }
 
-var dsvKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*=`)
+var dsvKeyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*=`) })
 
 // ParseDSV reads `qstat -f -F dsv [-x] <ids>`: one line per job,
 // "Job Id: <id>|key=value|...", values verbatim. A '|' inside a value
@@ -88,7 +89,7 @@ func ParseDSV(out []byte) ([]JobRecord, error) {
 		rec := JobRecord{ID: backends.JobID(id), Attrs: map[string]string{}}
 		last := ""
 		for _, p := range parts[1:] {
-			if !dsvKeyRe.MatchString(p) {
+			if !dsvKeyRe().MatchString(p) {
 				if last == "" {
 					return nil, badOutput("qstat -F dsv", out, fmt.Sprintf("job %s: field %.80q is not key=value", id, p))
 				}
@@ -576,12 +577,12 @@ func Message(r backends.Result) string {
 }
 
 // unknownJobRe matches qstat's and qdel's "Unknown Job Id <id>".
-var unknownJobRe = regexp.MustCompile(`Unknown Job Id (\S+)`)
+var unknownJobRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Unknown Job Id (\S+)`) })
 
 // UnknownJobIDs lists the ids qstat or qdel called unknown on stderr.
 func UnknownJobIDs(stderr []byte) []string {
 	var ids []string
-	for _, m := range unknownJobRe.FindAllSubmatch(stderr, -1) {
+	for _, m := range unknownJobRe().FindAllSubmatch(stderr, -1) {
 		ids = append(ids, string(m[1]))
 	}
 	return ids
@@ -621,7 +622,7 @@ func ParseFullText(out []byte) ([]JobRecord, error) {
 			cur.Attrs[last] += strings.TrimPrefix(l, "\t")
 		case strings.HasPrefix(l, "    "):
 			k, v, ok := strings.Cut(strings.TrimPrefix(l, "    "), " = ")
-			if !ok || !dsvKeyRe.MatchString(k+"=") {
+			if !ok || !dsvKeyRe().MatchString(k+"=") {
 				return nil, badOutput("qstat -f", out, fmt.Sprintf("line %.80q is not key = value", l))
 			}
 			cur.Attrs[k] = v

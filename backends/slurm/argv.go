@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -163,7 +164,7 @@ func JobCompGridArgv(file, gridID string) []string {
 // ConfigArgv shows the controller's configuration (to find JobCompLoc).
 func ConfigArgv() []string { return quietEnv("scontrol", "show", "config") }
 
-var resvNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var resvNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // CreateReservationArgv asks for r.Nodes nodes from r.Start for r.Duration.
 // The start is relative to the controller's clock ("now+<seconds>"), which

@@ -136,13 +136,15 @@ func cmdName(argv []string) string {
 	return "?"
 }
 
-var unavailableRe = regexp.MustCompile(`(?i)unable to contact|socket timed out|connection refused|slurm_receive_msg|zero bytes were transmitted|communications connection failure|try again|temporarily unavailable|resource temporarily`)
+var unavailableRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)unable to contact|socket timed out|connection refused|slurm_receive_msg|zero bytes were transmitted|communications connection failure|try again|temporarily unavailable|resource temporarily`)
+})
 
 // Failure reads SLURM's words: the controller could not be reached, or it
 // refused.
 func (d *dialect) Failure(r backends.Result) (string, bool) {
 	msg := Message(r)
-	return msg, unavailableRe.MatchString(msg)
+	return msg, unavailableRe().MatchString(msg)
 }
 
 // Info reports nodes, idle nodes, cores per node and partitions of the
@@ -512,7 +514,7 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 // nodes that are free in the window, so the reservation is read back: the
 // Backend withdraws a smaller one.
 func (d *dialect) Reserve(ctx context.Context, x *sshbatch.Exec, rs *backends.ReservationSpec) (*backends.Reservation, error) {
-	if !resvNameRe.MatchString(rs.Name) {
+	if !resvNameRe().MatchString(rs.Name) {
 		return nil, fmt.Errorf("%w: reservation name %q must be 1-64 letters, digits, '.', '_' or '-'", backends.ErrInvalidSpec, rs.Name)
 	}
 	r, err := x.Output(ctx, CreateReservationArgv(rs, d.cfg.Now(), d.cfg.Partition))
@@ -532,7 +534,7 @@ func (d *dialect) Reserve(ctx context.Context, x *sshbatch.Exec, rs *backends.Re
 
 // Show reads one reservation back.
 func (d *dialect) Show(ctx context.Context, x *sshbatch.Exec, id backends.ResvID) (*backends.Reservation, error) {
-	if !resvNameRe.MatchString(string(id)) {
+	if !resvNameRe().MatchString(string(id)) {
 		return nil, fmt.Errorf("%w: reservation id %q", backends.ErrInvalidSpec, id)
 	}
 	argv := ShowReservationArgv(id)
@@ -561,7 +563,7 @@ func (d *dialect) Show(ctx context.Context, x *sshbatch.Exec, id backends.ResvID
 // Delete deletes a reservation; one that does not exist is not an error.
 // SLURM refuses while jobs still reference it (ErrRejected).
 func (d *dialect) Delete(ctx context.Context, x *sshbatch.Exec, id backends.ResvID) error {
-	if !resvNameRe.MatchString(string(id)) {
+	if !resvNameRe().MatchString(string(id)) {
 		return fmt.Errorf("%w: reservation id %q", backends.ErrInvalidSpec, id)
 	}
 	argv := DeleteReservationArgv(id)

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -25,14 +26,14 @@ var badOutput = sshbatch.BadOutput
 // lines splits output into trimmed, non-empty lines.
 var lines = sshbatch.Lines
 
-var sbatchID = regexp.MustCompile(`^([0-9]+)(?:;([A-Za-z0-9_.-]+))?$`)
+var sbatchID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+)(?:;([A-Za-z0-9_.-]+))?$`) })
 
 // ParseSbatch reads the output of `sbatch --parsable`: "id" or "id;cluster"
 // on the last line, possibly after banner lines printed by site wrappers.
 func ParseSbatch(out []byte) (id backends.JobID, cluster string, err error) {
 	ls := lines(out)
 	for i := len(ls) - 1; i >= 0; i-- {
-		if m := sbatchID.FindStringSubmatch(strings.TrimSpace(ls[i])); m != nil {
+		if m := sbatchID().FindStringSubmatch(strings.TrimSpace(ls[i])); m != nil {
 			return backends.JobID(m[1]), m[2], nil
 		}
 	}
@@ -162,7 +163,7 @@ func epoch(s string) time.Time {
 	return time.Unix(n, 0)
 }
 
-var kvKey = regexp.MustCompile(`(?:^|\s)([A-Z][A-Za-z0-9_:/]*)=`)
+var kvKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|\s)([A-Z][A-Za-z0-9_:/]*)=`) })
 
 // ParseKV reads one `key=value key=value` line as printed by scontrol -o and
 // the jobcomp/filetxt log. Values may contain spaces (Reason, Command, Name):
@@ -170,7 +171,7 @@ var kvKey = regexp.MustCompile(`(?:^|\s)([A-Z][A-Za-z0-9_:/]*)=`)
 // letter. Duplicate keys keep the first value.
 func ParseKV(line string) map[string]string {
 	m := map[string]string{}
-	idx := kvKey.FindAllStringSubmatchIndex(line, -1)
+	idx := kvKey().FindAllStringSubmatchIndex(line, -1)
 	for i, loc := range idx {
 		key := line[loc[2]:loc[3]]
 		end := len(line)
@@ -396,11 +397,11 @@ func NodeTransient(state string) bool {
 // NodeIdle reports whether a sinfo state means the node is free now.
 func NodeIdle(state string) bool { return strings.TrimRight(state, "*~#!%$@^-") == "idle" }
 
-var resvCreated = regexp.MustCompile(`Reservation created: (\S+)`)
+var resvCreated = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Reservation created: (\S+)`) })
 
 // ParseReservationCreated reads `scontrol create reservation` output.
 func ParseReservationCreated(out []byte) (backends.ResvID, error) {
-	m := resvCreated.FindSubmatch(out)
+	m := resvCreated().FindSubmatch(out)
 	if m == nil {
 		return "", badOutput("scontrol create reservation", out, `no "Reservation created: <name>"`)
 	}
@@ -461,9 +462,9 @@ func Message(r backends.Result) string {
 	return strings.TrimSpace(s)
 }
 
-var jobIDRe = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
+var jobIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`) })
 
-func validJobID(s string) bool { return jobIDRe.MatchString(s) }
+func validJobID(s string) bool { return jobIDRe().MatchString(s) }
 
 // ParseSacct reads `sacct -X -n -P --format=JobIDRaw,State,ExitCode,Start,End`
 // (SacctArgv): one status per line, the exit code only for a job that has

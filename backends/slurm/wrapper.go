@@ -30,7 +30,7 @@ func checkSpec(spec *backends.JobSpec) error {
 	if err := sshbatch.CheckSpec(spec); err != nil {
 		return err
 	}
-	if spec.Reservation != "" && !resvNameRe.MatchString(spec.Reservation) {
+	if spec.Reservation != "" && !resvNameRe().MatchString(spec.Reservation) {
 		return fmt.Errorf("%w: reservation name %q must be letters, digits, '.', '_' or '-'", backends.ErrInvalidSpec, spec.Reservation)
 	}
 	return nil

@@ -5,11 +5,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 var (
-	headerRe = regexp.MustCompile(`^# ` + Program + ` v1 ([0-9a-f]{16}) ([0-9]+)$`)
-	hereRe   = regexp.MustCompile(` <<'(GRIDSUB_STDIN_[0-9]+(?:_[0-9]+)?)'$`)
+	headerRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^# ` + Program + ` v1 ([0-9a-f]{16}) ([0-9]+)$`) })
+	hereRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` <<'(GRIDSUB_STDIN_[0-9]+(?:_[0-9]+)?)'$`) })
 )
 
 // Decode reads a script written by Build back into its nonce and commands,
@@ -27,7 +28,7 @@ func Decode(script string) (nonce string, cmds []Command, err error) {
 	if len(ls) == 0 {
 		return "", nil, bad(0, "empty script")
 	}
-	m := headerRe.FindStringSubmatch(strings.TrimSuffix(ls[0], "\n"))
+	m := headerRe().FindStringSubmatch(strings.TrimSuffix(ls[0], "\n"))
 	if m == nil {
 		return "", nil, bad(0, "not the header \"# "+Program+" v1 <nonce> <n>\"")
 	}
@@ -52,7 +53,7 @@ func Decode(script string) (nonce string, cmds []Command, err error) {
 		var delim string
 		if rest, ok := strings.CutSuffix(line, " </dev/null"); ok {
 			line = rest
-		} else if m := hereRe.FindStringSubmatchIndex(line); m != nil {
+		} else if m := hereRe().FindStringSubmatchIndex(line); m != nil {
 			delim = line[m[2]:m[3]]
 			line = line[:m[0]]
 		} else {

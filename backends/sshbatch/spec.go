@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/gridsub/gridsub/backends"
 )
@@ -13,13 +14,13 @@ import (
 // through the same bash wrapper in a job directory named by the grid id.
 
 var (
-	gridIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	gridIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
+	envKeyRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // ValidGridID reports whether s can name a job directory (and a tag): 1-128
 // letters, digits, '.', '_' or '-', not starting with '.', '_' or '-'.
-func ValidGridID(s string) bool { return gridIDRe.MatchString(s) }
+func ValidGridID(s string) bool { return gridIDRe().MatchString(s) }
 
 // RelPath checks a path that must stay inside the job directory and
 // returns it cleaned; what names it in the error (ErrInvalidSpec).
@@ -40,14 +41,14 @@ func CheckSpec(spec *backends.JobSpec) error {
 	if err := spec.Validate(); err != nil {
 		return err
 	}
-	if !gridIDRe.MatchString(spec.GridID) {
+	if !gridIDRe().MatchString(spec.GridID) {
 		return fmt.Errorf("%w: grid id %q must be 1-128 letters, digits, '.', '_' or '-' (it names the job directory)", backends.ErrInvalidSpec, spec.GridID)
 	}
 	if spec.CoresPerNode < 0 {
 		return fmt.Errorf("%w: cores per node must be >= 0, got %d", backends.ErrInvalidSpec, spec.CoresPerNode)
 	}
 	for k := range spec.Env {
-		if !envKeyRe.MatchString(k) {
+		if !envKeyRe().MatchString(k) {
 			return fmt.Errorf("%w: environment name %q is not a shell identifier ([A-Za-z_][A-Za-z0-9_]*)", backends.ErrInvalidSpec, k)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,17 +64,36 @@ func QueueRowOf(j *bridge.Job) QueueRow {
 	return r
 }
 
+// QueueWriter is optionally implemented by a Queuer that keeps its rows
+// encoded (AppendQueueRow): GET /v1/queue then copies bytes instead of
+// formatting every row for every request. WriteQueue writes the rows,
+// without the header, as Queue would give them.
+type QueueWriter interface {
+	WriteQueue(ctx context.Context, w io.Writer) error
+}
+
 // queueHeader names the columns of GET /v1/queue's answer.
 const queueHeader = "id\tparent\tindex\tname\tstate\tnodes\tcores\testimate_s\tsubmit_unix\tstart_unix\tpredicted\tsites\tpartition\taccount"
 
 // queue answers GET /v1/queue: tab-separated values, one unfinished job a
 // line after a header, in submission order. Thousands of jobs cost a few
 // milliseconds to write and to read, where the full JSON jobs of
-// GET /v1/jobs cost far more.
+// GET /v1/jobs cost far more. ?id=ID keeps the job ID and its elements
+// only: a workflow engine's poll of one job, answered without waiting for
+// the broker (GET /v1/jobs/{id} waits while a cycle plans).
 func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.b.(Queuer)
 	if !ok {
 		s.fail(w, r, http.StatusNotFound, CodeNotFound, "this server lists no queue; use GET /v1/jobs?state=...")
+		return
+	}
+	id := r.URL.Query().Get("id")
+	if qw, ok := q.(QueueWriter); ok && id == "" {
+		w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
+		io.WriteString(w, queueHeader+"\n")
+		if err := qw.WriteQueue(r.Context(), w); err != nil {
+			s.log.Warn("GET /v1/queue", "err", err)
+		}
 		return
 	}
 	rows, err := q.Queue(r.Context())
@@ -81,27 +101,67 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
+	if id != "" {
+		var of []QueueRow // not in place: the rows are the Queuer's
+		for _, row := range rows {
+			if row.ID == id || row.Parent == id {
+				of = append(of, row)
+			}
+		}
+		rows = of
+	}
 	w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(queueHeader + "\n")
-	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
-	unix := func(t time.Time) string {
-		if t.IsZero() {
-			return "0"
-		}
-		return strconv.FormatInt(t.Unix(), 10)
-	}
+	var line []byte
 	for _, row := range rows {
-		fmt.Fprintf(bw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%t\t%s\t%s\t%s\n", row.ID, row.Parent, row.Index, clean.Replace(row.Name),
-			row.State, row.Nodes, row.Cores, int64(row.Estimate/time.Second), unix(row.Submit), unix(row.Start), row.Predicted,
-			clean.Replace(strings.Join(row.Sites, ",")), clean.Replace(row.Partition), clean.Replace(row.Account))
+		line = AppendQueueRow(line[:0], row)
+		bw.Write(line)
 	}
 	bw.Flush()
 }
 
+var queueClean = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+
+// AppendQueueRow appends row's line of GET /v1/queue's answer to b.
+func AppendQueueRow(b []byte, row QueueRow) []byte {
+	unix := func(b []byte, t time.Time) []byte {
+		if t.IsZero() {
+			return append(b, '0')
+		}
+		return strconv.AppendInt(b, t.Unix(), 10)
+	}
+	b = append(b, row.ID...)
+	b = append(append(b, '\t'), row.Parent...)
+	b = strconv.AppendInt(append(b, '\t'), int64(row.Index), 10)
+	b = append(append(b, '\t'), queueClean.Replace(row.Name)...)
+	b = append(append(b, '\t'), row.State...)
+	b = strconv.AppendInt(append(b, '\t'), int64(row.Nodes), 10)
+	b = strconv.AppendInt(append(b, '\t'), int64(row.Cores), 10)
+	b = strconv.AppendInt(append(b, '\t'), int64(row.Estimate/time.Second), 10)
+	b = unix(append(b, '\t'), row.Submit)
+	b = unix(append(b, '\t'), row.Start)
+	b = strconv.AppendBool(append(b, '\t'), row.Predicted)
+	b = append(append(b, '\t'), queueClean.Replace(strings.Join(row.Sites, ","))...)
+	b = append(append(b, '\t'), queueClean.Replace(row.Partition)...)
+	b = append(append(b, '\t'), queueClean.Replace(row.Account)...)
+	return append(b, '\n')
+}
+
 // Queue lists the daemon's unfinished jobs (GET /v1/queue).
 func (c *Client) Queue(ctx context.Context) ([]QueueRow, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/queue", nil)
+	return c.queue(ctx, "/v1/queue")
+}
+
+// QueueOf gives the rows of job id and its elements as GET /v1/queue
+// has them: none when the job has ended or is unknown (ask Job then). It
+// does not wait for a cycle in progress, as Job does.
+func (c *Client) QueueOf(ctx context.Context, id string) ([]QueueRow, error) {
+	return c.queue(ctx, "/v1/queue?id="+url.QueryEscape(id))
+}
+
+func (c *Client) queue(ctx context.Context, path string) ([]QueueRow, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}

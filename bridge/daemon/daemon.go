@@ -102,6 +102,7 @@ type Daemon struct {
 	mtcp    string // the metrics-only TCP address, if any
 
 	queue    queueCache // GET /v1/queue's rows (queue.go)
+	wake     submitWake // the cycles submissions wake (postSubmitted)
 	trig     chan string
 	pending  map[string]*atomic.Bool
 	stop     chan struct{}
@@ -390,6 +391,45 @@ func (d *Daemon) post(task string) {
 	default: // cannot happen: one slot per task
 		d.pending[task].Store(false)
 	}
+}
+
+// submitWakeEvery is the shortest time between two cycles woken by
+// submissions: a burst of them (a workflow engine's sbatch calls, one
+// process each) wakes the cycle once per interval, not once per job, and
+// each cycle plans the whole queue.
+const submitWakeEvery = 200 * time.Millisecond
+
+// submitWake spaces the cycles submissions wake.
+type submitWake struct {
+	mu    sync.Mutex
+	last  time.Time // when a submission last woke the cycle
+	armed bool      // a wake is due at last+submitWakeEvery
+}
+
+// postSubmitted wakes the cycle for a new job: at once if no submission
+// did in the last submitWakeEvery, else once at the end of that interval
+// for every job submitted within it.
+func (d *Daemon) postSubmitted() {
+	w := &d.wake
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.armed {
+		return
+	}
+	now := time.Now()
+	wait := w.last.Add(submitWakeEvery).Sub(now)
+	if wait <= 0 {
+		w.last = now
+		d.post(TaskCycle)
+		return
+	}
+	w.armed = true
+	time.AfterFunc(wait, func() {
+		w.mu.Lock()
+		w.armed, w.last = false, time.Now()
+		w.mu.Unlock()
+		d.post(TaskCycle)
+	})
 }
 
 // work is the one goroutine that runs the tasks and drives the simulated

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -22,12 +23,39 @@ const queueWanted = time.Minute
 type queueCache struct {
 	mu    sync.Mutex
 	rows  []api.QueueRow // as of the last cycle, by id (Broker.Jobs' order); nil = not made
+	enc   []byte         // rows encoded (api.AppendQueueRow), never changed once made
 	extra []api.QueueRow // submitted since
 	asked time.Time      // wall clock of the last request
 }
 
 // get returns the rows, making them from b when they are not made.
 func (q *queueCache) get(b *bridge.Broker) []api.QueueRow {
+	q.ensure(b)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append(slices.Clone(q.rows), q.since()...)
+}
+
+// write writes the rows encoded, as get would give them: the bytes made
+// after the last cycle, then the jobs submitted since.
+func (q *queueCache) write(b *bridge.Broker, w io.Writer) error {
+	q.ensure(b)
+	q.mu.Lock()
+	enc := q.enc
+	var more []byte
+	for _, r := range q.since() {
+		more = api.AppendQueueRow(more, r)
+	}
+	q.mu.Unlock()
+	if _, err := w.Write(enc); err != nil {
+		return err
+	}
+	_, err := w.Write(more)
+	return err
+}
+
+// ensure notes the request and makes the rows when they are not made.
+func (q *queueCache) ensure(b *bridge.Broker) {
 	q.mu.Lock()
 	q.asked = time.Now()
 	made := q.rows != nil
@@ -35,9 +63,12 @@ func (q *queueCache) get(b *bridge.Broker) []api.QueueRow {
 	if !made {
 		q.refresh(b, true)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := slices.Clone(q.rows)
+}
+
+// since are the rows of the jobs submitted since the rows were made. q.mu
+// held.
+func (q *queueCache) since() []api.QueueRow {
+	var out []api.QueueRow
 	for _, r := range q.extra {
 		// A job submitted while the rows were made may be in both.
 		if _, dup := slices.BinarySearchFunc(q.rows, r.ID, func(x api.QueueRow, id string) int { return strings.Compare(x.ID, id) }); !dup {
@@ -53,20 +84,23 @@ func (q *queueCache) refresh(b *bridge.Broker, force bool) {
 	q.mu.Lock()
 	wanted := force || (!q.asked.IsZero() && time.Since(q.asked) < queueWanted)
 	if !wanted {
-		q.rows, q.extra = nil, nil
+		q.rows, q.enc, q.extra = nil, nil, nil
 	}
 	q.mu.Unlock()
 	if !wanted {
 		return
 	}
 	rows := []api.QueueRow{}
+	var enc []byte
 	for _, j := range b.Jobs() {
 		if !j.State.Final() {
-			rows = append(rows, api.QueueRowOf(j))
+			r := api.QueueRowOf(j)
+			rows = append(rows, r)
+			enc = api.AppendQueueRow(enc, r)
 		}
 	}
 	q.mu.Lock()
-	q.rows, q.extra = rows, nil
+	q.rows, q.enc, q.extra = rows, enc, nil
 	q.mu.Unlock()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -74,7 +75,7 @@ func (s *service) submit(ctx context.Context, req bridge.Request, now time.Time)
 	}
 	s.m.submissions.WithLabelValues("ok").Inc()
 	s.d.queue.submitted(j)
-	s.d.post(TaskCycle) // a new job waits for the next cycle, not for the next period
+	s.d.postSubmitted() // a new job waits for the next cycle, not for the next period
 	return j, nil
 }
 
@@ -95,6 +96,11 @@ func (s *service) ListJobs(ctx context.Context, f bridge.Filter) ([]*bridge.Job,
 // front-ends' squeue reads no store and waits for no cycle.
 func (s *service) Queue(context.Context) ([]api.QueueRow, error) {
 	return s.d.queue.get(s.b), nil // queue.go
+}
+
+// WriteQueue answers GET /v1/queue with the rows queue.go keeps encoded.
+func (s *service) WriteQueue(_ context.Context, w io.Writer) error {
+	return s.d.queue.write(s.b, w)
 }
 
 func (s *service) Cancel(ctx context.Context, id string, now time.Time) error {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -93,7 +94,7 @@ gridsub doctor SITE to walk the login path.`,
 // resolve asks OpenSSH what --host means (ssh -G) and, when it is an
 // alias, takes what the flags the user did not give from it.
 func (f *initFlags) resolve(cmd *cobra.Command) error {
-	if f.sshConfig == "none" || f.host == "" || !aliasRe.MatchString(f.host) || (f.user != "" && !userRe.MatchString(f.user)) {
+	if f.sshConfig == "none" || f.host == "" || !aliasRe().MatchString(f.host) || (f.user != "" && !userRe().MatchString(f.user)) {
 		return nil // nothing to resolve, or check() says what is wrong
 	}
 	if _, err := exec.LookPath("ssh"); err != nil {
@@ -157,11 +158,13 @@ func (f *initFlags) resolve(cmd *cobra.Command) error {
 // hostRe, userRe and nameRe bound what goes into the file and the shown
 // command: no blanks, quotes or shell characters.
 var (
-	hostRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$|^\[[0-9A-Fa-f:.]+\]$`)
-	userRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]{0,63}$`)
-	nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	hostRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$|^\[[0-9A-Fa-f:.]+\]$`)
+	})
+	userRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]{0,63}$`) })
+	nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 	// aliasRe is a Host alias of an ssh configuration.
-	aliasRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
+	aliasRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`) })
 )
 
 func (f *initFlags) check() error {
@@ -170,13 +173,13 @@ func (f *initFlags) check() error {
 		return fmt.Errorf("--kind must be %s or %s, got %q", config.KindSlurm, config.KindPBS, f.kind)
 	case f.host == "":
 		return errors.New("--host is required: the login node you reach with ssh (e.g. --host login.hpc.example.org)")
-	case !hostRe.MatchString(f.host) && !(f.resolved && aliasRe.MatchString(f.host)):
+	case !hostRe().MatchString(f.host) && !(f.resolved && aliasRe().MatchString(f.host)):
 		return fmt.Errorf("--host %q is not a host name or address", f.host)
 	case f.port < 1 || f.port > 65535:
 		return fmt.Errorf("--port must be 1..65535, got %d", f.port)
-	case !userRe.MatchString(f.user):
+	case !userRe().MatchString(f.user):
 		return fmt.Errorf("--user %q is not a user name (set --user)", f.user)
-	case f.name != "" && !nameRe.MatchString(f.name):
+	case f.name != "" && !nameRe().MatchString(f.name):
 		return fmt.Errorf("--name %q: want letters, digits, '.', '_' or '-' (at most 64)", f.name)
 	case f.remoteDir != "" && !filepath.IsAbs(f.remoteDir):
 		return fmt.Errorf("--remote-dir %q must be absolute", f.remoteDir)
@@ -204,7 +207,7 @@ func runConfigInit(g *globals, f *initFlags, path string) error {
 	}
 	if f.name == "" {
 		f.name, _, _ = strings.Cut(strings.Trim(f.host, "[]"), ".")
-		if !nameRe.MatchString(f.name) {
+		if !nameRe().MatchString(f.name) {
 			f.name = "mysite"
 		}
 	}

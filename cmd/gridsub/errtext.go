@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
@@ -29,10 +30,12 @@ var requestFields = map[string]string{
 
 // fieldPathRe is a field path as bridge.FieldError writes it at the start
 // of a problem: "AfterOK[0]: ", "Inputs[2].Local: ", "Steps[1].Nodes: ".
-var fieldPathRe = regexp.MustCompile(`(^|; |: )([A-Z][A-Za-z]*(?:\[\d+\])?(?:\.[A-Z][A-Za-z]*(?:\[\d+\])?)*): `)
+var fieldPathRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|; |: )([A-Z][A-Za-z]*(?:\[\d+\])?(?:\.[A-Z][A-Za-z]*(?:\[\d+\])?)*): `)
+})
 
 // fieldSegRe is one segment of such a path.
-var fieldSegRe = regexp.MustCompile(`^([A-Z][A-Za-z]*)(\[\d+\])?$`)
+var fieldSegRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Z][A-Za-z]*)(\[\d+\])?$`) })
 
 // sentence is how an error reaches the user: the daemon's answer as its
 // message alone (not "gridsub daemon: ... (HTTP 400 bad_request)": the
@@ -47,11 +50,11 @@ func sentence(err error) string {
 		msg = strings.Replace(msg, ae.Error(), ae.Msg, 1)
 	}
 	msg = strings.ReplaceAll(msg, bridge.ErrBadRequest.Error()+": ", "")
-	return fieldPathRe.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := fieldPathRe.FindStringSubmatch(m)
+	return fieldPathRe().ReplaceAllStringFunc(msg, func(m string) string {
+		sub := fieldPathRe().FindStringSubmatch(m)
 		segs := strings.Split(sub[2], ".")
 		for i, s := range segs {
-			p := fieldSegRe.FindStringSubmatch(s)
+			p := fieldSegRe().FindStringSubmatch(s)
 			name, ok := requestFields[p[1]]
 			if !ok {
 				return m // not a request's field: leave the text alone

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,6 +103,10 @@ func snakemakeStatus(ctx context.Context, g *globals, id string) error {
 	defer cancel()
 	word := "running"
 	c, err := feConnect(ctx, g, "gridsub status")
+	if err == nil && queued(ctx, c, gridID(c.prefix, id)) {
+		fmt.Fprintln(g.stdout, word)
+		return nil
+	}
 	if err == nil {
 		var j *bridge.Job
 		j, err = c.Job(ctx, gridID(c.prefix, id))
@@ -121,4 +127,71 @@ func snakemakeStatus(ctx context.Context, g *globals, id string) error {
 	}
 	fmt.Fprintln(g.stdout, word)
 	return nil
+}
+
+// queued says whether the daemon's queue (GET /v1/queue?id=, read
+// without waiting for a cycle in progress) has the job unfinished. False
+// when it has not, or on any error: then the job itself is asked for.
+func queued(ctx context.Context, c *feClient, gid string) bool {
+	rows, err := c.QueueOf(ctx, gid)
+	if err != nil {
+		return false
+	}
+	for _, r := range rows {
+		if r.ID == gid && !r.State.Final() {
+			return true
+		}
+	}
+	return false
+}
+
+// frontEndRuns are the front-ends' bodies by name, for fastPath.
+var frontEndRuns = map[string]func(ctx context.Context, g *globals, args []string) error{
+	"sbatch": runSbatch, "squeue": runSqueue, "sacct": runSacct, "scancel": runScancel, "scontrol": runScontrol,
+	"qsub": runQsub, "qstat": runQstat, "qdel": runQdel,
+}
+
+// fastPath runs a front-end call or `status --snakemake ID` without
+// building gridsub's whole command tree (a workflow engine starts one
+// process per poll and per submission): the same function the command
+// would run, with the globals the command tree would give it (no
+// front-end parses gridsub's own flags, and `status --snakemake ID` has
+// none besides). It declines (ok false) whatever it is not sure of —
+// --help, gridsub's own flags before the verb, a file of the verb's name —
+// and the command tree handles it.
+func fastPath(ctx context.Context, args []string, stdout, stderr io.Writer) (err error, ok bool) {
+	if len(args) == 0 || isFile(args[0]) {
+		return nil, false
+	}
+	g := &globals{config: os.Getenv("GRIDSUB_CONFIG"), output: "table", logLevel: "warn", stdout: stdout, stderr: stderr}
+	if args[0] == "status" {
+		// Exactly `status --snakemake ID` or `status ID --snakemake`.
+		if len(args) != 3 {
+			return nil, false
+		}
+		id := ""
+		switch {
+		case args[1] == "--snakemake":
+			id = args[2]
+		case args[2] == "--snakemake":
+			id = args[1]
+		}
+		if id == "" || strings.HasPrefix(id, "-") {
+			return nil, false
+		}
+		return snakemakeStatus(ctx, g, id), true
+	}
+	run := frontEndRuns[args[0]]
+	if run == nil {
+		return nil, false
+	}
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "--help" {
+			return nil, false
+		}
+	}
+	return run(ctx, g, args[1:]), true
 }

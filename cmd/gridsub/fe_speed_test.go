@@ -18,40 +18,66 @@ import (
 
 // TestFrontEndSpeed (GRIDSUB_LONG=1) measures the front-ends as workflow
 // engines call them, one process per call, on a daemon of the simulated
-// testbed: 1,000 `gridsub sbatch` processes one at a time, then, with
-// 10,000 jobs in the daemon, `gridsub status --snakemake ID` and `squeue`
-// (median and p99, process start included). Beside them, the machine's
-// floor: a Go program that does nothing, started the same way. The
-// numbers go to docs/frontends.md.
+// testbed: with 9,000 jobs queued, 1,000 `gridsub sbatch` processes one at
+// a time; then, with those 10,000 unfinished, `gridsub status --snakemake
+// ID` and `squeue` (median and p99, process start included). Beside them,
+// the machine's floor: a Go program that does nothing, started the same
+// way, and the load average.
+//
+// With GRIDSUB_SPEED_BEFORE=/path/to/an/older/gridsub it measures that
+// binary too, side by side: each binary has its own daemon with the same
+// jobs, and the calls alternate between the two in blocks, so both see the
+// same load. The numbers go to docs/frontends.md.
 func TestFrontEndSpeed(t *testing.T) {
 	if os.Getenv("GRIDSUB_LONG") == "" {
-		t.Skip("GRIDSUB_LONG=1: submits 10,000 jobs and times 1,500 processes (a few minutes)")
+		t.Skip("GRIDSUB_LONG=1: submits 10,000 jobs and times 1,500 processes per binary (a few minutes)")
 	}
-	bin := buildBinary(t)
-	d := t.TempDir()
-	state, sock := filepath.Join(d, "state"), filepath.Join(d, "gridsub.sock")
-	startServe(t, bin, state, sock, "--time-scale", "600")
-	env := append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GRIDSUB_") }), envSocket+"="+sock)
-	run := func(name string, args ...string) (time.Duration, string) {
+	type side struct {
+		name, bin, sock string
+		env             []string
+		c               *api.Client
+	}
+	var sides []*side
+	add := func(name, bin string) {
+		d := t.TempDir()
+		state, sock := filepath.Join(d, "state"), filepath.Join(d, "gridsub.sock")
+		startServe(t, bin, state, sock, "--config", "testbed", "--time-scale", "600")
+		env := append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GRIDSUB_") }), envSocket+"="+sock)
+		sides = append(sides, &side{name: name, bin: bin, sock: sock, env: env, c: api.NewUnixClient(sock)})
+	}
+	if before := os.Getenv("GRIDSUB_SPEED_BEFORE"); before != "" {
+		add("before", before)
+	}
+	add("after", buildBinary(t))
+
+	// cpu is each side's CPU time (user and system) per process: on a
+	// loaded machine the wall time is mostly waiting for a core, and the
+	// CPU a call needs is what it makes every other process wait.
+	cpu := map[string][]time.Duration{}
+	run := func(s *side, name string, args ...string) (time.Duration, string) {
 		cmd := exec.Command(name, args...)
-		cmd.Env = env
+		cmd.Env = s.env
 		start := time.Now()
 		out, err := cmd.Output()
 		el := time.Since(start)
 		if err != nil {
-			t.Fatalf("%s %v: %v", name, args, err)
+			t.Fatalf("%s: %s %v: %v", s.name, name, args, err)
 		}
+		cpu[s.name] = append(cpu[s.name], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 		return el, string(out)
 	}
-	stats := func(ds []time.Duration) (med, p99 time.Duration) {
+	stats := func(ds []time.Duration) string {
+		ds = slices.Clone(ds)
 		slices.Sort(ds)
-		return ds[len(ds)/2], ds[(len(ds)*99)/100]
+		r := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+		return "median " + r(ds[len(ds)/2]) + " ms, p99 " + r(ds[(len(ds)*99)/100]) + " ms"
 	}
 	load := func() string {
 		b, _ := os.ReadFile("/proc/loadavg")
 		return strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	// The floor: a Go program that does nothing.
+	d := t.TempDir()
 	hello := filepath.Join(d, "hello")
 	os.WriteFile(filepath.Join(d, "hello.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
 	if out, err := exec.Command("go", "build", "-o", hello, filepath.Join(d, "hello.go")).CombinedOutput(); err != nil {
@@ -59,21 +85,18 @@ func TestFrontEndSpeed(t *testing.T) {
 	}
 	var floor []time.Duration
 	for range 200 {
-		el, _ := run(hello)
+		el, _ := run(sides[0], hello)
 		floor = append(floor, el)
 	}
-	fm, fp := stats(floor)
-	t.Logf("load average %s", load())
-	t.Logf("floor (an empty Go program): median %s p99 %s", fm.Round(10*time.Microsecond), fp.Round(10*time.Microsecond))
+	t.Logf("load average %s; floor (an empty Go program): %s; CPU %s", load(), stats(floor), stats(cpu[sides[0].name]))
 
-	c := api.NewUnixClient(sock)
-	bulk := func(n int, est time.Duration) {
+	bulk := func(c *api.Client, n int) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
 		for w := range 8 {
 			wg.Go(func() {
 				for i := w; i < n; i += 8 {
-					_, err := c.Submit(context.Background(), bridge.Request{Name: "bulk", Script: "sleep 60", Nodes: 1, CoresPerNode: 1, Estimate: est, NoRetry: true})
+					_, err := c.Submit(context.Background(), bridge.Request{Name: "bulk", Script: "sleep 60", Nodes: 1, CoresPerNode: 1, Estimate: 30 * 24 * time.Hour, NoRetry: true})
 					if err != nil {
 						errs <- err
 						return
@@ -87,84 +110,68 @@ func TestFrontEndSpeed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// 9,000 short jobs through the API, run to their end (the simulated
-	// sites at 600 virtual seconds a second).
-	bulk(9000, time.Minute)
-	waitFor(t, 10*time.Minute, "the 9,000 short jobs ended", func() bool {
-		rows, err := c.Queue(context.Background())
-		return err == nil && len(rows) == 0
-	})
-	t.Logf("9,000 jobs ended; load average %s", load())
-
-	// 1,000 sbatch processes one at a time.
-	var sb []time.Duration
-	start := time.Now()
-	for range 1000 {
-		el, out := run(bin, "sbatch", "--parsable", "-t", "30-00:00:00", "-J", "speed", "--wrap", "sleep 30d")
-		if strings.TrimSpace(out) == "" {
-			t.Fatal("sbatch printed no id")
-		}
-		sb = append(sb, el)
+	for _, s := range sides {
+		bulk(s.c, 9000)
 	}
-	total := time.Since(start)
-	sm, sp := stats(sb)
-	t.Logf("1,000 sbatch processes in %s: %.1f calls/s; per call median %s p99 %s", total.Round(time.Millisecond),
-		1000/total.Seconds(), sm.Round(10*time.Microsecond), sp.Round(10*time.Microsecond))
-	t.Logf("load average %s", load())
+	t.Logf("9,000 jobs queued in each daemon; load average %s", load())
 
-	unfinished := func() int {
-		rows, err := c.Queue(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(rows)
-	}
-	for round := range 2 {
-		if round == 1 {
-			// The worst case: 9,000 more, long, so 10,000 are unfinished.
-			bulk(9000, 30*24*time.Hour)
-		}
-		t.Logf("%d jobs in the daemon, %d unfinished; load average %s", 1000+9000*(round+1), unfinished(), load())
-		// The daemon's side of squeue alone: GET /v1/queue in this process.
-		var qs []time.Duration
-		for range 30 {
+	// 1,000 sbatch processes one at a time per binary, in alternating
+	// blocks of 50.
+	const block = 50
+	sb := map[string][]time.Duration{}
+	clear(cpu)
+	took := map[string]time.Duration{}
+	for range 1000 / block {
+		for _, s := range sides {
 			start := time.Now()
-			rows, err := c.Queue(context.Background())
-			if err != nil || len(rows) == 0 {
-				t.Fatalf("GET /v1/queue: %d rows, %v", len(rows), err)
-			}
-			qs = append(qs, time.Since(start))
-		}
-		qm, qp := stats(qs)
-		t.Logf("GET /v1/queue (%d rows) in this process: median %s p99 %s", unfinished(), qm.Round(10*time.Microsecond), qp.Round(10*time.Microsecond))
-		measure := func(n int, args ...string) (time.Duration, time.Duration, string) {
-			var ds []time.Duration
-			var out string
-			for i := range n {
-				a := slices.Clone(args)
-				for k := range a {
-					a[k] = strings.ReplaceAll(a[k], "{n}", fmt.Sprint(1+(i*7919)%10000))
+			for range block {
+				el, out := run(s, s.bin, "sbatch", "--parsable", "-t", "30-00:00:00", "-J", "speed", "--wrap", "sleep 30d")
+				if strings.TrimSpace(out) == "" {
+					t.Fatalf("%s: sbatch printed no id", s.name)
 				}
-				el, o := run(bin, a...)
-				ds = append(ds, el)
-				out = o
+				sb[s.name] = append(sb[s.name], el)
 			}
-			m, p := stats(ds)
-			return m, p, out
-		}
-		for _, c := range []struct {
-			n    int
-			args []string
-		}{
-			{200, []string{"status", "--snakemake", "{n}"}},
-			{100, []string{"squeue", "-h", "-j", "{n}"}},
-			{30, []string{"squeue"}},
-			{30, []string{"squeue", "-h", "-o", "%i %t %M"}},
-		} {
-			m, p, out := measure(c.n, c.args...)
-			t.Logf("gridsub %s (%d calls, %d lines): median %s p99 %s", strings.Join(c.args, " "), c.n, strings.Count(out, "\n"),
-				m.Round(10*time.Microsecond), p.Round(10*time.Microsecond))
+			took[s.name] += time.Since(start)
 		}
 	}
+	for _, s := range sides {
+		t.Logf("%s: 1,000 sbatch processes in %s: %.1f calls/s; per call %s; CPU per call %s", s.name, took[s.name].Round(time.Millisecond),
+			1000/took[s.name].Seconds(), stats(sb[s.name]), stats(cpu[s.name]))
+	}
 	t.Logf("load average %s", load())
+
+	for _, s := range sides {
+		rows, err := s.c.Queue(context.Background())
+		if err != nil || len(rows) != 10000 {
+			t.Fatalf("%s: %d unfinished jobs, want 10,000 (%v)", s.name, len(rows), err)
+		}
+	}
+	for _, c := range []struct {
+		n    int
+		args []string
+	}{
+		{200, []string{"status", "--snakemake", "{n}"}},
+		{100, []string{"squeue", "-h", "-j", "{n}"}},
+		{30, []string{"squeue"}},
+		{30, []string{"squeue", "-h", "-o", "%i %t %M"}},
+	} {
+		ds := map[string][]time.Duration{}
+		outs := map[string]string{}
+		clear(cpu)
+		for i := range c.n {
+			a := slices.Clone(c.args)
+			for k := range a {
+				a[k] = strings.ReplaceAll(a[k], "{n}", fmt.Sprint(1+(i*7919)%10000))
+			}
+			for _, s := range sides {
+				el, o := run(s, s.bin, a...)
+				ds[s.name] = append(ds[s.name], el)
+				outs[s.name] = o
+			}
+		}
+		for _, s := range sides {
+			t.Logf("%s: gridsub %s (%d calls, %d lines): %s; CPU %s; load average %s", s.name, strings.Join(c.args, " "), c.n,
+				strings.Count(outs[s.name], "\n"), stats(ds[s.name]), stats(cpu[s.name]), load())
+		}
+	}
 }

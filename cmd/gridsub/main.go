@@ -142,6 +142,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err, ok := fastPath(ctx, args, stdout, stderr); ok { // fe_shims.go
+		return processExit(err, stderr)
+	}
 	root := newRoot(stdout, stderr)
 	if len(args) > 0 && !isFile(args[0]) {
 		if _, ok := batchVerbs[args[0]]; ok {
@@ -154,7 +157,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	return processExit(root.ExecuteContext(ctx), stderr)
+}
+
+// processExit prints a command's error as a sentence and returns the
+// process exit code for it.
+func processExit(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}

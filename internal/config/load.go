@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -292,7 +293,7 @@ func (p *loader) leaf(v any, t reflect.Type, path string) any {
 	return v
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // expand replaces ${VAR} and ${VAR:-default} in s; "$${" stands for a
 // literal "${". An unset or empty VAR without a default is an error.
@@ -323,7 +324,7 @@ func (p *loader) expand(key, s string) (string, bool) {
 		ref := s[i+2 : i+end]
 		s = s[i+end+1:]
 		name, def, hasDef := strings.Cut(ref, ":-")
-		if !envNameRE.MatchString(name) {
+		if !envNameRE().MatchString(name) {
 			p.fail(key, ErrInvalid, "${%s} is not a variable reference; write ${NAME} or ${NAME:-default} with NAME of letters, digits and '_'", ref)
 			ok = false
 			continue

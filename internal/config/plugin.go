@@ -30,14 +30,14 @@ func (c *Config) validatePlannerPlugin() Errors {
 	rest, isPlugin := strings.CutPrefix(b.Policy, PlannerPluginPrefix)
 	switch {
 	case !isPlugin:
-		if !policyRE.MatchString(b.Policy) {
+		if !policyRE().MatchString(b.Policy) {
 			bad("broker.policy", "must name a planner (e.g. greedy) or a planner plugin (plugin:/path/to/exe ARGS, plugin:builtin:NAME), got %q", b.Policy)
 		}
 		if b.PolicySHA256 != "" {
 			bad("broker.policy_sha256", "is only for a planner plugin executable (broker.policy: plugin:/path/to/exe); remove it")
 		}
 	case strings.HasPrefix(rest, "builtin:"):
-		if name := strings.TrimPrefix(rest, "builtin:"); !policyRE.MatchString(name) {
+		if name := strings.TrimPrefix(rest, "builtin:"); !policyRE().MatchString(name) {
 			bad("broker.policy", "plugin:builtin: must be followed by a built-in planner's name (e.g. plugin:builtin:greedy-easy), got %q", b.Policy)
 		}
 		if b.PolicySHA256 != "" {
@@ -56,7 +56,7 @@ func (c *Config) validatePlannerPlugin() Errors {
 			bad("broker.policy_sha256", "must be the planner plugin's SHA-256 as 64 hex digits, quoted (policy_sha256: \"...\"; sha256sum %s), got %q", exe, b.PolicySHA256)
 		}
 	}
-	if strings.HasPrefix(b.FallbackPolicy, PlannerPluginPrefix) || !policyRE.MatchString(b.FallbackPolicy) {
+	if strings.HasPrefix(b.FallbackPolicy, PlannerPluginPrefix) || !policyRE().MatchString(b.FallbackPolicy) {
 		bad("broker.fallback_policy", "must name a built-in planner (e.g. greedy-easy), got %q", b.FallbackPolicy)
 	}
 	if b.PolicyTimeout <= 0 || b.PolicyTimeout > MaxPolicyTimeout {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -16,8 +17,8 @@ import (
 )
 
 var (
-	siteNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	policyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+	siteNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
+	policyRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`) })
 )
 
 // Bounds of the numeric values. Beyond them a value is a typo or hostile,
@@ -57,7 +58,7 @@ func (c *Config) validate() Errors {
 		s := &c.Sites[i]
 		k := fmt.Sprintf("sites[%d]", i)
 		switch j, dup := first[s.Name]; {
-		case !siteNameRE.MatchString(s.Name):
+		case !siteNameRE().MatchString(s.Name):
 			bad(k+".name", "must be 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit, got %q", s.Name)
 		case dup:
 			bad(k+".name", "%q is already the name of sites[%d]; site names must be unique", s.Name, j)
@@ -134,7 +135,7 @@ func (c *Config) validate() Errors {
 				bad(k+".account", "%v", err)
 			}
 		}
-		if s.Area != "" && !siteNameRE.MatchString(s.Area) {
+		if s.Area != "" && !siteNameRE().MatchString(s.Area) {
 			bad(k+".area", "names the site's local area (letters, digits, . _ -; at most 64), got %q", s.Area)
 		}
 		if !(s.H >= MinH && s.H <= MaxH) {

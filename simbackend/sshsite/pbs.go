@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
@@ -22,9 +23,9 @@ const pbsQueue = "workq"
 const pbsVersion = "23.06.06"
 
 var (
-	pbsNameRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,235}$`)
-	selectRe    = regexp.MustCompile(`^select=([0-9]+)(?::ncpus=([0-9]+))?$`)
-	pbsNumberRe = regexp.MustCompile(`^(?:0|-?[1-9][0-9]{0,17})$`)
+	pbsNameRe   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,235}$`) })
+	selectRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^select=([0-9]+)(?::ncpus=([0-9]+))?$`) })
+	pbsNumberRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:0|-?[1-9][0-9]{0,17})$`) })
 )
 
 // pbsAnswers answer the PBS dialect's commands (pbsCmds).
@@ -63,7 +64,7 @@ func (s *Site) qsub(o *out, a []string, req request) int {
 			v := a[i]
 			switch w[1] {
 			case 'N':
-				if !pbsNameRe.MatchString(v) {
+				if !pbsNameRe().MatchString(v) {
 					return o.errf(2, "qsub: illegal -N value")
 				}
 				j.name = v
@@ -84,7 +85,7 @@ func (s *Site) qsub(o *out, a []string, req request) int {
 					k, val, _ := strings.Cut(r, "=")
 					switch k {
 					case "select":
-						m := selectRe.FindStringSubmatch(r)
+						m := selectRe().FindStringSubmatch(r)
 						if m == nil {
 							return o.errf(2, "qsub: Illegal attribute or resource value Resource_List.select")
 						}
@@ -183,7 +184,7 @@ func hostless(p string) string {
 
 func pbsJobName(script string) string {
 	n := script[strings.LastIndexByte(script, '/')+1:]
-	if n == "" || !pbsNameRe.MatchString(n) {
+	if n == "" || !pbsNameRe().MatchString(n) {
 		return "STDIN"
 	}
 	return n
@@ -289,7 +290,7 @@ func dsvLine(b *limBuf, id string, attrs []kv) {
 // jsonValue types a value as PBS's JSON output does (number-like values
 // become numbers).
 func jsonValue(v string) any {
-	if pbsNumberRe.MatchString(v) {
+	if pbsNumberRe().MatchString(v) {
 		return json.Number(v)
 	}
 	return v

@@ -47,7 +47,7 @@ func (s *Site) rsub(o *out, a []string, req request) int {
 			}
 			dur = time.Duration(n) * time.Second
 		case "-l":
-			if m := selectRe.FindStringSubmatch(v); m != nil {
+			if m := selectRe().FindStringSubmatch(v); m != nil {
 				nodes, _ = strconv.Atoi(m[1])
 			} else if !strings.HasPrefix(v, "place=") {
 				return o.errf(2, "pbs_rsub: Unknown resource: %s", v)
