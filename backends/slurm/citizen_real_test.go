@@ -15,6 +15,8 @@ import (
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/backends/sshbatch"
 	"github.com/gridsub/gridsub/backends/transport"
+
+	"github.com/gridsub/gridsub/backends/slurm/sitelock"
 )
 
 // long is GRIDSUB_LONG=1: the full-size runs of the acceptance tests.
@@ -62,6 +64,9 @@ func userRPCs(t *testing.T, c *transport.Client, user string) int {
 // window measure the time from a job's end to gridsub knowing it.
 func TestBudgetHeldAtSlurmctld(t *testing.T) {
 	s, dedicated := budgetSite(t)
+	if dedicated {
+		sitelock.Hold(t, s.name) // the outage test (bridge) stops this site's controller
+	}
 	c := dial(t, s)
 	n, window := 200, 100*time.Second
 	if long() {
