@@ -355,6 +355,9 @@ func (s *Site) qstat(o *out, a []string) int {
 			x = true
 		case w == "-f":
 			full = true
+		case w == "-t":
+			// Array subjobs listed one by one: the simulated site runs no
+			// arrays (qsub -J is refused), so every listing is the same.
 		case w == "-B":
 			server = true
 		case w == "-Q":
