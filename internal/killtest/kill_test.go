@@ -441,6 +441,15 @@ func TestDaemonSurvivesSIGKILL(t *testing.T) {
 		}
 		cfgText = strings.Replace(cfgText, old, "remote_dir: "+remote[s.env], 1)
 	}
+	// A quick scheduler budget: the test is about recovery and pushes 1,000
+	// jobs through 12 nodes, so gridsub must see nodes free within seconds
+	// (the default budget polls every 10-20 s and refreshes capacity every
+	// 2 min, as a real centre wants).
+	if n := strings.Count(cfgText, "      max_sessions: 8\n"); n != len(sites) {
+		t.Fatalf("configs/local-slurm.yaml: %d sites with max_sessions: 8, want %d (to add the test's budget after)", n, len(sites))
+	}
+	cfgText = strings.ReplaceAll(cfgText, "      max_sessions: 8\n",
+		"      max_sessions: 8\n    budget: {per_minute: 600, burst: 60, poll_fast: 2s, poll_slow: 2s, capacity_every: 2s, backoff_max: 4s}\n")
 	// The staged input lives in tmp: the daemon may read it from there only.
 	if !strings.Contains(cfgText, "\nbroker:\n") {
 		t.Fatal("configs/local-slurm.yaml has no broker section to add the test's input root to")
