@@ -37,7 +37,9 @@ type engineSite struct {
 // engineSites are the sites the engine tests run on: the built-in local
 // site (real processes on this machine) and the real SLURM testbed.
 var engineSites = []engineSite{
-	{"local", func(t *testing.T, dir string) (string, string) { return "sites:\n  - name: here\n    kind: local\n", "" }},
+	{"local", func(t *testing.T, dir string) (string, string) {
+		return "sites:\n  - name: here\n    kind: local\n", ""
+	}},
 	{"slurm", slurmEngineSite},
 }
 
