@@ -11,8 +11,9 @@ package sitelock
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
+
+	"github.com/gridsub/gridsub/backends/testlock"
 )
 
 // Hold blocks until t holds the lock of the testbed's site (flock on a
@@ -20,20 +21,5 @@ import (
 // it when t ends.
 func Hold(t testing.TB, site string) {
 	t.Helper()
-	dir := os.Getenv("GRIDSUB_TESTBED_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "gridsub-tests-"+filepath.Base(site)+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatalf("the test lock of %s: %v", site, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatalf("the test lock of %s: %v", site, err)
-	}
-	t.Cleanup(func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
+	testlock.Hold(t, os.Getenv("GRIDSUB_TESTBED_DIR"), "gridsub-tests-"+filepath.Base(site)+".lock", site)
 }

@@ -8,9 +8,9 @@ package gelock
 
 import (
 	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
+
+	"github.com/gridsub/gridsub/backends/testlock"
 )
 
 // Hold blocks until t holds the testbed's lock (flock on a file in the
@@ -18,20 +18,5 @@ import (
 // ends.
 func Hold(t testing.TB) {
 	t.Helper()
-	dir := os.Getenv("GRIDSUB_GE_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "gridsub-tests.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatalf("the Grid Engine testbed's test lock: %v", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatalf("the Grid Engine testbed's test lock: %v", err)
-	}
-	t.Cleanup(func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
+	testlock.Hold(t, os.Getenv("GRIDSUB_GE_DIR"), "gridsub-tests.lock", "the Grid Engine testbed")
 }
