@@ -12,8 +12,3 @@ import (
 func openFile(path string) (*os.File, error) {
 	return regularfile.Open(path, math.MaxInt64)
 }
-
-// readRegular reads a regular file of at most max bytes.
-func readRegular(path string, max int64) ([]byte, error) {
-	return regularfile.Read(path, max)
-}

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gridsub/gridsub/backends/regularfile"
 )
 
 // Kinds of experiment.
@@ -173,7 +175,7 @@ const MaxFileSize = 1 << 20
 // Load reads and parses an experiment file: a regular file (not a FIFO or
 // a device) of at most MaxFileSize bytes.
 func Load(file string) (*Experiment, error) {
-	data, err := readRegular(file, MaxFileSize)
+	data, err := regularfile.Read(file, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment file: %w", err)
 	}

@@ -8,8 +8,6 @@ import (
 	"net"
 	"os"
 	"time"
-
-	"github.com/gridsub/gridsub/backends/regularfile"
 )
 
 // Bounds of what a client can make the site do.
@@ -109,6 +107,3 @@ func listenOwn(path string) (net.Listener, os.FileInfo, error) {
 
 // maxAuthorizedKeys bounds an authorized_keys file (ReadAuthorizedKeys).
 const maxAuthorizedKeys = 1 << 20
-
-// readRegular reads a regular file of at most max bytes (regularfile.Read).
-func readRegular(file string, max int64) ([]byte, error) { return regularfile.Read(file, max) }

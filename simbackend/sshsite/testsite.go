@@ -17,6 +17,8 @@ import (
 	"github.com/gridsub/gridsub/backends/slurm"
 	"github.com/gridsub/gridsub/backends/transport"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/gridsub/gridsub/backends/regularfile"
 )
 
 // ClientKey is a login key generated for a client of simulated sites.
@@ -51,7 +53,7 @@ func NewClientKey(file string) (*ClientKey, error) {
 // ReadAuthorizedKeys reads an authorized_keys (or .pub) file: a regular
 // file of at most 1 MiB (a FIFO or a device is refused, never read).
 func ReadAuthorizedKeys(file string) ([]ssh.PublicKey, error) {
-	b, err := readRegular(file, maxAuthorizedKeys)
+	b, err := regularfile.Read(file, maxAuthorizedKeys)
 	if err != nil {
 		return nil, err
 	}
