@@ -16,3 +16,9 @@ const (
 // returning true stops the broker there as if killed. A hook that blocks
 // holds the broker at that point (a test then kills the process).
 func SetRemapHook(b *Broker, hook func(point, id string) bool) { b.rm.hook = hook }
+
+// RemapPartition and Occupy: the real-SLURM remap tests' hold on a whole
+// partition (remap_slurm_test.go).
+const RemapPartition = remapPartition
+
+var Occupy = occupy

@@ -47,7 +47,13 @@ func (onA) Plan(_ context.Context, s *policy.Snapshot) (*policy.Plan, error) {
 	return p, nil
 }
 
+// killSite connects to a testbed site; siteA's jobs go to the partition the
+// remap tests hold whole (bridge.RemapPartition).
 func killSite(t testing.TB, name string) *slurm.Backend {
+	partition := ""
+	if name == "siteA" {
+		partition = bridge.RemapPartition
+	}
 	key := os.Getenv("GRIDSUB_SSH_KEY")
 	up := strings.ToUpper(name)
 	port, _ := strconv.Atoi(os.Getenv("GRIDSUB_" + up + "_SSH_PORT"))
@@ -56,7 +62,7 @@ func killSite(t testing.TB, name string) *slurm.Backend {
 	}
 	ssh := transport.Config{Host: os.Getenv("GRIDSUB_SSH_HOST"), Port: port, User: os.Getenv("GRIDSUB_SSH_USER"),
 		KeyFiles: []string{key}, KnownHosts: []string{os.Getenv("GRIDSUB_SSH_KNOWN_HOSTS")}, MaxSessions: 8}
-	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH"), Budget: sshbatch.BudgetConfig{PerMinute: 600, Burst: 60, PollFast: time.Second, PollSlow: time.Second,
+	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, Partition: partition, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH"), Budget: sshbatch.BudgetConfig{PerMinute: 600, Burst: 60, PollFast: time.Second, PollSlow: time.Second,
 		CapacityEvery: 2 * time.Second, BackoffMax: 4 * time.Second}}, ssh)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", name, err)
@@ -150,8 +156,8 @@ func TestRealSlurmRemapSIGKILL(t *testing.T) {
 			}
 			dir := t.TempDir()
 			prefix := fmt.Sprintf("rk%d%s", time.Now().UnixNano()%1_000_000_000, strings.ReplaceAll(point, "-", ""))
-			occupy(t, a, prefix+"-occA")
-			occB := occupy(t, b, prefix+"-occB")
+			bridge.Occupy(t, a, prefix+"-occA", 30*time.Minute)
+			occB := bridge.Occupy(t, b, prefix+"-occB", 30*time.Minute)
 
 			child := func(spec string) (*exec.Cmd, *bufio.Scanner) {
 				cmd := exec.Command(os.Args[0], "-test.run=^TestRealSlurmRemapSIGKILL$")
@@ -186,8 +192,8 @@ func TestRealSlurmRemapSIGKILL(t *testing.T) {
 			if s := expect(sc, "STATE "); s != "dispatched siteA:1" {
 				t.Fatalf("setup: %s, want dispatched at siteA", s)
 			}
-			for _, id := range occB {
-				b.Cancel(context.Background(), id) // siteB frees up
+			if err := b.Cancel(context.Background(), occB); err != nil { // siteB frees up
+				t.Fatal(err)
 			}
 			expect(sc, "AT "+point)
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -242,40 +248,6 @@ func TestRealSlurmRemapSIGKILL(t *testing.T) {
 			}
 		})
 	}
-}
-
-// occupy holds every free node of a site with foreign jobs (ones the
-// broker does not know) and waits until they run; it returns their ids.
-func occupy(t *testing.T, s *slurm.Backend, tag string) []backends.JobID {
-	t.Helper()
-	ctx := context.Background()
-	var all []backends.JobID
-	for try := 0; try < 4; try++ {
-		in, err := s.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if in.FreeNodes == 0 {
-			return all
-		}
-		id, err := s.Submit(ctx, &backends.JobSpec{GridID: fmt.Sprintf("%s%d", tag, try), Name: "remap-occupier", Command: []string{"sleep", "600"},
-			Nodes: in.FreeNodes, Walltime: 30 * time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Cancel(context.Background(), id) })
-		all = append(all, id)
-		for end := time.Now().Add(20 * time.Second); ; time.Sleep(300 * time.Millisecond) {
-			sts, err := s.Status(ctx, []backends.JobID{id})
-			if err == nil && sts[0].State == backends.StateRunning {
-				break
-			}
-			if time.Now().After(end) {
-				t.Fatalf("occupier %s at %s never ran: %v %v", id, s.Name(), sts, err)
-			}
-		}
-	}
-	return all
 }
 
 func find(t *testing.T, s *slurm.Backend, tag string) []backends.JobStatus {

@@ -20,6 +20,18 @@ import (
 
 func realRemapSite(t *testing.T, name string) *slurm.Backend {
 	t.Helper()
+	return realSlurmSite(t, name, "")
+}
+
+// remapPartition is the partition the remap tests send siteA's jobs to: the
+// testbed's "debug" partition holds two of siteA's nodes, so one foreign job
+// can hold it whole (see occupy).
+const remapPartition = "debug"
+
+// realSlurmSite connects to a testbed site, submitting into partition ("" =
+// the site's default).
+func realSlurmSite(t *testing.T, name, partition string) *slurm.Backend {
+	t.Helper()
 	key := os.Getenv("GRIDSUB_SSH_KEY")
 	up := strings.ToUpper(name)
 	port, _ := strconv.Atoi(os.Getenv("GRIDSUB_" + up + "_SSH_PORT"))
@@ -28,7 +40,7 @@ func realRemapSite(t *testing.T, name string) *slurm.Backend {
 	}
 	ssh := transport.Config{Host: os.Getenv("GRIDSUB_SSH_HOST"), Port: port, User: os.Getenv("GRIDSUB_SSH_USER"),
 		KeyFiles: []string{key}, KnownHosts: []string{os.Getenv("GRIDSUB_SSH_KNOWN_HOSTS")}, MaxSessions: 8}
-	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH"), Budget: quickBudget}, ssh)
+	b, err := slurm.Connect(context.Background(), slurm.Config{Name: name, Partition: partition, RemoteDir: os.Getenv("GRIDSUB_" + up + "_SCRATCH"), Budget: quickBudget}, ssh)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", name, err)
 	}
@@ -36,32 +48,31 @@ func realRemapSite(t *testing.T, name string) *slurm.Backend {
 	return b
 }
 
-// occupy holds every free node of a site with foreign jobs (ones this
-// broker does not know) of the given time limit, waiting until each runs
-// (nodes freed meanwhile by other users are taken too). It returns the
-// jobs' ids (none when the site had no free node).
-func occupy(t *testing.T, s *slurm.Backend, tag string, limit time.Duration) []backends.JobID {
+// occupy holds the whole of a site's partition with one foreign job (one
+// this broker does not know) of the given time limit and waits until it
+// runs. Once it runs no other job of the testbed can free a node there, so a
+// job sent to the partition waits behind it whatever else the suite runs at
+// the site meanwhile (other packages' tests share the testbed).
+func occupy(t *testing.T, s *slurm.Backend, tag string, limit time.Duration) backends.JobID {
 	t.Helper()
 	ctx := context.Background()
-	var all []backends.JobID
-	for try := 0; try < 4; try++ {
-		in, err := s.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if in.FreeNodes == 0 {
-			break
-		}
-		id, err := s.Submit(ctx, &backends.JobSpec{GridID: fmt.Sprintf("%s%d", tag, try), Name: "remap-occupier", Command: []string{"sleep", "600"},
-			Nodes: in.FreeNodes, Walltime: limit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Cancel(context.Background(), id) })
-		waitRemote(t, s, id, backends.StateRunning, 20*time.Second)
-		all = append(all, id)
+	in, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return all
+	id, err := s.Submit(ctx, &backends.JobSpec{GridID: tag, Name: "remap-occupier", Command: []string{"sleep", "3600"},
+		Nodes: in.Nodes, Walltime: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Cancel(context.Background(), id) })
+	waitRemote(t, s, id, backends.StateRunning, 3*time.Minute)
+	// The site's capacity as the broker reads it is the backend's last
+	// answer: asked now, it is the held partition.
+	if in, err := s.Info(ctx); err != nil || in.FreeNodes != 0 {
+		t.Fatalf("%s held by %s, yet %d node(s) free (%v)", s.Name(), id, in.FreeNodes, err)
+	}
+	return id
 }
 
 func waitRemote(t *testing.T, s *slurm.Backend, id backends.JobID, want backends.State, d time.Duration) {
@@ -111,7 +122,7 @@ func cycleUntil(t *testing.T, b *Broker, d time.Duration, cond func() bool) bool
 // hook) after the submission at siteB, before its outcome was recorded:
 // after Recover the job is adopted there, nothing lost or duplicated.
 func TestRealSlurmRemap(t *testing.T) {
-	a, bs := realRemapSite(t, "siteA"), realRemapSite(t, "siteB")
+	a, bs := realSlurmSite(t, "siteA", remapPartition), realRemapSite(t, "siteB")
 	prefix := fmt.Sprintf("rm%d", time.Now().UnixNano()%1_000_000_000)
 	// siteA is held by a long job for the whole test: a job sent there waits.
 	occupy(t, a, prefix+"-occA", 30*time.Minute)
@@ -147,10 +158,8 @@ func TestRealSlurmRemap(t *testing.T) {
 			if got := mustJob(t, b, j.ID); got.Sites() != "siteA:1" || got.Moves != 0 {
 				t.Fatalf("siteB busy: the job must stay at siteA, got %s\n%s", got.Sites(), eventsOf(got))
 			}
-			for _, id := range occB {
-				if err := bs.Cancel(context.Background(), id); err != nil {
-					t.Fatal(err)
-				}
+			if err := bs.Cancel(context.Background(), occB); err != nil {
+				t.Fatal(err)
 			}
 			if point != "" {
 				b.rm.hook = func(p, id string) bool { return p == point && id == j.ID }
