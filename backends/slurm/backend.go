@@ -91,7 +91,8 @@ type dialect struct {
 	jobcomp  string // resolved jobcomp file ("-" = none)
 	noSacct  bool   // sacct said accounting is disabled
 	sacctErr string
-	maxArray int // MaxArraySize once read (0: not yet)
+	maxArray int                       // MaxArraySize once read (0: not yet)
+	elements map[string]elementListing // native arrays' elements in accounting, by the array's tag
 }
 
 func newDialect(cfg Config) *dialect {
@@ -426,7 +427,9 @@ func (d *dialect) Ended(msg string) bool {
 }
 
 // Find lists the login user's jobs squeue still knows tagged with gridID
-// (the tag is in --comment), plus finished ones in the jobcomp log whose
+// (the tag is in --comment); an element of a native array squeue forgot,
+// by its array's tag in accounting or by its id file
+// (findForgottenElement); else finished ones in the jobcomp log whose
 // working directory is one of the grid job's directories.
 func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]sshbatch.Found, error) {
 	recs, err := squeue(ctx, x, SqueueMineArgv())
@@ -439,6 +442,14 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 		if rec.Status.GridID == gridID {
 			out = append(out, sshbatch.Found{Status: rec.Status})
 			seen[rec.Status.ID] = true
+		}
+	}
+	if _, _, _, elem := backends.ArrayElement(gridID); elem && len(out) == 0 {
+		// An element of a native array squeue forgot: the jobcomp log
+		// names the array's directory, not the element's. An element
+		// submitted alone is found in the jobcomp log below.
+		if fs, err := d.findForgottenElement(ctx, x, gridID); err != nil || len(fs) > 0 {
+			return fs, err
 		}
 	}
 	file, err := d.jobCompFile(ctx, x)
