@@ -125,6 +125,12 @@ type JobSpec struct {
 	Outputs      []string          // paths relative to the job directory brought back after the end
 	Reservation  string            // site reservation to run in ("" = none)
 	Sim          SimHints          // for simulated sites only
+	// ArrayLimit is, for an element of a grid array (an ArrayElement tag),
+	// the broker's own limit of the array's elements unfinished at once
+	// (0: none). A native array of such elements is submitted with it as
+	// the batch system's throttle (SLURM `--array=...%K`); a batch system
+	// without one (PBS) relies on the broker's limit alone.
+	ArrayLimit int
 }
 
 // Validate checks what every backend requires of a spec.
