@@ -164,6 +164,11 @@ type SiteInfo struct {
 	MemPerNode   int64    // memory of one node in bytes (0 = not known)
 	GPUsPerNode  int      // GPUs on one node (0 = none)
 	Partitions   []string // partitions or queues; the first is the default
+	// Accounts are the accounts the login user may charge at the site, as
+	// its accounting database says (SLURM `sacctmgr show assoc`); nil: the
+	// site cannot say (no accounting, or no association recorded), and no
+	// account is judged by it.
+	Accounts []string
 	Queued       int      // jobs waiting in the site's own queue
 	Running      int      // jobs running
 	// Busy lists, for each running job, its nodes and the time its estimate

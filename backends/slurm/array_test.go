@@ -173,3 +173,21 @@ func TestParseSacctTagged(t *testing.T) {
 		t.Fatalf("a short line: %v, want ErrBadOutput", err)
 	}
 }
+
+// TestParseAssoc: the accounts of `sacctmgr show assoc` (captured at
+// siteA with enforced associations), each once; none is nil.
+func TestParseAssoc(t *testing.T) {
+	out, err := os.ReadFile("testdata/sacctmgr_assoc.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slurm.ParseAssoc(append(out, "proj2\ngridsub\n\n"...)); !slices.Equal(got, []string{"gridsub", "proj2"}) {
+		t.Fatalf("accounts %q, want gridsub, proj2", got)
+	}
+	if got := slurm.ParseAssoc(nil); got != nil {
+		t.Fatalf("no association: %q, want nil (the site cannot say)", got)
+	}
+	if argv := slurm.AssocArgv("griduser"); !slices.Contains(argv, "user=griduser") || !slices.Contains(argv, "format=account") {
+		t.Fatalf("AssocArgv: %q", argv)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,6 +94,9 @@ type dialect struct {
 	sacctErr string
 	maxArray int                       // MaxArraySize once read (0: not yet)
 	elements map[string]elementListing // native arrays' elements in accounting, by the array's tag
+	accts    []string                  // the login user's accounts (accounts.go; nil: not known)
+	acctsAt  time.Time                 // when they were read (zero: never)
+	noAssoc  bool                      // sacctmgr said the site has no accounting
 }
 
 func newDialect(cfg Config) *dialect {
@@ -149,8 +153,11 @@ func (d *dialect) Failure(r backends.Result) (string, bool) {
 }
 
 // Info reports nodes, idle nodes, cores per node and partitions of the
-// configured partition (or the default one), and the live jobs' node
-// blocks with their end times: two commands, sinfo and squeue.
+// configured partition (or the default one), the login user's accounts
+// where the site's accounting lists them, and the live jobs' node blocks
+// with their end times: two commands, sinfo and squeue (and sacctmgr every
+// AccountsEvery). A configured partition or account the site does not
+// have fails it with ErrRejected and backends.MissingName's text.
 func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInfo, error) {
 	r, err := x.Output(ctx, SinfoArgv())
 	if err != nil {
@@ -186,6 +193,14 @@ func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInf
 			info.Partitions = append(info.Partitions, p)
 		}
 	}
+	accts, err := d.accounts(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	if accts != nil && d.cfg.Account != "" && !slices.Contains(accts, d.cfg.Account) {
+		return nil, fmt.Errorf("%w: %s", backends.ErrRejected, backends.MissingName(d.cfg.Name, "account", "account", d.cfg.Account, accts))
+	}
+	info.Accounts = accts
 	seenNode := map[string]bool{}
 	for _, n := range recs {
 		if n.Partition != part || seenNode[n.Node] {
