@@ -169,8 +169,8 @@ type SiteInfo struct {
 	// site cannot say (no accounting, or no association recorded), and no
 	// account is judged by it.
 	Accounts []string
-	Queued       int      // jobs waiting in the site's own queue
-	Running      int      // jobs running
+	Queued   int // jobs waiting in the site's own queue
+	Running  int // jobs running
 	// Busy lists, for each running job, its nodes and the time its estimate
 	// runs out; a policy builds the site's availability profile from it.
 	Busy []Allocation
