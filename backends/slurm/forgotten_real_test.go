@@ -2,7 +2,10 @@ package slurm_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,6 +45,9 @@ func minJobAge(t *testing.T, c backends.Runner) int {
 // is submitted again. It needs a testbed with a short MinJobAge and
 // accounting on siteA: GRIDSUB_MIN_JOB_AGE=20 GRIDSUB_SLURMDBD=1 (docs/citizen.md).
 func TestForgottenElementFoundReal(t *testing.T) {
+	if os.Getenv("GRIDSUB_SITEA_SSH_PORT") == "" || os.Getenv("GRIDSUB_SITEA_ACCOUNTING") != "1" || envMinJobAge(t) > 60 {
+		shortMemoryTestbed(t)
+	}
 	for _, name := range []string{"siteA", "siteB"} {
 		t.Run(name, func(t *testing.T) {
 			s := testSite(t, name)
@@ -96,6 +102,7 @@ func TestForgottenElementFoundReal(t *testing.T) {
 			// A fresh backend finds each element by its own tag.
 			fresh := &counting{run: c}
 			fb := nativeBackend(t, s, fresh)
+			t0 := time.Now()
 			for i, spec := range specs {
 				fs, err := fb.FindByGridID(ctx, spec.GridID)
 				if err != nil {
@@ -120,9 +127,11 @@ func TestForgottenElementFoundReal(t *testing.T) {
 					t.Errorf("element %d at %s: found %q, want it read from the %s", i, name, st.Reason, from)
 				}
 			}
+			took := time.Since(t0)
 			if sb, _ := fresh.counts(); sb != 0 {
 				t.Fatalf("the lookups submitted %d jobs", sb)
 			}
+			cmds := fb.CommandStats().Total
 			// Its outputs are the element's own.
 			dir := t.TempDir()
 			if _, err := fb.FetchOutputs(ctx, ids[3], specs[3], dir); err != nil {
@@ -132,7 +141,8 @@ func TestForgottenElementFoundReal(t *testing.T) {
 			if err != nil || !strings.Contains(string(got), "element 3 in ") || !strings.Contains(string(got), specs[3].GridID) {
 				t.Fatalf("element 3's stdout: %q %v", got, err)
 			}
-			t.Logf("%s: %d forgotten elements of array %s found by tag (accounting %v)", name, n, array, accounting)
+			t.Logf("%s: %d forgotten elements of array %s found by tag (accounting %v) in %s with %d scheduler commands",
+				name, n, array, accounting, took.Round(time.Millisecond), cmds)
 		})
 	}
 }
@@ -203,4 +213,95 @@ func TestNativeArrayThrottleReal(t *testing.T) {
 		}
 	}
 	t.Logf("array %s of %d elements, throttle %d: at most %d ran at once", array, n, k, most)
+}
+
+// envMinJobAge is the MinJobAge of siteA of the testbed in the
+// environment (0: none there).
+func envMinJobAge(t *testing.T) int {
+	if os.Getenv("GRIDSUB_SITEA_SSH_PORT") == "" || os.Getenv("GRIDSUB_SSH_KEY") == "" {
+		return 0
+	}
+	return minJobAge(t, dial(t, testSite(t, "siteA")))
+}
+
+// shortMemoryTestbed starts, for this test only, a private SLURM testbed
+// whose sites forget finished jobs after 20 s (two 2-node sites, real
+// accounting on siteA only) and points the test's environment at it; it
+// is cleaned up when the test ends. Without root or SLURM the test skips.
+func shortMemoryTestbed(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a private SLURM testbed with a short MinJobAge needs root (scripts/slurm-testbed.sh)")
+	}
+	if _, err := os.Stat("/usr/sbin/slurmctld"); err != nil {
+		t.Skip("no SLURM installed")
+	}
+	dir, err := os.MkdirTemp("", "gsfgt-tb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the login user reaches its scratch below it
+		t.Fatal(err)
+	}
+	// The script's ports: slurmdbd base-2, MariaDB base-1, slurmctld
+	// base+1 and base+101, slurmd base+11.. and base+111..; sshd base and base+1.
+	slurmBase, sshBase := freePorts(t, 33000, -2, -1, 1, 11, 12, 101, 111, 112), freePorts(t, 43000, 0, 1)
+	script, err := filepath.Abs("../../scripts/slurm-testbed.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "GRIDSUB_TESTBED_DIR="+dir, "GRIDSUB_SLURM_PORT_BASE="+strconv.Itoa(slurmBase),
+		"GRIDSUB_SSH_PORT_BASE="+strconv.Itoa(sshBase), "GRIDSUB_SITES=siteA siteB", "GRIDSUB_SITEA_NODES=2", "GRIDSUB_SITEB_NODES=2",
+		"GRIDSUB_MIN_JOB_AGE=20", "GRIDSUB_SLURMDBD=1", "GRIDSUB_ACCOUNTING_SITES=siteA", "GRIDSUB_ACCOUNTING_ENFORCE=")
+	run := func(verb string) error {
+		cmd := exec.Command("bash", script, verb)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("slurm-testbed.sh %s: %v\n%s", verb, err, out)
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		if err := run("clean"); err != nil {
+			t.Error(err)
+		}
+		os.RemoveAll(dir)
+	})
+	t0 := time.Now()
+	if err := run("start"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "testbed.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(l, "export "), "="); ok && strings.HasPrefix(k, "GRIDSUB_") {
+			t.Setenv(k, strings.Trim(v, `"`))
+		}
+	}
+	t.Logf("private testbed (MinJobAge 20 s, accounting on siteA) up in %s in %s", time.Since(t0).Round(100*time.Millisecond), dir)
+}
+
+// freePorts finds a base port in [lo, lo+10000) such that base+off is
+// free now for every offset.
+func freePorts(t *testing.T, lo int, offs ...int) int {
+	t.Helper()
+	for try := range 50 {
+		base := lo + (os.Getpid()*7+try*977)%10000
+		ok := true
+		for _, off := range offs {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port block")
+	return 0
 }
