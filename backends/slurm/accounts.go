@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,11 +15,21 @@ import (
 // command is one more in the site's budget.
 const AccountsEvery = 30 * time.Minute
 
+// AssocTimeout bounds sacctmgr at the site (`timeout`): a slurmdbd that
+// does not answer makes it exit 124 rather than hold the capacity report
+// (and make the whole site look unreachable).
+const AssocTimeout = 10 * time.Second
+
 // AssocArgv lists the accounts user may charge (one per line, once per
 // association: an account may repeat, one line per partition).
 func AssocArgv(user string) []string {
-	return quietEnv("sacctmgr", "-n", "-P", "show", "assoc", "user="+user, "format=account")
+	return append([]string{"timeout", strconv.Itoa(int(AssocTimeout / time.Second))},
+		quietEnv("sacctmgr", "-n", "-P", "show", "assoc", "user="+user, "format=account")...)
 }
+
+// assocRetry is how soon accounts are asked again after sacctmgr failed
+// for a reason that may pass (slurmdbd down or slow).
+const assocRetry = 2 * time.Minute
 
 // ParseAssoc reads AssocArgv's answer: the accounts, each once, sorted.
 // nil when there are none (the site then cannot say).
@@ -43,7 +54,9 @@ func batchName(s string) bool {
 // (nil: the site cannot say — no accounting database, no login user
 // configured, or no association), read with the capacity report at most
 // every AccountsEvery; a site whose sacctmgr says accounting is not there
-// is not asked again.
+// is not asked again, and one whose sacctmgr fails otherwise (slurmdbd
+// down) keeps what it said last and is asked again after assocRetry,
+// doubling with each failure up to AccountsEvery.
 func (d *dialect) accounts(ctx context.Context, x *sshbatch.Exec) ([]string, error) {
 	now := d.cfg.Now()
 	d.mu.Lock()
@@ -55,20 +68,28 @@ func (d *dialect) accounts(ctx context.Context, x *sshbatch.Exec) ([]string, err
 	if !at.IsZero() && now.Sub(at) >= 0 && now.Sub(at) < AccountsEvery {
 		return accts, nil
 	}
-	r, err := x.Run(ctx, AssocArgv(x.User), nil)
+	r, err := x.RunAside(ctx, AssocArgv(x.User), nil)
 	if err != nil {
 		return nil, err
 	}
 	if r.ExitCode != 0 {
+		msg := Message(r)
 		d.mu.Lock()
-		d.noAssoc = true
-		d.mu.Unlock()
-		x.Log.Info("the site lists no accounts (sacctmgr); accounts are named only from its refusals", "err", Message(r))
-		return nil, nil
+		defer d.mu.Unlock()
+		if strings.Contains(msg, "accounting_storage") {
+			d.noAssoc = true
+			x.Log.Info("the site lists no accounts (sacctmgr); accounts are named only from its refusals", "err", msg)
+			return nil, nil
+		}
+		d.assocFails++
+		wait := min(assocRetry<<min(d.assocFails-1, 8), AccountsEvery)
+		d.acctsAt = now.Add(wait - AccountsEvery)
+		x.Log.Warn("cannot read the login user's accounts now; asking again later", "exit", r.ExitCode, "err", msg, "in", wait)
+		return d.accts, nil
 	}
 	accts = ParseAssoc(r.Stdout)
 	d.mu.Lock()
-	d.accts, d.acctsAt = accts, now
+	d.accts, d.acctsAt, d.assocFails = accts, now, 0
 	d.mu.Unlock()
 	return accts, nil
 }

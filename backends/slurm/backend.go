@@ -88,15 +88,16 @@ func shared(cfg Config) sshbatch.Config {
 type dialect struct {
 	cfg Config
 
-	mu       sync.Mutex
-	jobcomp  string // resolved jobcomp file ("-" = none)
-	noSacct  bool   // sacct said accounting is disabled
-	sacctErr string
-	maxArray int                       // MaxArraySize once read (0: not yet)
-	elements map[string]elementListing // native arrays' elements in accounting, by the array's tag
-	accts    []string                  // the login user's accounts (accounts.go; nil: not known)
-	acctsAt  time.Time                 // when they were read (zero: never)
-	noAssoc  bool                      // sacctmgr said the site has no accounting
+	mu         sync.Mutex
+	jobcomp    string // resolved jobcomp file ("-" = none)
+	noSacct    bool   // sacct said accounting is disabled
+	sacctErr   string
+	maxArray   int                       // MaxArraySize once read (0: not yet)
+	elements   map[string]elementListing // native arrays' elements in accounting, by the array's tag
+	accts      []string                  // the login user's accounts (accounts.go; nil: not known)
+	acctsAt    time.Time                 // when they were read (zero: never)
+	noAssoc    bool                      // sacctmgr said the site has no accounting
+	assocFails int                       // sacctmgr's failures in a row (slurmdbd down)
 }
 
 func newDialect(cfg Config) *dialect {
@@ -125,7 +126,7 @@ func (d *dialect) Command(argv []string) string { return cmdName(argv) }
 func cmdName(argv []string) string {
 	for i, a := range argv {
 		switch a {
-		case "squeue", "sbatch", "scontrol", "sinfo", "scancel", "sacct", "grep":
+		case "squeue", "sbatch", "scontrol", "sinfo", "scancel", "sacct", "sacctmgr", "grep":
 			return a
 		case sshbatch.Program:
 			return "sbatch (batch)"

@@ -109,7 +109,7 @@ func (d *dialect) findForgottenElement(ctx context.Context, x *sshbatch.Exec, gr
 			return []sshbatch.Found{{Status: st, Dir: dir}}, nil
 		}
 	}
-	r, err := x.Run(ctx, []string{"head", "-c", "64", "--", path.Join(dir, IDFile)}, nil)
+	r, err := x.Plain(ctx, []string{"head", "-c", "64", "--", path.Join(dir, IDFile)}, nil)
 	if err != nil {
 		return nil, err
 	}
