@@ -5,8 +5,10 @@ import (
 	"testing"
 )
 
-// TestNativeArraysOption: native_arrays reaches a slurm site's backend and
-// and a pbs site's, and is refused, naming the field, where nothing would
+// TestNativeArraysOption: native arrays are on by default for a slurm site
+// in process and off for an isolated one or a local site; native_arrays:
+// false turns them off; native_arrays reaches a slurm site's backend and a
+// pbs site's, and true is refused, naming the field, where nothing would
 // honour it (a local site, an isolated or plugin backend).
 func TestNativeArraysOption(t *testing.T) {
 	yes, no := true, false
