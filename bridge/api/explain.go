@@ -65,7 +65,12 @@ func (s *Server) explainJob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotImplemented, "not_implemented", "this broker cannot explain placements")
 		return
 	}
-	e, err := ex.ExplainJob(r.Context(), r.PathValue("id"), s.opts.Now())
+	id, err := s.resolve(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	e, err := ex.ExplainJob(r.Context(), id, s.opts.Now())
 	if err != nil {
 		s.failErr(w, r, err)
 		return
