@@ -173,6 +173,10 @@ var Routes = []string{
 	"POST /v1/jobs/{id}/release",
 	"POST /v1/jobs/{id}/requeue",
 	"GET /v1/queue",
+	"POST /v1/tokens",
+	"GET /v1/tokens",
+	"POST /v1/tokens/{id}/revoke",
+	"GET /v1/whoami",
 }
 
 // Controller is optionally implemented by a Broker that holds, releases and
@@ -202,7 +206,8 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
 	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs,
-		s.login, s.control("hold"), s.control("release"), s.control("requeue"), s.queue}
+		s.login, s.control("hold"), s.control("release"), s.control("requeue"), s.queue,
+		s.tokenCreate, s.tokenList, s.tokenRevoke, s.whoami}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}

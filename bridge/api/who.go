@@ -210,3 +210,12 @@ func (s *Server) requireAdmin(w http.ResponseWriter, r *http.Request, what strin
 	s.fail(w, r, http.StatusForbidden, CodeForbidden, what+" is for administrators only (root, or the daemon's own user on its socket, or an administrator's token)")
 	return false
 }
+
+// PeerOf is the Principal of a unix-socket request's peer (its
+// connection's credentials), for handlers served beside the Server's on
+// the same listener; false when the request did not come over a unix
+// socket or its credentials could not be read.
+func PeerOf(r *http.Request) (Principal, bool) {
+	p, ok := r.Context().Value(peerKey{}).(Principal)
+	return p, ok && p.User != ""
+}

@@ -179,6 +179,11 @@ type Broker struct {
 	TLSCert           string `mapstructure:"tls_cert"`
 	TLSKey            string `mapstructure:"tls_key"`
 	InsecurePlaintext bool   `mapstructure:"insecure_plaintext"`
+	// SharedSocket lets every local user connect to the socket (mode
+	// 0666): the daemon tells them apart by their peer credentials, and
+	// each sees only their own jobs (docs/users.md). The socket's
+	// directory must be reachable by them: not the 0700 state directory.
+	SharedSocket bool `mapstructure:"shared_socket"`
 
 	// Policy may name a planner plugin instead of a built-in:
 	// plugin:/path/to/exe ARGS, or plugin:builtin:NAME (PlannerPluginPrefix).
@@ -296,6 +301,7 @@ var defaults = map[string]any{
 	"broker.tls_cert":           "",
 	"broker.tls_key":            "",
 	"broker.insecure_plaintext": false,
+	"broker.shared_socket":      false,
 	"sim.time_scale":            600,
 	"staging.max_file_size":     "10GiB",
 	"staging.max_job_bytes":     "50GiB",
