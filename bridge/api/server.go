@@ -179,6 +179,9 @@ var Routes = []string{
 	"GET /v1/whoami",
 }
 
+// PageRoute is the status page (statuspage.go): the caller's jobs only.
+const PageRoute = "GET /{$}"
+
 // Controller is optionally implemented by a Broker that holds, releases and
 // requeues jobs (bridge.Broker's Hold, Release, Requeue); without it those
 // routes answer 404.
@@ -211,7 +214,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
-	mux.HandleFunc("GET /{$}", s.page) // the status page (statuspage.go)
+	mux.HandleFunc(PageRoute, s.page)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "no_route", fmt.Sprintf("no route %s %s; see GET /openapi.yaml", r.Method, r.URL.Path))
 	})

@@ -275,7 +275,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	metricsH := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	mux := func(srv *api.Server, token string) http.Handler {
 		m := http.NewServeMux()
-		m.Handle("GET /metrics", bearer(token, metricsH))
+		m.Handle(MetricsRoute, bearer(token, metricsH))
 		m.Handle("/", srv.Handler())
 		return m
 	}
@@ -374,6 +374,15 @@ func bearer(token string, h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// MetricsRoute serves the Prometheus metrics: on the socket to every
+// local user who reaches it (aggregates only: no job ids, names or
+// owners), on the TCP listener with the service token only.
+const MetricsRoute = "GET /metrics"
+
+// Routes are the routes the daemon serves beside api.Routes and
+// api.PageRoute (users_test.go calls each as another user).
+var Routes = []string{MetricsRoute, BackupRoute}
 
 // Broker is the daemon's broker (tests inspect it).
 func (d *Daemon) Broker() *bridge.Broker { return d.env.Broker }
