@@ -280,7 +280,8 @@ const (
 	CodeInfeasible   = "infeasible" // 422: no configured site can ever run the job (bridge.ErrInfeasible)
 	CodeFinal        = "final"
 	CodeUnauthorized = "unauthorized"
-	CodeForbidden    = "forbidden" // 403: only an administrator may do this
+	CodeForbidden    = "forbidden"  // 403: only an administrator may do this
+	CodeOverLimit    = "over_limit" // 429: the user's max_queued (bridge.ErrOverLimit)
 	CodeUnavailable  = "unavailable"
 	CodeDiskFull     = "disk_full"
 	CodeInternal     = "internal"
@@ -303,6 +304,8 @@ func status(err error) (int, string) {
 		return http.StatusBadRequest, CodeUnknownSite
 	case errors.Is(err, bridge.ErrInfeasible):
 		return http.StatusUnprocessableEntity, CodeInfeasible
+	case errors.Is(err, bridge.ErrOverLimit):
+		return http.StatusTooManyRequests, CodeOverLimit
 	case errors.Is(err, bridge.ErrBadRequest):
 		return http.StatusBadRequest, CodeBadRequest
 	case errors.Is(err, bridge.ErrFinal):

@@ -68,6 +68,10 @@ type Spec struct {
 	Epoch     time.Time     // simulated start time (zero = now, rounded to the second)
 	Store     bridge.Store
 	IDPrefix  string // see bridge.Options.IDPrefix
+	// Users and Owner: per-user limits and the daemon's own user
+	// (bridge.Options.Users, Owner).
+	Users map[string]bridge.UserLimits
+	Owner string
 	// OutputRoot and InputRoots confine where outputs are written and
 	// inputs read (bridge.Options.OutputRoot, InputRoots).
 	OutputRoot string
@@ -225,7 +229,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
 		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap,
-		Policies: policies})
+		Policies: policies, Users: spec.Users, Owner: spec.Owner})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -235,6 +235,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 
 	spec := opts.Spec
 	spec.Store = d.st
+	if spec.Owner == "" {
+		spec.Owner = api.DaemonUser()
+	}
 	if spec.IDPrefix, err = idPrefix(ctx, d.st); err != nil {
 		return nil, err
 	}

@@ -38,10 +38,20 @@ type Config struct {
 	Broker  Broker  `mapstructure:"broker"`
 	Sim     Sim     `mapstructure:"sim"`
 	Staging Staging `mapstructure:"staging"`
+	// Users bound each user's jobs (bridge.UserLimits): by user name, and
+	// "default" for every user without an entry (docs/users.md).
+	Users map[string]UserLimits `mapstructure:"users"`
 
 	// Source names where the configuration came from ("configs/testbed.yaml
 	// (built in)" or the file path); it is not read from the file.
 	Source string `mapstructure:"-"`
+}
+
+// UserLimits are one user's limits (bridge.UserLimits); 0 is no bound.
+type UserLimits struct {
+	MaxQueued         int `mapstructure:"max_queued"`
+	MaxRunning        int `mapstructure:"max_running"`
+	MaxRunningPerSite int `mapstructure:"max_running_per_site"`
 }
 
 // Site is one batch-system cluster.
