@@ -18,6 +18,7 @@ type planStage struct {
 // run is the plan stage: it reads cs.snap and writes cs.plan.
 func (ps *planStage) run(ctx context.Context, cs *cycleState) error {
 	ps.holdUnreachable(ctx, cs.now, cs.snap)
+	ps.orderQueue(cs.snap, cs.now)
 	counts := ps.holdOverLimit(ctx, cs.now, cs.snap)
 	plan, err := ps.planner.Plan(ctx, cs.snap)
 	if err != nil {

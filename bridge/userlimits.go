@@ -23,6 +23,9 @@ type UserLimits struct {
 	MaxQueued         int `json:"max_queued,omitempty"`
 	MaxRunning        int `json:"max_running,omitempty"`
 	MaxRunningPerSite int `json:"max_running_per_site,omitempty"`
+	// Shares are the user's shares of the machine for fair share
+	// (Options.Order); 0: the default entry's, or 1.
+	Shares float64 `json:"shares,omitempty"`
 }
 
 // DefaultUser is the Options.Users entry of every user without one.
@@ -236,4 +239,75 @@ func (ps *planStage) trimOverLimit(ctx context.Context, now time.Time, snap *pol
 	if keep != nil {
 		plan.Decisions = keep
 	}
+}
+
+// orderQueue puts the snapshot's queue in the order of Options.Order,
+// which sees every job in memory that ran or runs as its user's use. An
+// Order that fails or answers something that is not a permutation leaves
+// the broker's order, with a log line. The ledger's lock is taken here.
+func (ps *planStage) orderQueue(snap *policy.Snapshot, now time.Time) {
+	o := ps.opts.Order
+	if o == nil || len(snap.Queue) < 2 {
+		return
+	}
+	in := &policy.OrderInput{Now: now, HalfLife: ps.opts.FairShareHalfLife, Shares: map[string]float64{},
+		DefaultShares: ps.opts.Users[DefaultUser].Shares}
+	for u, l := range ps.opts.Users {
+		if l.Shares > 0 && u != DefaultUser {
+			in.Shares[u] = l.Shares
+		}
+	}
+	ps.mu.Lock()
+	for _, pj := range snap.Queue {
+		q := policy.QueuedJob{ID: pj.ID, Nodes: pj.Width}
+		if j := ps.jobs[pj.ID]; j != nil {
+			q.User, q.Submit = ps.opts.ownerOf(&j.Req), j.Submit
+		}
+		in.Queue = append(in.Queue, q)
+	}
+	for _, j := range ps.jobs {
+		if j.Start.IsZero() {
+			continue
+		}
+		r := policy.UsageRecord{User: ps.opts.ownerOf(&j.Req), Nodes: j.Req.Nodes, Start: j.Start}
+		if j.State.Final() {
+			r.End = j.End
+		}
+		in.Usage = append(in.Usage, r)
+	}
+	ps.mu.Unlock()
+	// Map iteration order must not reach the policy.
+	slices.SortFunc(in.Usage, func(a, b policy.UsageRecord) int {
+		if c := a.Start.Compare(b.Start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.User, b.User)
+	})
+	perm, err := o.Order(in)
+	if err == nil && !isPerm(perm, len(snap.Queue)) {
+		err = fmt.Errorf("the order %v is not a permutation of %d jobs", perm, len(snap.Queue))
+	}
+	if err != nil {
+		ps.log.Error("queue order policy failed; the broker's order is kept this cycle", "policy", o.Name(), "err", err)
+		return
+	}
+	out := make([]policy.Job, len(perm))
+	for i, k := range perm {
+		out[i] = snap.Queue[k]
+	}
+	snap.Queue = out
+}
+
+func isPerm(p []int, n int) bool {
+	if len(p) != n {
+		return false
+	}
+	seen := make([]bool, n)
+	for _, k := range p {
+		if k < 0 || k >= n || seen[k] {
+			return false
+		}
+		seen[k] = true
+	}
+	return true
 }

@@ -29,9 +29,10 @@ func (c *Config) Spec(log *slog.Logger) (assemble.Spec, error) {
 	if len(c.Users) > 0 {
 		spec.Users = map[string]bridge.UserLimits{}
 		for u, l := range c.Users {
-			spec.Users[u] = bridge.UserLimits{MaxQueued: l.MaxQueued, MaxRunning: l.MaxRunning, MaxRunningPerSite: l.MaxRunningPerSite}
+			spec.Users[u] = bridge.UserLimits{MaxQueued: l.MaxQueued, MaxRunning: l.MaxRunning, MaxRunningPerSite: l.MaxRunningPerSite, Shares: l.Shares}
 		}
 	}
+	spec.Order, spec.FairShareHalfLife = c.Broker.Order, c.Broker.FairShareHalfLife
 	spec.Tiers = bridge.TierOptions{Lambda: c.Broker.QoS.Lambda, DownAfter: c.Broker.QoS.DownAfter}
 	if r := c.Broker.Remap; r.Enabled {
 		spec.Remap = &bridge.RemapOptions{MinGain: r.MinGain, MaxMoves: r.MaxMoves, Interval: r.Interval}
