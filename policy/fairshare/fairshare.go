@@ -129,4 +129,3 @@ func Factors(in *policy.OrderInput) map[string]float64 {
 	}
 	return f
 }
-
