@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/bridge/daemon"
 )
 
@@ -294,8 +296,8 @@ func TestUsersSeeOnlyTheirOwnJobs(t *testing.T) {
 	}
 
 	// Bob as another uid on the socket.
-	if os.Getuid() != 0 {
-		t.Log("not root: the cross-uid socket probes are skipped (they need useradd and a second uid); the token probes ran")
+	if _, err := exec.LookPath("useradd"); os.Getuid() != 0 || err != nil {
+		t.Log("not root, or no useradd: the cross-uid socket probes are skipped (they need a second uid); the token probes ran")
 	} else {
 		bobName := fmt.Sprintf("gsbob%d", os.Getpid()%100000)
 		uid, gid := addUser(t, bobName)
@@ -389,4 +391,58 @@ func TestUsersSeeOnlyTheirOwnJobs(t *testing.T) {
 	if r := send(hc, base, bobTok, probe{Method: "GET", Path: "/v1/whoami"}); r.Status != 401 {
 		t.Errorf("a revoked token: HTTP %d %s", r.Status, r.Body)
 	}
+}
+
+// TestUserLimitsThroughTheAPI: over max_queued a submission is refused
+// 429 with the numbers; over max_running the job waits with the reason,
+// in its status and in explain.
+func TestUserLimitsThroughTheAPI(t *testing.T) {
+	state, socket := dirs(t)
+	service := strings.Repeat("k", 40)
+	d := startOpts(t, daemon.Options{StateDir: state, Socket: socket, TimeScale: 1, Listen: "127.0.0.1:0", Token: service,
+		Spec: assemble.Spec{Users: map[string]bridge.UserLimits{"alice": {MaxQueued: 1, MaxRunning: 1}}}})
+	ctx := context.Background()
+	r, err := api.NewUnixClient(socket).CreateToken(ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := api.NewClient("http://"+d.TCPAddr(), r.Token, nil)
+	long := request("long", 1, 10*time.Hour, 20*time.Hour)
+	j1, err := alice.Submit(ctx, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, j1.ID, 30*time.Second, bridge.Running)
+	j2, err := alice.Submit(ctx, long) // one waiting: max_queued 1 allows it
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = alice.Submit(ctx, long)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || !errors.Is(err, bridge.ErrOverLimit) || !strings.Contains(err.Error(), "max_queued is 1") {
+		t.Fatalf("a third submission: %v; want 429 over_limit naming max_queued", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		j, err := alice.Job(ctx, j2.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == bridge.Queued && strings.Contains(j.Reason, "max_running is 1") {
+			break
+		}
+		if j.State != bridge.Queued || time.Now().After(deadline) {
+			t.Fatalf("alice's second job: %s %q; want queued, waiting for max_running", j.State, j.Reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e, err := alice.ExplainJob(ctx, j2.ID)
+	if err != nil || e.Action != "wait" || len(e.Reasons) == 0 || !strings.Contains(e.Reasons[0], "max_running is 1") {
+		t.Fatalf("explain: %+v %v", e, err)
+	}
+	// Her first ends: the second starts.
+	if _, err := alice.Cancel(ctx, j1.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, j2.ID, 30*time.Second, bridge.Running)
 }

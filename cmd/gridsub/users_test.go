@@ -181,8 +181,8 @@ func TestCLIUsersSeeOnlyTheirOwnJobs(t *testing.T) {
 	}
 	checkAs("bob (token)", runAs([]string{envURL + "=http://" + addr, envToken + "=" + bobTok, envSocket + "=" + filepath.Join(top, "none.sock")}, nil))
 
-	if os.Getuid() != 0 {
-		t.Log("not root: the CLI as another uid on the socket is skipped (it needs useradd and a second uid); the token half ran")
+	if _, err := exec.LookPath("useradd"); os.Getuid() != 0 || err != nil {
+		t.Log("not root, or no useradd: the CLI as another uid on the socket is skipped (it needs a second uid); the token half ran")
 	} else {
 		name := fmt.Sprintf("gscli%d", os.Getpid()%100000)
 		if out, err := exec.Command("useradd", "-M", "-N", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
