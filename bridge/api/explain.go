@@ -50,6 +50,14 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, msg+" (see the Request schema in GET /openapi.yaml)")
 		return
 	}
+	// As POST /v1/jobs: the request is the caller's (its dependencies
+	// must be their jobs).
+	if p := caller(r); !p.Admin || req.Owner == "" {
+		req.Owner = p.User
+	}
+	if req.Owner == s.opts.Owner {
+		req.Owner = ""
+	}
 	e, err := ex.Explain(r.Context(), req, s.opts.Now())
 	if err != nil {
 		s.failErr(w, r, err)
