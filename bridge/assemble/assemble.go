@@ -232,7 +232,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	order, err := registry.Order(spec.Order)
 	if err != nil {
 		env.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w: broker.order: %w", ErrConfig, err)
 	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links, SubmitGrace: grace,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
