@@ -38,6 +38,9 @@ var (
 	// fastest placement cannot meet); see Feasible. Nothing is stored. The
 	// CLI exits 1 on it, the API answers 422.
 	ErrInfeasible = errors.New("no site can run the job")
+	// ErrOverLimit: the submission would take its user over a limit of
+	// Options.Users (max_queued); the API answers 429.
+	ErrOverLimit = errors.New("over a user limit")
 	// ErrDeadline: no site can finish the job by its deadline, even idle
 	// (Feasible's deadline rule). It is always carried by an error that is
 	// also ErrInfeasible (never ErrBadRequest).
@@ -78,6 +81,18 @@ type Options struct {
 	// it unique, or a later run would reuse ids — and with them remote tags
 	// and job directories at the sites.
 	IDPrefix string
+	// Users bound each user's jobs (userlimits.go): by user name, and
+	// DefaultUser ("default") for every user without an entry of their own.
+	Users map[string]UserLimits
+	// Owner is the daemon's own user: the owner of jobs whose
+	// Request.Owner is "" (limits and fair share count them as theirs).
+	Owner string
+	// Order orders the queue before each plan (policy.Order: fair share);
+	// nil keeps the broker's own order. It sees each user's shares
+	// (UserLimits.Shares) and their use of the sites decayed with
+	// FairShareHalfLife (0: policy.DefaultHalfLife).
+	Order             policy.Order
+	FairShareHalfLife time.Duration
 	// NoHistory keeps no per-job event history (trace replays of many
 	// thousands of jobs do not need it). States, times and reasons are kept.
 	NoHistory bool
@@ -251,6 +266,13 @@ func (b *Broker) Site(name string) (backends.Backend, bool) {
 // request has its local paths resolved (Inputs[i].Local, OutputDir).
 func (b *Broker) Submit(ctx context.Context, req Request, now time.Time) (*Job, error) {
 	req = req.clone() // validate normalises paths in place
+	if len(b.opts.Users) > 0 {
+		b.in.limitMu.Lock()
+		defer b.in.limitMu.Unlock()
+		if err := b.checkQueued(&req, submissionSize(&req)); err != nil {
+			return nil, err
+		}
+	}
 	if req.grouped() || req.hasDeps() {
 		return b.grp.submitHeld(ctx, req, now)
 	}

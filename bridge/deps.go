@@ -42,25 +42,29 @@ type depStatus struct {
 	started bool
 	reason  string
 	found   bool
+	owner   string // Request.Owner of the dependency
 }
 
 // depOf looks a dependency up: in memory, else in the store (a job that
 // ended before a restart). The ledger's lock held.
 func (gs *groups) depOf(ctx context.Context, id string) depStatus {
 	if j, ok := gs.jobs[id]; ok {
-		return depStatus{j.State, !j.Start.IsZero(), j.Reason, true}
+		return depStatus{j.State, !j.Start.IsZero(), j.Reason, true, j.Req.Owner}
 	}
 	j, err := gs.store.Get(ctx, id)
 	if err != nil {
 		return depStatus{}
 	}
-	return depStatus{j.State, !j.Start.IsZero(), j.Reason, true}
+	return depStatus{j.State, !j.Start.IsZero(), j.Reason, true, j.Req.Owner}
 }
 
 // depMatcher finds the jobs a shortened dependency id may name: those in
-// memory and, when the store can search, those it holds. The ledger's lock
-// held.
-type depMatcher struct{ gs *groups }
+// memory and, when the store can search, those it holds — of one owner
+// only. The ledger's lock held.
+type depMatcher struct {
+	gs    *groups
+	owner string
+}
 
 func (m depMatcher) MatchIDs(ctx context.Context, q string, limit int) ([]string, error) {
 	var out []string
@@ -80,6 +84,7 @@ func (m depMatcher) MatchIDs(ctx context.Context, q string, limit int) ([]string
 			}
 		}
 	}
+	out = slices.DeleteFunc(out, func(id string) bool { return m.gs.depOf(ctx, id).owner != m.owner })
 	slices.Sort(out)
 	return out, nil
 }
@@ -129,7 +134,7 @@ func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *pr
 			d := gs.depOf(ctx, id)
 			if !d.found && id != "" {
 				// A shortened id, as every command takes one.
-				full, err := ResolveID(ctx, id, func(string) error { return ErrNotFound }, depMatcher{gs})
+				full, err := ResolveID(ctx, id, func(string) error { return ErrNotFound }, depMatcher{gs, r.Owner})
 				switch {
 				case errors.Is(err, ErrAmbiguous):
 					p.addf(f, "%s", strings.TrimPrefix(err.Error(), ErrBadRequest.Error()+": "+ErrAmbiguous.Error()+": "))
@@ -141,7 +146,9 @@ func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *pr
 					d = gs.depOf(ctx, id)
 				}
 			}
-			if !d.found {
+			if !d.found || d.owner != r.Owner {
+				// Another user's job is not found either: a user cannot
+				// wait on, or learn of, what is not theirs.
 				p.addf(f, "no job %q: a dependency must name a job the broker knows (its id, or a unique prefix or suffix of it)", id)
 				continue
 			}
@@ -161,7 +168,7 @@ func (gs *groups) checkDeps(ctx context.Context, r *Request, field string, p *pr
 // resolveSteps turns the step names in a pipeline's dependencies into
 // element ids and checks them: a step may depend on earlier steps (by
 // name) and on existing jobs (by id). The ledger's lock held.
-func (gs *groups) resolveSteps(ctx context.Context, parent string, steps []Request, p *problems) {
+func (gs *groups) resolveSteps(ctx context.Context, parent, owner string, steps []Request, p *problems) {
 	names := map[string]int{}
 	for i := range steps {
 		st := &steps[i]
@@ -189,7 +196,7 @@ func (gs *groups) resolveSteps(ctx context.Context, parent string, steps []Reque
 			}
 		}
 		// Ids (not names) must be known jobs.
-		ext := Request{}
+		ext := Request{Owner: owner}
 		for _, k := range depKinds {
 			for _, ref := range *k.ids(st) {
 				if ref != "" && !strings.HasPrefix(ref, parent+"_") {
@@ -317,7 +324,7 @@ func (gs *groups) submitHeld(ctx context.Context, req Request, now time.Time) (*
 	j := &Job{ID: fmt.Sprintf("%s%06d", gs.opts.IDPrefix, seq), Req: req, State: Held, Submit: now, ExitCode: -1, Group: g}
 	if len(req.Steps) > 0 {
 		gs.mu.Lock()
-		gs.resolveSteps(ctx, j.ID, j.Req.Steps, &p)
+		gs.resolveSteps(ctx, j.ID, j.Req.Owner, j.Req.Steps, &p)
 		gs.mu.Unlock()
 		if len(p) > 0 {
 			return nil, RequestError(p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gridsub/gridsub/policy"
@@ -104,7 +105,12 @@ func (b *Broker) ExplainJob(ctx context.Context, id string, now time.Time) (*Exp
 		return nil, fmt.Errorf("%w: job %s is %s, not queued: only a queued job's placement is still open (`gridsub status %s` shows where it went)%s",
 			ErrBadRequest, id, c.State, id, moveNote(c))
 	}
-	return b.explain(ctx, c, now, false)
+	e, err := b.explain(ctx, c, now, false)
+	if err == nil && strings.HasPrefix(c.Reason, limitReason) {
+		// The planner would place it, but its user's limit holds it back.
+		e.Action, e.Chosen, e.Reasons = "wait", nil, append([]string{c.Reason}, e.Reasons...)
+	}
+	return e, err
 }
 
 // explain plans one pass, not Quiet, on a fresh snapshot with j in the

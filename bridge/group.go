@@ -164,6 +164,7 @@ func element(parent *Job, indices []int, k int) (Request, error) {
 		// submission (resolveSteps).
 		st := pr.Steps[k].clone()
 		st.OutputDir = strings.ReplaceAll(st.OutputDir, IDPlaceholder, ElementID(parent.ID, indices[k]))
+		st.Owner = pr.Owner // a step is its pipeline's owner's, whatever the step says
 		return st, nil
 	}
 	r := pr.clone()

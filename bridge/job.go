@@ -112,6 +112,12 @@ type Request struct {
 	// submitting through the sbatch and qsub front-ends set it: the engine
 	// owns retries. A site's fault (a lost job) is still requeued.
 	NoRetry bool `json:",omitempty"`
+	// Owner is the user the job belongs to: the API sets it from who asks
+	// (the socket's peer credentials, or the user of a bearer token) and
+	// a client cannot choose it unless it is an administrator. "" is the
+	// daemon's own user (jobs stored before owners existed read so).
+	// Group elements and pipeline steps have their parent's.
+	Owner string `json:",omitempty"`
 }
 
 // MaxIdempotencyKey bounds Request.IdempotencyKey.

@@ -134,5 +134,14 @@ func (b *Broker) PolicyNames() map[policy.Kind]string {
 		policy.KindTrust:       b.opts.trustPolicy().Name(),
 		policy.KindTiering:     b.opts.tiering().Name(),
 		policy.KindRemap:       b.opts.remapPolicy().Name(),
+		policy.KindOrder:       b.opts.orderName(),
 	}
+}
+
+// orderName is the queue order's name: fcfs when none is set.
+func (o *Options) orderName() string {
+	if o.Order == nil {
+		return "fcfs"
+	}
+	return o.Order.Name()
 }

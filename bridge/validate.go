@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/jobrules"
@@ -78,8 +79,9 @@ func (p *problems) addf(field, format string, args ...any) {
 // fields, its files inside the allowed roots, its tier, its feasibility.
 type intake struct {
 	part
-	outRoot []string // Options.OutputRoot resolved (none or one)
-	inRoots []string // Options.InputRoots resolved
+	limitMu sync.Mutex // serialises submissions while a user limit is counted (userlimits.go)
+	outRoot []string   // Options.OutputRoot resolved (none or one)
+	inRoots []string   // Options.InputRoots resolved
 }
 
 // validate checks a request at submission time now against the rules every

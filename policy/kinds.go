@@ -11,9 +11,10 @@ const (
 	KindTrust       Kind = "trust"       // Trust: outcomes in, scores out
 	KindTiering     Kind = "tiering"     // Tiering: tier rule and copy plans
 	KindRemap       Kind = "remap"       // Remap: moves of waiting jobs
+	KindOrder       Kind = "order"       // Order: the queue's order (fair share)
 )
 
 // Kinds lists the extension points in a fixed order.
 func Kinds() []Kind {
-	return []Kind{KindPlanner, KindFeasibility, KindAdmission, KindTrust, KindTiering, KindRemap}
+	return []Kind{KindPlanner, KindFeasibility, KindAdmission, KindTrust, KindTiering, KindRemap, KindOrder}
 }

@@ -95,6 +95,8 @@ func (e *Error) Unwrap() error {
 		return bridge.ErrInfeasible
 	case CodeFinal:
 		return bridge.ErrFinal
+	case CodeOverLimit:
+		return bridge.ErrOverLimit
 	case CodeDiskFull:
 		return store.ErrDiskFull
 	case CodeUnavailable:

@@ -50,6 +50,14 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, CodeBadRequest, msg+" (see the Request schema in GET /openapi.yaml)")
 		return
 	}
+	// As POST /v1/jobs: the request is the caller's (its dependencies
+	// must be their jobs).
+	if p := caller(r); !p.Admin || req.Owner == "" {
+		req.Owner = p.User
+	}
+	if req.Owner == s.opts.Owner {
+		req.Owner = ""
+	}
 	e, err := ex.Explain(r.Context(), req, s.opts.Now())
 	if err != nil {
 		s.failErr(w, r, err)
@@ -65,7 +73,12 @@ func (s *Server) explainJob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotImplemented, "not_implemented", "this broker cannot explain placements")
 		return
 	}
-	e, err := ex.ExplainJob(r.Context(), r.PathValue("id"), s.opts.Now())
+	id, err := s.resolve(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	e, err := ex.ExplainJob(r.Context(), id, s.opts.Now())
 	if err != nil {
 		s.failErr(w, r, err)
 		return

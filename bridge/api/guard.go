@@ -187,8 +187,19 @@ func (g *guardListener) Close() error {
 // ConnContext).
 type connKey struct{}
 
+// connContext keeps the connection in its requests' context, and, for a
+// unix socket's, its peer's Principal (who.go).
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
+	ctx = context.WithValue(ctx, connKey{}, c)
+	if lc, ok := c.(*limitConn); ok {
+		c = lc.Conn
+	} else {
+		c = withPeer(c) // a unix socket served without LimitListener
+	}
+	if p, ok := peerPrincipal(c); ok {
+		ctx = context.WithValue(ctx, peerKey{}, p)
+	}
+	return ctx
 }
 
 // guarded is the guardConn under a request's connection (through TLS), or

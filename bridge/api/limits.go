@@ -9,9 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // Limits bound what one client can hold of a server: how long it may take
@@ -130,17 +129,51 @@ func LimitListener(l net.Listener, n int) net.Listener {
 	if n <= 0 {
 		n = DefaultMaxConns
 	}
-	return &limitListener{Listener: netutil.LimitListener(l, n), addr: l.Addr()}
+	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
 }
 
-// limitListener keeps the inner listener's Addr (a *unixListener reports
+// limitListener holds at most cap(sem) connections open at once, and
+// reads the peer's credentials of each unix-socket connection it accepts
+// (who.go). It keeps the inner listener's Addr (a *unixListener reports
 // its path, which tells Serve that it is a socket).
 type limitListener struct {
 	net.Listener
-	addr net.Addr
+	sem  chan struct{}
+	done chan struct{}
+	once sync.Once
 }
 
-func (l *limitListener) Addr() net.Addr { return l.addr }
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: withPeer(c), release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back when closed.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
 
 // bodyLimit reads the whole request body, at most max bytes, before next
 // runs, so that every handler sees a body that is complete and bounded. A

@@ -34,6 +34,19 @@ var (
 // the socket file if it is still the one this listener made (same inode):
 // a socket another server put there since is left alone.
 func ListenUnix(path string) (net.Listener, error) {
+	return listenUnix(path, 0o600)
+}
+
+// ListenUnixShared is ListenUnix with a socket of mode 0666: every local
+// user can connect, and the server tells them apart by their peer
+// credentials (SO_PEERCRED; Principal). The directory must let them
+// reach the socket (a state directory of mode 0700 does not: put a shared
+// socket in a directory of its own, such as /run/gridsub).
+func ListenUnixShared(path string) (net.Listener, error) {
+	return listenUnix(path, 0o666)
+}
+
+func listenUnix(path string, mode os.FileMode) (net.Listener, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("api: socket %s: %w", path, err)
@@ -76,7 +89,7 @@ func ListenUnix(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("api: listening on %s: %w", path, err)
 	}
 	l.SetUnlinkOnClose(false)
-	if err := os.Chmod(tpath, 0o600); err != nil {
+	if err := os.Chmod(tpath, mode); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("api: socket %s: %w", path, err)
 	}

@@ -56,6 +56,9 @@ const (
 )
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	if !s.requireAdmin(w, r, "logging the daemon in to a site") {
+		return
+	}
 	sl, ok := s.b.(SiteLoginer)
 	if !ok {
 		s.fail(w, r, http.StatusNotImplemented, CodeBadRequest, "this broker has no site logins (run gridsub serve)")

@@ -42,12 +42,20 @@ type QueueRow struct {
 	Sites     []string  // where its components are
 	Partition string    // asked for ("" = the sites' own)
 	Account   string
+	Owner     string // the job's Request.Owner ("" = the daemon's user); not sent on the wire
+}
+
+func (s *Server) rowOwner(r QueueRow) string {
+	if r.Owner == "" {
+		return s.opts.Owner
+	}
+	return r.Owner
 }
 
 // QueueRowOf is a job's row.
 func QueueRowOf(j *bridge.Job) QueueRow {
 	r := QueueRow{ID: j.ID, Parent: j.Parent, Index: j.Index, Name: j.Req.Name, State: j.State, Nodes: j.Req.Nodes,
-		Cores: j.Req.CoresPerNode, Estimate: j.Req.Estimate, Submit: j.Submit, Start: j.Start, Predicted: j.Predicted.Parts != nil}
+		Cores: j.Req.CoresPerNode, Estimate: j.Req.Estimate, Submit: j.Submit, Start: j.Start, Predicted: j.Predicted.Parts != nil, Owner: j.Req.Owner}
 	for _, c := range j.Comps {
 		if c.Site != "" && (len(r.Sites) == 0 || r.Sites[len(r.Sites)-1] != c.Site) {
 			r.Sites = append(r.Sites, c.Site)
@@ -88,7 +96,8 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.URL.Query().Get("id")
-	if qw, ok := q.(QueueWriter); ok && id == "" {
+	p := caller(r)
+	if qw, ok := q.(QueueWriter); ok && id == "" && p.Admin {
 		w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
 		io.WriteString(w, queueHeader+"\n")
 		if err := qw.WriteQueue(r.Context(), w); err != nil {
@@ -101,10 +110,10 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	if id != "" {
+	if id != "" || !p.Admin {
 		var of []QueueRow // not in place: the rows are the Queuer's
 		for _, row := range rows {
-			if row.ID == id || row.Parent == id {
+			if (id == "" || row.ID == id || row.Parent == id) && (p.Admin || s.rowOwner(row) == p.User) {
 				of = append(of, row)
 			}
 		}

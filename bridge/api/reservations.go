@@ -71,6 +71,7 @@ func (s *Server) reservations(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
+	rs = s.ownReservations(caller(r), rs)
 	if rs == nil {
 		rs = []Reservation{}
 	}
@@ -89,4 +90,18 @@ func (c *Client) Reservations(ctx context.Context, active bool) ([]Reservation, 
 		return nil, err
 	}
 	return r.Reservations, nil
+}
+
+// ownReservations keeps the reservations of the jobs p sees.
+func (s *Server) ownReservations(p Principal, rs []Reservation) []Reservation {
+	if p.Admin {
+		return rs
+	}
+	var out []Reservation
+	for _, r := range rs {
+		if j, err := s.b.Job(r.Job); err == nil && s.sees(p, j) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	_ "embed"
 	"encoding/json"
@@ -115,7 +114,14 @@ type ServerOptions struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every request. Serve refuses a TCP listener without one; on a unix
 	// socket the file mode (0600) is the protection.
-	Token  string
+	Token string
+	// Tokens, when set, also accepts per-user bearer tokens on a TCP
+	// listener (and serves the /v1/tokens routes when it is a
+	// TokenAdmin). On the unix socket the peer's credentials say who asks.
+	Tokens TokenBook
+	// Owner is the daemon's own user (default DaemonUser()): the owner of
+	// jobs stored without one, and who the service token speaks for.
+	Owner  string
 	Now    func() time.Time // the broker's clock for Submit and Cancel (default time.Now)
 	Logger *slog.Logger
 	// MaxBody bounds a request body (default 1 MiB, DefaultMaxBody): a
@@ -167,7 +173,14 @@ var Routes = []string{
 	"POST /v1/jobs/{id}/release",
 	"POST /v1/jobs/{id}/requeue",
 	"GET /v1/queue",
+	"POST /v1/tokens",
+	"GET /v1/tokens",
+	"POST /v1/tokens/{id}/revoke",
+	"GET /v1/whoami",
 }
+
+// PageRoute is the status page (statuspage.go): the caller's jobs only.
+const PageRoute = "GET /{$}"
 
 // Controller is optionally implemented by a Broker that holds, releases and
 // requeues jobs (bridge.Broker's Hold, Release, Requeue); without it those
@@ -183,6 +196,9 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Owner == "" {
+		opts.Owner = DaemonUser()
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -193,11 +209,12 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	s := &Server{b: b, opts: opts, log: opts.Logger}
 	mux := http.NewServeMux()
 	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs,
-		s.login, s.control("hold"), s.control("release"), s.control("requeue"), s.queue}
+		s.login, s.control("hold"), s.control("release"), s.control("requeue"), s.queue,
+		s.tokenCreate, s.tokenList, s.tokenRevoke, s.whoami}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}
-	mux.HandleFunc("GET /{$}", s.page) // the status page (statuspage.go)
+	mux.HandleFunc(PageRoute, s.page)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "no_route", fmt.Sprintf("no route %s %s; see GET /openapi.yaml", r.Method, r.URL.Path))
 	})
@@ -238,21 +255,20 @@ func (s *Server) Serve(l net.Listener) error {
 // Shutdown stops accepting connections and waits for requests in flight.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
+// auth finds who sends each request (who.go) and puts the Principal in
+// its context; a request from nobody known is answered 401 and its TCP
+// connection closed.
 func (s *Server) auth(next http.Handler) http.Handler {
-	if s.opts.Token == "" {
-		return next
-	}
-	want := []byte("Bearer " + s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		p, ok := s.who(r)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gridsub"`)
 			Refuse(w, r) // closed after this answer: a refused client holds no connection
-			s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+			s.fail(w, r, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token (or unknown socket peer)")
 			return
 		}
 		MarkAuthenticated(r)
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 	})
 }
 
@@ -264,6 +280,8 @@ const (
 	CodeInfeasible   = "infeasible" // 422: no configured site can ever run the job (bridge.ErrInfeasible)
 	CodeFinal        = "final"
 	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"  // 403: only an administrator may do this
+	CodeOverLimit    = "over_limit" // 429: the user's max_queued (bridge.ErrOverLimit)
 	CodeUnavailable  = "unavailable"
 	CodeDiskFull     = "disk_full"
 	CodeInternal     = "internal"
@@ -286,6 +304,8 @@ func status(err error) (int, string) {
 		return http.StatusBadRequest, CodeUnknownSite
 	case errors.Is(err, bridge.ErrInfeasible):
 		return http.StatusUnprocessableEntity, CodeInfeasible
+	case errors.Is(err, bridge.ErrOverLimit):
+		return http.StatusTooManyRequests, CodeOverLimit
 	case errors.Is(err, bridge.ErrBadRequest):
 		return http.StatusBadRequest, CodeBadRequest
 	case errors.Is(err, bridge.ErrFinal):
@@ -363,6 +383,16 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.IdempotencyKey = k // the broker checks its form
+	}
+	if p := caller(r); req.Owner == "" || !p.Admin {
+		if req.Owner != "" && req.Owner != p.User {
+			s.fail(w, r, http.StatusForbidden, CodeForbidden, fmt.Sprintf("the request names the owner %q but you are %q; only an administrator submits for another user", req.Owner, p.User))
+			return
+		}
+		req.Owner = p.User
+	}
+	if req.Owner == s.opts.Owner {
+		req.Owner = "" // the daemon's own user's jobs carry no owner (OwnerOf)
 	}
 	j, err := s.b.Submit(r.Context(), req, s.opts.Now())
 	if err != nil {
@@ -555,7 +585,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	js, err := s.b.ListJobs(r.Context(), f)
+	js, err := s.listFor(r.Context(), caller(r), f)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
@@ -568,6 +598,34 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		resp.Next = js[len(js)-1].ID
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// listFor is ListJobs as p sees it: an administrator every job, a user
+// their own, read page after page of the Broker's listing until f.Limit
+// of theirs are found or the listing ends.
+func (s *Server) listFor(ctx context.Context, p Principal, f bridge.Filter) ([]*bridge.Job, error) {
+	if p.Admin {
+		return s.b.ListJobs(ctx, f)
+	}
+	var out []*bridge.Job
+	for {
+		js, err := s.b.ListJobs(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range js {
+			if s.sees(p, j) {
+				out = append(out, j)
+				if f.Limit > 0 && len(out) == f.Limit {
+					return out, nil
+				}
+			}
+		}
+		if f.Limit <= 0 || len(js) < f.Limit {
+			return out, nil
+		}
+		f.After = js[len(js)-1].ID
+	}
 }
 
 // SitesResponse is the answer to GET /v1/sites. Sites keeps the names

@@ -108,7 +108,7 @@ type pageData struct {
 
 // page serves the status page.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	d := s.pageData(r.Context())
+	d := s.pageData(r.Context(), caller(r))
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, d); err != nil {
 		s.log.Error("rendering the status page", "err", err)
@@ -126,7 +126,9 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-func (s *Server) pageData(ctx context.Context) pageData {
+// pageData is what the page shows p: their own jobs and reservations
+// (every one to an administrator).
+func (s *Server) pageData(ctx context.Context, p Principal) pageData {
 	d := pageData{Now: time.Now(), Refresh: PageRefresh}
 	if sr, ok := s.b.(SiteReporter); ok {
 		sites, err := sr.SiteStatus(ctx)
@@ -141,7 +143,7 @@ func (s *Server) pageData(ctx context.Context) pageData {
 		}
 	}
 	list := func(f bridge.Filter) []*bridge.Job {
-		js, err := s.b.ListJobs(ctx, f)
+		js, err := s.listFor(ctx, p, f)
 		if err != nil {
 			d.Errors = append(d.Errors, err.Error())
 		}
@@ -155,7 +157,7 @@ func (s *Server) pageData(ctx context.Context) pageData {
 		if err != nil {
 			d.Errors = append(d.Errors, err.Error())
 		}
-		d.Reservations = rs
+		d.Reservations = s.ownReservations(p, rs)
 	} else {
 		d.ResvNote = "this broker keeps no reservations"
 	}

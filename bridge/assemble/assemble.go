@@ -68,6 +68,14 @@ type Spec struct {
 	Epoch     time.Time     // simulated start time (zero = now, rounded to the second)
 	Store     bridge.Store
 	IDPrefix  string // see bridge.Options.IDPrefix
+	// Users and Owner: per-user limits and the daemon's own user
+	// (bridge.Options.Users, Owner).
+	Users map[string]bridge.UserLimits
+	Owner string
+	// Order names the queue-order policy (policy/registry.Order: "" is
+	// fcfs) and FairShareHalfLife its decay (bridge.Options).
+	Order             string
+	FairShareHalfLife time.Duration
 	// OutputRoot and InputRoots confine where outputs are written and
 	// inputs read (bridge.Options.OutputRoot, InputRoots).
 	OutputRoot string
@@ -221,11 +229,16 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	if env.Engine != nil {
 		grace = 0 // in-process simulated sites die with the broker: nothing is in flight
 	}
+	order, err := registry.Order(spec.Order)
+	if err != nil {
+		env.Close()
+		return nil, fmt.Errorf("%w: broker.order: %w", ErrConfig, err)
+	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links, SubmitGrace: grace,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
 		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap,
-		Policies: policies})
+		Policies: policies, Users: spec.Users, Owner: spec.Owner, Order: order, FairShareHalfLife: spec.FairShareHalfLife})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

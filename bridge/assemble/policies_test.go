@@ -17,6 +17,7 @@ func TestPolicyNamesReachTheBroker(t *testing.T) {
 	ctx := context.Background()
 	spec := simSpec(bridge.NewMemStore(), epoch)
 	spec.Policies = PolicyNames{Admission: "srrm", Trust: "paper002"}
+	spec.Order = "fairshare"
 	e, err := Build(ctx, spec, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +25,7 @@ func TestPolicyNamesReachTheBroker(t *testing.T) {
 	defer e.Close()
 	got := e.Broker.PolicyNames()
 	for k, want := range map[policy.Kind]string{policy.KindFeasibility: "capacity", policy.KindAdmission: "srrm",
-		policy.KindTrust: "paper002", policy.KindTiering: "dgjs", policy.KindRemap: "gain"} {
+		policy.KindTrust: "paper002", policy.KindTiering: "dgjs", policy.KindRemap: "gain", policy.KindOrder: "fairshare"} {
 		if got[k] != want {
 			t.Fatalf("%s: %q, want %q (all: %v)", k, got[k], want, got)
 		}
@@ -36,5 +37,10 @@ func TestPolicyNamesReachTheBroker(t *testing.T) {
 		if !errors.Is(err, ErrConfig) || !errors.Is(err, registry.ErrUnknown) || !strings.Contains(err.Error(), "valid are") {
 			t.Fatalf("%+v: %v", bad, err)
 		}
+	}
+	spec = simSpec(bridge.NewMemStore(), epoch)
+	spec.Order = "lottery"
+	if _, err := Build(ctx, spec, Options{}); !errors.Is(err, ErrConfig) || !errors.Is(err, registry.ErrUnknown) || !strings.Contains(err.Error(), "fairshare") {
+		t.Fatalf("order lottery: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/store"
 )
 
@@ -36,6 +37,10 @@ func (d *Daemon) backupHandler(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+	}
+	if p, ok := api.PeerOf(r); !ok || !p.Admin {
+		fail(http.StatusForbidden, errors.New("a backup of the store is for administrators only (root or the daemon's own user)"))
+		return
 	}
 	var req BackupRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))

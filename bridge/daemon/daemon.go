@@ -25,6 +25,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/assemble"
 	"github.com/gridsub/gridsub/bridge/store"
+	"github.com/gridsub/gridsub/bridge/users"
 )
 
 // Sentinel errors of the daemon.
@@ -57,6 +58,11 @@ type Options struct {
 	// needs Token (sent as "Authorization: Bearer <token>").
 	Listen string
 	Token  string // at least api.MinTokenLen characters
+	// SharedSocket makes the socket connectable by every local user
+	// (mode 0666; api.ListenUnixShared): each is told apart by the peer
+	// credentials and sees only their own jobs. Off, the socket is 0600
+	// and only the daemon's user (and root) connect.
+	SharedSocket bool
 	// TLSCert and TLSKey (PEM files) make the TCP listener speak TLS 1.2+.
 	// Without them a Listen address that is not loopback is refused unless
 	// InsecurePlaintext is set.
@@ -229,6 +235,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 
 	spec := opts.Spec
 	spec.Store = d.st
+	if spec.Owner == "" {
+		spec.Owner = api.DaemonUser()
+	}
 	if spec.IDPrefix, err = idPrefix(ctx, d.st); err != nil {
 		return nil, err
 	}
@@ -261,24 +270,32 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	tokens, err := users.OpenTokens(filepath.Join(opts.StateDir, users.TokensFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: per-user tokens: %w", ErrOptions, err)
+	}
 	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d, keys: newKeys(known, time.Now())}
 	metricsH := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	mux := func(srv *api.Server, token string) http.Handler {
 		m := http.NewServeMux()
-		m.Handle("GET /metrics", bearer(token, metricsH))
+		m.Handle(MetricsRoute, bearer(token, metricsH))
 		m.Handle("/", srv.Handler())
 		return m
 	}
 	var listeners []net.Listener
 	var handlers []http.Handler
-	ul, err := api.ListenUnix(opts.Socket)
+	listenUnix := api.ListenUnix
+	if opts.SharedSocket {
+		listenUnix = api.ListenUnixShared
+	}
+	ul, err := listenUnix(opts.Socket)
 	if err != nil {
 		return nil, err
 	}
 	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	sockMux := http.NewServeMux()
 	sockMux.HandleFunc(BackupRoute, d.backupHandler) // the socket only: see BackupRoute
-	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix}), ""))
+	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix, Tokens: tokens}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
@@ -290,7 +307,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		d.tcp = tl.Addr().String()
 		listeners = append(listeners, tl)
-		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix}), opts.Token))
+		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix, Tokens: tokens}), opts.Token))
 	}
 	if opts.MetricsListen != "" {
 		ml, err := net.Listen("tcp", opts.MetricsListen)
@@ -360,6 +377,15 @@ func bearer(token string, h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// MetricsRoute serves the Prometheus metrics: on the socket to every
+// local user who reaches it (aggregates only: no job ids, names or
+// owners), on the TCP listener with the service token only.
+const MetricsRoute = "GET /metrics"
+
+// Routes are the routes the daemon serves beside api.Routes and
+// api.PageRoute (users_test.go calls each as another user).
+var Routes = []string{MetricsRoute, BackupRoute}
 
 // Broker is the daemon's broker (tests inspect it).
 func (d *Daemon) Broker() *bridge.Broker { return d.env.Broker }

@@ -91,7 +91,7 @@ func clientErr(err error) error {
 	switch {
 	case errors.Is(err, bridge.ErrInfeasible): // the job can never run: as a rejection
 		return &exitError{exitJobFailed, err}
-	case errors.Is(err, bridge.ErrNotFound), errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite):
+	case errors.Is(err, bridge.ErrNotFound), errors.Is(err, bridge.ErrBadRequest), errors.Is(err, bridge.ErrUnknownSite), errors.Is(err, bridge.ErrOverLimit):
 		return usageErr(err)
 	case errors.Is(err, bridge.ErrFinal):
 		return &exitError{exitJobFailed, err}

@@ -129,7 +129,8 @@ goes on in the daemon.`,
 		newServeCmd(g), newStatusCmd(g), newListCmd(g), newWatchCmd(g), newEventsCmd(g), newCancelCmd(g), newHistoryCmd(g), newOutputCmd(g), newReservationsCmd(g), newStoreCmd(g), newDocsCmd(),
 		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g), newSimsiteCmd(g),
 		newLoginCmd(g), newDoctorCmd(g))
-	root.AddCommand(newFrontEndCmds(g)...) // fe_*.go: sbatch, squeue... and shims
+	root.AddCommand(newTokenCmd(g), newWhoamiCmd(g)) // users.go
+	root.AddCommand(newFrontEndCmds(g)...)           // fe_*.go: sbatch, squeue... and shims
 	usageArgs(root)
 	return root
 }

@@ -178,7 +178,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
 	defer startProfiles(log)()
 	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
-		Listen: f.listen, Token: token, TLSCert: tlsCert, TLSKey: tlsKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext,
+		Listen: f.listen, Token: token, TLSCert: tlsCert, TLSKey: tlsKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext, SharedSocket: cfg.Broker.SharedSocket,
 		MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
 		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, TrustHalfLife: halfLife(f.trustHalfLife), Logger: log})
 	switch {

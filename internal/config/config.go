@@ -38,10 +38,22 @@ type Config struct {
 	Broker  Broker  `mapstructure:"broker"`
 	Sim     Sim     `mapstructure:"sim"`
 	Staging Staging `mapstructure:"staging"`
+	// Users bound each user's jobs (bridge.UserLimits): by user name, and
+	// "default" for every user without an entry (docs/users.md).
+	Users map[string]UserLimits `mapstructure:"users"`
 
 	// Source names where the configuration came from ("configs/testbed.yaml
 	// (built in)" or the file path); it is not read from the file.
 	Source string `mapstructure:"-"`
+}
+
+// UserLimits are one user's limits (bridge.UserLimits); 0 is no bound.
+type UserLimits struct {
+	MaxQueued         int `mapstructure:"max_queued"`
+	MaxRunning        int `mapstructure:"max_running"`
+	MaxRunningPerSite int `mapstructure:"max_running_per_site"`
+	// Shares weigh the user in fair share (broker.order: fairshare).
+	Shares float64 `mapstructure:"shares"`
 }
 
 // Site is one batch-system cluster.
@@ -180,6 +192,11 @@ type Broker struct {
 	TLSCert           string `mapstructure:"tls_cert"`
 	TLSKey            string `mapstructure:"tls_key"`
 	InsecurePlaintext bool   `mapstructure:"insecure_plaintext"`
+	// SharedSocket lets every local user connect to the socket (mode
+	// 0666): the daemon tells them apart by their peer credentials, and
+	// each sees only their own jobs (docs/users.md). The socket's
+	// directory must be reachable by them: not the 0700 state directory.
+	SharedSocket bool `mapstructure:"shared_socket"`
 
 	// Policy may name a planner plugin instead of a built-in:
 	// plugin:/path/to/exe ARGS, or plugin:builtin:NAME (PlannerPluginPrefix).
@@ -189,9 +206,14 @@ type Broker struct {
 	// when the plugin keeps failing or hangs past PolicyTimeout (default
 	// greedy-easy); PolicyTimeout bounds one planning call to the plugin
 	// (default 30s).
-	PolicySHA256   string        `mapstructure:"policy_sha256"`
-	FallbackPolicy string        `mapstructure:"fallback_policy"`
-	PolicyTimeout  time.Duration `mapstructure:"policy_timeout"`
+	PolicySHA256   string `mapstructure:"policy_sha256"`
+	FallbackPolicy string `mapstructure:"fallback_policy"`
+	// Order is the queue-order policy (policy.Order): fcfs (default) or
+	// fairshare; FairShareHalfLife how fast past use is forgotten (0:
+	// 7 days). docs/users.md.
+	Order             string        `mapstructure:"order"`
+	FairShareHalfLife time.Duration `mapstructure:"fairshare_half_life"`
+	PolicyTimeout     time.Duration `mapstructure:"policy_timeout"`
 
 	// QoS tunes the dependability tiers (SPEC.md §5, bridge.TierOptions).
 	QoS QoS `mapstructure:"qos"`
@@ -274,37 +296,40 @@ type Sim struct {
 // sim.time_scale by GRIDSUB_SIM_TIME_SCALE, and so on (dots become
 // underscores, upper case). Per-site defaults are in siteDefaults.
 var defaults = map[string]any{
-	"network.default.bandwidth": "1MB/s",
-	"network.default.latency":   "575ms",
-	"network.multi_site_factor": 1.1,
-	"broker.policy":             "greedy",
-	"broker.policy_sha256":      "",
-	"broker.fallback_policy":    "greedy-easy",
-	"broker.policy_timeout":     "30s",
-	"broker.feasibility":        "capacity",
-	"broker.admission":          "drrm",
-	"broker.trust":              "paper002",
-	"broker.tiering":            "dgjs",
-	"broker.feasibility_sha256": "",
-	"broker.admission_sha256":   "",
-	"broker.trust_sha256":       "",
-	"broker.tiering_sha256":     "",
-	"broker.interval":           "1s",
-	"broker.poll_interval":      "2s",
-	"broker.state_dir":          "",
-	"broker.socket":             "",
-	"broker.output_root":        "",
-	"broker.tls_cert":           "",
-	"broker.tls_key":            "",
-	"broker.insecure_plaintext": false,
-	"sim.time_scale":            600,
-	"staging.max_file_size":     "10GiB",
-	"staging.max_job_bytes":     "50GiB",
-	"staging.min_rate":          "1MiB/s",
-	"staging.min_time":          "1m",
-	"staging.fetch_workers":     4,
-	"staging.fetch_timeout":     "6h",
-	"sim.seed":                  1,
+	"network.default.bandwidth":  "1MB/s",
+	"network.default.latency":    "575ms",
+	"network.multi_site_factor":  1.1,
+	"broker.policy":              "greedy",
+	"broker.policy_sha256":       "",
+	"broker.fallback_policy":     "greedy-easy",
+	"broker.order":               "fcfs",
+	"broker.fairshare_half_life": "168h",
+	"broker.policy_timeout":      "30s",
+	"broker.feasibility":         "capacity",
+	"broker.admission":           "drrm",
+	"broker.trust":               "paper002",
+	"broker.tiering":             "dgjs",
+	"broker.feasibility_sha256":  "",
+	"broker.admission_sha256":    "",
+	"broker.trust_sha256":        "",
+	"broker.tiering_sha256":      "",
+	"broker.interval":            "1s",
+	"broker.poll_interval":       "2s",
+	"broker.state_dir":           "",
+	"broker.socket":              "",
+	"broker.output_root":         "",
+	"broker.tls_cert":            "",
+	"broker.tls_key":             "",
+	"broker.insecure_plaintext":  false,
+	"broker.shared_socket":       false,
+	"sim.time_scale":             600,
+	"staging.max_file_size":      "10GiB",
+	"staging.max_job_bytes":      "50GiB",
+	"staging.min_rate":           "1MiB/s",
+	"staging.min_time":           "1m",
+	"staging.fetch_workers":      4,
+	"staging.fetch_timeout":      "6h",
+	"sim.seed":                   1,
 }
 
 // siteDefaults are applied to each site mapping that lacks the key, and

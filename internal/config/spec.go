@@ -26,6 +26,13 @@ func (c *Config) Spec(log *slog.Logger) (assemble.Spec, error) {
 		InputRoots: c.Broker.InputRoots,
 	}
 	spec.FetchWorkers, spec.FetchTimeout = c.Staging.FetchWorkers, c.Staging.FetchTimeout
+	if len(c.Users) > 0 {
+		spec.Users = map[string]bridge.UserLimits{}
+		for u, l := range c.Users {
+			spec.Users[u] = bridge.UserLimits{MaxQueued: l.MaxQueued, MaxRunning: l.MaxRunning, MaxRunningPerSite: l.MaxRunningPerSite, Shares: l.Shares}
+		}
+	}
+	spec.Order, spec.FairShareHalfLife = c.Broker.Order, c.Broker.FairShareHalfLife
 	spec.Tiers = bridge.TierOptions{Lambda: c.Broker.QoS.Lambda, DownAfter: c.Broker.QoS.DownAfter}
 	if r := c.Broker.Remap; r.Enabled {
 		spec.Remap = &bridge.RemapOptions{MinGain: r.MinGain, MaxMoves: r.MaxMoves, Interval: r.Interval}

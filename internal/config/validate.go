@@ -3,17 +3,23 @@ package config
 import (
 	"fmt"
 	"github.com/gridsub/gridsub/bridge/daemon"
+	"maps"
 	"math"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/bridge/jobrules"
+	"github.com/gridsub/gridsub/bridge/users"
+	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/policy/registry"
 )
 
 var (
@@ -52,6 +58,26 @@ func (c *Config) validate() Errors {
 	}
 	if len(c.Sites) == 0 {
 		bad("sites", "at least one site is required (a list of {name, kind, nodes, ...})")
+	}
+	if err := registry.Valid(policy.KindOrder, c.Broker.Order); err != nil {
+		bad("broker.order", "%v", err)
+	}
+	if c.Broker.FairShareHalfLife < 0 {
+		bad("broker.fairshare_half_life", "must be a positive duration (168h: a week), got %s", c.Broker.FairShareHalfLife)
+	}
+	for _, u := range slices.Sorted(maps.Keys(c.Users)) {
+		l := c.Users[u]
+		if u != bridge.DefaultUser && users.CheckUser(u) != nil {
+			bad("users."+u, "%q is not a user name: use an account name (letters, digits, '_', '.', '@', '-'), or default", u)
+		}
+		if l.Shares < 0 {
+			bad("users."+u+".shares", "must be more than 0 (0: the default's), got %v", l.Shares)
+		}
+		for k, v := range map[string]int{"max_queued": l.MaxQueued, "max_running": l.MaxRunning, "max_running_per_site": l.MaxRunningPerSite} {
+			if v < 0 {
+				bad("users."+u+"."+k, "must be 0 (no limit) or more, got %d", v)
+			}
+		}
 	}
 	first := map[string]int{}
 	for i := range c.Sites {

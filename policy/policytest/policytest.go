@@ -2,6 +2,7 @@ package policytest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -376,5 +377,46 @@ func Remap(t *testing.T, r policy.Remap) {
 		if minGain > 100*time.Hour && len(m1) > 0 {
 			t.Fatalf("no move can gain %s, yet %+v", minGain, m1)
 		}
+	}
+}
+
+// Order checks the queue-order contract: a permutation of the queue,
+// the same answer for the same input (and the input left as it was), and
+// the broker's order kept among jobs it cannot tell apart (one user, no
+// use).
+func Order(t *testing.T, o policy.Order) {
+	t.Helper()
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	in := &policy.OrderInput{Now: now, HalfLife: time.Hour, Shares: map[string]float64{"b": 2}}
+	for i := range 12 {
+		in.Queue = append(in.Queue, policy.QueuedJob{ID: fmt.Sprintf("j%02d", i), User: []string{"a", "b", "c"}[i%3], Submit: now.Add(-time.Duration(12-i) * time.Minute), Nodes: 1 + i%4})
+	}
+	for i := range 6 {
+		in.Usage = append(in.Usage, policy.UsageRecord{User: []string{"a", "b", "c"}[i%3], Nodes: 1 + i, Start: now.Add(-time.Duration(3+i) * time.Hour), End: now.Add(-time.Duration(i) * time.Hour)})
+	}
+	before := fmt.Sprintf("%+v", *in)
+	p1, err := o.Order(in)
+	if err != nil {
+		t.Fatalf("%s: %v", o.Name(), err)
+	}
+	p2, _ := o.Order(in)
+	same(t, o.Name()+": two orders of one input", p1, p2)
+	if fmt.Sprintf("%+v", *in) != before {
+		t.Fatalf("%s changed its input", o.Name())
+	}
+	seen := make([]bool, len(in.Queue))
+	if len(p1) != len(in.Queue) {
+		t.Fatalf("%s: %d positions for %d jobs", o.Name(), len(p1), len(in.Queue))
+	}
+	for _, k := range p1 {
+		if k < 0 || k >= len(seen) || seen[k] {
+			t.Fatalf("%s: %v is not a permutation", o.Name(), p1)
+		}
+		seen[k] = true
+	}
+	one := &policy.OrderInput{Now: now, Queue: []policy.QueuedJob{{ID: "x", User: "a"}, {ID: "y", User: "a"}, {ID: "z", User: "a"}}}
+	p, err := o.Order(one)
+	if err != nil || len(p) != 3 || p[0] != 0 || p[1] != 1 || p[2] != 2 {
+		t.Fatalf("%s: one user, no use: %v %v; want the broker's order", o.Name(), p, err)
 	}
 }

@@ -31,6 +31,9 @@ func TestBuiltinsKeepTheirContracts(t *testing.T) {
 				case policy.KindRemap:
 					r, _ := Remap(n)
 					policytest.Remap(t, r)
+				case policy.KindOrder:
+					o, _ := Order(n)
+					policytest.Order(t, o)
 				default:
 					t.Fatalf("no contract test for kind %s", k)
 				}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/dependable"
+	"github.com/gridsub/gridsub/policy/fairshare"
 	"github.com/gridsub/gridsub/policy/feasible"
 	"github.com/gridsub/gridsub/policy/remap"
 	"github.com/gridsub/gridsub/policy/reserve"
@@ -31,6 +32,8 @@ func NamesOf(kind policy.Kind) []string {
 		return dependable.TieringNames()
 	case policy.KindRemap:
 		return remap.Names()
+	case policy.KindOrder:
+		return fairshare.Names()
 	}
 	return nil
 }
@@ -104,6 +107,16 @@ func Remap(name string) (policy.Remap, error) {
 	return r, nil
 }
 
+// Order returns the built-in queue order of that name ("" is the
+// default, fcfs). Errors wrap ErrUnknown and name the valid ones.
+func Order(name string) (policy.Order, error) {
+	o, err := fairshare.ByName(orDefault(policy.KindOrder, name))
+	if err != nil {
+		return nil, unknown(policy.KindOrder, name)
+	}
+	return o, nil
+}
+
 // Valid checks that a built-in of kind has the name ("" names the
 // default); the error wraps ErrUnknown and names the valid ones.
 func Valid(kind policy.Kind, name string) error {
@@ -121,6 +134,8 @@ func Valid(kind policy.Kind, name string) error {
 		_, err = Tiering(name)
 	case policy.KindRemap:
 		_, err = Remap(name)
+	case policy.KindOrder:
+		_, err = Order(name)
 	default:
 		err = fmt.Errorf("%w: no extension point is called %q", ErrUnknown, kind)
 	}

@@ -26,12 +26,14 @@ func lookup(kind policy.Kind, name string) (named, error) {
 		return Tiering(name)
 	case policy.KindRemap:
 		return Remap(name)
+	case policy.KindOrder:
+		return Order(name)
 	}
 	return nil, errors.New("no such kind")
 }
 
 func TestEveryBuiltinByName(t *testing.T) {
-	if !slices.Equal(Kinds(), policy.Kinds()) || len(Kinds()) != 6 {
+	if !slices.Equal(Kinds(), policy.Kinds()) || len(Kinds()) != 7 {
 		t.Fatalf("kinds: %v", Kinds())
 	}
 	for _, k := range Kinds() {
@@ -72,7 +74,7 @@ func TestEveryBuiltinByName(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	want := map[policy.Kind]string{policy.KindFeasibility: "capacity", policy.KindAdmission: "drrm",
-		policy.KindTrust: "paper002", policy.KindTiering: "dgjs", policy.KindRemap: "gain"}
+		policy.KindTrust: "paper002", policy.KindTiering: "dgjs", policy.KindRemap: "gain", policy.KindOrder: "fcfs"}
 	for k, n := range want {
 		if Default(k) != n {
 			t.Fatalf("default %s = %q, want %q (the broker's built-in behaviour)", k, Default(k), n)
