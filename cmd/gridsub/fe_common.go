@@ -89,19 +89,25 @@ func feConnect(ctx context.Context, g *globals, prog string) (*feClient, error) 
 // frontID is the id a front-end prints for a grid id: its sequence
 // number without the padding, then an array element's "_INDEX".
 func frontID(prefix, id string) string {
+	return string(appendFrontID(nil, prefix, id))
+}
+
+// appendFrontID appends frontID(prefix, id) to b.
+func appendFrontID(b []byte, prefix, id string) []byte {
 	rest, ok := strings.CutPrefix(id, prefix)
 	if !ok {
-		return id
+		return append(b, id...)
 	}
 	num, el, _ := strings.Cut(rest, "_")
 	n, err := strconv.ParseUint(num, 10, 63)
 	if err != nil {
-		return id
+		return append(b, id...)
 	}
+	b = strconv.AppendUint(b, n, 10)
 	if el != "" {
-		return strconv.FormatUint(n, 10) + "_" + el
+		b = append(append(b, '_'), el...)
 	}
-	return strconv.FormatUint(n, 10)
+	return b
 }
 
 // gridID is the grid id of a front-end id ("42", "42_3", "42.gridsub"
@@ -236,30 +242,44 @@ func contains(s []string, v string) bool {
 
 // elapsed is how long the job has run (until now, or its end).
 func elapsed(j *bridge.Job, now time.Time) time.Duration {
-	if j.Start.IsZero() {
+	return elapsedOf(j.Start, j.End, now)
+}
+
+func elapsedOf(start, end, now time.Time) time.Duration {
+	if start.IsZero() {
 		return 0
 	}
-	end := now
-	if !j.End.IsZero() {
-		end = j.End
+	if end.IsZero() {
+		end = now
 	}
-	if end.Before(j.Start) {
+	if end.Before(start) {
 		return 0
 	}
-	return end.Sub(j.Start)
+	return end.Sub(start)
 }
 
 // slurmDuration formats as SLURM does: M:SS, H:MM:SS, D-HH:MM:SS.
 func slurmDuration(d time.Duration) string {
+	return string(appendSlurmDuration(nil, d))
+}
+
+// appendSlurmDuration appends slurmDuration(d) to b.
+func appendSlurmDuration(b []byte, d time.Duration) []byte {
 	s := int64(d / time.Second)
 	days, h, m, sec := s/86400, s/3600%24, s/60%60, s%60
+	two := func(b []byte, v int64) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
 	switch {
 	case days > 0:
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, sec)
+		b = append(strconv.AppendInt(b, days, 10), '-')
+		b = append(two(b, h), ':')
 	case h > 0:
-		return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
+		b = append(strconv.AppendInt(b, h, 10), ':')
+	default:
+		b = append(strconv.AppendInt(b, m, 10), ':')
+		return two(b, sec)
 	}
-	return fmt.Sprintf("%d:%02d", m, sec)
+	b = append(two(b, m), ':')
+	return two(b, sec)
 }
 
 // slurmLimit formats a time limit: [D-]HH:MM:SS.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/batchscript"
 	"github.com/gridsub/gridsub/bridge/daemon"
 	"github.com/gridsub/gridsub/policy"
@@ -205,30 +206,19 @@ func runSqueue(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	keep := func(j *bridge.Job) bool {
-		long, short := slurmState(j)
+	keep := func(r *sqRow) bool {
 		if all {
 			return true
 		}
 		if len(want) == 0 {
-			return !j.State.Final()
+			return !r.state.Final()
 		}
-		return want[long] || want[short]
-	}
-	var js []*bridge.Job
-	if *jobs == "" && !all && onlyUnfinished(want) {
-		// What squeue shows by default: the daemon's queue, from memory.
-		js, err = c.queueJobs(ctx, keep)
-	} else {
-		js, err = c.selectJobs(ctx, *jobs, keep)
-	}
-	if err != nil {
-		return feFail("squeue", "%v", err)
+		return want[r.long] || want[r.short]
 	}
 	me := currentUser()
-	js = slices.DeleteFunc(js, func(j *bridge.Job) bool {
-		return !inList(*users, me) || !inList(*names, j.Req.Name) || !inList(*parts, partition(j)) || !inList(*accounts, account(j))
-	})
+	sel := func(r *sqRow) bool {
+		return keep(r) && inList(*users, me) && inList(*names, r.name) && inList(*parts, r.partition) && inList(*accounts, r.account)
+	}
 	f := *format
 	switch {
 	case f == "" && *long:
@@ -240,14 +230,35 @@ func runSqueue(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return feFail("squeue", "%v", err)
 	}
-	var b strings.Builder
+	b := make([]byte, 0, 1<<20)
 	if !*noHeader {
-		layout.header(&b)
+		b = layout.header(b)
 	}
-	for _, j := range js {
-		layout.row(&b, func(k byte) string { return squeueField(c, j, k, me) })
+	line := func(b []byte, r *sqRow) []byte {
+		return layout.row(b, func(b []byte, k byte) []byte { return appendSqueueField(b, c, r, k, me) })
 	}
-	_, err = io.WriteString(g.stdout, b.String())
+	if *jobs == "" && !all && onlyUnfinished(want) {
+		// What squeue shows by default: the daemon's queue, from memory,
+		// printed as it is read (10,000 jobs are a few appends each).
+		err = c.QueueEach(ctx, func(q *api.QueueRow) error {
+			if r := rowOfQueue(q); sel(&r) {
+				b = line(b, &r)
+			}
+			return nil
+		})
+	} else {
+		var js []*bridge.Job
+		js, err = c.selectJobs(ctx, *jobs, func(*bridge.Job) bool { return true })
+		for _, j := range js {
+			if r := rowOfJob(j); sel(&r) {
+				b = line(b, &r)
+			}
+		}
+	}
+	if err != nil {
+		return feFail("squeue", "%v", err)
+	}
+	_, err = g.stdout.Write(b)
 	return err
 }
 
@@ -262,31 +273,58 @@ func onlyUnfinished(want map[string]bool) bool {
 	return true
 }
 
-// queueJobs are the daemon's unfinished jobs (GET /v1/queue) that keep
-// selects, as jobs with what the front-ends print.
-func (c *feClient) queueJobs(ctx context.Context, keep func(*bridge.Job) bool) ([]*bridge.Job, error) {
-	rows, err := c.Queue(ctx)
-	if err != nil {
-		return nil, err
+// sqRow is what squeue prints of a job, from a whole job (rowOfJob) or
+// from a row of the daemon's queue (rowOfQueue): one formatting for both.
+type sqRow struct {
+	id, parent   string
+	index        int
+	name         string
+	state        bridge.JobState
+	long, short  string // slurmState
+	nodes, cores int
+	estimate     time.Duration
+	submit       time.Time
+	start, end   time.Time
+	sites        string // sitesOf
+	partition    string // partition()
+	account      string
+	reason       string // pendingReason
+	command      []string
+}
+
+func rowOfJob(j *bridge.Job) sqRow {
+	r := sqRow{id: j.ID, parent: j.Parent, index: j.Index, name: j.Req.Name, state: j.State, nodes: j.Req.Nodes, cores: j.Req.CoresPerNode,
+		estimate: j.Req.Estimate, submit: j.Submit, start: j.Start, end: j.End, sites: sitesOf(j), partition: partition(j),
+		account: account(j), reason: pendingReason(j), command: j.Req.Command}
+	r.long, r.short = slurmState(j)
+	return r
+}
+
+// rowOfQueue is rowOfJob of the job a queue row stands for.
+func rowOfQueue(q *api.QueueRow) sqRow {
+	j := bridge.Job{ID: q.ID, State: q.State}
+	if q.Predicted {
+		j.Predicted.Parts = []policy.Part{}
 	}
-	out := make([]*bridge.Job, 0, len(rows))
-	for _, r := range rows {
-		j := &bridge.Job{ID: r.ID, Parent: r.Parent, Index: r.Index, State: r.State, Submit: r.Submit, Start: r.Start,
-			Req: bridge.Request{Name: r.Name, Nodes: r.Nodes, CoresPerNode: r.Cores, Estimate: r.Estimate}}
-		if r.Partition != "" || r.Account != "" {
-			j.Req.SiteOptions = map[string]bridge.SiteOptions{"": {Partition: r.Partition, Account: r.Account}}
+	r := sqRow{id: q.ID, parent: q.Parent, index: q.Index, name: q.Name, state: q.State, nodes: q.Nodes, cores: q.Cores,
+		estimate: q.Estimate, submit: q.Submit, start: q.Start, sites: "grid", partition: q.Partition, account: q.Account,
+		reason: pendingReason(&j)}
+	r.long, r.short = slurmState(&j) // an unfinished job: its state alone says
+	if len(q.Sites) == 1 {
+		r.sites = q.Sites[0]
+	} else if len(q.Sites) > 1 {
+		var s []string
+		for _, x := range q.Sites {
+			if !contains(s, x) {
+				s = append(s, x)
+			}
 		}
-		for _, s := range r.Sites {
-			j.Comps = append(j.Comps, bridge.Component{Site: s})
-		}
-		if r.Predicted {
-			j.Predicted.Parts = []policy.Part{}
-		}
-		if keep(j) {
-			out = append(out, j)
-		}
+		r.sites = strings.Join(s, ",")
 	}
-	return out, nil
+	if r.partition == "" {
+		r.partition = r.sites
+	}
+	return r
 }
 
 // inList: an empty comma-separated list matches everything.
@@ -424,121 +462,137 @@ var squeueHeaders = map[byte]string{
 	'F': "ARRAY_JOB_ID", 'L': "TIME_LEFT", 'Z': "WORK_DIR",
 }
 
-func (l layout) header(b *strings.Builder) {
-	l.row(b, func(k byte) string { return squeueHeaders[k] })
+func (l layout) header(b []byte) []byte {
+	return l.row(b, func(b []byte, k byte) []byte { return append(b, squeueHeaders[k]...) })
 }
 
-func (l layout) row(b *strings.Builder, val func(byte) string) {
+// row appends a line: each field's value (val appends it) cut or padded
+// to its width.
+func (l layout) row(b []byte, val func(b []byte, k byte) []byte) []byte {
 	for _, f := range l {
 		if f.k == 0 {
-			b.WriteString(f.lit)
+			b = append(b, f.lit...)
 			continue
 		}
-		v := val(f.k)
+		at := len(b)
+		b = val(b, f.k)
 		if f.width == 0 {
-			b.WriteString(v)
 			continue
 		}
-		if len(v) > f.width {
-			v = v[:f.width] // squeue truncates to the width
+		n := len(b) - at
+		if n > f.width {
+			b, n = b[:at+f.width], f.width // squeue truncates to the width
 		}
-		if !f.right {
-			b.WriteString(v)
+		pad := f.width - n
+		if pad == 0 {
+			continue
 		}
-		for range f.width - len(v) {
-			b.WriteByte(' ')
-		}
+		b = appendSpaces(b, pad)
 		if f.right {
-			b.WriteString(v)
+			copy(b[at+pad:], b[at:at+n])
+			for i := at; i < at+pad; i++ {
+				b[i] = ' '
+			}
 		}
 	}
-	b.WriteByte('\n')
+	return append(b, '\n')
 }
 
-func squeueField(c *feClient, j *bridge.Job, k byte, me string) string {
-	long, short := slurmState(j)
+const spaces = "                                                                "
+
+func appendSpaces(b []byte, n int) []byte {
+	for n > len(spaces) {
+		b, n = append(b, spaces...), n-len(spaces)
+	}
+	return append(b, spaces[:n]...)
+}
+
+// appendSqueueField appends field k of a job's line.
+func appendSqueueField(b []byte, c *feClient, r *sqRow, k byte, me string) []byte {
 	switch k {
 	case 'i', 'A':
-		return frontID(c.prefix, j.ID)
+		return appendFrontID(b, c.prefix, r.id)
 	case 'j':
-		return j.Req.Name
+		return append(b, r.name...)
 	case 't':
-		return short
+		return append(b, r.short...)
 	case 'T':
-		return long
+		return append(b, r.long...)
 	case 'M':
-		return slurmDuration(elapsed(j, c.now))
+		return appendSlurmDuration(b, rowElapsed(r, c.now))
 	case 'D':
-		return strconv.Itoa(j.Req.Nodes)
+		return strconv.AppendInt(b, int64(r.nodes), 10)
 	case 'P':
-		return partition(j)
+		return append(b, r.partition...)
 	case 'u':
-		return me
+		return append(b, me...)
 	case 'R':
-		if j.State == bridge.Running {
-			return sitesOf(j)
+		if r.state == bridge.Running || r.state.Final() {
+			return append(b, r.sites...)
 		}
-		if j.State.Final() {
-			return sitesOf(j)
-		}
-		return "(" + pendingReason(j) + ")"
+		return append(append(append(b, '('), r.reason...), ')')
 	case 'r':
-		if j.State == bridge.Running || j.State.Final() {
-			return "None"
+		if r.state == bridge.Running || r.state.Final() {
+			return append(b, "None"...)
 		}
-		return pendingReason(j)
+		return append(b, r.reason...)
 	case 'l':
-		return slurmLimit(j.Req.Estimate)
+		return append(b, slurmLimit(r.estimate)...)
 	case 'L':
-		if j.State != bridge.Running {
-			return slurmLimit(j.Req.Estimate)
+		if r.state != bridge.Running {
+			return append(b, slurmLimit(r.estimate)...)
 		}
-		return slurmLimit(max(j.Req.Estimate-elapsed(j, c.now), 0))
+		return append(b, slurmLimit(max(r.estimate-rowElapsed(r, c.now), 0))...)
 	case 'C':
-		return strconv.Itoa(j.Req.Nodes * max(j.Req.CoresPerNode, 1))
+		return strconv.AppendInt(b, int64(r.nodes*max(r.cores, 1)), 10)
 	case 'N':
-		if j.State == bridge.Running || j.State.Final() {
-			return sitesOf(j)
+		if r.state == bridge.Running || r.state.Final() {
+			return append(b, r.sites...)
 		}
-		return ""
+		return b
 	case 'S':
-		if j.Start.IsZero() {
-			return "N/A"
+		if r.start.IsZero() {
+			return append(b, "N/A"...)
 		}
-		return slurmTime(j.Start)
+		return append(b, slurmTime(r.start)...)
 	case 'V':
-		return slurmTime(j.Submit)
+		return append(b, slurmTime(r.submit)...)
 	case 'e':
-		if j.End.IsZero() {
-			return "N/A"
+		if r.end.IsZero() {
+			return append(b, "N/A"...)
 		}
-		return slurmTime(j.End)
+		return append(b, slurmTime(r.end)...)
 	case 'a':
-		if a := account(j); a != "" {
-			return a
+		if r.account != "" {
+			return append(b, r.account...)
 		}
-		return "(null)"
+		return append(b, "(null)"...)
 	case 'q':
-		return "normal"
+		return append(b, "normal"...)
 	case 'o':
-		if len(j.Req.Command) > 0 {
-			return strings.Join(j.Req.Command, " ")
+		if len(r.command) > 0 {
+			return append(b, strings.Join(r.command, " ")...)
 		}
-		return "(script)"
+		return append(b, "(script)"...)
 	case 'K':
-		if j.Parent != "" {
-			return strconv.Itoa(j.Index)
+		if r.parent != "" {
+			return strconv.AppendInt(b, int64(r.index), 10)
 		}
-		return "N/A"
+		return append(b, "N/A"...)
 	case 'F':
-		if j.Parent != "" {
-			return frontID(c.prefix, j.Parent)
+		if r.parent != "" {
+			return appendFrontID(b, c.prefix, r.parent)
 		}
-		return frontID(c.prefix, j.ID)
+		return appendFrontID(b, c.prefix, r.id)
 	case 'Z':
-		return "(gridsub job directory)"
+		return append(b, "(gridsub job directory)"...)
 	}
-	return ""
+	return b
+}
+
+// rowElapsed is elapsed() of the row's job.
+func rowElapsed(r *sqRow, now time.Time) time.Duration {
+	return elapsedOf(r.start, r.end, now)
 }
 
 // newSacctCmd: sacct -n -P -j a,b --format JobIDRaw,State,ExitCode -S ...

@@ -40,9 +40,10 @@ func TestSqueueFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	l.row(&b, func(k byte) string { return map[byte]string{'i': "42", 'j': "averyverylongname", 't': "R"}[k] })
-	if got, want := b.String(), "                42 averyver|R %\n"; got != want {
+	b := l.row(nil, func(b []byte, k byte) []byte {
+		return append(b, map[byte]string{'i': "42", 'j': "averyverylongname", 't': "R"}[k]...)
+	})
+	if got, want := string(b), "                42 averyver|R %\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	for _, bad := range []string{"%", "%.", "%y", "%99999i"} {
