@@ -15,7 +15,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/api"
-	"github.com/gridsub/gridsub/policy"
+	"github.com/gridsub/gridsub/frontend"
 )
 
 // queueServer serves GET /v1/health and GET /v1/queue with n unfinished
@@ -56,60 +56,20 @@ func queueServer(tb testing.TB, n int) *httptest.Server {
 // default format and in Toil's.
 func BenchmarkSqueue10000(b *testing.B) {
 	srv := queueServer(b, 10000)
-	b.Setenv(envURL, srv.URL)
+	b.Setenv(envURL, "")
 	b.Setenv(envSocket, "")
+	g0 := &frontend.Env{Connect: func(context.Context, string) (*api.Client, string, error) {
+		return api.NewClient(srv.URL, "", nil), srv.URL, nil
+	}}
 	for _, args := range [][]string{nil, {"-h", "-o", "%i %t %M"}} {
 		b.Run(fmt.Sprint(args), func(b *testing.B) {
-			g := &globals{stdout: io.Discard, stderr: io.Discard}
+			g := &frontend.Env{Stdout: io.Discard, Stderr: io.Discard, Connect: g0.Connect}
 			for b.Loop() {
-				if err := runSqueue(context.Background(), g, args); err != nil {
+				if err := frontend.Run(context.Background(), g, "squeue", args); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-	}
-}
-
-// TestSqueueRowsMatchJobs: a job's squeue line is the same from the whole
-// job (squeue -j, -t all) and from its row of the daemon's queue (the
-// default listing), in every field the queue carries (%o, the command,
-// is not in it: "(script)" there).
-func TestSqueueRowsMatchJobs(t *testing.T) {
-	const prefix = "g0lx8k2p3q9ab-"
-	t0 := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	base := func(id string, st bridge.JobState) *bridge.Job {
-		return &bridge.Job{ID: prefix + id, State: st, Submit: t0,
-			Req: bridge.Request{Name: "n" + id, Nodes: 2, CoresPerNode: 3, Estimate: 36*time.Hour + 5*time.Second}}
-	}
-	var js []*bridge.Job
-	for _, st := range []bridge.JobState{bridge.Queued, bridge.Held, bridge.Reserved, bridge.Submitting, bridge.Dispatched, bridge.Running} {
-		js = append(js, base("000001", st))
-	}
-	pred := base("000002", bridge.Queued)
-	pred.Predicted.Parts = []policy.Part{{}}
-	run := base("000003", bridge.Running)
-	run.Start = t0.Add(time.Minute)
-	run.Comps = []bridge.Component{{Site: "Beijing"}, {Site: "Shanghai"}, {Site: "Beijing"}}
-	opts := base("000004", bridge.Queued)
-	opts.Req.SiteOptions = map[string]bridge.SiteOptions{"Beijing": {Partition: "debug", Account: "proj"}}
-	el := base("000005_7", bridge.Running)
-	el.Parent, el.Index, el.Start = prefix+"000005", 7, t0.Add(-49*time.Hour)
-	el.Comps = []bridge.Component{{Site: "Harbin"}}
-	js = append(js, pred, run, opts, el)
-
-	l, err := parseFormat("%i|%.12j|%t|%T|%M|%D|%P|%u|%R|%r|%l|%L|%C|%N|%S|%V|%e|%a|%q|%A|%K|%F|%Z|%-5i|%.3P")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &feClient{prefix: prefix, now: t0.Add(2 * time.Hour)}
-	line := func(r sqRow) string {
-		return string(l.row(nil, func(b []byte, k byte) []byte { return appendSqueueField(b, c, &r, k, "me") }))
-	}
-	for _, j := range js {
-		q := api.QueueRowOf(j)
-		if got, want := line(rowOfQueue(&q)), line(rowOfJob(j)); got != want {
-			t.Errorf("%s (%s):\nfrom the queue %q\nfrom the job   %q", j.ID, j.State, got, want)
-		}
 	}
 }
 
