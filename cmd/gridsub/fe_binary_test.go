@@ -114,6 +114,9 @@ func TestFrontEndBinary(t *testing.T) {
 		t.Errorf("squeue --help through gridsub-fe: %q, gridsub's: %q", a, b)
 	}
 	viaState := append(slices.Clone(base), envStateDir+"="+state)
+	if out := run(viaState, "", gridsub, "shims", "install", filepath.Join(d, "shims2")); !strings.Contains(out, "export "+envSocket+"="+sock+" ") {
+		t.Errorf("shims install without %s does not say to set it to %s: %q", envSocket, sock, out)
+	}
 	if got := run(viaState, "", filepath.Join(shims, "squeue"), "-h", "-o", "%j"); got != "viafe\nfrompbs\n" {
 		t.Errorf("squeue through the state directory: %q", got)
 	}

@@ -89,7 +89,17 @@ of those names is left alone unless --force.`,
 					return usageErr(err)
 				}
 			}
-			fmt.Fprintf(g.stdout, "%s: %d front-ends linked to %s; put it first on PATH\n", dir, len(frontEnds), exe)
+			msg := fmt.Sprintf("%s: %d front-ends linked to %s; put it first on PATH", dir, len(frontEnds), exe)
+			if filepath.Base(exe) == "gridsub-fe" && os.Getenv(envSocket) == "" {
+				// gridsub-fe reads no configuration: without the socket,
+				// each call starts gridsub to find the daemon.
+				if cfg, err := loadConfig(g); err == nil {
+					if _, sock, err := daemonPaths(cfg); err == nil {
+						msg += fmt.Sprintf(" and export %s=%s (without it every call starts gridsub itself to read the configuration)", envSocket, sock)
+					}
+				}
+			}
+			fmt.Fprintln(g.stdout, msg)
 			return nil
 		},
 	}
