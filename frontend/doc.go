@@ -13,7 +13,7 @@
 // Two programs run them: gridsub (its front-end commands, and as a
 // multi-call binary) and cmd/gridsub-fe, a small binary that links no
 // site, store or policy code, so that a workflow engine's process per
-// poll and per submission starts in a few milliseconds. The package
+// poll and per submission starts in a few milliseconds. This package
 // imports nothing of gridsub's beyond bridge, bridge/api,
 // bridge/batchscript and policy; TestFrontendImports holds that.
 package frontend

@@ -73,6 +73,13 @@ type QueueWriter interface {
 	WriteQueue(ctx context.Context, w io.Writer) error
 }
 
+// QueueOfer is optionally implemented by a Queuer that finds one job's
+// rows without listing the queue: GET /v1/queue?id= then asks it.
+// QueueOf gives the rows Queue would give whose ID or Parent is id.
+type QueueOfer interface {
+	QueueOf(ctx context.Context, id string) ([]QueueRow, error)
+}
+
 // queueHeader names the columns of GET /v1/queue's answer.
 const queueHeader = "id\tparent\tindex\tname\tstate\tnodes\tcores\testimate_s\tsubmit_unix\tstart_unix\tpredicted\tsites\tpartition\taccount"
 
@@ -97,12 +104,19 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	rows, err := q.Queue(r.Context())
+	var rows []QueueRow
+	var err error
+	qo, searched := q.(QueueOfer)
+	if id != "" && searched {
+		rows, err = qo.QueueOf(r.Context(), id)
+	} else {
+		rows, err = q.Queue(r.Context())
+	}
 	if err != nil {
 		s.failErr(w, r, err)
 		return
 	}
-	if id != "" {
+	if id != "" && !searched {
 		var of []QueueRow // not in place: the rows are the Queuer's
 		for _, row := range rows {
 			if row.ID == id || row.Parent == id {

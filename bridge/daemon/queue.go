@@ -36,6 +36,31 @@ func (q *queueCache) get(b *bridge.Broker) []api.QueueRow {
 	return append(slices.Clone(q.rows), q.since()...)
 }
 
+// of returns the rows of job id and of its elements (Parent id), as get
+// would give them, without copying the others: a workflow engine's poll
+// of one job costs a search, not the whole queue.
+func (q *queueCache) of(b *bridge.Broker, id string) []api.QueueRow {
+	q.ensure(b)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []api.QueueRow
+	// The rows are in id order, and an element's id starts with its
+	// parent's: every row of the job is in the block of ids starting
+	// with id.
+	i, _ := slices.BinarySearchFunc(q.rows, id, func(x api.QueueRow, id string) int { return strings.Compare(x.ID, id) })
+	for ; i < len(q.rows) && strings.HasPrefix(q.rows[i].ID, id); i++ {
+		if r := q.rows[i]; r.ID == id || r.Parent == id {
+			out = append(out, r)
+		}
+	}
+	for _, r := range q.since() {
+		if r.ID == id || r.Parent == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // write writes the rows encoded, as get would give them: the bytes made
 // after the last cycle, then the jobs submitted since.
 func (q *queueCache) write(b *bridge.Broker, w io.Writer) error {

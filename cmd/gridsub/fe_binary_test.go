@@ -122,9 +122,7 @@ func TestFrontEndBinary(t *testing.T) {
 	}
 	run(withSock, "", filepath.Join(shims, "scancel"), id)
 	run(withSock, "", filepath.Join(shims, "qdel"), pbs)
-	if got := run(withSock, "", fe, "squeue", "-h"); got != "" {
-		t.Errorf("squeue after scancel and qdel: %q", got)
-	}
+	waitFor(t, time.Minute, "squeue empty after scancel and qdel", func() bool { return run(withSock, "", fe, "squeue", "-h") == "" })
 	// Without gridsub beside it or on the PATH, a call it cannot serve
 	// says what to do.
 	alone := filepath.Join(t.TempDir(), "gridsub-fe")
