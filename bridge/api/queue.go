@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +81,13 @@ type QueueWriter interface {
 	WriteQueue(ctx context.Context, w io.Writer) error
 }
 
+// QueueOfer is optionally implemented by a Queuer that finds one job's
+// rows without listing the queue: GET /v1/queue?id= then asks it.
+// QueueOf gives the rows Queue would give whose ID or Parent is id.
+type QueueOfer interface {
+	QueueOf(ctx context.Context, id string) ([]QueueRow, error)
+}
+
 // queueHeader names the columns of GET /v1/queue's answer.
 const queueHeader = "id\tparent\tindex\tname\tstate\tnodes\tcores\testimate_s\tsubmit_unix\tstart_unix\tpredicted\tsites\tpartition\taccount"
 
@@ -105,12 +113,19 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	rows, err := q.Queue(r.Context())
+	var rows []QueueRow
+	var err error
+	qo, searched := q.(QueueOfer)
+	if id != "" && searched {
+		rows, err = qo.QueueOf(r.Context(), id)
+	} else {
+		rows, err = q.Queue(r.Context())
+	}
 	if err != nil {
 		s.failErr(w, r, err)
 		return
 	}
-	if id != "" || !p.Admin {
+	if (id != "" && !searched) || !p.Admin {
 		var of []QueueRow // not in place: the rows are the Queuer's
 		for _, row := range rows {
 			if (id == "" || row.ID == id || row.Parent == id) && (p.Admin || s.rowOwner(row) == p.User) {
@@ -159,20 +174,42 @@ func AppendQueueRow(b []byte, row QueueRow) []byte {
 
 // Queue lists the daemon's unfinished jobs (GET /v1/queue).
 func (c *Client) Queue(ctx context.Context) ([]QueueRow, error) {
-	return c.queue(ctx, "/v1/queue")
+	return collectQueue(ctx, c, "/v1/queue")
 }
 
 // QueueOf gives the rows of job id and its elements as GET /v1/queue
 // has them: none when the job has ended or is unknown (ask Job then). It
 // does not wait for a cycle in progress, as Job does.
 func (c *Client) QueueOf(ctx context.Context, id string) ([]QueueRow, error) {
-	return c.queue(ctx, "/v1/queue?id="+url.QueryEscape(id))
+	return collectQueue(ctx, c, "/v1/queue?id="+url.QueryEscape(id))
 }
 
-func (c *Client) queue(ctx context.Context, path string) ([]QueueRow, error) {
+// QueueEach calls fn with each of the daemon's unfinished jobs (GET
+// /v1/queue) as it reads them, in the queue's order, and stops at fn's
+// first error. The row (its Sites included) is fn's only until fn
+// returns: a client that prints thousands of rows keeps none of them.
+func (c *Client) QueueEach(ctx context.Context, fn func(*QueueRow) error) error {
+	return c.queue(ctx, "/v1/queue", fn)
+}
+
+func collectQueue(ctx context.Context, c *Client, path string) ([]QueueRow, error) {
+	var rows []QueueRow
+	err := c.queue(ctx, path, func(r *QueueRow) error {
+		row := *r
+		row.Sites = slices.Clone(r.Sites)
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (c *Client) queue(ctx context.Context, path string, fn func(*QueueRow) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("api: %w", err)
+		return fmt.Errorf("api: %w", err)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -180,9 +217,9 @@ func (c *Client) queue(ctx context.Context, path string) ([]QueueRow, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("api: %w on %s: %w", ErrNoDaemon, c.where, err)
+			return fmt.Errorf("api: %w on %s: %w", ErrNoDaemon, c.where, err)
 		}
-		return nil, fmt.Errorf("api: GET /v1/queue: %w", err)
+		return fmt.Errorf("api: GET /v1/queue: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -191,52 +228,70 @@ func (c *Client) queue(ctx context.Context, path string) ([]QueueRow, error) {
 		if json.Unmarshal(b, &eb) != nil || eb.Code == "" {
 			eb = ErrorBody{Error: strings.TrimSpace(string(b)), Code: CodeInternal}
 		}
-		return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+		return &Error{Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
 	}
 	lr := &io.LimitedReader{R: resp.Body, N: c.maxResponse() + 1}
-	rows, err := parseQueue(lr)
+	err = scanQueue(lr, fn)
 	if lr.N <= 0 {
-		return nil, fmt.Errorf("api: GET /v1/queue: the answer is larger than %d bytes (MaxResponse)", c.maxResponse())
+		return fmt.Errorf("api: GET /v1/queue: the answer is larger than %d bytes (MaxResponse)", c.maxResponse())
 	}
-	return rows, err
+	return err
 }
 
-// parseQueue reads GET /v1/queue's answer.
-func parseQueue(r io.Reader) ([]QueueRow, error) {
+// scanQueue reads GET /v1/queue's answer and calls fn with each row; the
+// row and its Sites are reused for the next one.
+func scanQueue(r io.Reader, fn func(*QueueRow) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	if !sc.Scan() || sc.Text() != queueHeader {
-		return nil, fmt.Errorf("api: GET /v1/queue: the answer does not start with its header")
+		return fmt.Errorf("api: GET /v1/queue: the answer does not start with its header")
 	}
-	var rows []QueueRow
+	var row QueueRow
+	var f [14]string
+	var sites []string
 	for sc.Scan() {
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 14 {
-			return nil, fmt.Errorf("api: GET /v1/queue: a line with %d fields, want 14", len(f))
-		}
-		var row QueueRow
-		var n [6]int64
-		for i, k := range []int{2, 5, 6, 7, 8, 9} {
-			v, err := strconv.ParseInt(f[k], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("api: GET /v1/queue: field %d: %w", k, err)
+		line := string(sc.Bytes()) // one string a line; the fields are parts of it
+		n := 0
+		for n < len(f)-1 {
+			i := strings.IndexByte(line, '\t')
+			if i < 0 {
+				break
 			}
-			n[i] = v
+			f[n], line = line[:i], line[i+1:]
+			n++
 		}
-		row.ID, row.Parent, row.Name, row.State = f[0], f[1], f[3], bridge.JobState(f[4])
-		row.Index, row.Nodes, row.Cores, row.Estimate = int(n[0]), int(n[1]), int(n[2]), time.Duration(n[3])*time.Second
-		if n[4] > 0 {
-			row.Submit = time.Unix(n[4], 0)
+		f[n] = line
+		if n != len(f)-1 || strings.IndexByte(line, '\t') >= 0 {
+			return fmt.Errorf("api: GET /v1/queue: a line with %d fields, want 14", n+1+strings.Count(line, "\t"))
 		}
-		if n[5] > 0 {
-			row.Start = time.Unix(n[5], 0)
+		var v [6]int64
+		for i, k := range []int{2, 5, 6, 7, 8, 9} {
+			x, err := strconv.ParseInt(f[k], 10, 64)
+			if err != nil {
+				return fmt.Errorf("api: GET /v1/queue: field %d: %w", k, err)
+			}
+			v[i] = x
 		}
-		row.Predicted = f[10] == "true"
-		if f[11] != "" {
-			row.Sites = strings.Split(f[11], ",")
+		row = QueueRow{ID: f[0], Parent: f[1], Name: f[3], State: bridge.JobState(f[4]),
+			Index: int(v[0]), Nodes: int(v[1]), Cores: int(v[2]), Estimate: time.Duration(v[3]) * time.Second,
+			Predicted: f[10] == "true", Partition: f[12], Account: f[13]}
+		if v[4] > 0 {
+			row.Submit = time.Unix(v[4], 0)
 		}
-		row.Partition, row.Account = f[12], f[13]
-		rows = append(rows, row)
+		if v[5] > 0 {
+			row.Start = time.Unix(v[5], 0)
+		}
+		sites = sites[:0]
+		for s := f[11]; s != ""; {
+			x, rest, _ := strings.Cut(s, ",")
+			sites, s = append(sites, x), rest
+		}
+		if len(sites) > 0 {
+			row.Sites = sites
+		}
+		if err := fn(&row); err != nil {
+			return err
+		}
 	}
-	return rows, sc.Err()
+	return sc.Err()
 }

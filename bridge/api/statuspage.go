@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
@@ -37,60 +38,64 @@ const (
 //go:embed status.html.tmpl
 var pageSource string
 
-var pageTmpl = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ts": func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05")
-	},
-	"tsp": func(t *time.Time) string {
-		if t == nil {
-			return "-"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05")
-	},
-	"intp": func(p *int) string {
-		if p == nil {
-			return "-"
-		}
-		return fmt.Sprint(*p)
-	},
-	"trust": func(p *float64) string {
-		if p == nil {
-			return "not computed"
-		}
-		return fmt.Sprintf("%.2f", *p)
-	},
-	"down": func(status string) bool { return strings.HasPrefix(status, SiteUnreachable) },
-	"rel":  func(r *SiteReliability) string { return r.Summary() },
-	"last": func(evs []bridge.Event) []bridge.Event {
-		if len(evs) > pageEvents {
-			return evs[len(evs)-pageEvents:]
-		}
-		return evs
-	},
-	"sites": func(j *bridge.Job) string {
-		if s := j.Sites(); s != "" {
-			return s
-		}
-		return "-"
-	},
-	"note": func(j *bridge.Job) string {
-		switch {
-		case j.State == bridge.Held:
-			return j.Waiting
-		case j.Group != nil && !j.State.Final():
-			g := j.Group
-			ended := 0
-			for _, n := range g.Counts {
-				ended += n
+// pageTmpl is parsed on first use: every client of this package (each
+// front-end process) would otherwise parse it at start.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("status").Funcs(template.FuncMap{
+		"ts": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
 			}
-			return fmt.Sprintf("%s: %d of %d elements ended, %d unfinished", g.Kind, ended, g.Total, g.Made-ended)
-		}
-		return j.Reason
-	},
-}).Parse(pageSource))
+			return t.UTC().Format("2006-01-02 15:04:05")
+		},
+		"tsp": func(t *time.Time) string {
+			if t == nil {
+				return "-"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05")
+		},
+		"intp": func(p *int) string {
+			if p == nil {
+				return "-"
+			}
+			return fmt.Sprint(*p)
+		},
+		"trust": func(p *float64) string {
+			if p == nil {
+				return "not computed"
+			}
+			return fmt.Sprintf("%.2f", *p)
+		},
+		"down": func(status string) bool { return strings.HasPrefix(status, SiteUnreachable) },
+		"rel":  func(r *SiteReliability) string { return r.Summary() },
+		"last": func(evs []bridge.Event) []bridge.Event {
+			if len(evs) > pageEvents {
+				return evs[len(evs)-pageEvents:]
+			}
+			return evs
+		},
+		"sites": func(j *bridge.Job) string {
+			if s := j.Sites(); s != "" {
+				return s
+			}
+			return "-"
+		},
+		"note": func(j *bridge.Job) string {
+			switch {
+			case j.State == bridge.Held:
+				return j.Waiting
+			case j.Group != nil && !j.State.Final():
+				g := j.Group
+				ended := 0
+				for _, n := range g.Counts {
+					ended += n
+				}
+				return fmt.Sprintf("%s: %d of %d elements ended, %d unfinished", g.Kind, ended, g.Total, g.Made-ended)
+			}
+			return j.Reason
+		},
+	}).Parse(pageSource))
+})
 
 // pageData is what the template renders.
 type pageData struct {
@@ -110,7 +115,7 @@ type pageData struct {
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	d := s.pageData(r.Context(), caller(r))
 	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, d); err != nil {
+	if err := pageTmpl().Execute(&buf, d); err != nil {
 		s.log.Error("rendering the status page", "err", err)
 		http.Error(w, "the status page could not be rendered", http.StatusInternalServerError)
 		return

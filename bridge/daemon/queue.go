@@ -22,7 +22,7 @@ const queueWanted = time.Minute
 // lock, which a cycle over thousands of queued jobs holds for long.
 type queueCache struct {
 	mu    sync.Mutex
-	rows  []api.QueueRow // as of the last cycle, by id (Broker.Jobs' order); nil = not made
+	rows  []api.QueueRow // as of the last cycle, in id order; nil = not made
 	enc   []byte         // rows encoded (api.AppendQueueRow), never changed once made
 	extra []api.QueueRow // submitted since
 	asked time.Time      // wall clock of the last request
@@ -34,6 +34,31 @@ func (q *queueCache) get(b *bridge.Broker) []api.QueueRow {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return append(slices.Clone(q.rows), q.since()...)
+}
+
+// of returns the rows of job id and of its elements (Parent id), as get
+// would give them, without copying the others: a workflow engine's poll
+// of one job costs a search, not the whole queue.
+func (q *queueCache) of(b *bridge.Broker, id string) []api.QueueRow {
+	q.ensure(b)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []api.QueueRow
+	// The rows are in id order, and an element's id starts with its
+	// parent's: every row of the job is in the block of ids starting
+	// with id.
+	i, _ := slices.BinarySearchFunc(q.rows, id, func(x api.QueueRow, id string) int { return strings.Compare(x.ID, id) })
+	for ; i < len(q.rows) && strings.HasPrefix(q.rows[i].ID, id); i++ {
+		if r := q.rows[i]; r.ID == id || r.Parent == id {
+			out = append(out, r)
+		}
+	}
+	for _, r := range q.since() {
+		if r.ID == id || r.Parent == id {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // write writes the rows encoded, as get would give them: the bytes made
@@ -90,14 +115,18 @@ func (q *queueCache) refresh(b *bridge.Broker, force bool) {
 	if !wanted {
 		return
 	}
+	// A row of each unfinished job, read in place (copying 10,000 jobs
+	// after every cycle cost more than the cycle), then put in id order.
 	rows := []api.QueueRow{}
-	var enc []byte
-	for _, j := range b.Jobs() {
+	b.ViewEach(func(j *bridge.Job) {
 		if !j.State.Final() {
-			r := api.QueueRowOf(j)
-			rows = append(rows, r)
-			enc = api.AppendQueueRow(enc, r)
+			rows = append(rows, api.QueueRowOf(j))
 		}
+	})
+	slices.SortFunc(rows, func(x, y api.QueueRow) int { return strings.Compare(x.ID, y.ID) })
+	var enc []byte
+	for _, r := range rows {
+		enc = api.AppendQueueRow(enc, r)
 	}
 	q.mu.Lock()
 	q.rows, q.enc, q.extra = rows, enc, nil

@@ -98,6 +98,11 @@ func (s *service) Queue(context.Context) ([]api.QueueRow, error) {
 	return s.d.queue.get(s.b), nil // queue.go
 }
 
+// QueueOf answers GET /v1/queue?id= from the same rows, searched.
+func (s *service) QueueOf(_ context.Context, id string) ([]api.QueueRow, error) {
+	return s.d.queue.of(s.b, id), nil
+}
+
 // WriteQueue answers GET /v1/queue with the rows queue.go keeps encoded.
 func (s *service) WriteQueue(_ context.Context, w io.Writer) error {
 	return s.d.queue.write(s.b, w)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/gridsub/gridsub/bridge/batchscript"
@@ -27,7 +26,7 @@ func isBatchScript(path string) bool {
 // account asked for at every site. It returns the warnings of the
 // directives accepted without effect.
 func loadBatchScript(path string, sites []string, opts batchscript.Options) (*jobfile.Job, []string, error) {
-	data, err := readBounded(path, batchscript.MaxScript)
+	data, err := batchscript.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,54 +34,7 @@ func loadBatchScript(path string, sites []string, opts batchscript.Options) (*jo
 	if err != nil {
 		return nil, nil, err
 	}
-	return scriptJob(spec, path, sites)
-}
-
-// scriptJob is the job of a parsed script, checked against the sites.
-func scriptJob(spec *batchscript.Spec, file string, sites []string) (*jobfile.Job, []string, error) {
-	j := spec.Job()
-	if spec.Partition != "" || spec.Account != "" {
-		j.SiteOptions = map[string]jobfile.SiteOptions{}
-		for _, s := range sites {
-			j.SiteOptions[s] = jobfile.SiteOptions{Partition: spec.Partition, Account: spec.Account}
-		}
-	}
-	var warns []string
-	for _, w := range spec.Warnings {
-		warns = append(warns, w.String(file))
-	}
-	if err := j.CheckSites(sites); err != nil {
-		return nil, warns, err
-	}
-	return j, warns, nil
-}
-
-// readBounded reads at most limit bytes of a file, failing on a larger one.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes; a batch script may be at most %d", path, fi.Size(), limit)
-	}
-	buf := make([]byte, fi.Size()+1)
-	n, err := f.Read(buf)
-	if err != nil && n == 0 && fi.Size() > 0 {
-		return nil, err
-	}
-	if int64(n) > limit {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, limit)
-	}
-	return buf[:n], nil
+	return spec.JobFor(path, sites)
 }
 
 // loadJobWarn is loadJob with a batch script's warnings.

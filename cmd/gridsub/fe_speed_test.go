@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -18,9 +19,11 @@ import (
 
 // TestFrontEndSpeed (GRIDSUB_LONG=1) measures the front-ends as workflow
 // engines call them, one process per call, on a daemon of the simulated
-// testbed: with 9,000 jobs queued, 1,000 `gridsub sbatch` processes one at
-// a time; then, with those 10,000 unfinished, `gridsub status --snakemake
-// ID` and `squeue` (median and p99, process start included). Beside them,
+// testbed: with 9,000 jobs queued, 1,000 `sbatch` processes one at a time
+// (the link `gridsub shims install` makes: to gridsub-fe where it lies
+// beside gridsub); then, with those 10,000 unfinished, `gridsub status
+// --snakemake ID`, `gridsub-fe status --snakemake ID` and `squeue` through
+// the link (median and p99, process start included). Beside them,
 // the machine's floor: a Go program that does nothing, started the same
 // way, and the load average.
 //
@@ -32,23 +35,42 @@ func TestFrontEndSpeed(t *testing.T) {
 	if os.Getenv("GRIDSUB_LONG") == "" {
 		t.Skip("GRIDSUB_LONG=1: submits 10,000 jobs and times 1,500 processes per binary (a few minutes)")
 	}
+	// Each side: gridsub, its front-end binary (gridsub-fe beside it, or
+	// gridsub itself for a gridsub without one) and the links `gridsub
+	// shims install` makes, which workflow engines call.
 	type side struct {
-		name, bin, sock string
-		env             []string
-		c               *api.Client
+		name, bin, fe, shims, sock string
+		env                        []string
+		c                          *api.Client
 	}
 	var sides []*side
-	add := func(name, bin string) {
+	// The daemons' --time-scale: at 600 the simulated sites' clock, and so
+	// the daemon's cycles, run 600 times faster than a real daemon's;
+	// GRIDSUB_SPEED_TIME_SCALE=1 measures at a real daemon's pace.
+	scale := cmp.Or(os.Getenv("GRIDSUB_SPEED_TIME_SCALE"), "600")
+	add := func(name, bin, fe string) {
 		d := t.TempDir()
 		state, sock := filepath.Join(d, "state"), filepath.Join(d, "gridsub.sock")
-		startServe(t, bin, state, sock, "--config", "testbed", "--time-scale", "600")
+		startServe(t, bin, state, sock, "--config", "testbed", "--time-scale", scale)
 		env := append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GRIDSUB_") }), envSocket+"="+sock)
-		sides = append(sides, &side{name: name, bin: bin, sock: sock, env: env, c: api.NewUnixClient(sock)})
+		shims := filepath.Join(d, "shims")
+		if out, err := exec.Command(bin, "shims", "install", shims).CombinedOutput(); err != nil {
+			t.Fatalf("%s shims install: %v\n%s", name, err, out)
+		}
+		if target, _ := os.Readlink(filepath.Join(shims, "squeue")); target != fe {
+			t.Fatalf("%s: the shims link to %s, want %s", name, target, fe)
+		}
+		sides = append(sides, &side{name: name, bin: bin, fe: fe, shims: shims, sock: sock, env: env, c: api.NewUnixClient(sock)})
 	}
 	if before := os.Getenv("GRIDSUB_SPEED_BEFORE"); before != "" {
-		add("before", before)
+		fe := filepath.Join(filepath.Dir(before), "gridsub-fe")
+		if !isExecutable(fe) {
+			fe = before
+		}
+		add("before", before, fe)
 	}
-	add("after", buildBinary(t))
+	gridsub, fe := feBinaries(t)
+	add("after", gridsub, fe)
 
 	// cpu is each side's CPU time (user and system) per process: on a
 	// loaded machine the wall time is mostly waiting for a core, and the
@@ -88,7 +110,7 @@ func TestFrontEndSpeed(t *testing.T) {
 		el, _ := run(sides[0], hello)
 		floor = append(floor, el)
 	}
-	t.Logf("load average %s; floor (an empty Go program): %s; CPU %s", load(), stats(floor), stats(cpu[sides[0].name]))
+	t.Logf("daemons at --time-scale %s; load average %s; floor (an empty Go program): %s; CPU %s", scale, load(), stats(floor), stats(cpu[sides[0].name]))
 
 	bulk := func(c *api.Client, n int) {
 		var wg sync.WaitGroup
@@ -125,7 +147,7 @@ func TestFrontEndSpeed(t *testing.T) {
 		for _, s := range sides {
 			start := time.Now()
 			for range block {
-				el, out := run(s, s.bin, "sbatch", "--parsable", "-t", "30-00:00:00", "-J", "speed", "--wrap", "sleep 30d")
+				el, out := run(s, filepath.Join(s.shims, "sbatch"), "--parsable", "-t", "30-00:00:00", "-J", "speed", "--wrap", "sleep 30d")
 				if strings.TrimSpace(out) == "" {
 					t.Fatalf("%s: sbatch printed no id", s.name)
 				}
@@ -146,11 +168,22 @@ func TestFrontEndSpeed(t *testing.T) {
 			t.Fatalf("%s: %d unfinished jobs, want 10,000 (%v)", s.name, len(rows), err)
 		}
 	}
+	// prog is what a call runs: gridsub, the front-end binary, or a link.
+	prog := func(s *side, p string) string {
+		switch p {
+		case "gridsub":
+			return s.bin
+		case "gridsub-fe":
+			return s.fe
+		}
+		return filepath.Join(s.shims, p)
+	}
 	for _, c := range []struct {
 		n    int
 		args []string
 	}{
-		{200, []string{"status", "--snakemake", "{n}"}},
+		{200, []string{"gridsub", "status", "--snakemake", "{n}"}},
+		{200, []string{"gridsub-fe", "status", "--snakemake", "{n}"}},
 		{100, []string{"squeue", "-h", "-j", "{n}"}},
 		{30, []string{"squeue"}},
 		{30, []string{"squeue", "-h", "-o", "%i %t %M"}},
@@ -159,18 +192,18 @@ func TestFrontEndSpeed(t *testing.T) {
 		outs := map[string]string{}
 		clear(cpu)
 		for i := range c.n {
-			a := slices.Clone(c.args)
+			a := slices.Clone(c.args[1:])
 			for k := range a {
 				a[k] = strings.ReplaceAll(a[k], "{n}", fmt.Sprint(1+(i*7919)%10000))
 			}
 			for _, s := range sides {
-				el, o := run(s, s.bin, a...)
+				el, o := run(s, prog(s, c.args[0]), a...)
 				ds[s.name] = append(ds[s.name], el)
 				outs[s.name] = o
 			}
 		}
 		for _, s := range sides {
-			t.Logf("%s: gridsub %s (%d calls, %d lines): %s; CPU %s; load average %s", s.name, strings.Join(c.args, " "), c.n,
+			t.Logf("%s: %s (%d calls, %d lines): %s; CPU %s; load average %s", s.name, strings.Join(c.args, " "), c.n,
 				strings.Count(outs[s.name], "\n"), stats(ds[s.name]), stats(cpu[s.name]), load())
 		}
 	}

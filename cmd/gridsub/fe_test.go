@@ -11,46 +11,8 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge/api"
+	"github.com/gridsub/gridsub/frontend"
 )
-
-func TestFrontIDs(t *testing.T) {
-	const p = "g0lx8k2p3q9ab-"
-	for _, c := range []struct{ grid, front string }{
-		{p + "000042", "42"}, {p + "000042_3", "42_3"}, {p + "1234567", "1234567"}, {p + "000001", "1"},
-	} {
-		if got := frontID(p, c.grid); got != c.front {
-			t.Errorf("frontID(%s) = %s, want %s", c.grid, got, c.front)
-		}
-		if got := gridID(p, c.front); got != c.grid {
-			t.Errorf("gridID(%s) = %s, want %s", c.front, got, c.grid)
-		}
-	}
-	if got := gridID(p, "42.gridsub"); got != p+"000042" {
-		t.Errorf("qsub's id: %s", got)
-	}
-	for _, s := range []string{"g0lx8k2p3q9ab-000042", "abc", "", "+5", "4x"} {
-		if got := gridID(p, s); got != s {
-			t.Errorf("gridID(%q) = %q; a grid id or garbage stays as given", s, got)
-		}
-	}
-}
-
-func TestSqueueFormat(t *testing.T) {
-	l, err := parseFormat("%.18i %-8j|%t %%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	l.row(&b, func(k byte) string { return map[byte]string{'i': "42", 'j': "averyverylongname", 't': "R"}[k] })
-	if got, want := b.String(), "                42 averyver|R %\n"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	for _, bad := range []string{"%", "%.", "%y", "%99999i"} {
-		if _, err := parseFormat(bad); err == nil {
-			t.Errorf("format %q accepted", bad)
-		}
-	}
-}
 
 // TestFrontEndsOnSimulatedSites drives every front-end against a daemon on
 // the simulated testbed: the formats SLURM's and PBS's clients parse, ids
@@ -135,7 +97,7 @@ func TestFrontEndsOnSimulatedSites(t *testing.T) {
 	// A failing job (simulated exit code 3) is "failed" for Snakemake.
 	os.WriteFile("fail.yaml", []byte("name: fails\ncommand: [\"false\"]\nresources: {nodes: 1, walltime: 1m}\nsimulate: {exit_code: 3}\n"), 0o644)
 	id := strings.TrimSpace(must(0, "submit", "fail.yaml", "-q"))
-	num := frontID(h.IDPrefix, id)
+	num := frontend.FrontID(h.IDPrefix, id)
 	waitFor(t, time.Minute, "the failing job to end", func() bool {
 		_, out, _ := cli("status", "--snakemake", num)
 		return out == "failed\n"

@@ -1,23 +1,9 @@
 package main
 
 import (
-	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/internal/config"
 	"github.com/gridsub/gridsub/policy"
 )
-
-// siteOptions is the job file's site_options as the broker takes them.
-func siteOptions(j *jobfile.Job) map[string]bridge.SiteOptions {
-	if len(j.SiteOptions) == 0 {
-		return nil
-	}
-	out := make(map[string]bridge.SiteOptions, len(j.SiteOptions))
-	for k, o := range j.SiteOptions {
-		out[k] = bridge.SiteOptions{Partition: o.Partition, Account: o.Account}
-	}
-	return out
-}
 
 // configSites is what the configuration says of each site, for
 // bridge.Feasible without asking any site. A simulated site is exactly

@@ -7,33 +7,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/bridge"
-	"github.com/gridsub/gridsub/bridge/jobfile"
 )
-
-// pipelineRequest turns a pipeline file into one request whose Steps are
-// the steps' requests (the broker makes each a job of its own).
-func pipelineRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, error) {
-	r := bridge.Request{Name: j.Name, OutputDir: outDir, After: j.After, AfterOK: j.AfterOK, AfterAny: j.AfterAny}
-	for _, st := range j.Steps {
-		sr, err := toRequest(st, now, "")
-		if err != nil {
-			return bridge.Request{}, err
-		}
-		r.Steps = append(r.Steps, sr)
-	}
-	return r, nil
-}
-
-func toSweep(s *jobfile.Sweep) *bridge.Sweep {
-	if s == nil {
-		return nil
-	}
-	out := &bridge.Sweep{Limit: s.Limit}
-	for _, p := range s.Params {
-		out.Params = append(out.Params, bridge.SweepParam{Name: p.Name, Values: p.Values})
-	}
-	return out
-}
 
 // groupCounts says where a group's elements stand: "37 of 100 ended (35
 // completed, 2 failed), 10 unfinished, 53 not made yet".

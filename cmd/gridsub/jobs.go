@@ -16,6 +16,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/api"
 	"github.com/gridsub/gridsub/bridge/daemon"
 	"github.com/gridsub/gridsub/bridge/jobfile"
+	"github.com/gridsub/gridsub/frontend"
 )
 
 // followEvery is how often a client polls a job it follows.
@@ -134,7 +135,7 @@ serve).`,
 		ValidArgsFunction: jobIDs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if snakemake {
-				return snakemakeStatus(cmd.Context(), g, args[0]) // fe_shims.go
+				return frontend.SnakemakeStatus(cmd.Context(), feEnv(g), args[0]) // fe_shims.go
 			}
 			c, err := mustConnect(cmd.Context(), g)
 			if err != nil {
@@ -274,12 +275,17 @@ func printJobs(g *globals, js []*bridge.Job, ended, sim bool, now time.Time) err
 	return tw.Flush()
 }
 
-// elapsedText is how long a job has run (elapsed), "-" before it started.
+// elapsedText is how long a job has run (until now, or its end), "-"
+// before it started.
 func elapsedText(j *bridge.Job, now time.Time) string {
 	if j.Start.IsZero() {
 		return "-"
 	}
-	return elapsed(j, now).Round(time.Second).String()
+	end := now
+	if !j.End.IsZero() {
+		end = j.End
+	}
+	return max(end.Sub(j.Start), 0).Round(time.Second).String()
 }
 
 // lastMsg is the message of a job's latest event ("" without one): why a

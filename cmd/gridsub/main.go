@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gridsub/gridsub/bridge"
+	"github.com/gridsub/gridsub/frontend"
 )
 
 // Exit codes. Scripts can rely on them.
@@ -167,10 +168,9 @@ func processExit(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	var fe *feError // a front-end's error, as the tool prints it (fe_common.go)
+	var fe *frontend.Error // a front-end's error, as the tool prints it
 	if errors.As(err, &fe) {
-		fmt.Fprintln(stderr, fe.Error())
-		return fe.code
+		return frontend.Exit(fe, stderr)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -117,42 +117,7 @@ func loadJob(path string, sites []string) (*jobfile.Job, error) {
 
 // toRequest turns a job file into a broker request submitted at now.
 func toRequest(j *jobfile.Job, now time.Time, outDir string) (bridge.Request, error) {
-	if j.IsPipeline() {
-		return pipelineRequest(j, now, outDir) // groups.go
-	}
-	t, err := j.Resolve(now)
-	if err != nil {
-		return bridge.Request{}, err
-	}
-	spec := j.Spec("")
-	s := j.Scheduling
-	s.Origin, s.DataSize = j.DataOrigin() // inputs that lie at a site set both
-	if s.Origin == "" && s.DataSize == 0 {
-		// From this machine: what moves is the staged inputs. The policies
-		// price it with each site's measured link (backends.LinkEstimator).
-		for _, in := range spec.Inputs {
-			if fi, err := os.Stat(in.Local); err == nil {
-				s.DataSize += fi.Size()
-			}
-		}
-	}
-	var win *bridge.Window
-	if !t.EarliestStart.IsZero() {
-		win = &bridge.Window{Earliest: t.EarliestStart, Latest: t.LatestEnd}
-	}
-	req := bridge.Request{
-		Window: win,
-		Name:   j.Name, Command: spec.Command, Script: spec.Script, Env: spec.Env, WorkDir: spec.WorkDir,
-		Nodes: spec.Nodes, CoresPerNode: spec.CoresPerNode, Estimate: spec.Walltime,
-		Inputs: spec.Inputs, Outputs: spec.Outputs,
-		Origin: s.Origin, DataSize: s.DataSize, Sites: s.Sites, Prefer: s.Prefer, NoSplit: s.NoSplit,
-		Deadline: t.Deadline, QoS: string(s.QoS), Sim: spec.Sim, OutputDir: outDir,
-		Array: j.Array, Sweep: toSweep(j.Sweep), After: j.After, AfterOK: j.AfterOK, AfterAny: j.AfterAny,
-		MemPerNode: spec.MemPerNode, GPUsPerNode: spec.GPUsPerNode, Setup: spec.Setup, SiteOptions: siteOptions(j),
-	}
-	req.Worth, req.DeadlinePolicy = s.Benefit.Worth(), s.DeadlinePolicy
-	req.SiteInputs = j.SiteFiles()
-	return req, nil
+	return j.Request(now, outDir)
 }
 
 // embeddedRoots are the roots of the embedded broker: the output root is

@@ -1,9 +1,10 @@
-package main
+package frontend
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strconv"
@@ -15,93 +16,128 @@ import (
 	"github.com/gridsub/gridsub/bridge/api"
 )
 
-// The SLURM and PBS front-ends (fe_*.go) answer from the daemon's state
-// only: every one of them is a few API calls to the daemon, never a
-// command at a site. Their ids are the integers SLURM and PBS clients
-// expect: the sequence number of the grid id (g0lx8k2p3q9ab-000042 is 42,
-// its array element g0lx8k2p3q9ab-000042_3 is 42_3); the daemon keeps its
-// id prefix in its store, so an id stays valid across restarts.
+// The environment variables that find the daemon without a configuration.
+const (
+	EnvSocket = "GRIDSUB_SOCKET" // the daemon's unix socket
+	EnvURL    = "GRIDSUB_URL"    // a daemon served over TCP: gridsub's configuration handling (Env.Connect) reads it
+)
+
+// Env is what a front-end call works with: where it writes, and how it
+// finds the daemon.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Connect finds the daemon when EnvSocket is not set or EnvURL is
+	// (gridsub's configuration, a TCP daemon): the client and where it
+	// is, or an error that says what to fix, printed as the tool's error.
+	// Nil: such a call fails with that advice.
+	Connect func(ctx context.Context, prog string) (*api.Client, string, error)
+}
+
+// Error is a front-end's error, printed as the tool prints its own
+// ("squeue: error: ...") with the tool's exit status. Msg "" prints
+// nothing (what was wrong is on stderr already).
+type Error struct {
+	Prog string
+	Code int
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Prog + ": error: " + e.Msg }
+
+// Exit prints err as the tool prints its errors and returns the process's
+// exit status for it (0 for nil).
+func Exit(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var fe *Error
+	if !errors.As(err, &fe) {
+		fe = &Error{Prog: "gridsub", Code: 1, Msg: err.Error()}
+	}
+	if fe.Msg != "" {
+		fmt.Fprintln(stderr, fe.Error())
+	}
+	return fe.Code
+}
 
 // feClient is a daemon client that knows the daemon's id prefix.
 type feClient struct {
-	*daemonClient
+	*api.Client
+	where  string
 	prefix string
 	now    time.Time // the daemon's clock at connection
 }
 
-// feError is a front-end's error, printed as the tool prints its own
-// ("squeue: error: ...") with the tool's exit status.
-type feError struct {
-	prog string
-	code int
-	msg  string
-}
-
-func (e *feError) Error() string { return e.prog + ": error: " + e.msg }
-
 // feFail is a front-end's error with the tool's exit status (1 for SLURM's
 // and PBS's tools).
 func feFail(prog string, format string, a ...any) error {
-	return &exitError{1, &feError{prog, 1, fmt.Sprintf(format, a...)}}
+	return &Error{prog, 1, fmt.Sprintf(format, a...)}
 }
 
-// feConnect connects to the daemon (GRIDSUB_URL or the configuration's
-// socket) and reads its id prefix.
+// feConnect connects to the daemon and reads its id prefix.
 //
 // With GRIDSUB_SOCKET set (and no GRIDSUB_URL) it reads no configuration:
 // a workflow engine's every poll costs one process start and a few local
 // requests, and its environment needs no site's settings.
-func feConnect(ctx context.Context, g *globals, prog string) (*feClient, error) {
-	if sock := os.Getenv(envSocket); sock != "" && os.Getenv(envURL) == "" {
-		c := &daemonClient{Client: api.NewUnixClient(sock), where: sock}
+func feConnect(ctx context.Context, g *Env, prog string) (*feClient, error) {
+	var c *feClient
+	if sock := os.Getenv(EnvSocket); sock != "" && os.Getenv(EnvURL) == "" {
+		c = &feClient{Client: api.NewUnixClient(sock), where: sock}
 		h, err := c.Health(ctx)
 		switch {
 		case err == nil:
 		case errors.Is(err, api.ErrNoDaemon):
-			return nil, &exitError{1, &feError{prog, 1, fmt.Sprintf("%v at %s (%s=%s); start it with `gridsub serve`", errNoDaemon, sock, envSocket, sock)}}
+			return nil, &Error{prog, 1, fmt.Sprintf("no gridsub daemon answers at %s (%s=%s); start it with `gridsub serve`", sock, EnvSocket, sock)}
 		default:
-			return nil, &exitError{1, &feError{prog, 1, "asking the daemon: " + err.Error()}}
+			return nil, &Error{prog, 1, "asking the daemon: " + err.Error()}
 		}
 		if h.IDPrefix == "" {
-			return nil, &exitError{1, &feError{prog, 1, "the daemon at " + sock + " does not tell its job id prefix (an older gridsub serve?)"}}
+			return nil, &Error{prog, 1, "the daemon at " + sock + " does not tell its job id prefix (an older gridsub serve?)"}
 		}
-		c.sim = h.Simulated
-		return &feClient{daemonClient: c, prefix: h.IDPrefix, now: h.Time}, nil
+		c.prefix, c.now = h.IDPrefix, h.Time
+		return c, nil
 	}
-	c, err := connect(ctx, g)
+	if g.Connect == nil {
+		return nil, &Error{prog, 1, "set " + EnvSocket + " to the daemon's socket (this front-end reads no configuration)"}
+	}
+	ac, where, err := g.Connect(ctx, prog)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return nil, &exitError{1, &feError{prog, 1, ee.err.Error()}}
-		}
-		return nil, &exitError{1, &feError{prog, 1, err.Error() + " (the " + prog + " front-end needs a running `gridsub serve`)"}}
+		return nil, &Error{prog, 1, err.Error()}
 	}
+	c = &feClient{Client: ac, where: where}
 	h, err := c.Health(ctx)
 	if err != nil {
-		return nil, &exitError{1, &feError{prog, 1, "asking the daemon: " + err.Error()}}
+		return nil, &Error{prog, 1, "asking the daemon: " + err.Error()}
 	}
 	if h.IDPrefix == "" {
-		return nil, &exitError{1, &feError{prog, 1, "the daemon at " + c.where + " does not tell its job id prefix (an older gridsub serve?)"}}
+		return nil, &Error{prog, 1, "the daemon at " + c.where + " does not tell its job id prefix (an older gridsub serve?)"}
 	}
-	return &feClient{daemonClient: c, prefix: h.IDPrefix, now: h.Time}, nil
+	c.prefix, c.now = h.IDPrefix, h.Time
+	return c, nil
 }
 
-// frontID is the id a front-end prints for a grid id: its sequence
+// FrontID is the id a front-end prints for a grid id: its sequence
 // number without the padding, then an array element's "_INDEX".
-func frontID(prefix, id string) string {
+func FrontID(prefix, id string) string {
+	return string(appendFrontID(nil, prefix, id))
+}
+
+// appendFrontID appends FrontID(prefix, id) to b.
+func appendFrontID(b []byte, prefix, id string) []byte {
 	rest, ok := strings.CutPrefix(id, prefix)
 	if !ok {
-		return id
+		return append(b, id...)
 	}
 	num, el, _ := strings.Cut(rest, "_")
 	n, err := strconv.ParseUint(num, 10, 63)
 	if err != nil {
-		return id
+		return append(b, id...)
 	}
+	b = strconv.AppendUint(b, n, 10)
 	if el != "" {
-		return strconv.FormatUint(n, 10) + "_" + el
+		b = append(append(b, '_'), el...)
 	}
-	return strconv.FormatUint(n, 10)
+	return b
 }
 
 // gridID is the grid id of a front-end id ("42", "42_3", "42.gridsub"
@@ -236,30 +272,44 @@ func contains(s []string, v string) bool {
 
 // elapsed is how long the job has run (until now, or its end).
 func elapsed(j *bridge.Job, now time.Time) time.Duration {
-	if j.Start.IsZero() {
+	return elapsedOf(j.Start, j.End, now)
+}
+
+func elapsedOf(start, end, now time.Time) time.Duration {
+	if start.IsZero() {
 		return 0
 	}
-	end := now
-	if !j.End.IsZero() {
-		end = j.End
+	if end.IsZero() {
+		end = now
 	}
-	if end.Before(j.Start) {
+	if end.Before(start) {
 		return 0
 	}
-	return end.Sub(j.Start)
+	return end.Sub(start)
 }
 
 // slurmDuration formats as SLURM does: M:SS, H:MM:SS, D-HH:MM:SS.
 func slurmDuration(d time.Duration) string {
+	return string(appendSlurmDuration(nil, d))
+}
+
+// appendSlurmDuration appends slurmDuration(d) to b.
+func appendSlurmDuration(b []byte, d time.Duration) []byte {
 	s := int64(d / time.Second)
 	days, h, m, sec := s/86400, s/3600%24, s/60%60, s%60
+	two := func(b []byte, v int64) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
 	switch {
 	case days > 0:
-		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, sec)
+		b = append(strconv.AppendInt(b, days, 10), '-')
+		b = append(two(b, h), ':')
 	case h > 0:
-		return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
+		b = append(strconv.AppendInt(b, h, 10), ':')
+	default:
+		b = append(strconv.AppendInt(b, m, 10), ':')
+		return two(b, sec)
 	}
-	return fmt.Sprintf("%d:%02d", m, sec)
+	b = append(two(b, m), ':')
+	return two(b, sec)
 }
 
 // slurmLimit formats a time limit: [D-]HH:MM:SS.
