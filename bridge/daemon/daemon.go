@@ -48,9 +48,12 @@ const clockFile = "sim-clock"
 
 // Options configure a Daemon.
 type Options struct {
-	// Spec is the broker and its sites; Run sets Spec.Store to the SQLite
-	// store in StateDir.
-	Spec     assemble.Spec
+	// Spec is the broker and its sites; Run sets Spec.Store to the store
+	// Store says (by default the SQLite file in StateDir).
+	Spec assemble.Spec
+	// Store chooses the durable store: SQLite in StateDir (the zero value)
+	// or a PostgreSQL database.
+	Store    StoreConfig
 	StateDir string // absolute; created 0700 if missing
 	Socket   string // the API's unix socket
 	// Listen, when set, also serves the API on this TCP address; it then
@@ -90,7 +93,7 @@ type Options struct {
 type Daemon struct {
 	opts    Options
 	log     *slog.Logger
-	st      *store.SQLite
+	st      store.Store
 	env     *assemble.Env
 	m       *metrics
 	cron    *cron.Cron // the tasks' wall-clock schedules (nil with simulated sites)
@@ -221,7 +224,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}()
 
-	d.st, err = store.Open(ctx, filepath.Join(opts.StateDir, DBName), store.Options{Logger: log})
+	d.st, err = OpenStore(ctx, opts.Store, opts.StateDir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +368,7 @@ func bearer(token string, h http.Handler) http.Handler {
 func (d *Daemon) Broker() *bridge.Broker { return d.env.Broker }
 
 // Store is the daemon's store (tests inspect it).
-func (d *Daemon) Store() *store.SQLite { return d.st }
+func (d *Daemon) Store() store.Store { return d.st }
 
 // Now is the broker's time (virtual on simulated sites).
 func (d *Daemon) Now() time.Time { return d.env.Now() }
@@ -713,7 +716,7 @@ const idPrefixKey = "broker.id_prefix"
 // directories (two daemons, or a daemon and an earlier one whose directory
 // was deleted) must never hand out the same ids: a restarted daemon would
 // otherwise adopt another's remote job as its own.
-func idPrefix(ctx context.Context, st *store.SQLite) (string, error) {
+func idPrefix(ctx context.Context, st store.Store) (string, error) {
 	v, ok, err := st.Value(ctx, idPrefixKey)
 	if err != nil {
 		return "", fmt.Errorf("reading the job id prefix: %w", err)

@@ -109,4 +109,3 @@ func mustList(t *testing.T, s bridge.Store, f bridge.Filter) []*bridge.Job {
 	}
 	return js
 }
-

@@ -38,6 +38,7 @@ type Config struct {
 	Broker  Broker  `mapstructure:"broker"`
 	Sim     Sim     `mapstructure:"sim"`
 	Staging Staging `mapstructure:"staging"`
+	Store   Store   `mapstructure:"store"`
 
 	// Source names where the configuration came from ("configs/testbed.yaml
 	// (built in)" or the file path); it is not read from the file.
@@ -149,6 +150,18 @@ type Network struct {
 	Default         Path    `mapstructure:"default"`
 	Links           []Link  `mapstructure:"links"`
 	MultiSiteFactor float64 `mapstructure:"multi_site_factor"` // p >= 1 of SPEC.md §1 equation (3)
+}
+
+// Store chooses the broker's durable store. Kind "sqlite" (the default)
+// is one file in broker.state_dir; "postgres" is a PostgreSQL database
+// (DSN) that several brokers may share. The password is never here: DSN
+// must not carry one; PasswordFile (a 0600 file) or PasswordEnv (the name
+// of an environment variable) says where it is.
+type Store struct {
+	Kind         string `mapstructure:"kind"`          // sqlite | postgres
+	DSN          string `mapstructure:"dsn"`           // postgres: "host=db user=gridsub dbname=gridsub sslmode=verify-full" or postgres://user@host/db
+	PasswordFile string `mapstructure:"password_file"` // postgres: file holding the password (first line), mode 0600
+	PasswordEnv  string `mapstructure:"password_env"`  // postgres: environment variable holding the password
 }
 
 // Broker configures the broker.
@@ -296,6 +309,10 @@ var defaults = map[string]any{
 	"broker.tls_cert":           "",
 	"broker.tls_key":            "",
 	"broker.insecure_plaintext": false,
+	"store.kind":                "sqlite",
+	"store.dsn":                 "",
+	"store.password_file":       "",
+	"store.password_env":        "",
 	"sim.time_scale":            600,
 	"staging.max_file_size":     "10GiB",
 	"staging.max_job_bytes":     "50GiB",

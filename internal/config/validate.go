@@ -14,6 +14,7 @@ import (
 
 	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/bridge/jobrules"
+	"github.com/gridsub/gridsub/bridge/store/pgstore"
 )
 
 var (
@@ -240,10 +241,43 @@ func (c *Config) validate() Errors {
 		bad("sim.time_scale", "must be from %v to %v virtual seconds per wall second, got %v", MinTimeScale, MaxTimeScale, c.Sim.TimeScale)
 	}
 	errs = append(errs, c.validateStaging()...)
+	errs = append(errs, c.validateStore()...)
 	return errs
 }
 
 // validateStaging checks the staging limits.
+// validateStore checks the store section: a known kind, a DSN for
+// postgres and none for sqlite, never a password in the DSN (the error
+// does not repeat the DSN), one place for the password at most.
+func (c *Config) validateStore() Errors {
+	var errs Errors
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+	}
+	st := &c.Store
+	switch st.Kind {
+	case "sqlite":
+		if st.DSN != "" || st.PasswordFile != "" || st.PasswordEnv != "" {
+			bad("store", "dsn, password_file and password_env are for kind: postgres; the sqlite store is <state_dir>/gridsub.db")
+		}
+	case "postgres":
+		if st.DSN == "" {
+			bad("store.dsn", "kind postgres needs a dsn like \"host=db.example.org user=gridsub dbname=gridsub sslmode=verify-full\"")
+		} else if err := pgstore.CheckDSN(st.DSN); err != nil {
+			bad("store.dsn", "%v", err)
+		}
+		if st.PasswordFile != "" && st.PasswordEnv != "" {
+			bad("store", "give password_file or password_env, not both")
+		}
+		if st.PasswordFile != "" && !path.IsAbs(st.PasswordFile) {
+			bad("store.password_file", "must be an absolute path, got %q", st.PasswordFile)
+		}
+	default:
+		bad("store.kind", "must be sqlite (the default) or postgres, got %q", st.Kind)
+	}
+	return errs
+}
+
 func (c *Config) validateStaging() Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {

@@ -88,8 +88,9 @@ var ErrPasswordInConfig = errors.New("a password in the store's dsn")
 
 var kvPassword = regexp.MustCompile(`(?i)(^|\s)password\s*=`)
 
-// checkDSN refuses a DSN that carries a password.
-func checkDSN(dsn string) error {
+// CheckDSN refuses a DSN that carries a password (ErrPasswordInConfig),
+// without repeating the DSN.
+func CheckDSN(dsn string) error {
 	hint := "remove it and put the password in a file named by store.password_file (mode 0600) or in an environment variable named by store.password_env"
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
@@ -166,7 +167,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Postgres, error) {
 	if cfg.DSN == "" {
 		return nil, fmt.Errorf("store: kind postgres needs store.dsn (e.g. \"host=db user=gridsub dbname=gridsub\")")
 	}
-	if err := checkDSN(cfg.DSN); err != nil {
+	if err := CheckDSN(cfg.DSN); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	pw, err := cfg.password()
