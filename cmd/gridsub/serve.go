@@ -177,7 +177,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
 	defer startProfiles(log)()
-	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
+	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket, Store: storeConfig(cfg),
 		Listen: f.listen, Token: token, TLSCert: tlsCert, TLSKey: tlsKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext,
 		MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
 		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, TrustHalfLife: halfLife(f.trustHalfLife), Logger: log})

@@ -53,6 +53,10 @@ type Options struct {
 	HealthEvery time.Duration
 	// ConnectTimeout bounds a connection attempt (default 10s).
 	ConnectTimeout time.Duration
+	// NoMigrate opens without applying migrations (gridsub store check
+	// and backup): a database of an older schema is refused with a
+	// message to start the daemon once, a missing one too.
+	NoMigrate bool
 	// Now stamps each Put's "updated" time (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -213,7 +217,20 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Postgres, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store: %w", classify(where, "connecting to", err))
 	}
-	from, err := migrate(ctx, c.Conn(), where)
+	var from int
+	if opts.NoMigrate {
+		err = c.Conn().QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM gridsub_migrations`).Scan(&from)
+		switch {
+		case isCode(err, "42P01"):
+			err = fmt.Errorf("%s has no gridsub schema: start gridsub serve on it once (it creates the tables), or restore a dump into it", where)
+		case err == nil && from > SchemaVersion:
+			err = fmt.Errorf("%w: %s has schema version %d, this gridsub knows up to %d: upgrade gridsub", store.ErrNewerSchema, where, from, SchemaVersion)
+		case err == nil && from < SchemaVersion:
+			err = fmt.Errorf("%s has schema version %d, this gridsub writes %d: start gridsub serve on it once to migrate it", where, from, SchemaVersion)
+		}
+	} else {
+		from, err = migrate(ctx, c.Conn(), where)
+	}
 	c.Release()
 	if err != nil {
 		pool.Close()

@@ -248,7 +248,7 @@ func Shared(t testing.TB) *Server {
 		if skipMsg == "" {
 			skipMsg = "pgtest.Main did not run in this test binary's TestMain"
 		}
-		if errors.Is(errors.New(skipMsg), ErrNoPostgres) || strings.Contains(skipMsg, "not found") {
+		if strings.Contains(skipMsg, ErrNoPostgres.Error()) {
 			t.Skip("no PostgreSQL: ", skipMsg)
 		}
 		if os.Getenv("GRIDSUB_REQUIRE_PG") != "" {
@@ -283,4 +283,36 @@ func DB(t testing.TB) Database {
 		c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
 	return Database{Server: s, Name: name}
+}
+
+// StartT starts a server of t's own (for a test binary that has no
+// TestMain of pgtest's), stopped when t ends; it skips t when the binaries
+// are missing.
+func StartT(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if errors.Is(err, ErrNoPostgres) {
+		t.Skip("no PostgreSQL: ", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	return s
+}
+
+// CreateDB creates an empty database on s and returns its DSN (no
+// password; s.PasswordFile has it).
+func (s *Server) CreateDB(t testing.TB, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, s.DSN("postgres")+" password="+s.password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return s.DSN(name)
 }
