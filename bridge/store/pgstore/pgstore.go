@@ -382,11 +382,57 @@ func (s *Postgres) Put(ctx context.Context, j *bridge.Job) error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	if r.resv == nil && !bridge.JobState(r.state).Final() {
+		// The common case, a new job (a submission): one statement in
+		// one round trip, committed on its own.
+		var ok bool
+		if ok, err = s.insertNew(ctx, r); err != nil || ok {
+			if err != nil {
+				return fmt.Errorf("store: put job %s: %w", j.ID, s.wrap("writing to", err))
+			}
+			return nil
+		}
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error { return putRow(ctx, tx, r) })
 	if err != nil {
 		return fmt.Errorf("store: put job %s: %w", j.ID, s.wrap("writing to", err))
 	}
 	return nil
+}
+
+// qInsNew inserts a new job with its sites and events in one statement;
+// it returns no row when the id is already stored.
+const qInsNew = `WITH j AS (
+	INSERT INTO jobs(id, state, name, sites, updated, n_events, body) VALUES ($1, $2, $3, $4, $5, $6, $7)
+	ON CONFLICT (id) DO NOTHING RETURNING seq
+), s AS (
+	INSERT INTO job_sites(site, seq) SELECT x, j.seq FROM j, unnest($8::text[]) AS x
+), e AS (
+	INSERT INTO events(seq, n, time, kind, site, msg)
+	SELECT j.seq, x.n - 1, x.t, x.k, x.s, x.m FROM j, unnest($9::text[], $10::text[], $11::text[], $12::text[]) WITH ORDINALITY AS x(t, k, s, m, n)
+)
+SELECT seq FROM j`
+
+// insertNew stores r if its id is new (reporting true), in one statement;
+// r must have no reservation and no final state (they need putRow).
+func (s *Postgres) insertNew(ctx context.Context, r *row) (bool, error) {
+	if s.isClosed() {
+		return false, fmt.Errorf("store %s: %w", s.where, store.ErrClosed)
+	}
+	ts, ks, ss, ms := make([]string, len(r.events)), make([]string, len(r.events)), make([]string, len(r.events)), make([]string, len(r.events))
+	for i, e := range r.events {
+		ts[i], ks[i], ss[i], ms[i] = e.Time.Format(time.RFC3339Nano), e.Kind, e.Site, e.Msg
+	}
+	sites := r.siteSet
+	if sites == nil {
+		sites = []string{}
+	}
+	var seq int64
+	err := s.pool.QueryRow(ctx, qInsNew, r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body, sites, ts, ks, ss, ms).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func putRow(ctx context.Context, tx pgx.Tx, r *row) error {
@@ -543,60 +589,59 @@ func readEvents(ctx context.Context, tx pgx.Tx, seqs []int64) (map[int64][]bridg
 }
 
 // List implements bridge.Store, as the SQLite store does: submission
-// order, Filter.After a cursor by seq, Newest backwards.
+// order, Filter.After a cursor by seq, Newest backwards. Without events it
+// is one statement (its own snapshot); with them, two in one
+// repeatable-read transaction.
 func (s *Postgres) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, error) {
-	var out []*bridge.Job
-	err := s.read(ctx, func(tx pgx.Tx) error {
-		out = nil
-		var where []string
-		var args []any
-		arg := func(v any) string {
-			args = append(args, v)
-			return fmt.Sprintf("$%d", len(args))
-		}
-		if f.After != "" {
-			var after int64
-			err := tx.QueryRow(ctx, `SELECT seq FROM jobs WHERE id = $1`, f.After).Scan(&after)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("store: list after %q: %w (the paging cursor must be the id of a stored job)", f.After, bridge.ErrNotFound)
-			}
-			if err != nil {
-				return err
-			}
-			if f.Newest {
-				where = append(where, "j.seq < "+arg(after))
-			} else {
-				where = append(where, "j.seq > "+arg(after))
-			}
-		}
-		if len(f.States) > 0 {
-			st := make([]string, len(f.States))
-			for i, x := range f.States {
-				st[i] = string(x)
-			}
-			where = append(where, "j.state = ANY("+arg(st)+")")
-		}
-		if f.Name != "" {
-			where = append(where, "j.name = "+arg(f.Name))
-		}
-		if f.Parent != "" {
-			where = append(where, "j.id > "+arg(f.Parent+"_")+" AND j.id < "+arg(f.Parent+"`"))
-		}
-		if f.Site != "" {
-			where = append(where, "EXISTS (SELECT 1 FROM job_sites AS s WHERE s.site = "+arg(f.Site)+" AND s.seq = j.seq)")
-		}
-		q := "SELECT j.seq, j.id, j.body FROM jobs AS j"
-		if len(where) > 0 {
-			q += " WHERE " + strings.Join(where, " AND ")
-		}
-		q += " ORDER BY j.seq"
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.After != "" {
+		// An unknown cursor compares with NULL: no rows, then told apart
+		// from the end of the list below.
+		op := ">"
 		if f.Newest {
-			q += " DESC"
+			op = "<"
 		}
-		if f.Limit > 0 {
-			q += " LIMIT " + arg(f.Limit)
+		where = append(where, "j.seq "+op+" (SELECT seq FROM jobs WHERE id = "+arg(f.After)+")")
+	}
+	if len(f.States) > 0 {
+		ps := make([]string, len(f.States))
+		for i, x := range f.States {
+			ps[i] = arg(string(x))
 		}
-		rows, err := tx.Query(ctx, q, args...)
+		where = append(where, "j.state IN ("+strings.Join(ps, ", ")+")")
+	}
+	if f.Name != "" {
+		where = append(where, "j.name = "+arg(f.Name))
+	}
+	if f.Parent != "" {
+		where = append(where, "j.id > "+arg(f.Parent+"_")+" AND j.id < "+arg(f.Parent+"`"))
+	}
+	if f.Site != "" {
+		where = append(where, "EXISTS (SELECT 1 FROM job_sites AS s WHERE s.site = "+arg(f.Site)+" AND s.seq = j.seq)")
+	}
+	q := "SELECT j.seq, j.id, j.body FROM jobs AS j"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY j.seq"
+	if f.Newest {
+		q += " DESC"
+	}
+	if f.Limit > 0 {
+		q += " LIMIT " + arg(f.Limit)
+	}
+	var out []*bridge.Job
+	list := func(db interface {
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}) error {
+		out = nil
+		rows, err := db.Query(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -623,7 +668,18 @@ func (s *Postgres) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, er
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		if len(out) == 0 && f.After != "" {
+			var one int
+			err := db.QueryRow(ctx, `SELECT 1 FROM jobs WHERE id = $1`, f.After).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("store: list after %q: %w (the paging cursor must be the id of a stored job)", f.After, bridge.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+		}
 		if f.Events {
+			tx := db.(pgx.Tx)
 			evs, err := readEvents(ctx, tx, seqs)
 			if err != nil {
 				return err
@@ -633,7 +689,16 @@ func (s *Postgres) List(ctx context.Context, f bridge.Filter) ([]*bridge.Job, er
 			}
 		}
 		return nil
-	})
+	}
+	var err error
+	switch {
+	case s.isClosed():
+		err = store.ErrClosed
+	case f.Events:
+		err = s.read(ctx, func(tx pgx.Tx) error { return list(tx) })
+	default:
+		err = list(s.pool)
+	}
 	if err != nil {
 		if errors.Is(err, bridge.ErrNotFound) || errors.Is(err, store.ErrCorrupt) {
 			return nil, err
