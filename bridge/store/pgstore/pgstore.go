@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,6 +83,9 @@ type Postgres struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	fence   atomic.Pointer[fence] // set once this broker leads (lease.go): every write checks it
+	handoff atomic.Bool           // a follower's store: new jobs are handed to the leader
 }
 
 var _ store.Store = (*Postgres)(nil)
@@ -319,7 +323,12 @@ func (s *Postgres) tx(ctx context.Context, f func(pgx.Tx) error) error {
 	if s.isClosed() {
 		return fmt.Errorf("store %s: %w", s.where, store.ErrClosed)
 	}
-	return pgx.BeginFunc(ctx, s.pool, f)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.checkFence(ctx, tx); err != nil {
+			return err
+		}
+		return f(tx)
+	})
 }
 
 // row is a job encoded for the database, built in the caller's goroutine.
@@ -382,7 +391,7 @@ func (s *Postgres) Put(ctx context.Context, j *bridge.Job) error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if r.resv == nil && !bridge.JobState(r.state).Final() {
+	if r.resv == nil && !bridge.JobState(r.state).Final() && s.fence.Load() == nil {
 		// The common case, a new job (a submission): one statement in
 		// one round trip, committed on its own.
 		var ok bool
@@ -393,7 +402,8 @@ func (s *Postgres) Put(ctx context.Context, j *bridge.Job) error {
 			return nil
 		}
 	}
-	err = s.tx(ctx, func(tx pgx.Tx) error { return putRow(ctx, tx, r) })
+	handoff := s.handoff.Load()
+	err = s.tx(ctx, func(tx pgx.Tx) error { return putRow(ctx, tx, r, handoff) })
 	if err != nil {
 		return fmt.Errorf("store: put job %s: %w", j.ID, s.wrap("writing to", err))
 	}
@@ -410,6 +420,8 @@ const qInsNew = `WITH j AS (
 ), e AS (
 	INSERT INTO events(seq, n, time, kind, site, msg)
 	SELECT j.seq, x.n - 1, x.t, x.k, x.s, x.m FROM j, unnest($9::text[], $10::text[], $11::text[], $12::text[]) WITH ORDINALITY AS x(t, k, s, m, n)
+), h AS (
+	INSERT INTO handoff(id) SELECT $1 FROM j WHERE $13::boolean
 )
 SELECT seq FROM j`
 
@@ -428,14 +440,14 @@ func (s *Postgres) insertNew(ctx context.Context, r *row) (bool, error) {
 		sites = []string{}
 	}
 	var seq int64
-	err := s.pool.QueryRow(ctx, qInsNew, r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body, sites, ts, ks, ss, ms).Scan(&seq)
+	err := s.pool.QueryRow(ctx, qInsNew, r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body, sites, ts, ks, ss, ms, s.handoff.Load()).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-func putRow(ctx context.Context, tx pgx.Tx, r *row) error {
+func putRow(ctx context.Context, tx pgx.Tx, r *row, handoff bool) error {
 	var seq int64
 	b := &pgx.Batch{}
 	err := tx.QueryRow(ctx, qInsJob, r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body).Scan(&seq)
@@ -447,6 +459,9 @@ func putRow(ctx context.Context, tx pgx.Tx, r *row) error {
 		countOutcome(b, r)
 		putResv(b, seq, r)
 		insertEvents(b, seq, 0, r.events)
+		if handoff {
+			b.Queue(`INSERT INTO handoff(id) VALUES ($1)`, r.id)
+		}
 		return tx.SendBatch(ctx, b).Close()
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err

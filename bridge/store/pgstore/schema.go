@@ -103,10 +103,27 @@ CREATE TABLE reservations (
 );
 CREATE INDEX reservations_state ON reservations(state, earliest);
 `},
+	{2, "several brokers: the leader's lease with its fencing epoch, the brokers seen, submissions handed to the leader", `
+CREATE TABLE gridsub_leader (
+	id      integer PRIMARY KEY CHECK (id = 1), -- one row
+	holder  text    NOT NULL DEFAULT '',        -- the leading broker's name; '' = none yet
+	epoch   bigint  NOT NULL DEFAULT 0,         -- raised by every change of leader
+	expires timestamptz NOT NULL DEFAULT '-infinity' -- the lease ends unless renewed
+);
+INSERT INTO gridsub_leader(id) VALUES (1);
+CREATE TABLE gridsub_brokers (
+	name    text COLLATE "C" PRIMARY KEY,
+	address text NOT NULL DEFAULT '',           -- where its API answers (socket or TCP)
+	seen    timestamptz NOT NULL                -- its last heartbeat
+);
+CREATE TABLE handoff (
+	id text COLLATE "C" PRIMARY KEY             -- a job a follower stored, for the leader to take into its queue
+);
+`},
 }
 
 // SchemaVersion is the PostgreSQL schema version this binary writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // DumpSchema is the store schema (store.SchemaVersion) whose tables
 // SchemaVersion holds: the schema of the dumps this store writes and reads.
