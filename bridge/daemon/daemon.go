@@ -53,7 +53,12 @@ type Options struct {
 	Spec assemble.Spec
 	// Store chooses the durable store: SQLite in StateDir (the zero value)
 	// or a PostgreSQL database.
-	Store    StoreConfig
+	Store StoreConfig
+	// Shared, with a PostgreSQL store, makes this one of several brokers
+	// sharing it (shared.go): it follows until it wins the lease, then
+	// leads. Nil: the only broker of its store.
+	Shared *SharedOptions
+	shared *leadership // set once this broker leads a shared store
 	StateDir string // absolute; created 0700 if missing
 	Socket   string // the API's unix socket
 	// Listen, when set, also serves the API on this TCP address; it then
@@ -128,6 +133,13 @@ type Daemon struct {
 // Run starts a daemon and serves until ctx is cancelled, then shuts it down
 // gracefully (at most 30 s for requests in flight).
 func Run(ctx context.Context, opts Options) error {
+	if opts.Shared != nil && opts.shared == nil {
+		return runShared(ctx, opts)
+	}
+	return run(ctx, opts)
+}
+
+func run(ctx context.Context, opts Options) error {
 	d, err := Start(ctx, opts)
 	if err != nil {
 		return err
@@ -137,7 +149,11 @@ func Run(ctx context.Context, opts Options) error {
 	case <-ctx.Done():
 		d.log.Info("shutting down", "why", context.Cause(ctx))
 	case serr = <-d.errc:
-		d.log.Error("a listener failed; shutting down", "err", serr)
+		if errors.Is(serr, ErrSteppedDown) {
+			d.log.Warn("shutting down: another broker leads; restart this one to follow", "err", serr)
+		} else {
+			d.log.Error("a listener failed; shutting down", "err", serr)
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -224,7 +240,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}()
 
-	d.st, err = OpenStore(ctx, opts.Store, opts.StateDir, log)
+	if opts.shared != nil {
+		d.st = opts.shared.st // opened, and fenced, by runShared
+	} else {
+		d.st, err = OpenStore(ctx, opts.Store, opts.StateDir, log)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +301,16 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	sockMux := http.NewServeMux()
 	sockMux.HandleFunc(BackupRoute, d.backupHandler) // the socket only: see BackupRoute
+	if l := opts.shared; l != nil {
+		role := func() string {
+			if d.leading() {
+				return "leader"
+			}
+			return "stepped down"
+		}
+		sockMux.HandleFunc(ServiceRoute, serviceHandler(l.lease, role))
+		d.m.reg.MustRegister(newLeaderCollector(l.lease, role))
+	}
 	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
@@ -329,6 +359,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.cron.Start()
 	}
 	go d.work()
+	if opts.shared != nil {
+		go d.keepLease()
+	}
 	d.post(TaskCycle) // recovered jobs need not wait a period
 	ok = true
 	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "tls", tlsConf != nil, "metrics", opts.MetricsListen,
@@ -510,12 +543,13 @@ func (d *Daemon) lockHeld() bool {
 }
 
 func (d *Daemon) run(ctx context.Context, task string) {
-	if (task == TaskCycle || task == TaskBind) && !d.lockHeld() {
+	if (task == TaskCycle || task == TaskBind) && (!d.lockHeld() || !d.leading()) {
 		d.m.skipped.WithLabelValues(task).Inc()
 		return
 	}
 	switch task {
 	case TaskCycle:
+		d.takeHandoffs(ctx)
 		t0 := time.Now()
 		rep, err := d.env.Broker.Cycle(ctx, d.env.Now())
 		el := time.Since(t0)
@@ -685,6 +719,11 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		d.saveClock()
 		if d.env != nil {
 			d.saveReliability(ctx)
+		}
+		if l := d.opts.shared; l != nil && !l.stepped.Load() {
+			if err := l.lease.Release(ctx); err != nil {
+				d.log.Warn("releasing the lease", "err", err)
+			}
 		}
 		errs = append(errs, d.closeAll())
 		d.shutErr = errors.Join(errs...)

@@ -18,6 +18,14 @@ func storeConfig(cfg *config.Config) daemon.StoreConfig {
 	return daemon.StoreConfig{Kind: cfg.Store.Kind, DSN: cfg.Store.DSN, PasswordFile: cfg.Store.PasswordFile, PasswordEnv: cfg.Store.PasswordEnv}
 }
 
+// sharedOptions are the store section's several-brokers options, or nil.
+func sharedOptions(cfg *config.Config) *daemon.SharedOptions {
+	if !cfg.Store.Shared {
+		return nil
+	}
+	return &daemon.SharedOptions{Lease: cfg.Store.Lease}
+}
+
 // pgStoreOf returns the configuration's PostgreSQL store section, or nil
 // when the store is SQLite.
 func pgStoreOf(g *globals) (*config.Store, error) {

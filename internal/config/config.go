@@ -162,6 +162,11 @@ type Store struct {
 	DSN          string `mapstructure:"dsn"`           // postgres: "host=db user=gridsub dbname=gridsub sslmode=verify-full" or postgres://user@host/db
 	PasswordFile string `mapstructure:"password_file"` // postgres: file holding the password (first line), mode 0600
 	PasswordEnv  string `mapstructure:"password_env"`  // postgres: environment variable holding the password
+	// Shared makes this one of several brokers on the one PostgreSQL
+	// database: any of them accepts submissions and answers reads, the one
+	// holding the lease plans and dispatches (docs/store.md).
+	Shared bool          `mapstructure:"shared"`
+	Lease  time.Duration `mapstructure:"lease"` // shared: how long the leader's lease lasts unrenewed (default 3s, 1s to 1m)
 }
 
 // Broker configures the broker.
@@ -313,6 +318,8 @@ var defaults = map[string]any{
 	"store.dsn":                 "",
 	"store.password_file":       "",
 	"store.password_env":        "",
+	"store.shared":              false,
+	"store.lease":               "3s",
 	"sim.time_scale":            600,
 	"staging.max_file_size":     "10GiB",
 	"staging.max_job_bytes":     "50GiB",

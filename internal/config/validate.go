@@ -275,6 +275,12 @@ func (c *Config) validateStore() Errors {
 	default:
 		bad("store.kind", "must be sqlite (the default) or postgres, got %q", st.Kind)
 	}
+	if st.Shared && st.Kind != "postgres" {
+		bad("store.shared", "several brokers share a store of kind postgres only")
+	}
+	if st.Lease < time.Second || st.Lease > time.Minute {
+		bad("store.lease", "must be from 1s to 1m, got %s", st.Lease)
+	}
 	return errs
 }
 
