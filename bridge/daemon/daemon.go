@@ -57,10 +57,10 @@ type Options struct {
 	// Shared, with a PostgreSQL store, makes this one of several brokers
 	// sharing it (shared.go): it follows until it wins the lease, then
 	// leads. Nil: the only broker of its store.
-	Shared *SharedOptions
-	shared *leadership // set once this broker leads a shared store
-	StateDir string // absolute; created 0700 if missing
-	Socket   string // the API's unix socket
+	Shared   *SharedOptions
+	shared   *leadership // set once this broker leads a shared store
+	StateDir string      // absolute; created 0700 if missing
+	Socket   string      // the API's unix socket
 	// Listen, when set, also serves the API on this TCP address; it then
 	// needs Token (sent as "Authorization: Bearer <token>").
 	Listen string
