@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -314,6 +315,31 @@ func TestSharedStoreStoppedLeader(t *testing.T) {
 	}
 	g := newSharedGrid(t, 2, 2*time.Second)
 	i, l := g.leader("", 30*time.Second)
+	// gridsub status without an id, asked of the follower, and /metrics.
+	t.Setenv(envSocket, g.socks[1-i])
+	code, stdout, stderr := cli("status", "-o", "json")
+	var ls daemon.Leadership
+	if err := json.Unmarshal([]byte(stdout), &ls); err != nil || code != 0 || ls.Role != "follower" || ls.Leader != l.Broker || ls.Epoch != l.Epoch {
+		t.Fatalf("gridsub status on the follower: exit %d %v %+v\n%s", code, err, ls, stderr)
+	}
+	if code, stdout, _ := cli("status"); code != 0 || !strings.Contains(stdout, "leader       "+l.Broker) || !strings.Contains(stdout, "epoch        1") {
+		t.Errorf("gridsub status text: exit %d\n%s", code, stdout)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", g.socks[i])
+	}}}
+	if resp, err := hc.Get("http://gridsub/metrics"); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{`gridsub_leader{broker="` + l.Broker + `"} 1`, "gridsub_leader_epoch 1", "gridsub_followers 1"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	}
 	acked := map[string]time.Time{}
 	var mu sync.Mutex
 	stop := make(chan struct{})

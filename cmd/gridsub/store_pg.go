@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/gridsub/gridsub/bridge/daemon"
 	"github.com/gridsub/gridsub/bridge/store"
@@ -141,4 +147,55 @@ func sqliteRestoreDump(ctx context.Context, file, db string) (*store.Report, err
 	}
 	rep.Path = filepath.Clean(db)
 	return rep, nil
+}
+
+// serviceStatus is gridsub status without a job id: who leads the shared
+// store, asked of the daemon on the socket.
+func serviceStatus(ctx context.Context, g *globals) error {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return usageErr(err)
+	}
+	_, socket, err := daemonPaths(cfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://gridsub"+strings.TrimPrefix(daemon.ServiceRoute, "GET "), nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return &exitError{exitInternal, fmt.Errorf("no gridsub daemon answers at %s: %w (start one: gridsub serve &)", socket, err)}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusNotFound {
+		if g.json() {
+			return writeJSON(g.stdout, map[string]any{"shared": false, "role": "leader"})
+		}
+		fmt.Fprintf(g.stdout, "the daemon at %s is the only broker of its store (store.shared is off); give a job id for a job's status\n", socket)
+		return nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &exitError{exitInternal, fmt.Errorf("the daemon at %s: HTTP %d: %s", socket, resp.StatusCode, strings.TrimSpace(string(b)))}
+	}
+	var l daemon.Leadership
+	if err := json.Unmarshal(b, &l); err != nil {
+		return &exitError{exitInternal, fmt.Errorf("the daemon at %s answered %q: %w", socket, b, err)}
+	}
+	if g.json() {
+		return writeJSON(g.stdout, l)
+	}
+	leader := l.Leader
+	if leader == "" {
+		leader = "none (the lease has lapsed; a broker takes over within a lease)"
+	}
+	fmt.Fprintf(g.stdout, "this broker  %s (%s)\nleader       %s\nepoch        %d\nfollowers    %d", l.Broker, l.Role, leader, l.Epoch, len(l.Followers))
+	for _, f := range l.Followers {
+		fmt.Fprintf(g.stdout, "\n  %s", f)
+	}
+	fmt.Fprintln(g.stdout)
+	return nil
 }
