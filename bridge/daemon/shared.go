@@ -219,7 +219,21 @@ type follower struct {
 
 var _ api.Broker = (*follower)(nil)
 
+// Submit checks and stores a submission for the leader. A request with an
+// IdempotencyKey the store already has (within bridge.MaxIdempotencyAge)
+// gets that job, as every broker of the store answers it. (Two requests
+// with one key reaching two brokers at the same instant may both be
+// stored: keys are checked, not locked, across brokers.)
 func (f *follower) Submit(ctx context.Context, req bridge.Request, now time.Time) (*bridge.Job, error) {
+	if req.IdempotencyKey != "" {
+		keys, err := f.st.IdempotencyKeys(ctx, time.Now().Add(-bridge.MaxIdempotencyAge))
+		if err != nil {
+			return nil, err
+		}
+		if id, ok := keys[req.IdempotencyKey]; ok {
+			return f.st.Get(ctx, id)
+		}
+	}
 	return f.b.Submit(ctx, req, now)
 }
 

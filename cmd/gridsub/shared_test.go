@@ -341,6 +341,15 @@ func TestSharedStoreStoppedLeader(t *testing.T) {
 		}
 	}
 	acked := map[string]time.Time{}
+	// A keyed submission sent twice to the follower is one job.
+	fc := api.NewUnixClient(g.socks[1-i])
+	kr := bridge.Request{Name: "keyed", Script: "#!/bin/sh\ntrue\n", Nodes: 1, Estimate: time.Minute, IdempotencyKey: "ha-key-1"}
+	j1, err1 := fc.Submit(context.Background(), kr)
+	j2, err2 := fc.Submit(context.Background(), kr)
+	if err1 != nil || err2 != nil || j1.ID != j2.ID {
+		t.Fatalf("a keyed submission sent twice to a follower: %v %v, ids %v %v", err1, err2, j1, j2)
+	}
+	acked[j1.ID] = time.Now()
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
