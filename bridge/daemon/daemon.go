@@ -285,6 +285,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d, keys: newKeys(known, time.Now())}
+	if opts.shared != nil {
+		opts.shared.keys = svc.keys // the followers' keys join it as their jobs are taken (shared.go)
+	}
 	metricsH := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	mux := func(srv *api.Server, token string) http.Handler {
 		m := http.NewServeMux()

@@ -57,6 +57,17 @@ type leadership struct {
 	lease   *pgstore.Lease
 	stepped atomic.Bool
 	lost    atomic.Int64 // unix ns the lease lapses unless renewed
+	keys    *keys        // the leader's idempotency keys
+}
+
+// learn records that key was answered with job id, unless the key is
+// known already (the oldest job of a key wins).
+func (k *keys) learn(key, id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.ids[key]; !ok {
+		k.ids[key] = keyed{id, time.Now()}
+	}
 }
 
 // leading reports whether this daemon still leads (a daemon on a store of
@@ -146,6 +157,13 @@ func (d *Daemon) takeHandoffs(ctx context.Context) {
 		jobs = append(jobs, j)
 	}
 	took := d.env.Broker.Take(ctx, jobs, d.env.Now())
+	if l.keys != nil {
+		for _, j := range jobs {
+			if j.Req.IdempotencyKey != "" && j.Parent == "" {
+				l.keys.learn(j.Req.IdempotencyKey, j.ID)
+			}
+		}
+	}
 	if err := l.st.DoneHandoffs(ctx, ids); err != nil {
 		d.log.Warn("marking the followers' submissions taken", "err", err)
 	}
