@@ -36,6 +36,9 @@ func TestStoreSection(t *testing.T) {
 		{"store: {kind: sqlite, dsn: \"host=db\"}", "store", "for kind: postgres", ErrInvalid},
 		{"store: {kind: postgres, dsn: \"host=db\", password_file: /p, password_env: X}", "store", "not both", ErrInvalid},
 		{"store: {kind: postgres, dsn: \"host=db\", password_file: rel/p}", "store.password_file", "absolute", ErrInvalid},
+		{"store: {kind: sqlite, shared: true}", "store.shared", "postgres only", ErrInvalid},
+		{"store: {kind: postgres, dsn: \"host=db\", shared: true}", "sites[0].kind", "cannot share", ErrInvalid},
+		{"store: {kind: postgres, dsn: \"host=db\", lease: 100ms}", "store.lease", "from 1s to 1m", ErrInvalid},
 	} {
 		_, err := Parse("s.yaml", []byte(sites+tc.src+"\n"), env(home))
 		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), "s.yaml: "+tc.key+": ") || !strings.Contains(err.Error(), tc.msg) {

@@ -278,6 +278,15 @@ func (c *Config) validateStore() Errors {
 	if st.Shared && st.Kind != "postgres" {
 		bad("store.shared", "several brokers share a store of kind postgres only")
 	}
+	if st.Shared {
+		// A local site runs its jobs on one machine and a simulated one
+		// inside one daemon: a broker taking over could not find them.
+		for i, site := range c.Sites {
+			if site.Kind == KindLocal || site.Kind == KindSim {
+				bad(fmt.Sprintf("sites[%d].kind", i), "%s is a %s site, which brokers sharing a store cannot share (its jobs live on one machine or inside one daemon): store.shared needs slurm or pbs sites (or plugin sites every broker reaches)", site.Name, site.Kind)
+			}
+		}
+	}
 	if st.Lease < time.Second || st.Lease > time.Minute {
 		bad("store.lease", "must be from 1s to 1m, got %s", st.Lease)
 	}
