@@ -33,6 +33,7 @@ type sharedGrid struct {
 	bin     string
 	sites   []*sshsite.Site
 	st      *pgstore.Postgres // the test's own view of the shared store
+	markers string            // each execution of a job leaves a file here: <remote tag>.<pid>
 	states  []string
 	socks   []string
 	mu      sync.Mutex
@@ -67,8 +68,11 @@ func newSharedGrid(t *testing.T, brokers int, lease time.Duration) *sharedGrid {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	g := &sharedGrid{t: t, bin: buildBinary(t), sites: sites, st: st}
 	d := t.TempDir()
+	g := &sharedGrid{t: t, bin: buildBinary(t), sites: sites, st: st, markers: filepath.Join(d, "markers")}
+	if err := os.Mkdir(g.markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for i := range brokers {
 		g.states = append(g.states, filepath.Join(d, fmt.Sprintf("b%d", i), "state"))
 		g.socks = append(g.socks, filepath.Join(d, fmt.Sprintf("b%d.sock", i)))
@@ -142,7 +146,8 @@ func (g *sharedGrid) clients(n int, stop <-chan struct{}, wg *sync.WaitGroup, ac
 				}
 				sock := g.socks[r.IntN(len(g.socks))]
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				j, err := api.NewUnixClient(sock).Submit(ctx, bridge.Request{Name: "ha", Script: "#!/bin/sh\nsleep 0.3\n", Nodes: 1, Estimate: 2 * time.Minute})
+				j, err := api.NewUnixClient(sock).Submit(ctx, bridge.Request{Name: "ha", Nodes: 1, Estimate: 2 * time.Minute,
+					Script: fmt.Sprintf("#!/bin/sh\n: > %q/\"$GRIDSUB_GRID_ID.$$\"\nsleep 0.3\n", g.markers)})
 				cancel()
 				if err == nil {
 					mu.Lock()
@@ -197,6 +202,17 @@ func (g *sharedGrid) checkOnce(acked map[string]time.Time, within time.Duration)
 			runs[id] += n
 		}
 	}
+	// And by the marker files the executions left (the keyed job of
+	// TestSharedStoreStoppedLeader leaves none).
+	marks := map[string]int{}
+	es, err := os.ReadDir(g.markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		tag := e.Name()[:strings.LastIndex(e.Name(), ".")]
+		marks[tag[:strings.LastIndex(tag, "-a")]]++
+	}
 	for id := range acked {
 		j, _ := g.st.Get(ctx, id)
 		if j.State != bridge.Completed {
@@ -204,6 +220,14 @@ func (g *sharedGrid) checkOnce(acked map[string]time.Time, within time.Duration)
 		}
 		if runs[id] != 1 {
 			t.Errorf("job %s ran %d times at the sites, want exactly once", id, runs[id])
+		}
+		if j.Req.Name == "ha" && marks[id] != 1 {
+			t.Errorf("job %s left %d marker files, want exactly one", id, marks[id])
+		}
+	}
+	for id, n := range marks {
+		if n > 1 {
+			t.Errorf("job %s left %d marker files", id, n)
 		}
 	}
 	for id, n := range runs {
