@@ -53,6 +53,13 @@ fi
 if ! command -v oathtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q libpam-oath oathtool >/dev/null || echo "test.sh: could not install libpam-oath/oathtool; the TOTP login tests will skip" >&2
 fi
+# The PostgreSQL store's tests (bridge/store/pgstore, cmd/gridsub
+# TestServeOnPostgres, the multi-broker tests) start their own cluster from
+# Debian's server binaries (initdb/postgres, run as the postgres user when
+# root), stopped by its pid when they end; they skip with a message without.
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q postgresql >/dev/null || echo "test.sh: could not install postgresql; the PostgreSQL store tests will skip" >&2
+fi
 # The workflow-engine tests (cmd/gridsub/engines_test.go) drive Debian 12's
 # Snakemake 7.21 and Toil 5.9 through gridsub's front-ends; they skip with a
 # message without them.

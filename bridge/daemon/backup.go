@@ -54,7 +54,7 @@ func (d *Daemon) backupHandler(w http.ResponseWriter, r *http.Request) {
 	case p == "" || !filepath.IsAbs(p) || strings.ContainsRune(p, 0):
 		fail(http.StatusBadRequest, fmt.Errorf("backup: path %q must be absolute", p))
 		return
-	case filepath.Clean(p) == filepath.Clean(d.st.Path()) || strings.HasPrefix(filepath.Clean(p), filepath.Clean(d.st.Path())+"-"):
+	case filepath.Clean(p) == filepath.Clean(d.st.Where()) || strings.HasPrefix(filepath.Clean(p), filepath.Clean(d.st.Where())+"-"):
 		fail(http.StatusBadRequest, fmt.Errorf("backup: %s is the live database or one of its files", p))
 		return
 	}

@@ -49,11 +49,19 @@ const clockFile = "sim-clock"
 
 // Options configure a Daemon.
 type Options struct {
-	// Spec is the broker and its sites; Run sets Spec.Store to the SQLite
-	// store in StateDir.
-	Spec     assemble.Spec
-	StateDir string // absolute; created 0700 if missing
-	Socket   string // the API's unix socket
+	// Spec is the broker and its sites; Run sets Spec.Store to the store
+	// Store says (by default the SQLite file in StateDir).
+	Spec assemble.Spec
+	// Store chooses the durable store: SQLite in StateDir (the zero value)
+	// or a PostgreSQL database.
+	Store StoreConfig
+	// Shared, with a PostgreSQL store, makes this one of several brokers
+	// sharing it (shared.go): it follows until it wins the lease, then
+	// leads. Nil: the only broker of its store.
+	Shared   *SharedOptions
+	shared   *leadership // set once this broker leads a shared store
+	StateDir string      // absolute; created 0700 if missing
+	Socket   string      // the API's unix socket
 	// Listen, when set, also serves the API on this TCP address; it then
 	// needs Token (sent as "Authorization: Bearer <token>").
 	Listen string
@@ -96,7 +104,7 @@ type Options struct {
 type Daemon struct {
 	opts    Options
 	log     *slog.Logger
-	st      *store.SQLite
+	st      store.Store
 	env     *assemble.Env
 	m       *metrics
 	cron    *cron.Cron // the tasks' wall-clock schedules (nil with simulated sites)
@@ -131,6 +139,13 @@ type Daemon struct {
 // Run starts a daemon and serves until ctx is cancelled, then shuts it down
 // gracefully (at most 30 s for requests in flight).
 func Run(ctx context.Context, opts Options) error {
+	if opts.Shared != nil && opts.shared == nil {
+		return runShared(ctx, opts)
+	}
+	return run(ctx, opts)
+}
+
+func run(ctx context.Context, opts Options) error {
 	d, err := Start(ctx, opts)
 	if err != nil {
 		return err
@@ -140,7 +155,11 @@ func Run(ctx context.Context, opts Options) error {
 	case <-ctx.Done():
 		d.log.Info("shutting down", "why", context.Cause(ctx))
 	case serr = <-d.errc:
-		d.log.Error("a listener failed; shutting down", "err", serr)
+		if errors.Is(serr, ErrSteppedDown) {
+			d.log.Warn("shutting down: another broker leads; restart this one to follow", "err", serr)
+		} else {
+			d.log.Error("a listener failed; shutting down", "err", serr)
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -227,7 +246,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 	}()
 
-	d.st, err = store.Open(ctx, filepath.Join(opts.StateDir, DBName), store.Options{Logger: log})
+	if opts.shared != nil {
+		d.st = opts.shared.st // opened, and fenced, by runShared
+	} else {
+		d.st, err = OpenStore(ctx, opts.Store, opts.StateDir, log)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +298,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("%w: per-user tokens: %w", ErrOptions, err)
 	}
 	svc := &service{b: d.env.Broker, st: d.st, m: d.m, d: d, keys: newKeys(known, time.Now())}
+	if opts.shared != nil {
+		opts.shared.keys = svc.keys // the followers' keys join it as their jobs are taken (shared.go)
+	}
 	metricsH := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	mux := func(srv *api.Server, token string) http.Handler {
 		m := http.NewServeMux()
@@ -295,6 +321,16 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	listeners = append(listeners, api.LimitListener(ul, opts.Limits.MaxConns))
 	sockMux := http.NewServeMux()
 	sockMux.HandleFunc(BackupRoute, d.backupHandler) // the socket only: see BackupRoute
+	if l := opts.shared; l != nil {
+		role := func() string {
+			if d.leading() {
+				return "leader"
+			}
+			return "stepped down"
+		}
+		sockMux.HandleFunc(ServiceRoute, serviceHandler(l.lease, role))
+		d.m.reg.MustRegister(newLeaderCollector(l.lease, role))
+	}
 	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix, Tokens: tokens}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
@@ -343,6 +379,9 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.cron.Start()
 	}
 	go d.work()
+	if opts.shared != nil {
+		go d.keepLease()
+	}
 	d.post(TaskCycle) // recovered jobs need not wait a period
 	ok = true
 	log.Info("serving", "socket", opts.Socket, "listen", opts.Listen, "tls", tlsConf != nil, "metrics", opts.MetricsListen,
@@ -391,7 +430,7 @@ var Routes = []string{MetricsRoute, BackupRoute}
 func (d *Daemon) Broker() *bridge.Broker { return d.env.Broker }
 
 // Store is the daemon's store (tests inspect it).
-func (d *Daemon) Store() *store.SQLite { return d.st }
+func (d *Daemon) Store() store.Store { return d.st }
 
 // Now is the broker's time (virtual on simulated sites).
 func (d *Daemon) Now() time.Time { return d.env.Now() }
@@ -533,12 +572,13 @@ func (d *Daemon) lockHeld() bool {
 }
 
 func (d *Daemon) run(ctx context.Context, task string) {
-	if (task == TaskCycle || task == TaskBind) && !d.lockHeld() {
+	if (task == TaskCycle || task == TaskBind) && (!d.lockHeld() || !d.leading()) {
 		d.m.skipped.WithLabelValues(task).Inc()
 		return
 	}
 	switch task {
 	case TaskCycle:
+		d.takeHandoffs(ctx)
 		t0 := time.Now()
 		rep, err := d.env.Broker.Cycle(ctx, d.env.Now())
 		el := time.Since(t0)
@@ -709,6 +749,11 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		if d.env != nil {
 			d.saveReliability(ctx)
 		}
+		if l := d.opts.shared; l != nil && !l.stepped.Load() {
+			if err := l.lease.Release(ctx); err != nil {
+				d.log.Warn("releasing the lease", "err", err)
+			}
+		}
 		errs = append(errs, d.closeAll())
 		d.shutErr = errors.Join(errs...)
 		d.log.Info("stopped", "err", d.shutErr)
@@ -739,7 +784,7 @@ const idPrefixKey = "broker.id_prefix"
 // directories (two daemons, or a daemon and an earlier one whose directory
 // was deleted) must never hand out the same ids: a restarted daemon would
 // otherwise adopt another's remote job as its own.
-func idPrefix(ctx context.Context, st *store.SQLite) (string, error) {
+func idPrefix(ctx context.Context, st store.Store) (string, error) {
 	v, ok, err := st.Value(ctx, idPrefixKey)
 	if err != nil {
 		return "", fmt.Errorf("reading the job id prefix: %w", err)

@@ -58,7 +58,7 @@ func TestDamagedStoreRefusesSubmissions(t *testing.T) {
 		t.Fatalf("a submission into a sound store: %v", err)
 	}
 	damage(t, db)
-	if err := d.Store().QuickCheck(context.Background()); !errors.Is(err, store.ErrCorrupt) {
+	if err := d.Store().(*store.SQLite).QuickCheck(context.Background()); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("QuickCheck after the damage = %v", err)
 	}
 	if code, _ := health(t, sock); code != http.StatusServiceUnavailable {

@@ -93,7 +93,7 @@ func TestHealthTellsTheTruth(t *testing.T) {
 		}
 		f.WriteAt(page, (fi.Size()/4096/2)*4096)
 		f.Close()
-		if err := d.Store().QuickCheck(context.Background()); !errors.Is(err, store.ErrCorrupt) {
+		if err := d.Store().(*store.SQLite).QuickCheck(context.Background()); !errors.Is(err, store.ErrCorrupt) {
 			t.Fatalf("QuickCheck after the damage = %v", err)
 		}
 		code, h := health(t, sock)

@@ -22,7 +22,7 @@ const IDPlaceholder = bridge.IDPlaceholder
 // broker's memory holds only what it ran or recovered).
 type service struct {
 	b    *bridge.Broker
-	st   *store.SQLite
+	st   store.Store
 	m    *metrics
 	d    *Daemon
 	keys *keys // idempotency keys (idempotency.go)

@@ -2,28 +2,26 @@ package store_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"path/filepath"
-	"reflect"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/store"
+	"github.com/gridsub/gridsub/bridge/store/storetest"
 	"github.com/gridsub/gridsub/policy"
 )
 
 // The bridge.Store contract, run against every implementation.
 func TestConformanceMemStore(t *testing.T) {
-	testStore(t, func(t *testing.T) bridge.Store { return bridge.NewMemStore() })
+	storetest.JobStore(t, func(t *testing.T) bridge.Store { return bridge.NewMemStore() })
 }
 
+// TestConformanceSQLite is the store.Store suite; pgstore runs the same
+// against PostgreSQL.
 func TestConformanceSQLite(t *testing.T) {
-	testStore(t, func(t *testing.T) bridge.Store { return openTemp(t) })
+	storetest.Durable(t, func(t *testing.T) store.Store { return openTemp(t) })
 }
 
 func openTemp(t testing.TB) *store.SQLite {
@@ -110,276 +108,4 @@ func mustList(t *testing.T, s bridge.Store, f bridge.Filter) []*bridge.Job {
 		t.Fatalf("List %+v: %v", f, err)
 	}
 	return js
-}
-
-func testStore(t *testing.T, newStore func(*testing.T) bridge.Store) {
-	ctx := context.Background()
-
-	t.Run("round trip keeps every field", func(t *testing.T) {
-		s := newStore(t)
-		want := fullJob("g000001")
-		mustPut(t, s, want)
-		got, err := s.Get(ctx, want.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("Get returned\n%+v\nwant\n%+v", got, want)
-		}
-		js := mustList(t, s, bridge.Filter{Events: true})
-		if len(js) != 1 || !reflect.DeepEqual(js[0], want) {
-			t.Fatalf("List(Events) returned %+v, want [%+v]", js, want)
-		}
-	})
-
-	t.Run("unknown id wraps ErrNotFound", func(t *testing.T) {
-		s := newStore(t)
-		mustPut(t, s, job("a", "n", bridge.Queued))
-		_, err := s.Get(ctx, "nope")
-		if !errors.Is(err, bridge.ErrNotFound) {
-			t.Fatalf("Get(nope) = %v, want an error wrapping bridge.ErrNotFound", err)
-		}
-	})
-
-	t.Run("copies in and out", func(t *testing.T) {
-		s := newStore(t)
-		j := fullJob("c1")
-		mustPut(t, s, j)
-		// The caller keeps changing its job after Put.
-		j.State = bridge.Failed
-		j.Comps[0].Site = "Elsewhere"
-		j.Events[0].Msg = "changed"
-		j.Outputs[0] = "changed"
-		got, err := s.Get(ctx, "c1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State != bridge.Running || got.Comps[0].Site != "Beijing" || got.Events[0].Msg != "48 node(s)" || got.Outputs[0] != "/home/u/out/out.dat" {
-			t.Fatalf("a change after Put leaked into the store: %+v", got)
-		}
-		// And changes to what Get returned do not leak back.
-		got.State = bridge.Cancelled
-		got.Comps[1].Nodes = 1
-		got.Events = append(got.Events[:0], bridge.Event{Kind: "x"})
-		again, _ := s.Get(ctx, "c1")
-		if again.State != bridge.Running || again.Comps[1].Nodes != 16 || again.Events[0].Kind != "submitted" {
-			t.Fatalf("a change to Get's result leaked into the store: %+v", again)
-		}
-	})
-
-	t.Run("submission order is first Put", func(t *testing.T) {
-		s := newStore(t)
-		for _, id := range []string{"g3", "g1", "g2", "g10"} {
-			mustPut(t, s, job(id, "n", bridge.Queued))
-		}
-		mustPut(t, s, job("g1", "n", bridge.Running, "A")) // an update keeps the place
-		if got := ids(mustList(t, s, bridge.Filter{})); !slices.Equal(got, []string{"g3", "g1", "g2", "g10"}) {
-			t.Fatalf("List order %v, want submission order [g3 g1 g2 g10]", got)
-		}
-	})
-
-	t.Run("parent", func(t *testing.T) {
-		s := newStore(t)
-		el := func(id, parent string, st bridge.JobState) *bridge.Job {
-			j := job(id, "e", st)
-			j.Parent = parent
-			return j
-		}
-		mustPut(t, s, job("p1", "p", bridge.Running))
-		mustPut(t, s, el("p1_1", "p1", bridge.Completed))
-		mustPut(t, s, el("p10_1", "p10", bridge.Queued)) // an id the range must not take
-		mustPut(t, s, el("p1_2", "p1", bridge.Queued))
-		mustPut(t, s, el("p1_3", "", bridge.Queued)) // named like an element, but none
-		for _, c := range []struct {
-			f    bridge.Filter
-			want []string
-		}{
-			{bridge.Filter{Parent: "p1"}, []string{"p1_1", "p1_2"}},
-			{bridge.Filter{Parent: "p1", States: []bridge.JobState{bridge.Queued}}, []string{"p1_2"}},
-			{bridge.Filter{Parent: "p10"}, []string{"p10_1"}},
-			{bridge.Filter{Parent: "p"}, nil},
-		} {
-			if got := ids(mustList(t, s, c.f)); !slices.Equal(got, c.want) {
-				t.Errorf("List(%+v) = %v, want %v", c.f, got, c.want)
-			}
-		}
-	})
-
-	t.Run("filters", func(t *testing.T) {
-		s := newStore(t)
-		mustPut(t, s, job("j1", "alpha", bridge.Queued))
-		mustPut(t, s, job("j2", "beta", bridge.Running, "A"))
-		mustPut(t, s, job("j3", "alpha", bridge.Running, "A", "B"))
-		mustPut(t, s, job("j4", "alpha", bridge.Completed, "B"))
-		mustPut(t, s, job("j5", "gamma", bridge.Failed, "C"))
-		for _, c := range []struct {
-			f    bridge.Filter
-			want []string
-		}{
-			{bridge.Filter{}, []string{"j1", "j2", "j3", "j4", "j5"}},
-			{bridge.Filter{States: []bridge.JobState{bridge.Running}}, []string{"j2", "j3"}},
-			{bridge.Filter{States: []bridge.JobState{bridge.Failed, bridge.Queued}}, []string{"j1", "j5"}},
-			{bridge.Filter{Name: "alpha"}, []string{"j1", "j3", "j4"}},
-			{bridge.Filter{Site: "B"}, []string{"j3", "j4"}},
-			{bridge.Filter{Site: "A", Name: "alpha"}, []string{"j3"}},
-			{bridge.Filter{Site: "B", States: []bridge.JobState{bridge.Running, bridge.Completed}, Name: "alpha"}, []string{"j3", "j4"}},
-			{bridge.Filter{Site: "nowhere"}, nil},
-			{bridge.Filter{Name: "alpha", Limit: 2}, []string{"j1", "j3"}},
-			{bridge.Filter{Name: "alpha", After: "j1"}, []string{"j3", "j4"}},
-			{bridge.Filter{After: "j4"}, []string{"j5"}},
-			{bridge.Filter{After: "j5"}, nil},
-		} {
-			js := mustList(t, s, c.f)
-			if got := ids(js); !slices.Equal(got, c.want) {
-				t.Errorf("List(%+v) = %v, want %v", c.f, got, c.want)
-			}
-			for _, j := range js {
-				if !c.f.Match(j) {
-					t.Errorf("List(%+v) returned %s that the filter does not match", c.f, j.ID)
-				}
-				if j.Events != nil {
-					t.Errorf("List without Events returned events for %s: %v", j.ID, j.Events)
-				}
-			}
-		}
-	})
-
-	t.Run("updates move jobs between filters", func(t *testing.T) {
-		s := newStore(t)
-		j := job("u1", "n", bridge.Queued)
-		mustPut(t, s, j)
-		j.State, j.Comps = bridge.Running, []bridge.Component{{Site: "A", Nodes: 1}}
-		mustPut(t, s, j)
-		if got := ids(mustList(t, s, bridge.Filter{States: []bridge.JobState{bridge.Queued}})); len(got) != 0 {
-			t.Fatalf("a job that moved to running is still listed as queued: %v", got)
-		}
-		if got := ids(mustList(t, s, bridge.Filter{Site: "A", States: []bridge.JobState{bridge.Running}})); !slices.Equal(got, []string{"u1"}) {
-			t.Fatalf("running at A = %v, want [u1]", got)
-		}
-		j.Comps = []bridge.Component{{Site: "B", Nodes: 1}} // re-dispatched elsewhere
-		mustPut(t, s, j)
-		if got := ids(mustList(t, s, bridge.Filter{Site: "A"})); len(got) != 0 {
-			t.Fatalf("site A still lists the job that moved to B: %v", got)
-		}
-		if got := ids(mustList(t, s, bridge.Filter{Site: "B"})); !slices.Equal(got, []string{"u1"}) {
-			t.Fatalf("site B = %v, want [u1]", got)
-		}
-	})
-
-	t.Run("paging walks every job once", func(t *testing.T) {
-		s := newStore(t)
-		var want []string
-		for i := range 53 {
-			id := fmt.Sprintf("p%03d", 100-i) // ids sort against submission order
-			want = append(want, id)
-			st := bridge.Queued
-			if i%3 == 0 {
-				st = bridge.Running
-			}
-			mustPut(t, s, job(id, "n", st))
-		}
-		var got []string
-		after := ""
-		for pages := 0; ; pages++ {
-			if pages > 20 {
-				t.Fatal("paging does not end")
-			}
-			js := mustList(t, s, bridge.Filter{After: after, Limit: 10})
-			if len(js) == 0 {
-				break
-			}
-			if len(js) > 10 {
-				t.Fatalf("page of %d jobs with Limit 10", len(js))
-			}
-			got = append(got, ids(js)...)
-			after = js[len(js)-1].ID
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("pages gave %v, want %v", got, want)
-		}
-		// Paging a filtered list.
-		var run []string
-		after = ""
-		for {
-			js := mustList(t, s, bridge.Filter{States: []bridge.JobState{bridge.Running}, After: after, Limit: 4})
-			if len(js) == 0 {
-				break
-			}
-			run = append(run, ids(js)...)
-			after = js[len(js)-1].ID
-		}
-		if len(run) != 18 {
-			t.Fatalf("paging running jobs gave %d (%v), want 18", len(run), run)
-		}
-	})
-
-	t.Run("events append", func(t *testing.T) {
-		s := newStore(t)
-		j := job("e1", "n", bridge.Queued)
-		mustPut(t, s, j)
-		for i := range 5 {
-			j.Events = append(j.Events, bridge.Event{Time: t0.Add(time.Duration(i+1) * time.Second), Kind: fmt.Sprintf("k%d", i), Site: "A", Msg: "m"})
-			if i%2 == 0 {
-				mustPut(t, s, j)
-			}
-		}
-		mustPut(t, s, j)
-		mustPut(t, s, j) // a Put with no new event adds none
-		got, err := s.Get(ctx, "e1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got.Events, j.Events) {
-			t.Fatalf("events %v, want %v", got.Events, j.Events)
-		}
-		js := mustList(t, s, bridge.Filter{Events: true})
-		if len(js) != 1 || !reflect.DeepEqual(js[0].Events, j.Events) {
-			t.Fatalf("List(Events) events %v, want %v", js[0].Events, j.Events)
-		}
-	})
-
-	t.Run("NextID is fresh", func(t *testing.T) {
-		s := newStore(t)
-		var mu sync.Mutex
-		seen := map[uint64]bool{}
-		var last uint64
-		for range 250 {
-			n, err := s.NextID(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n <= last {
-				t.Fatalf("NextID %d after %d: not increasing", n, last)
-			}
-			last = n
-			seen[n] = true
-		}
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Go(func() {
-				for range 100 {
-					n, err := s.NextID(ctx)
-					if err != nil {
-						errs <- err
-						return
-					}
-					mu.Lock()
-					if seen[n] {
-						errs <- fmt.Errorf("NextID handed out %d twice", n)
-					}
-					seen[n] = true
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		if len(seen) != 1050 {
-			t.Fatalf("%d distinct ids, want 1050", len(seen))
-		}
-	})
 }

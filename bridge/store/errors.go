@@ -36,6 +36,10 @@ var (
 	ErrReadOnly = errors.New("database read-only")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrNotEmpty: LoadDump (gridsub store restore of a dump) was given a
+	// store that already holds jobs or sites; a dump only fills an empty
+	// one.
+	ErrNotEmpty = errors.New("store is not empty")
 )
 
 // code returns the primary SQLite result code of err, or 0.

@@ -121,19 +121,26 @@ func jobIDs(g *globals) cobra.CompletionFunc {
 func newStatusCmd(g *globals) *cobra.Command {
 	snakemake := false
 	c := &cobra.Command{
-		Use:   "status ID",
-		Short: "Show one job of the daemon: state, placement, times",
+		Use:   "status [ID]",
+		Short: "Show one job of the daemon (state, placement, times), or without ID who leads a shared store",
 		Long: `Status shows a job the daemon knows: its state, where it runs, its wait and
 run times and, while it is queued or running, a progress line. For an array,
 sweep or pipeline it also shows how many elements ended, run and wait, and its
 elements (every step of a pipeline; the unfinished and failed elements of an
 array or sweep). --output json gives the same object as the end of "gridsub
 job.yaml --output json", events included. Needs a running daemon (gridsub
-serve).`,
-		Example:           "  gridsub status g000042\n  gridsub status g000042 -o json | jq .state",
-		Args:              cobra.ExactArgs(1),
+serve).
+
+Without ID it shows the service: for brokers sharing one PostgreSQL store
+(store.shared), this broker's role, the leader, its fencing epoch and the
+followers.`,
+		Example:           "  gridsub status g000042\n  gridsub status g000042 -o json | jq .state\n  gridsub status            # who leads a shared store",
+		Args:              cobra.RangeArgs(0, 1),
 		ValidArgsFunction: jobIDs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return serviceStatus(cmd.Context(), g) // store_pg.go
+			}
 			if snakemake {
 				return frontend.SnakemakeStatus(cmd.Context(), feEnv(g), args[0]) // fe_shims.go
 			}

@@ -177,7 +177,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	log.Info("starting", "config", cfg.Source, "state_dir", stateDir, "socket", socket)
 	defer startProfiles(log)()
-	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket,
+	err = daemon.Run(cmd.Context(), daemon.Options{Spec: spec, StateDir: stateDir, Socket: socket, Store: storeConfig(cfg), Shared: sharedOptions(cfg),
 		Listen: f.listen, Token: token, TLSCert: tlsCert, TLSKey: tlsKey, InsecurePlaintext: cfg.Broker.InsecurePlaintext, SharedSocket: cfg.Broker.SharedSocket,
 		MetricsListen: f.metricsListen, Interval: cfg.Broker.Interval,
 		Cron: cfg.Broker.Cron, TimeScale: f.timeScale, Retention: f.keep, TrustHalfLife: halfLife(f.trustHalfLife), Logger: log})
@@ -187,6 +187,8 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	case errors.Is(err, daemon.ErrOptions), errors.Is(err, daemon.ErrSchedule), errors.Is(err, api.ErrNotSocket),
 		errors.Is(err, api.ErrInUse), errors.Is(err, daemon.ErrLocked), errors.Is(err, fs.ErrPermission), errors.Is(err, api.ErrPlaintext):
 		return usageErr(err)
+	case errors.Is(err, daemon.ErrSteppedDown):
+		return &exitError{exitInternal, fmt.Errorf("%w; start gridsub serve again to follow", err)}
 	}
 	return &exitError{exitInternal, err}
 }

@@ -26,18 +26,27 @@ func newStoreCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "store",
 		Short: "Check, back up and restore the daemon's database",
-		Long: `The daemon keeps every job in one SQLite file, <state_dir>/gridsub.db (the
-state directory comes from broker.state_dir, overridden by GRIDSUB_STATE_DIR).
-These commands look after that file:
+		Long: `The daemon keeps every job in its store: by default one SQLite file,
+<state_dir>/gridsub.db (the state directory comes from broker.state_dir,
+overridden by GRIDSUB_STATE_DIR), or a PostgreSQL database that several
+brokers may share (store: {kind: postgres, dsn: ..., password_file: ...}).
+These commands look after it:
 
-  check            integrity_check of the whole file (read-only; with or
-                   without the daemon running)
-  backup FILE      a consistent copy into FILE (SQLite's VACUUM INTO) — made
-                   by the running daemon without stopping it, or directly
-                   from the file when no daemon runs
-  restore FILE     put a backup in place of the database (the daemon must be
-                   stopped); the replaced database is kept beside it as
-                   gridsub.db.bak-<time>
+  check            SQLite: integrity_check of the whole file; PostgreSQL:
+                   the schema version, every job's body and its events
+                   (read-only; with or without the daemon running)
+  backup FILE      SQLite: a consistent copy into FILE (VACUUM INTO), made by
+                   the running daemon or directly from the file; with --dump
+                   (daemon stopped) the portable dump instead. PostgreSQL:
+                   the portable dump, a snapshot taken while brokers run
+  restore FILE     SQLite: put a backup in place of the database (the daemon
+                   must be stopped; the replaced file is kept as
+                   gridsub.db.bak-<time>), or load a dump into a new file.
+                   PostgreSQL: load a dump into an empty database
+
+The portable dump is JSON lines (one header, a line per row of every table,
+a trailer with the counts): it restores into an empty SQLite or PostgreSQL
+store, so it also moves a broker from one to the other.
 
 The daemon checks the file whenever it starts (quick_check) and refuses an
 empty or damaged one, leaving it untouched: restore a backup then, or move the
@@ -51,7 +60,9 @@ error or a daemon in the way; 3 the command could not do its work.`,
   gridsub store backup ~/gridsub-$(date +%F).db     # daemon running or not
   gridsub store check --file ~/gridsub-2026-11-24.db
   kill $(cat ~/.local/state/gridsub/gridsub.lock)   # stop the daemon, then
-  gridsub store restore ~/gridsub-2026-11-24.db`,
+  gridsub store restore ~/gridsub-2026-11-24.db
+  gridsub store backup --dump ~/gridsub.jsonl        # SQLite -> portable dump
+  GRIDSUB_CONFIG=pg.yaml gridsub store restore ~/gridsub.jsonl   # into an empty PostgreSQL`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -95,6 +106,12 @@ with status 1.`,
   gridsub store check --file backup.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if pg, err := pgStoreOf(g); err != nil {
+				return err
+			} else if pg != nil && file == "" {
+				rep, err := pgCheck(cmd.Context(), pg)
+				return reportCheck(g, rep, err)
+			}
 			stateDir, db, _, err := storePaths(g)
 			if err != nil {
 				return err
@@ -177,7 +194,8 @@ func storeErr(g *globals, err error) error {
 }
 
 func newStoreBackupCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var dump bool
+	c := &cobra.Command{
 		Use:   "backup FILE",
 		Short: "Copy the database into FILE (VACUUM INTO), daemon running or not",
 		Long: `Backup writes a consistent copy of <state_dir>/gridsub.db into FILE, which
@@ -209,9 +227,21 @@ back with "gridsub store restore FILE".`,
 			if _, err := os.Lstat(dst); err == nil {
 				return usageErr(fmt.Errorf("%s already exists; choose a new file name (a backup never overwrites)", dst))
 			}
-			rep, err := backupViaDaemon(cmd.Context(), socket, dst)
-			if errors.Is(err, api.ErrNoDaemon) {
-				rep, err = backupDirect(cmd.Context(), stateDir, db, socket, dst)
+			pg, err := pgStoreOf(g)
+			if err != nil {
+				return err
+			}
+			var rep *store.Report
+			switch {
+			case pg != nil:
+				rep, err = pgBackup(cmd.Context(), pg, dst)
+			case dump:
+				rep, err = sqliteDump(cmd.Context(), stateDir, db, dst)
+			default:
+				rep, err = backupViaDaemon(cmd.Context(), socket, dst)
+				if errors.Is(err, api.ErrNoDaemon) {
+					rep, err = backupDirect(cmd.Context(), stateDir, db, socket, dst)
+				}
 			}
 			if err != nil {
 				return storeErr(g, err)
@@ -219,10 +249,16 @@ back with "gridsub store restore FILE".`,
 			if g.json() {
 				return writeJSON(g.stdout, checkJSON{OK: true, Report: rep})
 			}
+			if pg != nil || dump {
+				fmt.Fprintf(g.stdout, "dumped %d jobs from %s into %s (%d bytes)\n", rep.Jobs, rep.Path, dst, rep.Bytes)
+				return nil
+			}
 			fmt.Fprintf(g.stdout, "backed up %d jobs into %s (%d bytes, integrity_check ok)\n", rep.Jobs, rep.Path, rep.Bytes)
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&dump, "dump", false, "write the portable JSON-lines dump (restorable into SQLite or PostgreSQL) instead of a SQLite file; the daemon must be stopped")
+	return c
 }
 
 // backupViaDaemon asks the daemon on socket to back its store up into
@@ -309,6 +345,19 @@ jobs: the ones submitted after the backup are only in the kept file.`,
   gridsub store restore b.db --output json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pg, err := pgStoreOf(g); err != nil {
+				return err
+			} else if pg != nil {
+				rep, err := pgRestore(cmd.Context(), pg, args[0])
+				if err != nil {
+					return storeErr(g, err)
+				}
+				if g.json() {
+					return writeJSON(g.stdout, checkJSON{OK: true, Report: rep})
+				}
+				fmt.Fprintf(g.stdout, "restored %d jobs (schema %d) from %s into %s\n", rep.Jobs, rep.Schema, args[0], rep.Path)
+				return nil
+			}
 			stateDir, db, _, err := storePaths(g)
 			if err != nil {
 				return err
@@ -321,6 +370,17 @@ jobs: the ones submitted after the backup are only in the kept file.`,
 				return storeErr(g, err)
 			}
 			defer lock.Release()
+			if store.IsDump(args[0]) {
+				rep, err := sqliteRestoreDump(cmd.Context(), args[0], db)
+				if err != nil {
+					return storeErr(g, err)
+				}
+				if g.json() {
+					return writeJSON(g.stdout, checkJSON{OK: true, Report: rep})
+				}
+				fmt.Fprintf(g.stdout, "restored %d jobs (schema %d) from the dump %s into %s\n", rep.Jobs, rep.Schema, args[0], db)
+				return nil
+			}
 			kept, rep, err := store.Restore(cmd.Context(), args[0], db, time.Now())
 			if err != nil {
 				if rep != nil && len(rep.Problems) > 0 && !g.json() {

@@ -41,6 +41,7 @@ type Config struct {
 	// Users bound each user's jobs (bridge.UserLimits): by user name, and
 	// "default" for every user without an entry (docs/users.md).
 	Users map[string]UserLimits `mapstructure:"users"`
+	Store Store                 `mapstructure:"store"`
 
 	// Source names where the configuration came from ("configs/testbed.yaml
 	// (built in)" or the file path); it is not read from the file.
@@ -162,6 +163,23 @@ type Network struct {
 	Default         Path    `mapstructure:"default"`
 	Links           []Link  `mapstructure:"links"`
 	MultiSiteFactor float64 `mapstructure:"multi_site_factor"` // p >= 1 of SPEC.md §1 equation (3)
+}
+
+// Store chooses the broker's durable store. Kind "sqlite" (the default)
+// is one file in broker.state_dir; "postgres" is a PostgreSQL database
+// (DSN) that several brokers may share. The password is never here: DSN
+// must not carry one; PasswordFile (a 0600 file) or PasswordEnv (the name
+// of an environment variable) says where it is.
+type Store struct {
+	Kind         string `mapstructure:"kind"`          // sqlite | postgres
+	DSN          string `mapstructure:"dsn"`           // postgres: "host=db user=gridsub dbname=gridsub sslmode=verify-full" or postgres://user@host/db
+	PasswordFile string `mapstructure:"password_file"` // postgres: file holding the password (first line), mode 0600
+	PasswordEnv  string `mapstructure:"password_env"`  // postgres: environment variable holding the password
+	// Shared makes this one of several brokers on the one PostgreSQL
+	// database: any of them accepts submissions and answers reads, the one
+	// holding the lease plans and dispatches (docs/store.md).
+	Shared bool          `mapstructure:"shared"`
+	Lease  time.Duration `mapstructure:"lease"` // shared: how long the leader's lease lasts unrenewed (default 3s, 1s to 1m)
 }
 
 // Broker configures the broker.
@@ -322,6 +340,12 @@ var defaults = map[string]any{
 	"broker.tls_key":             "",
 	"broker.insecure_plaintext":  false,
 	"broker.shared_socket":       false,
+	"store.kind":                 "sqlite",
+	"store.dsn":                  "",
+	"store.password_file":        "",
+	"store.password_env":         "",
+	"store.shared":               false,
+	"store.lease":                "3s",
 	"sim.time_scale":             600,
 	"staging.max_file_size":      "10GiB",
 	"staging.max_job_bytes":      "50GiB",

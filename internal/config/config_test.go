@@ -257,7 +257,7 @@ func TestValidation(t *testing.T) {
 		sentinel             error
 	}{
 		{"no sites", "broker: {policy: greedy}\n", "sites", "at least one site", ErrInvalid},
-		{"unknown key", base + "brokr: {policy: x}\n", "brokr", "unknown key `brokr` at the top level (valid: sites, network, broker, sim, staging, users); did you mean `broker`?", ErrUnknownKey},
+		{"unknown key", base + "brokr: {policy: x}\n", "brokr", "unknown key `brokr` at the top level (valid: sites, network, broker, sim, staging, users, store); did you mean `broker`?", ErrUnknownKey},
 		{"unknown site key", "sites: [{name: A, kind: sim, node: 4}]\n", "sites[0].node", "did you mean `nodes`?", ErrUnknownKey},
 		{"bad yaml", "sites: [\n", "", "not valid YAML", ErrRead},
 		{"sites not a list", "sites: {name: A}\n", "sites", "must be a list, got a mapping", ErrInvalid},

@@ -48,8 +48,14 @@ func (p *loader) fail(key string, sentinel error, format string, args ...any) {
 // secretWords are the parts of a key name that mark a secret.
 var secretWords = []string{"password", "passwd", "passphrase", "token", "secret", "credential", "api_key", "apikey", "private_key"}
 
+// looksSecret reports whether a key names a secret. A key ending in _file
+// or _env says where a secret is (store.password_file, store.password_env),
+// which is not one.
 func looksSecret(key string) bool {
 	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "_file") || strings.HasSuffix(k, "_env") {
+		return false
+	}
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {
 			return true
@@ -57,6 +63,9 @@ func looksSecret(key string) bool {
 	}
 	return false
 }
+
+// storeSecretAdvice is secretAdvice for the store section.
+const storeSecretAdvice = "the database password does not belong in a configuration file; put it in a file (mode 0600) named by store.password_file, or in an environment variable named by store.password_env"
 
 const secretAdvice = "secrets do not belong in a configuration file; authenticate with ssh.key_file (a private key file, readable only by you) or ssh.agent: true (keys held by ssh-agent)"
 
@@ -115,7 +124,11 @@ func (p *loader) walk(v any, t reflect.Type, path string) any {
 		for _, k := range sortedKeys(m) {
 			key := join(path, k)
 			if looksSecret(k) {
-				p.fail(key, ErrSecret, "refused: %s", secretAdvice)
+				advice := secretAdvice
+				if path == "store" {
+					advice = storeSecretAdvice
+				}
+				p.fail(key, ErrSecret, "refused: %s", advice)
 				continue
 			}
 			ft, ok := fields[strings.ToLower(k)]

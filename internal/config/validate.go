@@ -17,6 +17,7 @@ import (
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/jobfile"
 	"github.com/gridsub/gridsub/bridge/jobrules"
+	"github.com/gridsub/gridsub/bridge/store/pgstore"
 	"github.com/gridsub/gridsub/bridge/users"
 	"github.com/gridsub/gridsub/policy"
 	"github.com/gridsub/gridsub/policy/registry"
@@ -266,10 +267,58 @@ func (c *Config) validate() Errors {
 		bad("sim.time_scale", "must be from %v to %v virtual seconds per wall second, got %v", MinTimeScale, MaxTimeScale, c.Sim.TimeScale)
 	}
 	errs = append(errs, c.validateStaging()...)
+	errs = append(errs, c.validateStore()...)
 	return errs
 }
 
 // validateStaging checks the staging limits.
+// validateStore checks the store section: a known kind, a DSN for
+// postgres and none for sqlite, never a password in the DSN (the error
+// does not repeat the DSN), one place for the password at most.
+func (c *Config) validateStore() Errors {
+	var errs Errors
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{File: c.Source, Field: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+	}
+	st := &c.Store
+	switch st.Kind {
+	case "sqlite":
+		if st.DSN != "" || st.PasswordFile != "" || st.PasswordEnv != "" {
+			bad("store", "dsn, password_file and password_env are for kind: postgres; the sqlite store is <state_dir>/gridsub.db")
+		}
+	case "postgres":
+		if st.DSN == "" {
+			bad("store.dsn", "kind postgres needs a dsn like \"host=db.example.org user=gridsub dbname=gridsub sslmode=verify-full\"")
+		} else if err := pgstore.CheckDSN(st.DSN); err != nil {
+			bad("store.dsn", "%v", err)
+		}
+		if st.PasswordFile != "" && st.PasswordEnv != "" {
+			bad("store", "give password_file or password_env, not both")
+		}
+		if st.PasswordFile != "" && !path.IsAbs(st.PasswordFile) {
+			bad("store.password_file", "must be an absolute path, got %q", st.PasswordFile)
+		}
+	default:
+		bad("store.kind", "must be sqlite (the default) or postgres, got %q", st.Kind)
+	}
+	if st.Shared && st.Kind != "postgres" {
+		bad("store.shared", "several brokers share a store of kind postgres only")
+	}
+	if st.Shared {
+		// A local site runs its jobs on one machine and a simulated one
+		// inside one daemon: a broker taking over could not find them.
+		for i, site := range c.Sites {
+			if site.Kind == KindLocal || site.Kind == KindSim {
+				bad(fmt.Sprintf("sites[%d].kind", i), "%s is a %s site, which brokers sharing a store cannot share (its jobs live on one machine or inside one daemon): store.shared needs slurm or pbs sites (or plugin sites every broker reaches)", site.Name, site.Kind)
+			}
+		}
+	}
+	if st.Lease < time.Second || st.Lease > time.Minute {
+		bad("store.lease", "must be from 1s to 1m, got %s", st.Lease)
+	}
+	return errs
+}
+
 func (c *Config) validateStaging() Errors {
 	var errs Errors
 	bad := func(key, format string, args ...any) {
