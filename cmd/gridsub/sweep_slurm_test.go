@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,7 +69,7 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 	if !strings.Contains(c2.stderr.String(), "resuming the sweep") {
 		t.Errorf("the second client did not resume:\n%s", c2.stderr)
 	}
-	sameOutputs(t, local, out)
+	sameOutputs(t, local, out, 9)
 
 	// Staged once per site, one array per site, every run one element
 	// that completed once.
@@ -139,7 +140,7 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 		t.Fatalf("second sweep: %v\n%s\n%s", err, c3.stdout, c3.stderr)
 	}
 	sweepWall := time.Since(t1)
-	sameOutputs(t, local, fresh)
+	sameOutputs(t, local, fresh, 9)
 	if st3, _ := loadSweepState(filepath.Join(fresh, sweepStateFile)); st3 != nil {
 		t.Cleanup(func() {
 			for _, site := range []string{"SITEA", "SITEB"} {
@@ -155,7 +156,7 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 // sameOutputs: every file of the local run but summary.json (which holds
 // wall times) is byte for byte in the sweep's directory, and summary.json's
 // runs have the same metrics.
-func sameOutputs(t *testing.T, local, swept string) {
+func sameOutputs(t *testing.T, local, swept string, runs int) {
 	t.Helper()
 	ents, err := os.ReadDir(local)
 	if err != nil {
@@ -173,7 +174,7 @@ func sameOutputs(t *testing.T, local, swept string) {
 		}
 		n++
 	}
-	if n < 4 || !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == "results.csv" }) {
+	if n < 3 || !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() == "results.csv" }) {
 		t.Fatalf("the local run wrote only %v", ents)
 	}
 	var sa, sb struct {
@@ -184,7 +185,7 @@ func sameOutputs(t *testing.T, local, swept string) {
 	}
 	ja, _ := os.ReadFile(filepath.Join(local, "summary.json"))
 	jb, _ := os.ReadFile(filepath.Join(swept, "summary.json"))
-	if json.Unmarshal(ja, &sa) != nil || json.Unmarshal(jb, &sb) != nil || len(sa.Runs) != 9 || len(sb.Runs) != 9 {
+	if json.Unmarshal(ja, &sa) != nil || json.Unmarshal(jb, &sb) != nil || len(sa.Runs) != runs || len(sb.Runs) != runs {
 		t.Fatalf("summary.json: %d and %d runs", len(sa.Runs), len(sb.Runs))
 	}
 	for i := range sa.Runs {
@@ -266,9 +267,12 @@ type sweepClient struct {
 	done           chan error
 }
 
-func startSweepClient(t *testing.T, bin, cfg, sock, exp, out string) *sweepClient {
+func startSweepClient(t *testing.T, bin, cfg, sock, exp, out string, args ...string) *sweepClient {
 	t.Helper()
-	cmd := exec.Command(bin, "sim", exp, "--on", "siteA,siteB", "--out", out, "--limit", "2", "--poll", "500ms", "--walltime", "10m")
+	if len(args) == 0 {
+		args = []string{"--on", "siteA,siteB", "--limit", "2"}
+	}
+	cmd := exec.Command(bin, append([]string{"sim", exp, "--out", out, "--poll", "500ms", "--walltime", "10m"}, args...)...)
 	cmd.Env = sweepEnv(cfg, filepath.Join(filepath.Dir(sock), "state"), sock)
 	c := &sweepClient{cmd: cmd, stdout: &logBuffer{}, stderr: &logBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
@@ -322,4 +326,72 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// TestSweepRetriesAKilledRun: the process of a run is killed at the site
+// while it runs; the broker retries the element under QoS none and the
+// sweep still gives the local run's results.csv byte for byte.
+func TestSweepRetriesAKilledRun(t *testing.T) {
+	needSlurm(t)
+	bin := buildBinary(t)
+	root := t.TempDir()
+	const slow = "cmd/gridsub/testdata/sweep-paper001-slow.yaml"
+	local := filepath.Join(root, "local")
+	if code, stdout, stderr := gridsub(t, "sim", slow, "--out", local); code != 0 {
+		t.Fatalf("local run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	cfg := sweepConfig(t, root, bin)
+	state, sock := filepath.Join(root, "state"), filepath.Join(root, "gs.sock")
+	d := startSweepDaemon(t, bin, cfg, state, sock)
+	out := filepath.Join(root, "swept")
+	c := startSweepClient(t, bin, cfg, sock, filepath.Join(repoRoot, slow), out, "--on", "siteB")
+	scratch := os.Getenv("GRIDSUB_SITEB_SCRATCH")
+
+	// The run's process at siteB (a child of the testbed's slurmd, on this
+	// machine): found by its command line and its job directory.
+	pid, deadline := 0, time.Now().Add(5*time.Minute)
+	for pid == 0 {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, _ := os.ReadFile(p)
+			args := strings.Split(string(b), "\x00")
+			if !slices.Contains(args, "--run-index") || !slices.Contains(args, "experiment.yaml") {
+				continue
+			}
+			cwd, _ := os.Readlink(filepath.Join(filepath.Dir(p), "cwd"))
+			if strings.HasPrefix(cwd, filepath.Join(scratch, "gridsub")+"/") && strings.HasSuffix(cwd, "_0-a1") {
+				pid, _ = strconv.Atoi(filepath.Base(filepath.Dir(p)))
+				break
+			}
+		}
+		select {
+		case err := <-c.done:
+			t.Fatalf("the sweep ended before its run could be killed: %v\n%s\n%s", err, c.stdout, c.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never ran at siteB\n%s\n%s", c.stderr, tail(d.logs.String(), 4000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the run (pid %d): %v", pid, err)
+	}
+	if err := waitClient(c, 6*time.Minute); err != nil {
+		t.Fatalf("sweep: %v\nstdout:\n%s\nstderr:\n%s\ndaemon:\n%s", err, c.stdout, c.stderr, tail(d.logs.String(), 4000))
+	}
+	sameOutputs(t, local, out, 1)
+	st, err := loadSweepState(filepath.Join(out, sweepStateFile))
+	if err != nil || st == nil || len(st.Arrays) != 1 {
+		t.Fatalf("state %+v: %v", st, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(scratch, sweepArea, st.Key)) })
+	els, err := api.NewUnixClient(sock).ListAll(context.Background(), bridge.Filter{Parent: st.Arrays[0].ID})
+	if err != nil || len(els) != 1 {
+		t.Fatalf("elements %v: %v", els, err)
+	}
+	if el := els[0]; el.State != bridge.Completed || el.Attempts != 2 {
+		t.Errorf("element %s: %s after %d attempts, want completed at the second", el.ID, el.State, el.Attempts)
+	}
+	d.term(t, sock)
 }
