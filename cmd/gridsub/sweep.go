@@ -245,7 +245,7 @@ func (sw *sweeper) run(ctx context.Context) error {
 			doneN++
 		}
 	}
-	bar := experiment.NewBar(sw.g.stderr, isTerminal(sw.g.stderr), sw.e.Name+" on "+strings.Join(sw.f.on, ","))
+	bar := newSweepProgress(sw.g, sw.e.Name+" on "+strings.Join(sw.f.on, ","), sw.st.Started)
 	defer bar.Finish()
 	bar.Update(doneN, len(sw.runs), 0)
 	if doneN == len(sw.runs) {
@@ -739,4 +739,65 @@ func runSimOne(ctx context.Context, f *simFlags, file string) error {
 		return &exitError{exitInternal, fmt.Errorf("--run-out: %w", err)}
 	}
 	return nil
+}
+
+// sweepProgress reports a sweep's progress on stderr: the bar of a local
+// run (runs done of all, elapsed, ETA), or with --output json one JSON
+// object per line each time the count changes:
+//
+//	{"experiment":"...","done":3,"total":9,"elapsed_seconds":12.5,"eta_seconds":25}
+//
+// Elapsed time counts from the sweep's start, across resumptions; the
+// ETA extrapolates from the runs done since this client started.
+type sweepProgress struct {
+	bar     *experiment.Bar
+	w       io.Writer
+	label   string
+	started time.Time // the sweep's
+	t0      time.Time // this client's
+	first   int       // runs done when this client started
+	last    int
+}
+
+func newSweepProgress(g *globals, label string, started time.Time) *sweepProgress {
+	p := &sweepProgress{label: label, started: started, t0: time.Now(), first: -1, last: -1}
+	if g.json() {
+		p.w = g.stderr
+	} else {
+		p.bar = experiment.NewBar(g.stderr, isTerminal(g.stderr), label)
+	}
+	return p
+}
+
+func (p *sweepProgress) Update(done, total int, _ float64) {
+	if p.first < 0 {
+		p.first = done
+	}
+	if p.bar != nil {
+		p.bar.Update(done, total, 0)
+		return
+	}
+	if done == p.last {
+		return
+	}
+	p.last = done
+	line := map[string]any{"experiment": p.label, "done": done, "total": total,
+		"elapsed_seconds": roundSec(time.Since(p.started))}
+	if n := done - p.first; n > 0 && done < total {
+		line["eta_seconds"] = roundSec(time.Duration(float64(time.Since(p.t0)) / float64(n) * float64(total-done)))
+	} else if done == total {
+		line["eta_seconds"] = 0
+	}
+	b, _ := json.Marshal(line)
+	fmt.Fprintf(p.w, "%s\n", b)
+}
+
+func (p *sweepProgress) Finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+func roundSec(d time.Duration) float64 {
+	return float64(d.Round(100*time.Millisecond)) / float64(time.Second)
 }

@@ -95,7 +95,7 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 	if stages != 2 {
 		t.Errorf("%d stage-in jobs in the daemon, want 2 (one per site)", stages)
 	}
-	seen := map[int]int{}
+	seen, native := map[int]int{}, map[string]int{}
 	for _, a := range st.Arrays {
 		els, err := c.ListAll(ctx, bridge.Filter{Parent: a.ID})
 		if err != nil {
@@ -104,9 +104,23 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 		for _, el := range els {
 			seen[el.Index]++
 			if el.State != bridge.Completed || el.Attempts != 1 || len(el.Comps) != 1 || el.Comps[0].Site != a.Site {
-				t.Errorf("element %s: %s, %d attempts, %+v (want completed once at %s)", el.ID, el.State, el.Attempts, el.Comps, a.Site)
+				evs, _ := c.Events(ctx, el.ID)
+				var lines []string
+				for _, ev := range evs {
+					lines = append(lines, ev.Time.Format("15:04:05.000")+" "+ev.Kind+" "+ev.Msg)
+				}
+				t.Errorf("element %s: %s, %d attempts, %+v (want completed once at %s)\n%s", el.ID, el.State, el.Attempts, el.Comps, a.Site, strings.Join(lines, "\n"))
+				continue
+			}
+			// siteA takes elements submitted together as a native array
+			// (<array>_<index>; a lone one goes as a single job), siteB never.
+			if strings.Contains(string(el.Comps[0].RemoteID), "_") {
+				native[a.Site]++
 			}
 		}
+	}
+	if native["siteA"] == 0 || native["siteB"] != 0 {
+		t.Errorf("elements run as native array elements per site: %v, want some at siteA, none at siteB", native)
 	}
 	for i := range 9 {
 		if seen[i] != 1 {
@@ -132,15 +146,31 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(filepath.Join(scratch, sweepArea, st.Key)) })
 	}
 
-	// An uninterrupted sweep, timed beside the local run.
+	if os.Getenv("GRIDSUB_LONG") == "" {
+		d2.term(t, sock)
+		return
+	}
+	// GRIDSUB_LONG=1: an uninterrupted sweep, timed beside the local run
+	// (docs/sweeps.md), with JSON progress.
 	fresh := filepath.Join(root, "fresh")
 	t1 := time.Now()
-	c3 := startSweepClient(t, bin, cfg, sock, exp, fresh)
+	c3 := startSweepClient(t, bin, cfg, sock, exp, fresh, "--on", "siteA,siteB", "--output", "json")
 	if err := waitClient(c3, 8*time.Minute); err != nil {
 		t.Fatalf("second sweep: %v\n%s\n%s", err, c3.stdout, c3.stderr)
 	}
 	sweepWall := time.Since(t1)
 	sameOutputs(t, local, fresh, 9)
+	var last struct{ Done, Total int }
+	for _, l := range strings.Split(strings.TrimSpace(c3.stderr.String()), "\n") {
+		if strings.HasPrefix(l, "{") {
+			if err := json.Unmarshal([]byte(l), &last); err != nil {
+				t.Errorf("progress line %q: %v", l, err)
+			}
+		}
+	}
+	if last.Done != 9 || last.Total != 9 {
+		t.Errorf("last JSON progress %+v, want 9 of 9:\n%s", last, c3.stderr)
+	}
 	if st3, _ := loadSweepState(filepath.Join(fresh, sweepStateFile)); st3 != nil {
 		t.Cleanup(func() {
 			for _, site := range []string{"SITEA", "SITEB"} {
@@ -148,7 +178,7 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("paper001-fig5-6-small, 9 runs: local %s; swept on siteA+siteB (stage-in, 2 arrays, --limit 2) %s",
+	t.Logf("paper001-fig5-6-small, 9 runs: local %s; swept on siteA+siteB (stage-in, 2 arrays) %s",
 		localWall.Round(10*time.Millisecond), sweepWall.Round(10*time.Millisecond))
 	d2.term(t, sock)
 }
@@ -198,7 +228,7 @@ func sameOutputs(t *testing.T, local, swept string, runs int) {
 }
 
 // sweepConfig is configs/local-slurm.yaml with the test's input roots (the
-// built binary, the repository) and a quick scheduler.
+// built binary, the repository), siteA with native arrays.
 func sweepConfig(t *testing.T, root, bin string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "configs/local-slurm.yaml"))
@@ -206,6 +236,8 @@ func sweepConfig(t *testing.T, root, bin string) string {
 		t.Fatal(err)
 	}
 	s := strings.Replace(string(b), "broker:\n", "broker:\n  input_roots: ["+filepath.Dir(bin)+", "+repoRoot+"]\n", 1)
+	// siteA takes its array as a native SLURM array, siteB one sbatch per element.
+	s = strings.Replace(s, "    partition: batch\n", "    partition: batch\n    native_arrays: true\n", 1)
 	p := filepath.Join(root, "slurm.yaml")
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
