@@ -60,6 +60,9 @@ type sweepState struct {
 	// Stage is each site's stage-in job; Arrays every array submitted.
 	Stage  map[string]*sweepJob `json:"stage"`
 	Arrays []*sweepArray        `json:"arrays"`
+	// Cleanup is each site's job that removes the staging area once every
+	// run is done.
+	Cleanup map[string]string `json:"cleanup,omitempty"`
 }
 
 // sweepJob is one submission: Gen numbers the attempts at it (its
@@ -89,6 +92,11 @@ func runSweep(ctx context.Context, g *globals, f *simFlags, file string) error {
 	}
 	if f.limit < 0 {
 		return usageErr(fmt.Errorf("--limit must be >= 1 (or 0 for no limit), got %d", f.limit))
+	}
+	for i, s := range f.on {
+		if slices.Index(f.on, s) != i {
+			return usageErr(fmt.Errorf("--on: site %s listed twice", s))
+		}
 	}
 	if f.poll <= 0 || f.patience <= 0 {
 		return usageErr(fmt.Errorf("--poll and --patience must be > 0"))
@@ -134,6 +142,17 @@ func runSweep(ctx context.Context, g *globals, f *simFlags, file string) error {
 		return usageErr(fmt.Errorf("%s has no runs", file))
 	}
 
+	// A state of another sweep is refused before the daemon is asked.
+	statePath := filepath.Join(out, sweepStateFile)
+	st, err := loadSweepState(statePath)
+	switch {
+	case err != nil:
+		return usageErr(err)
+	case st != nil && (st.Fingerprint != fp || !slices.Equal(st.Sites, f.on) || len(st.Assign) != len(runs)):
+		return usageErr(fmt.Errorf("%s holds a sweep of another experiment, binary, run arguments or --on; "+
+			"give another --out, or delete %s to start this one afresh", out, statePath))
+	}
+
 	c, err := mustConnect(ctx, g)
 	if err != nil {
 		return err
@@ -158,21 +177,13 @@ func runSweep(ctx context.Context, g *globals, f *simFlags, file string) error {
 		}
 	}
 
-	statePath := filepath.Join(out, sweepStateFile)
-	st, err := loadSweepState(statePath)
-	switch {
-	case err != nil:
-		return &exitError{exitInternal, err}
-	case st == nil:
+	if st == nil {
 		st = &sweepState{Format: sweepFormat, Key: newSweepKey(), Fingerprint: fp, Started: time.Now().UTC(), Sites: slices.Clone(f.on),
 			Assign: assignRuns(len(runs), f.on, weight), Stage: map[string]*sweepJob{}}
 		if err := saveSweepState(statePath, st); err != nil {
 			return &exitError{exitInternal, err}
 		}
-	case st.Fingerprint != fp || !slices.Equal(st.Sites, f.on) || len(st.Assign) != len(runs):
-		return usageErr(fmt.Errorf("%s holds a sweep of another experiment, binary, run arguments or --on; "+
-			"give another --out, or delete %s to start this one afresh", out, statePath))
-	default:
+	} else {
 		fmt.Fprintf(g.stderr, "gridsub: resuming the sweep in %s (started %s)\n", out, st.Started.Format(time.RFC3339))
 	}
 
@@ -181,6 +192,7 @@ func runSweep(ctx context.Context, g *globals, f *simFlags, file string) error {
 	if err := sw.run(ctx); err != nil {
 		return err
 	}
+	sw.cleanup(ctx)
 	results := make([]experiment.Result, len(runs))
 	for i := range runs {
 		if results[i], err = experiment.ReadRunFile(sw.runPath(i), e, i); err != nil {
@@ -537,6 +549,33 @@ func (sw *sweeper) stageRequest(site string, gen int) (bridge.Request, error) {
 	}, nil
 }
 
+// cleanup submits, once every run is done, one job per site that removes
+// the sweep's staging area there. A failure to submit is reported, not
+// fatal: the results are complete.
+func (sw *sweeper) cleanup(ctx context.Context) {
+	if sw.st.Cleanup == nil {
+		sw.st.Cleanup = map[string]string{}
+	}
+	for _, site := range sw.st.Sites {
+		if st := sw.st.Stage[site]; st == nil || st.ID == "" || sw.st.Cleanup[site] != "" {
+			continue
+		}
+		j, err := sw.c.Submit(ctx, bridge.Request{
+			Name: "sweep-clean-" + sw.st.Key, Script: "rm -rf -- " + shq(path.Join("../..", sweepArea, sw.st.Key)) + "\n",
+			Nodes: 1, CoresPerNode: 1, Estimate: 10 * time.Minute, Sites: []string{site}, QoS: sw.f.qos,
+			IdempotencyKey: fmt.Sprintf("sweep-%s-clean-%s", sw.st.Key, site),
+		})
+		if err != nil {
+			fmt.Fprintf(sw.g.stderr, "gridsub: warning: removing the staging area %s/%s at %s: %v (remove it by hand)\n", sweepArea, sw.st.Key, site, err)
+			continue
+		}
+		sw.st.Cleanup[site] = j.ID
+		if err := saveSweepState(sw.statePath, sw.st); err != nil {
+			fmt.Fprintf(sw.g.stderr, "gridsub: warning: %v\n", err)
+		}
+	}
+}
+
 // arrayRequest is the array of a's runs at its site, after staging.
 func (sw *sweeper) arrayRequest(a *sweepArray, stageID string) (bridge.Request, error) {
 	area := path.Join(sweepArea, sw.st.Key)
@@ -671,11 +710,42 @@ func loadSweepState(p string) (*sweepState, error) {
 	var st sweepState
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil || st.Format != sweepFormat || st.Key == "" || st.Stage == nil {
-		return nil, fmt.Errorf("%s is not a sweep state gridsub can read (%v); delete it to start the sweep afresh (its finished runs in %s stay usable only with their state)",
-			p, err, filepath.Join(filepath.Dir(p), sweepRunsDir))
+	if err := dec.Decode(&st); err != nil || st.Format != sweepFormat || st.Stage == nil {
+		return nil, fmt.Errorf("%s is not a sweep state gridsub can read (%v); delete it to start the sweep afresh", p, err)
+	}
+	if err := st.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w; delete it to start the sweep afresh", p, err)
 	}
 	return &st, nil
+}
+
+// check refuses a state that does not hold together (edited or corrupt):
+// the key names remote paths and every run must have one of the sites.
+func (st *sweepState) check() error {
+	if len(st.Key) != 16 || strings.Trim(st.Key, "0123456789abcdef") != "" {
+		return fmt.Errorf("key %q is not 16 hexadecimal digits", st.Key)
+	}
+	for i, s := range st.Assign {
+		if !slices.Contains(st.Sites, s) {
+			return fmt.Errorf("run %d is assigned to %q, not one of the sweep's sites %v", i, s, st.Sites)
+		}
+	}
+	for _, a := range st.Arrays {
+		if a == nil || !slices.Contains(st.Sites, a.Site) {
+			return fmt.Errorf("an array names a site outside the sweep's %v", st.Sites)
+		}
+		for _, r := range a.Runs {
+			if r < 0 || r >= len(st.Assign) {
+				return fmt.Errorf("an array holds run %d; the sweep has runs 0..%d", r, len(st.Assign)-1)
+			}
+		}
+	}
+	for s, j := range st.Stage {
+		if j == nil || !slices.Contains(st.Sites, s) {
+			return fmt.Errorf("a stage-in job names site %q outside the sweep's %v", s, st.Sites)
+		}
+	}
+	return nil
 }
 
 func saveSweepState(p string, st *sweepState) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,23 +134,28 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 			t.Errorf("run %d is %d elements, want 1", i, seen[i])
 		}
 	}
-	// The elements linked the staged binary instead of receiving a copy.
-	for _, site := range []string{"SITEA", "SITEB"} {
-		scratch := os.Getenv("GRIDSUB_" + site + "_SCRATCH")
-		staged := filepath.Join(scratch, sweepArea, st.Key, "gridsub")
-		if fi, err := os.Stat(staged); err != nil || fi.Mode()&0o100 == 0 {
-			t.Errorf("%s: staged binary %s: %v", site, staged, err)
-		}
+	// The elements linked the staged binary instead of receiving a copy,
+	// and the sweep's cleanup jobs removed the staging area afterwards.
+	for _, site := range []string{"siteA", "siteB"} {
+		scratch := os.Getenv("GRIDSUB_" + strings.ToUpper(site) + "_SCRATCH")
 		links, _ := filepath.Glob(filepath.Join(scratch, "gridsub", "*_*-a*", "gridsub"))
 		if len(links) == 0 {
 			t.Errorf("%s: no element directory holds gridsub", site)
 		}
 		for _, l := range links {
-			if fi, err := os.Lstat(l); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-				t.Errorf("%s: %s is not a link to the staged binary: %v", site, l, err)
+			target, err := os.Readlink(l)
+			if err != nil || !strings.Contains(target, sweepArea+"/"+st.Key+"/gridsub") {
+				t.Errorf("%s: %s is not a link to the staged binary: %q %v", site, l, target, err)
 			}
 		}
-		t.Cleanup(func() { os.RemoveAll(filepath.Join(scratch, sweepArea, st.Key)) })
+		id := st.Cleanup[site]
+		if id == "" {
+			t.Fatalf("%s: no cleanup job in the state: %+v", site, st.Cleanup)
+		}
+		waitJob(t, c, id, bridge.Completed, 3*time.Minute)
+		if _, err := os.Stat(filepath.Join(scratch, sweepArea, st.Key)); !os.IsNotExist(err) {
+			t.Errorf("%s: the staging area is still there after its cleanup job: %v", site, err)
+		}
 	}
 
 	if os.Getenv("GRIDSUB_LONG") == "" {
@@ -425,7 +429,7 @@ func TestSweepRetriesAKilledRun(t *testing.T) {
 	if err != nil || st == nil || len(st.Arrays) != 1 {
 		t.Fatalf("state %+v: %v", st, err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Join(scratch, sweepArea, st.Key)) })
+	waitJob(t, api.NewUnixClient(sock), st.Cleanup["siteB"], bridge.Completed, 3*time.Minute)
 	els, err := api.NewUnixClient(sock).ListAll(context.Background(), bridge.Filter{Parent: st.Arrays[0].ID})
 	if err != nil || len(els) != 1 {
 		t.Fatalf("elements %v: %v", els, err)
@@ -434,4 +438,23 @@ func TestSweepRetriesAKilledRun(t *testing.T) {
 		t.Errorf("element %s: %s after %d attempts, want completed at the second", el.ID, el.State, el.Attempts)
 	}
 	d.term(t, sock)
+}
+
+// waitJob waits until job id ends, and requires state want.
+func waitJob(t *testing.T, c *api.Client, id string, want bridge.JobState, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		j, err := c.Job(context.Background(), id)
+		if err == nil && j.State.Final() {
+			if j.State != want {
+				t.Fatalf("job %s (%s) ended %s: %s", id, j.Req.Name, j.State, j.Reason)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s not ended after %s (%v)", id, d, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
