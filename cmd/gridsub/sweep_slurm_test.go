@@ -138,7 +138,13 @@ func TestSweepOnSlurmResumesAfterKill(t *testing.T) {
 	// and the sweep's cleanup jobs removed the staging area afterwards.
 	for _, site := range []string{"siteA", "siteB"} {
 		scratch := os.Getenv("GRIDSUB_" + strings.ToUpper(site) + "_SCRATCH")
-		links, _ := filepath.Glob(filepath.Join(scratch, "gridsub", "*_*-a*", "gridsub"))
+		var links []string
+		for _, a := range st.Arrays {
+			if a.Site == site {
+				m, _ := filepath.Glob(filepath.Join(scratch, "gridsub", a.ID+"_*-a*", "gridsub"))
+				links = append(links, m...)
+			}
+		}
 		if len(links) == 0 {
 			t.Errorf("%s: no element directory holds gridsub", site)
 		}
