@@ -365,10 +365,13 @@ func (sw *sweeper) submit(ctx context.Context) error {
 		}
 		if stage.ID != "" && len(want) > 0 {
 			j, err := sw.c.Job(ctx, stage.ID)
-			if err != nil {
+			switch {
+			case errors.Is(err, bridge.ErrNotFound):
+				fmt.Fprintf(sw.g.stderr, "gridsub: the daemon no longer knows the staging job %s at %s; staging again\n", stage.ID, site)
+				stage.Gen, stage.ID = stage.Gen+1, ""
+			case err != nil:
 				return sw.daemonErr(err)
-			}
-			if j.State.Final() && j.State != bridge.Completed {
+			case j.State.Final() && j.State != bridge.Completed:
 				fmt.Fprintf(sw.g.stderr, "gridsub: staging at %s (%s) ended %s: %s; staging again\n", site, stage.ID, j.State, j.Reason)
 				stage.Gen, stage.ID = stage.Gen+1, ""
 			}
