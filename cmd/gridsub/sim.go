@@ -166,6 +166,9 @@ failed or was interrupted.`,
 				return runSimOne(cmd.Context(), f, args[0]) // sweep.go
 			}
 			if len(f.on) > 0 {
+				if cmd.Flag("workers").Changed {
+					return usageErr(fmt.Errorf("--workers sets this machine's parallelism; with --on the runs go to the sites (--limit bounds them per site)"))
+				}
 				return runSweep(cmd.Context(), g, f, args[0]) // sweep.go
 			}
 			if fl := cmd.Flag("config"); fl != nil && fl.Changed {

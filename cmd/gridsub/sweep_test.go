@@ -49,6 +49,7 @@ func TestSweepRefusals(t *testing.T) {
 		{[]string{"sim", exp, "--run-index", "9", "--run-out", filepath.Join(out, "r.json")}, "the experiment has runs 0..8"},
 		{[]string{"sim", exp, "--run-index", "0", "--run-out", "r.json", "--on", "siteA"}, "does not go with --on"},
 		{[]string{"sim", exp, "--on", "siteA,siteA", "--out", out}, "site siteA listed twice"},
+		{[]string{"sim", exp, "--on", "siteA", "--workers", "4", "--out", out}, "with --on the runs go to the sites"},
 		{[]string{"sim", exp, "--on", "siteA", "--limit", "-1", "--out", out}, "--limit must be >= 1"},
 		{[]string{"sim", "configs/experiments/paper003-qos.yaml", "--on", "siteA", "--out", out}, "runs on this machine only"},
 	} {
