@@ -125,6 +125,12 @@ type JobSpec struct {
 	Outputs      []string          // paths relative to the job directory brought back after the end
 	Reservation  string            // site reservation to run in ("" = none)
 	Sim          SimHints          // for simulated sites only
+	// ArrayLimit is, for an element of a grid array (an ArrayElement tag),
+	// the broker's own limit of the array's elements unfinished at once
+	// (0: none). A native array of such elements is submitted with it as
+	// the batch system's throttle (SLURM `--array=...%K`); a batch system
+	// without one (PBS) relies on the broker's limit alone.
+	ArrayLimit int
 }
 
 // Validate checks what every backend requires of a spec.
@@ -158,8 +164,13 @@ type SiteInfo struct {
 	MemPerNode   int64    // memory of one node in bytes (0 = not known)
 	GPUsPerNode  int      // GPUs on one node (0 = none)
 	Partitions   []string // partitions or queues; the first is the default
-	Queued       int      // jobs waiting in the site's own queue
-	Running      int      // jobs running
+	// Accounts are the accounts the login user may charge at the site, as
+	// its accounting database says (SLURM `sacctmgr show assoc`); nil: the
+	// site cannot say (no accounting, or no association recorded), and no
+	// account is judged by it.
+	Accounts []string
+	Queued   int // jobs waiting in the site's own queue
+	Running  int // jobs running
 	// Busy lists, for each running job, its nodes and the time its estimate
 	// runs out; a policy builds the site's availability profile from it.
 	Busy []Allocation

@@ -92,7 +92,7 @@ func (ik *intake) feasible(ctx context.Context, req *Request, now time.Time) (st
 		for s, in := range infos {
 			if in != nil {
 				ik.see(s, in.Nodes, policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode})
-				ik.offered(s, in.Kind, in.Partitions)
+				ik.offered(s, in.Kind, in.Partitions, in.Accounts)
 			}
 		}
 		ik.mu.Unlock()

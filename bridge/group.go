@@ -414,3 +414,17 @@ func (gs *groups) recoverGroups(ctx context.Context, now time.Time, rep *Recover
 		_ = gs.save(ctx, p)
 	}
 }
+
+// arrayLimit is the limit of elements unfinished at once of the array or
+// sweep j is an element of (0: none, or j is no element): a native array
+// at a site carries it as its throttle (backends.JobSpec.ArrayLimit). The
+// ledger's lock held.
+func (l *ledger) arrayLimit(j *Job) int {
+	if j.Parent == "" {
+		return 0
+	}
+	if p := l.jobs[j.Parent]; p != nil && p.Group != nil && p.Group.Kind != KindPipeline {
+		return p.Group.Limit
+	}
+	return 0
+}

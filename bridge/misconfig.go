@@ -30,9 +30,14 @@ import (
 //     checked again when the planner picks it (dispatch): the site is then
 //     refused for the job with the same text, and the job is rejected with
 //     it when no allowed site is left.
-//   - An account a site refuses is named from the site's own refusal
-//     (refusalField): the batch systems do not list accounts without their
-//     accounting database, so the refusal is the only word on it; the
+//   - An account is judged like a partition where the site's Info lists
+//     the accounts the login user may charge (SiteInfo.Accounts: SLURM
+//     with an accounting database): a job's SiteOptions account the site
+//     does not list is refused at submission, by a dry run and `gridsub
+//     validate`, and at dispatch, naming SiteOptions["site"].Account; a
+//     site whose own configured account is not listed fails its Info (the
+//     site is misconfigured, not down). Where the site cannot say, an
+//     account is named from the site's own refusal (refusalField): the
 //     refusal recorded names the field (the job's SiteOptions, or the
 //     site's configuration) and the account.
 
@@ -40,11 +45,12 @@ import (
 type siteOffer struct {
 	kind  string   // "slurm", "pbs", "sim"…
 	parts []string // partitions or queues, the default first; nil = not known
+	accts []string // accounts the login user may charge; nil = not known
 }
 
-// offered records the kind and partitions or queues of site s from its
-// Info (none listed: not known). The ledger's lock held.
-func (st *siteTable) offered(s int, kind string, parts []string) {
+// offered records the kind, partitions or queues and accounts of site s
+// from its Info (none listed: not known). The ledger's lock held.
+func (st *siteTable) offered(s int, kind string, parts, accts []string) {
 	if st.offers == nil {
 		st.offers = make([]siteOffer, len(st.sites))
 	}
@@ -54,6 +60,10 @@ func (st *siteTable) offered(s int, kind string, parts []string) {
 	o := &st.offers[s]
 	o.kind = kind
 	o.parts = append(o.parts[:0], parts...)
+	o.accts = nil
+	if len(accts) > 0 {
+		o.accts = append([]string{}, accts...)
+	}
 }
 
 // partitionWord is what the site's kind calls a partition.
@@ -72,9 +82,9 @@ type optionMisfit struct {
 }
 
 // optionMisfits lists the sites among only (nil: every site of req's
-// SiteOptions) whose partition or queue in req's SiteOptions the site does
-// not list. A site whose partitions are not known is not judged. The
-// ledger's lock held.
+// SiteOptions) whose partition or queue, or account, in req's SiteOptions
+// the site does not list. A site whose partitions (accounts) are not known
+// is not judged on them. The ledger's lock held.
 func (st *siteTable) optionMisfits(req *Request, only []string) []optionMisfit {
 	return misfits(req, only, func(name string) (siteOffer, bool) {
 		s, ok := st.siteIdx[name]
@@ -90,24 +100,31 @@ func misfits(req *Request, only []string, offer func(site string) (siteOffer, bo
 	var out []optionMisfit
 	for _, name := range slices.Sorted(maps.Keys(req.SiteOptions)) {
 		o := req.SiteOptions[name]
-		if o.Partition == "" || (only != nil && !slices.Contains(only, name)) {
+		if (o.Partition == "" && o.Account == "") || (only != nil && !slices.Contains(only, name)) {
 			continue
 		}
 		off, ok := offer(name)
-		if !ok || slices.Contains(off.parts, o.Partition) {
+		if !ok {
 			continue
 		}
-		out = append(out, optionMisfit{site: name, field: "SiteOptions[" + strconv.Quote(name) + "].Partition",
-			msg: fmt.Sprintf("site %s has no %s %q; it has: %s", name, partitionWord(off.kind), o.Partition, backends.Offers(off.parts))})
+		if o.Partition != "" && !slices.Contains(off.parts, o.Partition) {
+			out = append(out, optionMisfit{site: name, field: "SiteOptions[" + strconv.Quote(name) + "].Partition",
+				msg: fmt.Sprintf("site %s has no %s %q; it has: %s", name, partitionWord(off.kind), o.Partition, backends.Offers(off.parts))})
+		}
+		if o.Account != "" && off.accts != nil && !slices.Contains(off.accts, o.Account) {
+			out = append(out, optionMisfit{site: name, field: "SiteOptions[" + strconv.Quote(name) + "].Account",
+				msg: fmt.Sprintf("site %s has no account %q for its login user; it has: %s", name, o.Account, backends.Offers(off.accts))})
+		}
 	}
 	return out
 }
 
 // CheckSiteOptions checks req's SiteOptions against the sites' Info, by
 // site name (a site without an Info, or whose Info lists no partitions, is
-// not judged): a RequestError with a FieldError on each
-// SiteOptions["site"].Partition the site does not have, naming the site
-// and what it has; nil when every one is there. It is the check Submit
+// not judged; one that lists no accounts is not judged on them): a
+// RequestError with a FieldError on each SiteOptions["site"].Partition or
+// .Account the site does not have, naming the site and what it has; nil
+// when every one is there. It is the check Submit
 // applies to the sites it has seen, for `gridsub validate`.
 func CheckSiteOptions(req *Request, infos map[string]*backends.SiteInfo) error {
 	return misfitError(misfits(req, nil, func(name string) (siteOffer, bool) {
@@ -115,7 +132,7 @@ func CheckSiteOptions(req *Request, infos map[string]*backends.SiteInfo) error {
 		if in == nil || len(in.Partitions) == 0 {
 			return siteOffer{}, false
 		}
-		return siteOffer{kind: in.Kind, parts: in.Partitions}, true
+		return siteOffer{kind: in.Kind, parts: in.Partitions, accts: in.Accounts}, true
 	}))
 }
 

@@ -19,7 +19,8 @@ type partSite struct {
 	*fakeSite
 	mu    sync.Mutex
 	parts []string
-	bad   string // the missing configured partition; "" = none
+	accts []string // the accounts it lists (nil: it cannot say)
+	bad   string   // the missing configured partition; "" = none
 }
 
 func (p *partSite) Info(ctx context.Context) (*backends.SiteInfo, error) {
@@ -31,7 +32,7 @@ func (p *partSite) Info(ctx context.Context) (*backends.SiteInfo, error) {
 	}
 	in, err := p.fakeSite.Info(ctx)
 	if in != nil {
-		in.Kind, in.Partitions = "slurm", parts
+		in.Kind, in.Partitions, in.Accounts = "slurm", parts, p.accts
 	}
 	return in, err
 }
@@ -167,5 +168,66 @@ func TestRefusedAccountNamed(t *testing.T) {
 	want := `SiteOptions["a"].Account "nosuch": site a does not take it: `
 	if got.State != Failed || !strings.Contains(got.Reason, want) || !strings.Contains(got.Reason, "Invalid account") {
 		t.Fatalf("%s %q; want failed naming %q and the site's words", got.State, got.Reason, want)
+	}
+}
+
+// TestJobAccountNamed: a job's account that a site's accounting does not
+// list for the login user is refused at submission and by the dry run,
+// naming the site, the field and the accounts it has (CheckSiteOptions,
+// `gridsub validate`'s check, says the same); accepted before the broker
+// had seen the site, the job is rejected at dispatch with the same words
+// and nothing reaches the site. A site that lists no accounts is not
+// judged on them.
+func TestJobAccountNamed(t *testing.T) {
+	ctx := context.Background()
+	a := &partSite{fakeSite: newFake("a", 4), parts: []string{"batch"}, accts: []string{"proj2", "proj1"}}
+	blind := &partSite{fakeSite: newFake("blind", 4), parts: []string{"batch"}}
+	b := greedyBroker(t, NewMemStore(), true, a, blind)
+	r := req(1)
+	r.SiteOptions = map[string]SiteOptions{"a": {Account: "nosuch"}, "blind": {Account: "nosuch"}}
+	want := `site a has no account "nosuch" for its login user; it has: proj1, proj2`
+	for name, call := range map[string]func() error{
+		"submit":  func() error { _, err := b.Submit(ctx, r, t0); return err },
+		"dry run": func() error { _, err := b.Explain(ctx, r, t0); return err },
+		"validate": func() error {
+			return CheckSiteOptions(&r, map[string]*backends.SiteInfo{
+				"a":     {Kind: "slurm", Partitions: []string{"batch"}, Accounts: []string{"proj1", "proj2"}},
+				"blind": {Kind: "slurm", Partitions: []string{"batch"}}})
+		},
+	} {
+		err := call()
+		var fe *FieldError
+		if !errors.Is(err, ErrBadRequest) || !errors.As(err, &fe) || fe.Field != `SiteOptions["a"].Account` || fe.Msg != want {
+			t.Fatalf("%s: %v; want a FieldError on SiteOptions[\"a\"].Account: %s", name, err, want)
+		}
+		if strings.Contains(err.Error(), "blind") {
+			t.Fatalf("%s: the site that lists no accounts was judged: %v", name, err)
+		}
+	}
+	r.SiteOptions["a"] = SiteOptions{Account: "proj2"}
+	if _, err := b.Submit(ctx, r, t0); err != nil {
+		t.Fatalf("an account the site lists: %v", err)
+	}
+
+	late := &partSite{fakeSite: newFake("late", 4), parts: []string{"batch"}, accts: []string{"proj1"}, bad: "x"}
+	b2 := greedyBroker(t, NewMemStore(), true, late, newFake("other", 4))
+	late.mu.Lock()
+	late.bad = ""
+	late.mu.Unlock()
+	r2 := req(1)
+	r2.Sites = []string{"late"}
+	r2.SiteOptions = map[string]SiteOptions{"late": {Account: "nosuch"}}
+	b2.in.opts.CheckFeasible = false
+	j2, err := b2.Submit(ctx, r2, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3 {
+		mustCycle(t, b2, t0.Add(time.Duration(k+1)*time.Second))
+	}
+	got, _ := b2.Job(j2.ID)
+	want = `SiteOptions["late"].Account: site late has no account "nosuch" for its login user; it has: proj1`
+	if got.State != Rejected || !strings.Contains(got.Reason, want) || len(late.jobs) != 0 {
+		t.Fatalf("pinned to a site without its account: %s, reason %q, %d submissions; want rejected with %q, none", got.State, got.Reason, len(late.jobs), want)
 	}
 }

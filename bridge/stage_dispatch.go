@@ -135,6 +135,7 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 				} else {
 					specs[k] = dp.spec(j, k, n, names[p.Site], p.Nodes, d.Chosen)
 				}
+				specs[k].ArrayLimit = dp.arrayLimit(j)
 			}
 			dp.mu.Unlock()
 			intents = append(intents, pendingSubmit{id: j.ID, d: d, specs: specs})

@@ -31,6 +31,7 @@ type snapshotter struct {
 	// cycle's Info, recorded in the site table (offered) under the lock.
 	infoKind  []string
 	infoParts [][]string
+	infoAccts [][]string // and its accounts (nil: not known)
 }
 
 // siteReport is what a site's Info said of its free nodes.
@@ -57,6 +58,7 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 		sn.pendBuf = make([]int, len(sn.sites))
 		sn.infoKind = make([]string, len(sn.sites))
 		sn.infoParts = make([][]string, len(sn.sites))
+		sn.infoAccts = make([][]string, len(sn.sites))
 	}
 	sn.notesMu.Lock()
 	stale := sn.stale
@@ -78,6 +80,10 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 			return
 		}
 		sn.infoKind[s], sn.infoParts[s] = in.Kind, append(sn.infoParts[s][:0], in.Partitions...)
+		sn.infoAccts[s] = nil
+		if in.Accounts != nil {
+			sn.infoAccts[s] = append([]string{}, in.Accounts...)
+		}
 		ps.Nodes, ps.Free = in.Nodes, in.FreeNodes
 		ps.Shape = policy.NodeShape{Cores: in.CoresPerNode, MemBytes: in.MemPerNode, GPUs: in.GPUsPerNode}
 		ps.Trust = sn.trust[s]
@@ -94,7 +100,7 @@ func (sn *snapshotter) snapshot(ctx context.Context, now time.Time, rep *CycleRe
 			sn.downKeepsSize(s)
 			continue
 		}
-		sn.offered(s, sn.infoKind[s], sn.infoParts[s])
+		sn.offered(s, sn.infoKind[s], sn.infoParts[s], sn.infoAccts[s])
 		if sn.see(s, sn.snapSites[s].Nodes, sn.snapSites[s].Shape); sn.capacity[s] != sn.snapSites[s].Nodes {
 			sn.learned(ctx, now, s, sn.snapSites[s].Nodes)
 		}

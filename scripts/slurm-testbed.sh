@@ -19,7 +19,11 @@
 # GRIDSUB_SLURMDBD (1: real accounting — a private MariaDB and one slurmdbd
 # serve the sites named by GRIDSUB_ACCOUNTING_SITES, default the first site;
 # the others keep accounting off. The DBD listens on GRIDSUB_SLURM_PORT_BASE-2,
-# MariaDB on GRIDSUB_SLURM_PORT_BASE-1, both on 127.0.0.1).
+# MariaDB on GRIDSUB_SLURM_PORT_BASE-1, both on 127.0.0.1),
+# GRIDSUB_ACCOUNTING_ENFORCE (with GRIDSUB_SLURMDBD=1: the accounting sites'
+# AccountingStorageEnforce, e.g. "associations"; set, the login user gets an
+# association with account "gridsub" there, so only that account is accepted;
+# default unset: nothing enforced, no account made).
 # docs/slurm.md describes the layout, the ports and the measured costs.
 set -euo pipefail
 umask 022
@@ -35,6 +39,8 @@ SSH_BASE=${GRIDSUB_SSH_PORT_BASE:-2322}
 MIN_JOB_AGE=${GRIDSUB_MIN_JOB_AGE:-300}
 CLIENT_MSG_TIMEOUT=${GRIDSUB_CLIENT_MESSAGE_TIMEOUT:-}
 WITH_DBD=${GRIDSUB_SLURMDBD:-0}
+ENFORCE=${GRIDSUB_ACCOUNTING_ENFORCE:-}
+[[ -z $ENFORCE || $ENFORCE =~ ^[a-z,]+$ ]] || { echo "slurm-testbed: GRIDSUB_ACCOUNTING_ENFORCE must be SLURM's words, e.g. associations" >&2; exit 1; }
 [[ $WITH_DBD == 0 || $WITH_DBD == 1 ]] || { echo "slurm-testbed: GRIDSUB_SLURMDBD must be 0 or 1" >&2; exit 1; }
 DBD_PORT=$((SLURM_BASE - 2))
 DB_PORT=$((SLURM_BASE - 1))
@@ -267,6 +273,9 @@ accounting_lines() {
     echo "AccountingStoragePort=$DBD_PORT"
     # The MUNGE socket of connections to slurmdbd (AuthInfo covers the rest).
     echo "AccountingStoragePass=$TB/munge/munge.socket"
+    # Comments (gridsub's tags) kept in accounting: sacct finds a forgotten job by its tag.
+    echo "AccountingStoreFlags=job_comment"
+    [[ -n $ENFORCE ]] && echo "AccountingStorageEnforce=$ENFORCE"
   else
     echo "AccountingStorageType=accounting_storage/none"
   fi
@@ -342,6 +351,12 @@ register_cluster() {
   SLURM_CONF=$conf.acct sacctmgr -n -P list cluster format=cluster 2>/dev/null | grep -qx "$(cluster_of "$s")" ||
     SLURM_CONF=$conf.acct sacctmgr -i add cluster "$(cluster_of "$s")" >/dev/null ||
     fail "$s: cannot register cluster $(cluster_of "$s") with slurmdbd (see $TB/dbd/log/slurmdbd.log)"
+  if [[ -n $ENFORCE ]]; then   # the login user's one association: account gridsub
+    SLURM_CONF=$conf.acct sacctmgr -n -P show assoc cluster="$(cluster_of "$s")" user="$LOGIN" account=gridsub format=account 2>/dev/null | grep -qx gridsub || {
+      SLURM_CONF=$conf.acct sacctmgr -i add account gridsub cluster="$(cluster_of "$s")" >/dev/null &&
+        SLURM_CONF=$conf.acct sacctmgr -i add user "$LOGIN" account=gridsub cluster="$(cluster_of "$s")" >/dev/null
+    } || fail "$s: cannot add the association of $LOGIN with account gridsub"
+  fi
   rm -f "$conf.acct"
 }
 
@@ -535,6 +550,7 @@ write_client_and_env() {
     echo "export GRIDSUB_SSH_CONFIG=$c/ssh_config"
     echo "export GRIDSUB_MUNGE_SOCKET=$TB/munge/munge.socket"
     echo "export GRIDSUB_WITH_SLURMDBD=$WITH_DBD"
+    echo "export GRIDSUB_ACCOUNTING_ENFORCE=$ENFORCE"
     for s in $SITES; do
       S=$(upper "$s")
       echo "export GRIDSUB_${S}_SSH_PORT=$(ssh_port "$s")"

@@ -19,6 +19,10 @@ if [ "${GRIDSUB_NO_SLURM:-0}" != 1 ]; then
   # Real accounting (slurmdbd + MariaDB) on the testbed's first site, for the
   # sacct rung of the ending ladder (backends/slurm TestEndingLadderReal).
   export GRIDSUB_SLURMDBD="${GRIDSUB_SLURMDBD:-1}"
+  # Enforced associations there (the login user may charge account gridsub
+  # only): a wrong account is named before submission (cmd/gridsub
+  # TestRealSlurmWrongAccountNamed, bridge TestRealSlurmAccountInReason).
+  export GRIDSUB_ACCOUNTING_ENFORCE="${GRIDSUB_ACCOUNTING_ENFORCE:-associations}"
   # siteC (2 nodes) is the budget test's own site: slurmctld's sdiag then
   # counts only that test's RPCs (backends/slurm TestBudgetHeldAtSlurmctld).
   export GRIDSUB_SITES="${GRIDSUB_SITES:-siteA siteB siteC}"

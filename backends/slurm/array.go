@@ -77,7 +77,8 @@ func ArrayList(indices []int) string {
 }
 
 // ArraySbatchArgv is the one sbatch of a native array: spec's options
-// (SbatchArgs) tagged with the array's tag instead of an element's, run
+// (SbatchArgs) tagged with the array's tag instead of an element's, at
+// most spec.ArrayLimit elements running at once (`--array=...%K`), run
 // from base (the directory holding the job directories), the driver read
 // from stdin; each element's output goes to its own job directory (the
 // driver redirects it), so the array's own is discarded.
@@ -86,7 +87,11 @@ func ArraySbatchArgv(spec *backends.JobSpec, partition, parent string, attempt i
 	if sp.Name == "" {
 		sp.Name = parent
 	}
-	a := []string{"sbatch", "--chdir=" + base, "--array=" + ArrayList(indices)}
+	list := ArrayList(indices)
+	if spec.ArrayLimit > 0 {
+		list += "%" + strconv.Itoa(spec.ArrayLimit)
+	}
+	a := []string{"sbatch", "--chdir=" + base, "--array=" + list}
 	for _, w := range SbatchArgs(&sp, partition) {
 		switch {
 		case strings.HasPrefix(w, "--comment="):
@@ -111,7 +116,7 @@ func (d *dialect) ArrayCommand(_ context.Context, _ *sshbatch.Exec, spec *backen
 		sp.Account = d.cfg.Account
 	}
 	return sshbatch.Command{Argv: ArraySbatchArgv(&sp, d.cfg.Partition, parent, attempt, indices, base),
-		Stdin: sshbatch.ArrayDriver(parent, attempt, "SLURM_ARRAY_TASK_ID", "", "")}, nil
+		Stdin: sshbatch.ArrayDriver(parent, attempt, "SLURM_ARRAY_TASK_ID", "", elementAfter)}, nil
 }
 
 // ParseArraySubmitted reads sbatch --parsable's answer: the array's job id.

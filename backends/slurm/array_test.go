@@ -1,8 +1,11 @@
 package slurm_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +124,70 @@ func TestArrayTagRoundTrip(t *testing.T) {
 		if _, _, _, ok := backends.ArrayElement(bad); ok {
 			t.Errorf("ArrayElement(%q) accepted", bad)
 		}
+	}
+}
+
+// TestArraySbatchThrottle: a native array carries the broker's limit of
+// its grid array as SLURM's throttle (`%K`), and none without a limit.
+func TestArraySbatchThrottle(t *testing.T) {
+	spec := &backends.JobSpec{GridID: backends.ElementTag("a", 0, 1), Nodes: 1, Walltime: time.Minute, Command: []string{"true"}}
+	argv := slurm.ArraySbatchArgv(spec, "", "a", 1, []int{0, 1, 2, 5}, "/r/gridsub")
+	if !slices.Contains(argv, "--array=0-2,5") {
+		t.Fatalf("no limit: %q, want --array=0-2,5", argv)
+	}
+	spec.ArrayLimit = 2
+	argv = slurm.ArraySbatchArgv(spec, "", "a", 1, []int{0, 1, 2, 5}, "/r/gridsub")
+	if !slices.Contains(argv, "--array=0-2,5%2") {
+		t.Fatalf("limit 2: %q, want --array=0-2,5%%2", argv)
+	}
+}
+
+// TestParseSacctTagged: accounting's records of a forgotten native array
+// (testdata/sacct_tagged.out, captured) give each element's id, grid tag,
+// state and exit code; a pending array's collapsed record and another
+// comment are skipped; a short line is bad output.
+func TestParseSacctTagged(t *testing.T) {
+	out, err := os.ReadFile("testdata/sacct_tagged.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, "8_[0-9]|PENDING|0:0|Unknown|Unknown|gridsub-array:x-a1\n9_1|COMPLETED|0:0|1|2|someone else's\n"...)
+	sts, err := slurm.ParseSacctTagged(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 6 {
+		t.Fatalf("%d records, want the 6 elements: %+v", len(sts), sts)
+	}
+	for i, st := range sts {
+		want, code := backends.StateCompleted, 0
+		if i == 4 {
+			want, code = backends.StateFailed, 7
+		}
+		if st.ID != backends.JobID(fmt.Sprintf("7_%d", i)) || st.GridID != backends.ElementTag("fgtx3567161921", i, 1) ||
+			st.State != want || st.ExitCode != code || st.End.IsZero() {
+			t.Errorf("record %d: %+v", i, st)
+		}
+	}
+	if _, err := slurm.ParseSacctTagged([]byte("7_0|COMPLETED|0:0\n")); !errors.Is(err, backends.ErrBadOutput) {
+		t.Fatalf("a short line: %v, want ErrBadOutput", err)
+	}
+}
+
+// TestParseAssoc: the accounts of `sacctmgr show assoc` (captured at
+// siteA with enforced associations), each once; none is nil.
+func TestParseAssoc(t *testing.T) {
+	out, err := os.ReadFile("testdata/sacctmgr_assoc.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slurm.ParseAssoc(append(out, "proj2\ngridsub\n\n"...)); !slices.Equal(got, []string{"gridsub", "proj2"}) {
+		t.Fatalf("accounts %q, want gridsub, proj2", got)
+	}
+	if got := slurm.ParseAssoc(nil); got != nil {
+		t.Fatalf("no association: %q, want nil (the site cannot say)", got)
+	}
+	if argv := slurm.AssocArgv("griduser"); !slices.Contains(argv, "user=griduser") || !slices.Contains(argv, "format=account") {
+		t.Fatalf("AssocArgv: %q", argv)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -87,11 +88,16 @@ func shared(cfg Config) sshbatch.Config {
 type dialect struct {
 	cfg Config
 
-	mu       sync.Mutex
-	jobcomp  string // resolved jobcomp file ("-" = none)
-	noSacct  bool   // sacct said accounting is disabled
-	sacctErr string
-	maxArray int // MaxArraySize once read (0: not yet)
+	mu         sync.Mutex
+	jobcomp    string // resolved jobcomp file ("-" = none)
+	noSacct    bool   // sacct said accounting is disabled
+	sacctErr   string
+	maxArray   int                       // MaxArraySize once read (0: not yet)
+	elements   map[string]elementListing // native arrays' elements in accounting, by the array's tag
+	accts      []string                  // the login user's accounts (accounts.go; nil: not known)
+	acctsAt    time.Time                 // when they were read (zero: never)
+	noAssoc    bool                      // sacctmgr said the site has no accounting
+	assocFails int                       // sacctmgr's failures in a row (slurmdbd down)
 }
 
 func newDialect(cfg Config) *dialect {
@@ -120,7 +126,7 @@ func (d *dialect) Command(argv []string) string { return cmdName(argv) }
 func cmdName(argv []string) string {
 	for i, a := range argv {
 		switch a {
-		case "squeue", "sbatch", "scontrol", "sinfo", "scancel", "sacct", "grep":
+		case "squeue", "sbatch", "scontrol", "sinfo", "scancel", "sacct", "sacctmgr", "grep":
 			return a
 		case sshbatch.Program:
 			return "sbatch (batch)"
@@ -148,8 +154,11 @@ func (d *dialect) Failure(r backends.Result) (string, bool) {
 }
 
 // Info reports nodes, idle nodes, cores per node and partitions of the
-// configured partition (or the default one), and the live jobs' node
-// blocks with their end times: two commands, sinfo and squeue.
+// configured partition (or the default one), the login user's accounts
+// where the site's accounting lists them, and the live jobs' node blocks
+// with their end times: two commands, sinfo and squeue (and sacctmgr every
+// AccountsEvery). A configured partition or account the site does not
+// have fails it with ErrRejected and backends.MissingName's text.
 func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInfo, error) {
 	r, err := x.Output(ctx, SinfoArgv())
 	if err != nil {
@@ -185,6 +194,14 @@ func (d *dialect) Info(ctx context.Context, x *sshbatch.Exec) (*backends.SiteInf
 			info.Partitions = append(info.Partitions, p)
 		}
 	}
+	accts, err := d.accounts(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	if accts != nil && d.cfg.Account != "" && !slices.Contains(accts, d.cfg.Account) {
+		return nil, fmt.Errorf("%w: %s", backends.ErrRejected, backends.MissingName(d.cfg.Name, "account", "account", d.cfg.Account, accts))
+	}
+	info.Accounts = accts
 	seenNode := map[string]bool{}
 	for _, n := range recs {
 		if n.Partition != part || seenNode[n.Node] {
@@ -426,7 +443,9 @@ func (d *dialect) Ended(msg string) bool {
 }
 
 // Find lists the login user's jobs squeue still knows tagged with gridID
-// (the tag is in --comment), plus finished ones in the jobcomp log whose
+// (the tag is in --comment); an element of a native array squeue forgot,
+// by its array's tag in accounting or by its id file
+// (findForgottenElement); else finished ones in the jobcomp log whose
 // working directory is one of the grid job's directories.
 func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]sshbatch.Found, error) {
 	recs, err := squeue(ctx, x, SqueueMineArgv())
@@ -439,6 +458,14 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 		if rec.Status.GridID == gridID {
 			out = append(out, sshbatch.Found{Status: rec.Status})
 			seen[rec.Status.ID] = true
+		}
+	}
+	if _, _, _, elem := backends.ArrayElement(gridID); elem && len(out) == 0 {
+		// An element of a native array squeue forgot: the jobcomp log
+		// names the array's directory, not the element's. An element
+		// submitted alone is found in the jobcomp log below.
+		if fs, err := d.findForgottenElement(ctx, x, gridID); err != nil || len(fs) > 0 {
+			return fs, err
 		}
 	}
 	file, err := d.jobCompFile(ctx, x)

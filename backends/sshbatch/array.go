@@ -97,6 +97,7 @@ type arrayKey struct {
 	parent, attempt                string
 	name, partition, account, resv string
 	nodes, cores, gpus, comps      int
+	limit                          int
 	mem                            int64
 	walltime                       time.Duration
 }
@@ -135,7 +136,7 @@ func (b *Backend) SubmitArrays(ctx context.Context, specs []*backends.JobSpec) [
 		}
 		k := arrayKey{parent: parent, attempt: fmt.Sprint(att), name: s.Name, partition: s.Partition, account: s.Account,
 			resv: s.Reservation, nodes: s.Nodes, cores: s.CoresPerNode, gpus: s.GPUsPerNode, comps: s.Components,
-			mem: s.MemPerNode, walltime: s.Walltime}
+			mem: s.MemPerNode, walltime: s.Walltime, limit: s.ArrayLimit}
 		if _, seen := groups[k]; !seen {
 			keys = append(keys, k)
 		}
@@ -190,12 +191,18 @@ func (b *Backend) SubmitArrays(ctx context.Context, specs []*backends.JobSpec) [
 
 // PutFileArgv stores its stdin in file, readable by the owner only (the
 // wrapper carries the job's environment), with one small process per file
-// (a batch writes many wrappers quickly). The directory's StartedDir, left
-// by an earlier job of the same tag (a reused remote directory), goes: the
-// element about to be submitted has not started.
+// (a batch writes many wrappers quickly). The directory's StartedDir and
+// ElementIDFile, left by an earlier job of the same tag (a reused remote
+// directory), go: the element about to be submitted has not started.
 func PutFileArgv(file string) []string {
-	return []string{"/bin/sh", "-c", `rmdir -- "${1%/*}/` + StartedDir + `" 2>/dev/null; umask 077 && exec dd of="$1" bs=64k status=none`, "gridsub-put", file}
+	return []string{"/bin/sh", "-c", `rmdir -- "${1%/*}/` + StartedDir + `" 2>/dev/null; rm -f -- "${1%/*}/` + ElementIDFile + `"; umask 077 && exec dd of="$1" bs=64k status=none`, "gridsub-put", file}
 }
+
+// ElementIDFile is the file in a job directory that names the batch job
+// that ran there, written by a native array element's driver when it
+// starts (SLURM, PBS) and by a PBS submission: a job its batch system has
+// forgotten is found by it.
+const ElementIDFile = ".gridsub-jobid"
 
 // submitArray submits specs[idx] (one group of SubmitArrays) as one native
 // array and settles their results.

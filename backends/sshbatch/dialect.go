@@ -140,7 +140,23 @@ func (x *Exec) Run(ctx context.Context, argv []string, stdin io.Reader) (backend
 			x.bud.ChargeDemand(1)
 		}
 	}
-	return x.exec(ctx, argv, stdin)
+	return x.exec(ctx, argv, stdin, false)
+}
+
+// RunAside is Run for a command answered by another daemon than the
+// batch system's controller (SLURM's sacctmgr asks slurmdbd): counted and
+// charged as Run, but its words (an accounting database that is down or
+// refuses) neither start nor end the Budget's back-off; only no answer at
+// all (the connection, the command's deadline) does.
+func (x *Exec) RunAside(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+	if x.bud != nil && ctx.Err() == nil {
+		if polling(ctx) {
+			x.bud.Charge(1)
+		} else {
+			x.bud.ChargeDemand(1)
+		}
+	}
+	return x.exec(ctx, argv, stdin, true)
 }
 
 type pollKey struct{}
@@ -155,10 +171,10 @@ func polling(ctx context.Context) bool { v, _ := ctx.Value(pollKey{}).(bool); re
 // exit-code files): not counted, but a site that does not answer still
 // starts the back-off.
 func (x *Exec) Plain(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
-	return x.exec(ctx, argv, stdin)
+	return x.exec(ctx, argv, stdin, false)
 }
 
-func (x *Exec) exec(ctx context.Context, argv []string, stdin io.Reader) (backends.Result, error) {
+func (x *Exec) exec(ctx context.Context, argv []string, stdin io.Reader, aside bool) (backends.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return backends.Result{}, fmt.Errorf("%s: %w", x.Site, err)
 	}
@@ -174,7 +190,7 @@ func (x *Exec) exec(ctx context.Context, argv []string, stdin io.Reader) (backen
 		// gone; what the command did is unknown (ErrUnavailable).
 		err = fmt.Errorf("%w: no answer within %s: %w", backends.ErrUnavailable, d, err)
 	}
-	if x.bud != nil {
+	if x.bud != nil && (!aside || err != nil) {
 		msg := ""
 		if err == nil && r.ExitCode != 0 {
 			msg = x.Message(r)

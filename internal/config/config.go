@@ -71,8 +71,9 @@ type Site struct {
 	// NativeArrays (slurm and pbs sites, in process): the elements of a
 	// grid array bound for the site go as one native array (sbatch
 	// --array, qsub -J) instead of one batch job each; docs/arrays.md.
-	// Default off.
-	NativeArrays bool `mapstructure:"native_arrays"`
+	// Default on for a slurm or pbs site in process (UsesNativeArrays);
+	// false turns them off.
+	NativeArrays *bool `mapstructure:"native_arrays"`
 	// Isolate runs the site's built-in backend out of process (gridsub
 	// re-executes itself as a plugin, supervised): a crash in the backend
 	// cannot take gridsub down. Only for slurm and pbs sites.
@@ -571,4 +572,14 @@ func (c *Config) PolicySites() []policy.Site {
 // the live state.
 func (c *Config) Snapshot(now time.Time) *policy.Snapshot {
 	return &policy.Snapshot{Now: now, Sites: c.PolicySites(), Links: c.Links(), MultiSite: c.Network.MultiSiteFactor}
+}
+
+// UsesNativeArrays is the site's effective native_arrays: the value set,
+// else true for a slurm or pbs site whose built-in backend runs in process
+// (the only backends that submit native arrays) and false otherwise.
+func (s *Site) UsesNativeArrays() bool {
+	if s.NativeArrays != nil {
+		return *s.NativeArrays
+	}
+	return (s.Kind == KindSlurm || s.Kind == KindPBS) && !s.Isolate && s.Plugin == nil
 }

@@ -61,7 +61,7 @@ func (c *Config) BackendSpec(s *Site, log *slog.Logger) (plugins.BackendSpec, er
 		Config: plugins.BackendConfig{Name: s.Name, Kind: s.Kind, Nodes: s.Nodes, CoresPerNode: s.CoresPerNode, H: s.H,
 			MemPerNode: int64(s.MemPerNode), GPUsPerNode: s.GPUsPerNode,
 			Partition: s.Partition, Account: s.Account, RemoteDir: s.RemoteDir, BinDir: s.BinDir,
-			NativeArrays: s.NativeArrays,
+			NativeArrays: s.UsesNativeArrays(),
 			Staging: &plugins.StagingConfig{MaxFileSize: int64(st.MaxFileSize), MaxJobBytes: int64(st.MaxJobBytes),
 				MinRate: float64(st.MinRate), MinTime: st.MinTime}},
 		Builtin: s.Kind, Isolate: s.Isolate, Logger: log,

@@ -117,7 +117,7 @@ func (c *Config) validate() Errors {
 				bad(k+".budget.poll_fast", "must not be shorter than broker.poll_interval (%s): a poll happens in a cycle; got %s", c.Broker.PollInterval, b.PollFast)
 			}
 		}
-		if s.NativeArrays && (!remote || s.Isolate || s.Plugin != nil) {
+		if s.NativeArrays != nil && *s.NativeArrays && (!remote || s.Isolate || s.Plugin != nil) {
 			bad(k+".native_arrays", "native job arrays are submitted by the built-in slurm and pbs backends in process; remove it for a %s site%s",
 				s.Kind, map[bool]string{true: " (or drop isolate/plugin)", false: ""}[remote])
 		}

@@ -120,7 +120,7 @@ func infoToProto(i *backends.SiteInfo) *pb.BackendSiteInfo {
 	out := &pb.BackendSiteInfo{
 		Name: i.Name, Kind: i.Kind, Nodes: int64(i.Nodes), FreeNodes: int64(i.FreeNodes),
 		CoresPerNode: int64(i.CoresPerNode), Partitions: i.Partitions, Queued: int64(i.Queued), Running: int64(i.Running),
-		MemPerNode: i.MemPerNode, GpusPerNode: int64(i.GPUsPerNode),
+		MemPerNode: i.MemPerNode, GpusPerNode: int64(i.GPUsPerNode), Accounts: i.Accounts,
 	}
 	for _, a := range i.Busy {
 		out.Busy = append(out.Busy, &pb.BackendAllocation{Nodes: int64(a.Nodes), UntilUnixNano: wire.TimeToWire(a.Until)})
@@ -132,7 +132,7 @@ func infoFromProto(i *pb.BackendSiteInfo) *backends.SiteInfo {
 	out := &backends.SiteInfo{
 		Name: i.Name, Kind: i.Kind, Nodes: int(i.Nodes), FreeNodes: int(i.FreeNodes),
 		CoresPerNode: int(i.CoresPerNode), Partitions: i.Partitions, Queued: int(i.Queued), Running: int(i.Running),
-		MemPerNode: i.MemPerNode, GPUsPerNode: int(i.GpusPerNode),
+		MemPerNode: i.MemPerNode, GPUsPerNode: int(i.GpusPerNode), Accounts: i.Accounts,
 	}
 	if len(i.Busy) > 0 {
 		out.Busy = make([]backends.Allocation, len(i.Busy))

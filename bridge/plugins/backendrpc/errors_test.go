@@ -220,7 +220,8 @@ func TestRoundTripValues(t *testing.T) {
 	status := backends.JobStatus{ID: "7", GridID: "g-1", Name: "n", State: backends.StateTimeout, Reason: "TimeLimit",
 		ExitCode: -1, Signal: 9, Start: start, End: start.Add(time.Hour), NodeList: "a[1-2]"}
 	info := &backends.SiteInfo{Name: "s", Kind: "k", Nodes: 8, FreeNodes: 3, CoresPerNode: 2, Partitions: []string{"p", "q"},
-		Queued: 4, Running: 5, Busy: []backends.Allocation{{Nodes: 2, Until: start}}, MemPerNode: 4 << 30, GPUsPerNode: 1}
+		Queued: 4, Running: 5, Busy: []backends.Allocation{{Nodes: 2, Until: start}}, MemPerNode: 4 << 30, GPUsPerNode: 1,
+		Accounts: []string{"proj1", "proj2"}}
 	resv := &backends.Reservation{ID: "r9", Start: start, End: start.Add(time.Hour), Nodes: 2, NodeList: "a1", State: "ACTIVE"}
 	rspec := &backends.ReservationSpec{Name: "r", Start: start, Duration: time.Hour, Nodes: 2, Users: []string{"u"}}
 	var gotSpec *backends.JobSpec

@@ -587,6 +587,7 @@ type BackendSiteInfo struct {
 	Busy          []*BackendAllocation   `protobuf:"bytes,9,rep,name=busy,proto3" json:"busy,omitempty"`
 	MemPerNode    int64                  `protobuf:"varint,10,opt,name=mem_per_node,json=memPerNode,proto3" json:"mem_per_node,omitempty"` // bytes; 0 = not known
 	GpusPerNode   int64                  `protobuf:"varint,11,opt,name=gpus_per_node,json=gpusPerNode,proto3" json:"gpus_per_node,omitempty"`
+	Accounts      []string               `protobuf:"bytes,12,rep,name=accounts,proto3" json:"accounts,omitempty"` // the login user's accounts; empty = the site cannot say
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -696,6 +697,13 @@ func (x *BackendSiteInfo) GetGpusPerNode() int64 {
 		return x.GpusPerNode
 	}
 	return 0
+}
+
+func (x *BackendSiteInfo) GetAccounts() []string {
+	if x != nil {
+		return x.Accounts
+	}
+	return nil
 }
 
 type BackendInfoReply struct {
@@ -2551,7 +2559,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x12BackendInfoRequest\"Q\n" +
 	"\x11BackendAllocation\x12\x14\n" +
 	"\x05nodes\x18\x01 \x01(\x03R\x05nodes\x12&\n" +
-	"\x0funtil_unix_nano\x18\x02 \x01(\x03R\runtilUnixNano\"\xe7\x02\n" +
+	"\x0funtil_unix_nano\x18\x02 \x01(\x03R\runtilUnixNano\"\x83\x03\n" +
 	"\x0fBackendSiteInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
@@ -2568,7 +2576,8 @@ const file_backend_proto_rawDesc = "" +
 	"\fmem_per_node\x18\n" +
 	" \x01(\x03R\n" +
 	"memPerNode\x12\"\n" +
-	"\rgpus_per_node\x18\v \x01(\x03R\vgpusPerNode\"\x83\x01\n" +
+	"\rgpus_per_node\x18\v \x01(\x03R\vgpusPerNode\x12\x1a\n" +
+	"\baccounts\x18\f \x03(\tR\baccounts\"\x83\x01\n" +
 	"\x10BackendInfoReply\x126\n" +
 	"\x05error\x18\x01 \x01(\v2 .gridsub.plugins.v1.BackendErrorR\x05error\x127\n" +
 	"\x04info\x18\x02 \x01(\v2#.gridsub.plugins.v1.BackendSiteInfoR\x04info\"T\n" +
