@@ -246,7 +246,7 @@ func sameOutputs(t *testing.T, local, swept string, runs int) {
 }
 
 // sweepConfig is configs/local-slurm.yaml with the test's input roots (the
-// built binary, the repository), siteA with native arrays.
+// built binary, the repository), siteB without native arrays.
 func sweepConfig(t *testing.T, root, bin string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "configs/local-slurm.yaml"))
@@ -254,8 +254,9 @@ func sweepConfig(t *testing.T, root, bin string) string {
 		t.Fatal(err)
 	}
 	s := strings.Replace(string(b), "broker:\n", "broker:\n  input_roots: ["+filepath.Dir(bin)+", "+repoRoot+"]\n", 1)
-	// siteA takes its array as a native SLURM array, siteB one sbatch per element.
-	s = strings.Replace(s, "    partition: batch\n", "    partition: batch\n    native_arrays: true\n", 1)
+	// siteA takes its array as a native SLURM array (the default), siteB
+	// one sbatch per element.
+	s = strings.Replace(s, "    partition: compute\n", "    partition: compute\n    native_arrays: false\n", 1)
 	p := filepath.Join(root, "slurm.yaml")
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
