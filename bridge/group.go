@@ -290,6 +290,9 @@ func (gs *groups) makeElement(ctx context.Context, p *Job, indices []int, k int,
 	}
 	idx := indices[k]
 	e := &Job{ID: ElementID(p.ID, idx), Req: req, State: Queued, Submit: now, ExitCode: -1, Parent: p.ID, Index: idx}
+	// Its QoS tier, from its request as for a single job: a none element
+	// is retried after a failure, a high one runs copies.
+	gs.assignTier(e, now)
 	if req.hasDeps() {
 		e.State, e.Waiting = Held, "its dependencies"
 	}

@@ -453,3 +453,41 @@ func TestLargeArrayMadeInBoundedBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestArrayElementRetriedUnderItsTier: an element is a job of its own
+// QoS tier (its request's, as for a single job): under "none" an element
+// whose command fails is queued again and completes at the next attempt,
+// and the array completes.
+func TestArrayElementRetriedUnderItsTier(t *testing.T) {
+	a := newFake("A", 100)
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a, H: 1}}, Planner: scriptPlanner{firstFit}, Tiers: &TierOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req(1)
+	r.Array, r.QoS = "0-2", TierNone
+	p, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCycle(t, b, t0.Add(time.Second))
+	el := ElementID(p.ID, 1)
+	if e := mustJob(t, b, el); e.Tier != TierNone {
+		t.Fatalf("element tier %q, want %q", e.Tier, TierNone)
+	}
+	a.set(el, backends.StateFailed, 3)
+	now := t0.Add(time.Second)
+	for i := 0; i < 10 && mustJob(t, b, p.ID).State == Running; i++ {
+		now = now.Add(time.Second)
+		mustCycle(t, b, now)
+		if i > 0 {
+			a.runAll(backends.StateCompleted, 0)
+		}
+	}
+	if e := mustJob(t, b, el); e.State != Completed || e.Attempts != 2 {
+		t.Fatalf("element %s after %d attempts, want completed at the second", e.State, e.Attempts)
+	}
+	if p = mustJob(t, b, p.ID); p.State != Completed {
+		t.Fatalf("array %s: %s", p.State, p.Reason)
+	}
+}

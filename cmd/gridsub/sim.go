@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,6 +27,43 @@ type simFlags struct {
 	viaBroker bool   // replay every run through bridge.Broker
 	seeds     []uint // replace sweep.seed (experiment.Subset)
 	workload  []int  // keep only these workloads (experiment.Subset)
+
+	// A sweep on batch sites (sweep.go).
+	on       []string      // sites the runs go to, through the daemon
+	limit    int           // at most this many runs in flight per site (0: no limit)
+	walltime time.Duration // each run's walltime at the sites
+	qos      string        // each run's QoS tier (docs/qos.md)
+	poll     time.Duration // how often the daemon is asked
+	patience time.Duration // how long a silent daemon is waited for
+	runIndex int           // hidden: perform this run alone (an element of a sweep)
+	runOut   string        // hidden: where --run-index writes its run file
+}
+
+// runArgs are the flags a sweep's elements get, so each run is the run of
+// the same experiment as here.
+func (f *simFlags) runArgs() []string {
+	var a []string
+	if f.jobs > 0 {
+		a = append(a, "--jobs", strconv.Itoa(f.jobs))
+	}
+	if len(f.seeds) > 0 {
+		s := make([]string, len(f.seeds))
+		for i, v := range f.seeds {
+			s[i] = strconv.FormatUint(uint64(v), 10)
+		}
+		a = append(a, "--seeds", strings.Join(s, ","))
+	}
+	if len(f.workload) > 0 {
+		s := make([]string, len(f.workload))
+		for i, v := range f.workload {
+			s[i] = strconv.Itoa(v)
+		}
+		a = append(a, "--workload", strings.Join(s, ","))
+	}
+	if f.viaBroker {
+		a = append(a, "--via-broker")
+	}
+	return a
 }
 
 func newSimCmd(g *globals) *cobra.Command {
@@ -81,7 +119,22 @@ Trust-Min-min against Min-min over runs in which trust is learned;
 docs/results/paper001.md and paper002.md discuss them.
 
 The sites are the experiment file's own (its testbed section); --config does
-not apply and is refused.
+not apply and is refused, except with --on.
+
+--on SITE[,SITE...] runs the experiment on batch sites instead of this
+machine, through the running daemon (gridsub serve): the runs become one job
+array per site (native where the site has native_arrays), the gridsub binary,
+the experiment file and its traces are staged once per site by a stage-in job
+into <remote_dir>/gridsub-sweeps/<key>/, each element performs one run and
+returns its result, gathered into DIR/runs/ as it ends; at the end the same
+tables and plots as a local run are written (results.csv byte for byte). The
+runs are spread over the sites in proportion to their cores. A failed run is
+retried by the broker under --qos (default none: up to 3 attempts); runs still
+failed are listed, and running the same command again submits only them.
+DIR/sweep-state.json records the sweep: a client or daemon killed
+mid-sweep loses nothing, and the same command resumes where it was. The
+daemon must run on this machine (the fetched results are read from its
+output root).
 
 Exit status: 0 done; 2 a bad experiment file or a missing trace; 3 a run
 failed or was interrupted.`,
@@ -89,7 +142,8 @@ failed or was interrupted.`,
   gridsub sim configs/experiments/ctc-easy-reference.yaml --out out/ref --output json
   gridsub sim configs/experiments/paper000-fig5-small-h-optimal-greedy-nonadaptive.yaml --out out/fig5
   GRIDSUB_WORKLOADS=/data/pwa gridsub sim my-experiment.yaml --out out/mine --workers 4
-  gridsub sim configs/experiments/paper003-qos.yaml --out out/paper003-qos`,
+  gridsub sim configs/experiments/paper003-qos.yaml --out out/paper003-qos
+  gridsub sim configs/experiments/paper001-fig5-6-interval.yaml --on siteA,siteB --out out/fig5-6`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr(fmt.Errorf("sim takes one experiment file (got %d arguments); see configs/experiments/", len(args)))
@@ -97,6 +151,26 @@ failed or was interrupted.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, n := range []string{"limit", "walltime", "qos", "poll", "patience"} {
+				if cmd.Flag(n).Changed && len(f.on) == 0 {
+					return usageErr(fmt.Errorf("--%s applies to a sweep on batch sites only; add --on SITE[,SITE...]", n))
+				}
+			}
+			if cmd.Flag("run-out").Changed && f.runIndex < 0 {
+				return usageErr(fmt.Errorf("--run-out goes with --run-index"))
+			}
+			if f.runIndex >= 0 {
+				if len(f.on) > 0 {
+					return usageErr(fmt.Errorf("--run-index performs one run here; it does not go with --on"))
+				}
+				return runSimOne(cmd.Context(), f, args[0]) // sweep.go
+			}
+			if len(f.on) > 0 {
+				if cmd.Flag("workers").Changed {
+					return usageErr(fmt.Errorf("--workers sets this machine's parallelism; with --on the runs go to the sites (--limit bounds them per site)"))
+				}
+				return runSweep(cmd.Context(), g, f, args[0]) // sweep.go
+			}
 			if fl := cmd.Flag("config"); fl != nil && fl.Changed {
 				return usageErr(fmt.Errorf("gridsub sim takes its sites from the experiment file (its testbed section), not from --config %s; "+
 					"leave --config out, or copy the sites into the experiment's testbed", fl.Value))
@@ -110,6 +184,16 @@ failed or was interrupted.`,
 	cmd.Flags().UintSliceVar(&f.seeds, "seeds", nil, "run these seeds instead of the file's sweep.seed (e.g. 7,8: part of a long experiment)")
 	cmd.Flags().IntSliceVar(&f.workload, "workload", nil, "run only these of the file's workloads (e.g. 1); plots and comparisons of the others are left out")
 	cmd.Flags().BoolVar(&f.viaBroker, "via-broker", false, "replay every job through the real broker (same results, several times slower)")
+	cmd.Flags().StringSliceVar(&f.on, "on", nil, "run on these batch sites through the daemon (e.g. siteA,siteB); resumable")
+	cmd.Flags().IntVar(&f.limit, "limit", 0, "with --on: at most N runs in flight per site (0: no limit)")
+	cmd.Flags().DurationVar(&f.walltime, "walltime", time.Hour, "with --on: each run's walltime at the sites")
+	cmd.Flags().StringVar(&f.qos, "qos", "none", "with --on: each run's QoS tier (none: a failed run is retried, docs/qos.md)")
+	cmd.Flags().DurationVar(&f.poll, "poll", 2*time.Second, "with --on: how often the daemon is asked for finished runs")
+	cmd.Flags().DurationVar(&f.patience, "patience", 2*time.Minute, "with --on: how long to wait for a daemon that stopped answering before exiting (the same command resumes)")
+	cmd.Flags().IntVar(&f.runIndex, "run-index", -1, "perform only this run (what each element of a --on sweep runs)")
+	cmd.Flags().StringVar(&f.runOut, "run-out", "", "with --run-index: the run file to write")
+	cmd.Flags().MarkHidden("run-index")
+	cmd.Flags().MarkHidden("run-out")
 	return cmd
 }
 
@@ -123,28 +207,9 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	if paper003.IsKind(file) {
 		return runPaper003(ctx, g, f, file) // sim003.go
 	}
-	e, err := experiment.Load(file)
+	e, err := loadSimExperiment(f, file)
 	if err != nil {
-		return usageErr(err)
-	}
-	if f.jobs > 0 {
-		if e.Kind == experiment.KindCTCReference {
-			return usageErr(fmt.Errorf("--jobs: %s replays the whole CTC-SP2 trace against its reference schedule; it takes no job count", file))
-		}
-		if e.Kind == experiment.KindDRRM || e.Kind == experiment.KindTrustMinMin {
-			return usageErr(fmt.Errorf("--jobs: %s (kind %s) replays no trace jobs; set drrm.requests or trust.tasks in the file", file, e.Kind))
-		}
-		e.Workload.Jobs = f.jobs
-		if e.Kind == experiment.KindDGJS {
-			e.DGJS.Jobs = []int{f.jobs} // a single point of the jobs axis
-		}
-	}
-	seeds := make([]uint64, len(f.seeds))
-	for i, s := range f.seeds {
-		seeds[i] = uint64(s)
-	}
-	if err := e.Subset(seeds, f.workload); err != nil {
-		return usageErr(err)
+		return err
 	}
 	out := f.out
 	if out == "" {
@@ -175,6 +240,38 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	fmt.Fprintf(g.stdout, "\n%d runs on %d workers in %s; wrote %s\n", len(s.Runs), s.Workers,
 		time.Duration(s.WallSeconds*float64(time.Second)).Round(100*time.Millisecond), strings.Join(files, ", "))
 	return nil
+}
+
+// loadSimExperiment loads an experiment file and applies --jobs, --seeds
+// and --workload, as a local run, a sweep and each of its elements do.
+func loadSimExperiment(f *simFlags, file string) (*experiment.Experiment, error) {
+	if f.jobs < 0 {
+		return nil, usageErr(fmt.Errorf("--jobs must be >= 1 (or left out to use the file's workload.jobs), got %d", f.jobs))
+	}
+	e, err := experiment.Load(file)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	if f.jobs > 0 {
+		if e.Kind == experiment.KindCTCReference {
+			return nil, usageErr(fmt.Errorf("--jobs: %s replays the whole CTC-SP2 trace against its reference schedule; it takes no job count", file))
+		}
+		if e.Kind == experiment.KindDRRM || e.Kind == experiment.KindTrustMinMin {
+			return nil, usageErr(fmt.Errorf("--jobs: %s (kind %s) replays no trace jobs; set drrm.requests or trust.tasks in the file", file, e.Kind))
+		}
+		e.Workload.Jobs = f.jobs
+		if e.Kind == experiment.KindDGJS {
+			e.DGJS.Jobs = []int{f.jobs} // a single point of the jobs axis
+		}
+	}
+	seeds := make([]uint64, len(f.seeds))
+	for i, s := range f.seeds {
+		seeds[i] = uint64(s)
+	}
+	if err := e.Subset(seeds, f.workload); err != nil {
+		return nil, usageErr(err)
+	}
+	return e, nil
 }
 
 // simColumns are the metrics the table shows (results.csv has them all).
