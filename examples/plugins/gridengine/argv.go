@@ -166,21 +166,32 @@ func (c Cmds) SubmitArgv(jobDir, indexDir string, spec *backends.JobSpec, resvEn
 
 // statusScript answers for many ids in one remote command and one qmaster
 // request: `bash -c statusScript gridsub-status <qstat> <qacct> <user>
-// <cancelled dir> <index dir> <ids...>` prints the user's live jobs (qstat -xml), then
+// <cancelled dir> <index dir> <ids...>` (an id is a job number or an array
+// task "<job>.<task>") prints the user's live jobs (qstat -xml), then
 // acctMark and the accounting records of the ids that are not live (one
-// qacct pass over the accounting file, kept to those ids by awk, whose
-// list comes through its environment), then cancelledMark and those of
-// them gridsub deleted, then tagsMark and "<id>:<grid id>" of the ids the
-// index has (one grep over their files). qacct reads the accounting file, not the qmaster;
-// without one (accounting off) it prints nothing and the Backend reads the
-// jobs' exit-code files. Globbing is off.
+// qacct pass over the accounting file, kept to those ids by awk), then
+// cancelledMark and those of them gridsub deleted, then tagsMark and
+// "<job>:<grid id or array tag>" of the ids' job numbers the index has
+// (one grep over their files). An array task is live when a qstat entry of
+// its job lists it (a running task alone, pending ones as "8,9,11-19:1");
+// the ids reach awk through its environment. qacct reads the accounting
+// file, not the qmaster; without one (accounting off) it prints nothing
+// and the Backend reads the jobs' exit-code files. Globbing is off.
 const statusScript = `set -f; qs=$1; qa=$2; u=$3; m=$4; ix=$5; shift 5; x=$("$qs" -xml -u "$u") || exit; printf '%s\n' "$x"; ` +
-	`miss=$(printf '%s\n' "$x" | sed -n 's/.*<JB_job_number>\([0-9]*\)<.*/\1/p' | grep -vxF -f - <(printf '%s\n' "$@")); ` +
+	`miss=$(printf '%s\n' "$x" | I="$*" awk ` +
+	`'BEGIN { k = split(ENVIRON["I"], a, " "); for (i = 1; i <= k; i++) { split(a[i], q, "."); w[q[1]] = w[q[1]] " " a[i] } } ` +
+	`/<JB_job_number>/ { n = $0; gsub(/.*<JB_job_number>|<\/JB_job_number>.*/, "", n); t = ""; next } ` +
+	`/<tasks>/ { t = $0; gsub(/.*<tasks>|<\/tasks>.*/, "", t); next } ` +
+	`/<\/job_list>/ { if (n in w) { if (t == "") live[n] = 1; else { c = split(w[n], e, " "); np = split(t, p, ","); ` +
+	`for (i = 1; i <= c; i++) { split(e[i], q, "."); for (j = 1; j <= np; j++) { if (split(p[j], r, "[-:]") == 3) { ` +
+	`if (q[2] + 0 >= r[1] + 0 && q[2] + 0 <= r[2] + 0 && r[3] + 0 > 0 && (q[2] - r[1]) % r[3] == 0) live[e[i]] = 1 } else if (q[2] + 0 == p[j] + 0) live[e[i]] = 1 } } } } n = "" } ` +
+	`END { for (i = 1; i <= k; i++) if (!(a[i] in live)) print a[i] }'); ` +
 	`echo '` + acctMark + `'; if [ -n "$miss" ]; then "$qa" -j '*' 2>/dev/null | W="$miss" awk ` +
 	`'BEGIN { n = split(ENVIRON["W"], a); for (i = 1; i <= n; i++) w[a[i]] = 1 } ` +
-	`/^=+$/ { if (k) printf "%s", b; b = $0 "\n"; k = 0; next } { b = b $0 "\n" } $1 == "jobnumber" && ($2 in w) { k = 1 } END { if (k) printf "%s", b }'; fi; ` +
+	`function out() { if (b != "" && (t == "undefined" ? (j in w) : ((j "." t) in w))) printf "%s", b } ` +
+	`/^=+$/ { out(); b = $0 "\n"; j = ""; t = ""; next } { b = b $0 "\n" } $1 == "jobnumber" { j = $2 } $1 == "taskid" { t = $2 } END { out() }'; fi; ` +
 	`echo '` + cancelledMark + `'; for i in $miss; do [ -e "$m/$i" ] && printf '%s\n' "$i"; done; ` +
-	`echo '` + tagsMark + `'; cd -- "$ix" 2>/dev/null && grep -s -m 1 -H '' -- "$@"; exit 0`
+	`echo '` + tagsMark + `'; cd -- "$ix" 2>/dev/null && grep -s -m 1 -H '' -- $(printf '%s\n' "$@" | sed 's/[.].*//' | sort -u); exit 0`
 
 // StatusArgv asks for ids (valid job numbers) as the login user.
 func (c Cmds) StatusArgv(user, cancelledDir, indexDir string, ids []backends.JobID) []string {
@@ -193,9 +204,10 @@ func (c Cmds) StatusArgv(user, cancelledDir, indexDir string, ids []backends.Job
 
 // tagScript lists the user's jobs with their tags: `bash -c tagScript
 // gridsub-tags <qstat> <user>` keeps, of `qstat -u USER -j '*'` (one
-// qmaster request), the lines ParseTagged reads. No job is exit 1 with
+// qmaster request), the lines ParseTagged reads (an array job's tasks
+// among them). No job is exit 1 with
 // "Following jobs do not exist".
-const tagScript = `set -o pipefail; "$1" -u "$2" -j '*' 2>&1 | awk '/^(job_number|owner|cwd|job_name|env_list):/ || /^Following jobs do not exist/'; exit 0`
+const tagScript = `set -o pipefail; "$1" -u "$2" -j '*' 2>&1 | awk '/^(job_number|owner|cwd|job_name|env_list|job-array tasks):/ || /^Following jobs do not exist/'; exit 0`
 
 // TagsArgv lists the user's live jobs with their tags.
 func (c Cmds) TagsArgv(user string) []string {
@@ -221,22 +233,28 @@ func ParseIDFiles(out []byte) map[string]backends.JobID {
 		if i < 0 {
 			continue
 		}
-		if id := strings.TrimSpace(l[i+1:]); validJobID(id) {
+		if id := strings.TrimSpace(l[i+1:]); validJobOrTask(id) {
 			m[l[:i]] = backends.JobID(id)
 		}
 	}
 	return m
 }
 
-// cancelScript deletes one job and, once qdel accepted, leaves its marker:
-// `bash -c cancelScript gridsub-cancel <qdel> <cancelled dir> <id>`. A
-// refusal is qdel's exit status with its words on stderr.
-const cancelScript = `o=$("$1" "$3" 2>&1); r=$?; if [ $r -ne 0 ]; then printf '%s\n' "$o" >&2; exit $r; fi; ` +
-	`mkdir -p -- "$2" && : > "$2/$3"; printf '%s\n' "$o"`
+// cancelScript deletes one job or array task and, once qdel accepted,
+// leaves its marker: `bash -c cancelScript gridsub-cancel <qdel>
+// <cancelled dir> <marker name> <qdel arguments...>`. A refusal is qdel's
+// exit status with its words on stderr.
+const cancelScript = `q=$1; m=$2; n=$3; shift 3; o=$("$q" "$@" 2>&1); r=$?; if [ $r -ne 0 ]; then printf '%s\n' "$o" >&2; exit $r; fi; ` +
+	`mkdir -p -- "$m" && : > "$m/$n"; printf '%s\n' "$o"`
 
-// CancelArgv deletes one job (qdel) and records that gridsub deleted it.
+// CancelArgv deletes one job (qdel N) or one array task (qdel N -t T)
+// and records that gridsub deleted it.
 func (c Cmds) CancelArgv(cancelledDir string, id backends.JobID) []string {
-	return []string{"bash", "-c", cancelScript, "gridsub-cancel", c.cmd("qdel"), cancelledDir, string(id)}
+	a := []string{"bash", "-c", cancelScript, "gridsub-cancel", c.cmd("qdel"), cancelledDir, string(id)}
+	if job, task, ok := SplitTaskID(string(id)); ok {
+		return append(a, job, "-t", strconv.Itoa(task))
+	}
+	return append(a, string(id))
 }
 
 // infoScript prints the site's hosts, queues, slots and jobs in one remote
