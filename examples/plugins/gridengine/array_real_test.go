@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -260,4 +261,58 @@ func TestNativeArrayGECutCancelReal(t *testing.T) {
 	if err != nil || r.ExitCode == 0 {
 		t.Fatalf("array %s still at the site after every task was deleted: %v %s", array, err, r.Stdout)
 	}
+}
+
+// TestCaptureArrayFixtures writes the real outputs the array parsers'
+// fixtures come from into $GRIDSUB_GE_CAPTURE (skipped without it): the
+// status command over the 14 elements of one array job (two ended, one
+// exit 0 and one exit 3; one running task deleted; eight running; one
+// pending task deleted; the others pending) and an unknown task, and the
+// tag listing (qstat -j) showing the array job.
+func TestCaptureArrayFixtures(t *testing.T) {
+	dir := os.Getenv("GRIDSUB_GE_CAPTURE")
+	if dir == "" {
+		t.Skip("GRIDSUB_GE_CAPTURE names no directory to write captures into")
+	}
+	s := testSite(t)
+	c := dial(t, s)
+	b := nativeGE(s, c, c.Stager(s.home+"/gridsub-test"))
+	ctx := context.Background()
+	parent := "gcap" + strings.ReplaceAll(gridID("x"), "-", "")
+	specs := geArraySpecs(parent, 14, []string{"sh", "-c", `case $GRIDSUB_ARRAY_INDEX in 0) exit 0;; 1) exit 3;; esac; sleep 60`})
+	res := b.SubmitArrays(ctx, specs)
+	ids := make([]backends.JobID, len(res))
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		ids[i] = r.ID
+	}
+	array, _, _ := strings.Cut(string(ids[0]), ".")
+	t.Cleanup(func() { _, _ = c.Run(context.Background(), []string{gridengine.DefaultBinDir + "/qdel", array}, nil) })
+	time.Sleep(8 * time.Second)
+	for _, i := range []int{2, 13} {
+		if err := b.Cancel(ctx, ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(4 * time.Second)
+	cmds := gridengine.Cmds{Bin: gridengine.DefaultBinDir}
+	root := s.home + "/gridsub-test"
+	write := func(name string, argv []string) {
+		r, err := c.Run(ctx, argv, nil)
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("%s: %v %d %s", name, err, r.ExitCode, r.Stderr)
+		}
+		if err := os.WriteFile(dir+"/"+name, r.Stdout, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("status-array.txt", cmds.StatusArgv(s.ssh.User, root+"/"+gridengine.CancelledDir, root+"/"+gridengine.IndexDir, append(ids, "999999999.1")))
+	write("tags-array.txt", cmds.TagsArgv(s.ssh.User))
+	st, err := b.Status(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("array %s statuses: %+v", array, st)
 }
