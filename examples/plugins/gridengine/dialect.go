@@ -106,6 +106,8 @@ func (d *dialect) Command(argv []string) string {
 		switch argv[3] {
 		case "gridsub-submit":
 			return "qsub"
+		case "gridsub-array":
+			return "qsub -t"
 		case "gridsub-status":
 			return "qstat"
 		case "gridsub-tags":
