@@ -223,7 +223,7 @@ func TestParseStatusArray(t *testing.T) {
 	}
 	var ids []backends.JobID
 	for task := 1; task <= 14; task++ {
-		ids = append(ids, TaskID("3650", task))
+		ids = append(ids, TaskID("4196", task))
 	}
 	got := Merge(p, append(ids, "999999999.1"), time.UTC)
 	if len(got) != 14 {
@@ -242,12 +242,12 @@ func TestParseStatusArray(t *testing.T) {
 			want = backends.StatePending
 		}
 		st := got[id]
-		if st.State != want || st.ID != id || st.GridID != backends.ElementTag("gcapx3433724901", i, 1) {
+		if st.State != want || st.ID != id || st.GridID != backends.ElementTag("gcapx1423945321", i, 1) {
 			t.Errorf("task %s: %+v, want %s", id, st, want)
 		}
 	}
-	if got["3650.2"].ExitCode != 3 || got["3650.3"].Signal != 9 {
-		t.Errorf("ended tasks: %+v %+v", got["3650.2"], got["3650.3"])
+	if got["4196.2"].ExitCode != 3 || got["4196.3"].Signal != 9 {
+		t.Errorf("ended tasks: %+v %+v", got["4196.2"], got["4196.3"])
 	}
 	if len(p.Acct) != 3 {
 		t.Errorf("%d accounting records, want the 3 ended tasks' only", len(p.Acct))
@@ -269,7 +269,7 @@ func TestLiveArray(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != 14 || m[backends.ElementTag("gcapx3433724901", 0, 1)] != "3650.1" || m[backends.ElementTag("gcapx3433724901", 13, 1)] != "3650.14" {
+	if len(m) != 14 || m[backends.ElementTag("gcapx1423945321", 0, 1)] != "4196.1" || m[backends.ElementTag("gcapx1423945321", 13, 1)] != "4196.14" {
 		t.Fatalf("%+v", m)
 	}
 }

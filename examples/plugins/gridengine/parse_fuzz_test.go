@@ -112,7 +112,7 @@ func FuzzParseStatus(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ids := []backends.JobID{"1", "2", "208", "211", "3650.1", "3650.3", "3650.12", "3650.14"}
+		ids := []backends.JobID{"1", "2", "208", "211", "4196.1", "4196.3", "4196.12", "4196.14"}
 		for id, st := range Merge(p, ids, time.UTC) {
 			if st.ID != id || st.State == backends.StateUnknown || st.GridID != "" && !sshbatch.ValidGridID(st.GridID) {
 				t.Fatalf("%s -> %+v", id, st)
