@@ -277,6 +277,19 @@ func (ts TaskSet) Has(task int) bool {
 	return false
 }
 
+// Count is how many jobs a qstat entry stands for: 1, or the tasks of
+// an array job's pending entry ("8,9,11-19:1" is 11), counted up to
+// MaxTasks.
+func (j *Job) Count() int {
+	ts, err := ParseTaskSet(j.Tasks)
+	if err != nil || len(ts) == 0 {
+		return 1
+	}
+	n := 0
+	ts.Each(MaxTasks, func(int) { n++ })
+	return n
+}
+
 // Each calls f for every task in the set, in order, stopping after limit
 // tasks (the set's size is what the qmaster wrote: a bound keeps a hostile
 // "1-2000000000:1" from running forever).

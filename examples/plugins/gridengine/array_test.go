@@ -87,7 +87,7 @@ func TestArrayRunsAndRange(t *testing.T) {
 
 func TestParseArrayQsub(t *testing.T) {
 	// qsub -terse -t's real answers (the testbed).
-	for in, want := range map[string]string{"3645.1-5:2\n": "3645", "3649.1-200:1\n": "3649"} {
+	for in, want := range map[string]string{string(fixture(t, "qsub-array.txt")): "3645", "3649.1-200:1\n": "3649"} {
 		if id, err := ParseArrayQsub([]byte(in)); err != nil || id != want {
 			t.Errorf("ParseArrayQsub(%q) = %q, %v", in, id, err)
 		}
@@ -149,6 +149,17 @@ func TestMergeArrayTasks(t *testing.T) {
 		if _, ok := got[id]; ok {
 			t.Errorf("%s answered: %+v", id, got[id])
 		}
+	}
+	var pending, running int
+	for i := range live {
+		if live[i].State == "r" || live[i].State == "t" {
+			running += live[i].Count()
+		} else {
+			pending += live[i].Count()
+		}
+	}
+	if running != 8 || pending != 22 { // 3645: 1, 3, 5 running; 3646: 2, 4-7 running, 19 waiting (8,9,11-19,23-30), 3 held (20-22)
+		t.Errorf("entries stand for %d running and %d pending jobs, want 8 and 22", running, pending)
 	}
 	if got["3646.21"].Reason != "hqw (held)" || got["3646.8"].GridID != "par_7-a1" || got["3645.1"].GridID != "" {
 		t.Errorf("held task %+v; grid ids %q %q", got["3646.21"], got["3646.8"].GridID, got["3645.1"].GridID)

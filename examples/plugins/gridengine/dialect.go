@@ -492,7 +492,7 @@ func ParseInfo(out []byte, site, queue string, slotsPerNode int) (*backends.Site
 		if strings.ContainsAny(jobs[i].State, "rt") {
 			info.Running++
 		} else {
-			info.Queued++
+			info.Queued += jobs[i].Count()
 		}
 	}
 	return info, nil
