@@ -127,12 +127,14 @@ func TRange(run []int) string {
 
 // arraySubmitScript submits the driver (stdin) as one array job from the
 // directory holding the job directories and records the array's tag under
-// the index (IndexDir, by job number): `bash -c arraySubmitScript
-// gridsub-array <qsub> <base> <index dir> <array tag> <qsub options...>`.
-// It prints qsub -terse's answer ("16.1-200:1").
+// the index (IndexDir, by job number), removing the cancel markers of
+// tasks a wrapped-around job number may have left: `bash -c
+// arraySubmitScript gridsub-array <qsub> <base> <index dir> <array tag>
+// <qsub options...>`. It prints qsub -terse's answer ("16.1-200:1").
 const arraySubmitScript = `set -e; q=$1; b=$2; ix=$3; tag=$4; shift 4; mkdir -p -- "$ix"; ix=$(cd -- "$ix" && pwd); cd -- "$b"; ` +
 	`o=$("$q" -terse -wd "$PWD" -o /dev/null -e /dev/null "$@"); id=${o%%.*}; ` +
-	`case $id in ''|*[!0-9]*) printf '%s\n' "$o"; exit 0;; esac; printf '%s\n' "$tag" > "$ix/$id"; printf '%s\n' "$o"`
+	`case $id in ''|*[!0-9]*) printf '%s\n' "$o"; exit 0;; esac; printf '%s\n' "$tag" > "$ix/$id"; ` +
+	`rm -f -- "$ix/../.cancelled/$id".*; printf '%s\n' "$o"`
 
 // ArrayQsubArgs are spec's qsub options (QsubArgs) for the array job of
 // run: tagged with the array's tag, h_rt of rt seconds, -t, and the
