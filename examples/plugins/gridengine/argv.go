@@ -1,6 +1,7 @@
 package gridengine
 
 import (
+	"bytes"
 	"path"
 	"strconv"
 	"strings"
@@ -215,29 +216,56 @@ func (c Cmds) StatusArgv(user, cancelledDir, indexDir string, ids []backends.Job
 	return a
 }
 
-// tagScript lists the user's jobs with their tags: `bash -c tagScript
-// gridsub-tags <qstat> <user>` keeps, of `qstat -u USER -j '*'` (one
-// qmaster request), the lines ParseTagged reads (an array job's tasks
-// among them). No job is exit 1 with
-// "Following jobs do not exist".
-const tagScript = `set -o pipefail; "$1" -u "$2" -j '*' 2>&1 | awk '/^(job_number|owner|cwd|job_name|env_list|job-array tasks):/ || /^Following jobs do not exist/'; exit 0`
+// tagLines lists the user's jobs with their tags (the first part of
+// tagScript and findScript, $1 = qstat, $2 = user): of `qstat -u USER -j
+// '*'` (one qmaster request) it keeps the lines ParseTagged reads (an
+// array job's tasks among them). No job is exit 1 with "Following jobs do
+// not exist"; any other failure (the qmaster down) is qstat's exit status
+// with its words on stderr, never an empty listing (which would say no job
+// carries the tag).
+const tagLines = `o=$("$1" -u "$2" -j '*' 2>&1); r=$?; if [ $r -ne 0 ] && ! printf '%s\n' "$o" | grep -q '^Following jobs do not exist'; then ` +
+	`printf '%s\n' "$o" >&2; exit $r; fi; printf '%s\n' "$o" | awk '/^(job_number|owner|cwd|job_name|env_list|job-array tasks):/ || /^Following jobs do not exist/'; `
+
+// tagScript: `bash -c tagScript gridsub-tags <qstat> <user>` (tagLines).
+const tagScript = tagLines + `exit 0`
 
 // TagsArgv lists the user's live jobs with their tags.
 func (c Cmds) TagsArgv(user string) []string {
 	return []string{"bash", "-c", tagScript, "gridsub-tags", c.cmd("qstat"), user}
 }
 
-// idFilesScript prints "<dir>:<id>" for each of a grid job's directories
-// holding an id file: `bash -c idFilesScript gridsub-ids <remote dir> <grid id>`.
-const idFilesScript = `cd -- "$1" 2>/dev/null || exit 0; for f in gridsub/"$2"/` + IDFile + ` gridsub/"$2"-*/` + IDFile +
+// idFileLines prints "<dir>:<id>" for each of a grid job's directories
+// holding an id file ($3 = the remote directory, $4 = the grid id,
+// checked by sshbatch.ValidGridID before, quoted here).
+const idFileLines = `cd -- "$3" 2>/dev/null || exit 0; for f in gridsub/"$4"/` + IDFile + ` gridsub/"$4"-*/` + IDFile +
 	`; do [ -f "$f" ] && [ ! -L "$f" ] && printf '%s:%s\n' "${f%/*}" "$(head -c 64 -- "$f")"; done; exit 0`
 
-// IDFilesArgv lists the id files of gridID's job directories.
-func IDFilesArgv(remoteDir, gridID string) []string {
-	return []string{"bash", "-c", idFilesScript, "gridsub-ids", remoteDir, gridID}
+// idFilesMark separates findScript's two parts.
+const idFilesMark = "#gridsub-idfiles"
+
+// findScript is what Find asks in one command: `bash -c findScript
+// gridsub-find <qstat> <user> <remote dir> <grid id>` prints the tag
+// listing (tagLines), idFilesMark, then the id files of the grid job's
+// directories (idFileLines).
+const findScript = tagLines + `echo '` + idFilesMark + `'; ` + idFileLines
+
+// FindArgv lists the user's live jobs with their tags and the id files of
+// gridID's job directories, in one command.
+func (c Cmds) FindArgv(user, remoteDir, gridID string) []string {
+	return []string{"bash", "-c", findScript, "gridsub-find", c.cmd("qstat"), user, remoteDir, gridID}
 }
 
-// ParseIDFiles reads idFilesScript's "<dir>:<id>" lines; a line whose id
+// SplitFind cuts findScript's output into the tag listing and the id
+// file lines.
+func SplitFind(out []byte) (tags, idFiles []byte, err error) {
+	tags, idFiles, ok := bytes.Cut(out, []byte(idFilesMark+"\n"))
+	if !ok {
+		return nil, nil, sshbatch.BadOutput("qstat -j", out, "no "+idFilesMark+" line")
+	}
+	return tags, idFiles, nil
+}
+
+// ParseIDFiles reads idFileLines' "<dir>:<id>" lines; a line whose id
 // is not a job number is skipped.
 func ParseIDFiles(out []byte) map[string]backends.JobID {
 	m := map[string]backends.JobID{}

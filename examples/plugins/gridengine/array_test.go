@@ -3,7 +3,11 @@ package gridengine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -284,3 +288,64 @@ func TestLiveArray(t *testing.T) {
 		t.Fatalf("%+v", m)
 	}
 }
+
+// TestSplitFind: the find command's two parts (a real tag listing, then
+// id file lines); output without the mark is ErrBadOutput.
+func TestSplitFind(t *testing.T) {
+	out := append(fixture(t, "tags-array.txt"), []byte(idFilesMark+"\ngridsub/x_1-a1:4196.2\n")...)
+	tags, ids, err := SplitFind(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := mine(tags, "geuser")
+	if err != nil || len(ts) != 1 || ParseIDFiles(ids)["gridsub/x_1-a1"] != "4196.2" {
+		t.Fatalf("%+v %v %q", ts, err, ids)
+	}
+	if others, _ := mine(tags, "someone"); len(others) != 0 {
+		t.Fatalf("another user's jobs kept: %+v", others)
+	}
+	if _, _, err := SplitFind(fixture(t, "tags-array.txt")); !errors.Is(err, backends.ErrBadOutput) {
+		t.Fatalf("no mark: %v", err)
+	}
+}
+
+// TestFindScriptQmasterDown runs the find command's script with bash
+// against stand-in qstat programs printing the real words of
+// testdata/errors.txt: the qmaster down is qstat's failure with its words
+// (never an empty listing, which would say no job carries the tag), no job
+// at all is an empty listing.
+func TestFindScriptQmasterDown(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	fake := func(name, out string, code int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' %s\nexit %d\n", shellQuote(out), code)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	down := "error: commlib error: got select error (Connection refused)\nunable to send message to qmaster using port 6444 on host \"vm\": got send error"
+	argv := Cmds{}.FindArgv("geuser", dir, "g1")
+	argv[4] = fake("qstat-down", down, 1)
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(ee.Stderr), "unable to send message to qmaster") || len(out) != 0 {
+		t.Fatalf("qmaster down: %q, %v", out, err)
+	}
+	argv[4] = fake("qstat-none", "Following jobs do not exist: \n*", 1)
+	out, err = exec.Command(argv[0], argv[1:]...).Output()
+	if err != nil {
+		t.Fatalf("no jobs: %v", err)
+	}
+	tags, ids, err := SplitFind(out)
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("no jobs: %q %v", out, err)
+	}
+	if ts, err := ParseTagged(tags); err != nil || len(ts) != 0 {
+		t.Fatalf("no jobs: %+v %v", ts, err)
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -112,12 +112,12 @@ func (d *dialect) Command(argv []string) string {
 			return "qstat"
 		case "gridsub-tags":
 			return "qstat -j"
+		case "gridsub-find":
+			return "qstat -j, job id files"
 		case "gridsub-cancel":
 			return "qdel"
 		case "gridsub-info":
 			return "qhost/qstat"
-		case "gridsub-ids":
-			return "job id files"
 		}
 	}
 	return path.Base(argv[0])
@@ -287,13 +287,18 @@ func (d *dialect) tagged(ctx context.Context, x *sshbatch.Exec) ([]Tagged, error
 	if err != nil {
 		return nil, err
 	}
-	ts, err := ParseTagged(r.Stdout)
+	return mine(r.Stdout, x.User)
+}
+
+// mine reads a tag listing and keeps user's jobs.
+func mine(out []byte, user string) ([]Tagged, error) {
+	ts, err := ParseTagged(out)
 	if err != nil {
 		return nil, err
 	}
 	var mine []Tagged
 	for _, t := range ts {
-		if t.Owner == x.User {
+		if t.Owner == user {
 			mine = append(mine, t)
 		}
 	}
@@ -330,11 +335,22 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 // Find lists every job tagged with gridID: the user's live jobs carrying
 // the tag (qstat -j), for an array element the task of a live array job
 // tagged with its array's tag, and the jobs and tasks whose directories
-// recorded their ids (IDFile); all of them are then polled once (qstat,
-// qacct, the cancel markers), and those no record knows are Gone (their
-// exit-code files tell).
+// recorded their ids (IDFile) — those two in one command (FindArgv); all
+// of them are then polled once (qstat, qacct, the cancel markers), and
+// those no record knows are Gone (their exit-code files tell).
 func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]sshbatch.Found, error) {
-	ts, err := d.tagged(ctx, x)
+	if x.User == "" {
+		return nil, fmt.Errorf("%w: %s: looking jobs up by tag needs the login user (ssh.user)", backends.ErrInvalidSpec, x.Site)
+	}
+	r, err := x.Output(ctx, d.cmds.FindArgv(x.User, d.remote(), gridID))
+	if err != nil {
+		return nil, err
+	}
+	listing, idFiles, err := SplitFind(r.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := mine(listing, x.User)
 	if err != nil {
 		return nil, err
 	}
@@ -357,11 +373,7 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 			ids = append(ids, id)
 		}
 	}
-	r, err := x.Output(ctx, IDFilesArgv(d.remote(), gridID))
-	if err != nil {
-		return nil, err
-	}
-	for dir, id := range ParseIDFiles(r.Stdout) {
+	for dir, id := range ParseIDFiles(idFiles) {
 		if !strings.HasPrefix(dir, "gridsub/") || !sshbatch.DirBelongs(dir, gridID) {
 			continue
 		}
