@@ -181,7 +181,8 @@ func TestNativeArrayPBSSIGKILLAdoptsReal(t *testing.T) {
 
 // nativeCrashAdopts runs an n-element array through a broker that dies
 // right after the native submission, then through a restarted one; sep
-// separates the native array's id from the element's index in remote ids.
+// separates the native array's id from the element's index in remote ids
+// ("." for Grid Engine, whose task is the index plus one).
 func nativeCrashAdopts(t *testing.T, n int, submissions func() int, site func() nativeSite, sep string) {
 	mem := NewMemStore()
 	fs := &frozenStore{MemStore: mem, base: uint64(time.Now().UnixNano()/1e6) % 1_000_000_000 * 1000}
@@ -255,8 +256,12 @@ func nativeCrashAdopts(t *testing.T, n int, submissions func() int, site func() 
 			t.Fatalf("element %s: %s attempts %d %+v", e.ID, e.State, e.Attempts, e.Comps)
 		}
 		a, eix, ok := strings.Cut(string(e.Comps[0].RemoteID), sep)
-		if sep == "[" {
+		switch sep {
+		case "[":
 			eix, _, _ = strings.Cut(eix, "]")
+		case ".": // Grid Engine: task i+1 is element i
+			task, _ := strconv.Atoi(eix)
+			eix = strconv.Itoa(task - 1)
 		}
 		if !ok || eix != ix || (array != "" && a != array) {
 			t.Fatalf("element %s has remote id %s (array %s)", e.ID, e.Comps[0].RemoteID, array)

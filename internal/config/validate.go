@@ -146,7 +146,7 @@ func (c *Config) validate() Errors {
 		}
 		if s.NativeArrays != nil && *s.NativeArrays && (!remote || s.Isolate || s.Plugin != nil) {
 			bad(k+".native_arrays", "native job arrays are submitted by the built-in slurm and pbs backends in process; remove it for a %s site%s",
-				s.Kind, map[bool]string{true: " (or drop isolate/plugin)", false: ""}[remote])
+				s.Kind, map[bool]string{true: " (or drop isolate/plugin; a plugin site asks its plugin, e.g. the Grid Engine plugin's plugin.options.native_arrays)", false: ""}[remote])
 		}
 		if s.CoresPerNode < 1 || s.CoresPerNode > MaxCoresPerNode {
 			bad(k+".cores_per_node", "must be a whole number from 1 to %d, got %d", MaxCoresPerNode, s.CoresPerNode)

@@ -63,9 +63,12 @@ func (c *Client) SubmitBatch(ctx context.Context, specs []*backends.JobSpec) []b
 	return out
 }
 
-// SubmitBatch implements the SubmitBatch RPC: the backend's SubmitBatch
-// when it has the capability, else one Submit per spec (so a host may call
-// it whatever the plugin declared).
+// SubmitBatch implements the SubmitBatch RPC: the backend's SubmitArrays
+// when it submits native arrays (backends.ArraySubmitter, which keeps
+// SubmitBatch's contract: the elements of a grid array in the batch go as
+// one array job), else its SubmitBatch when it has the capability, else
+// one Submit per spec (so a host may call it whatever the plugin
+// declared).
 func (s *Server) SubmitBatch(ctx context.Context, r *pb.BackendSubmitBatchRequest) (*pb.BackendSubmitBatchReply, error) {
 	b, e := s.backend()
 	if e != nil {
@@ -85,7 +88,9 @@ func (s *Server) SubmitBatch(ctx context.Context, r *pb.BackendSubmitBatchReques
 		at = append(at, i)
 	}
 	var res []backends.SubmitResult
-	if bs, ok := backends.AsBatchSubmitter(b); ok {
+	if as, ok := backends.AsArraySubmitter(b); ok {
+		res = as.SubmitArrays(ctx, send)
+	} else if bs, ok := backends.AsBatchSubmitter(b); ok {
 		res = bs.SubmitBatch(ctx, send)
 	} else {
 		res = make([]backends.SubmitResult, len(send))

@@ -81,3 +81,55 @@ func TestSubmitBatchThroughPlugin(t *testing.T) {
 		}
 	}
 }
+
+// arrayMock is a batch mock that also submits native arrays when native.
+type arrayMock struct {
+	*batchMock
+	native bool
+	arrays int
+}
+
+func (a *arrayMock) SubmitArrays(ctx context.Context, specs []*backends.JobSpec) []backends.SubmitResult {
+	a.arrays++
+	out := make([]backends.SubmitResult, len(specs))
+	for i := range specs {
+		out[i].ID = backends.JobID(fmt.Sprint("7.", i+1))
+	}
+	return out
+}
+
+func (a *arrayMock) NativeArrays() bool { return a.native }
+
+// TestSubmitBatchPrefersNativeArrays: a plugin whose backend submits
+// native arrays (backends.ArraySubmitter, opted in) answers the host's
+// SubmitBatch with SubmitArrays — the elements of a grid array in the
+// batch go as one array job — and with SubmitBatch when it did not opt in.
+func TestSubmitBatchPrefersNativeArrays(t *testing.T) {
+	batches := 0
+	m := &arrayMock{batchMock: &batchMock{mock: &mock{name: "a"}, batch: func(_ context.Context, specs []*backends.JobSpec) []backends.SubmitResult {
+		batches++
+		out := make([]backends.SubmitResult, len(specs))
+		for i := range specs {
+			out[i].ID = backends.JobID(fmt.Sprint(100 + i))
+		}
+		return out
+	}}, native: true}
+	c, _ := plugins.TestBackendValue(t, m)
+	bs, ok := backends.AsBatchSubmitter(c)
+	if !ok {
+		t.Fatal("the batch capability is not declared through the plugin")
+	}
+	specs := []*backends.JobSpec{
+		{GridID: backends.ElementTag("p", 0, 1), Nodes: 1, Command: []string{"true"}, Walltime: time.Minute},
+		{GridID: backends.ElementTag("p", 1, 1), Nodes: 1, Command: []string{"true"}, Walltime: time.Minute},
+	}
+	res := bs.SubmitBatch(context.Background(), specs)
+	if m.arrays != 1 || batches != 0 || res[0].ID != "7.1" || res[1].ID != "7.2" {
+		t.Fatalf("native on: %d SubmitArrays, %d SubmitBatch, %+v", m.arrays, batches, res)
+	}
+	m.native = false
+	res = bs.SubmitBatch(context.Background(), specs)
+	if m.arrays != 1 || batches != 1 || res[0].ID != "100" {
+		t.Fatalf("native off: %d SubmitArrays, %d SubmitBatch, %+v", m.arrays, batches, res)
+	}
+}

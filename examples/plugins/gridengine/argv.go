@@ -1,6 +1,7 @@
 package gridengine
 
 import (
+	"bytes"
 	"path"
 	"strconv"
 	"strings"
@@ -166,21 +167,45 @@ func (c Cmds) SubmitArgv(jobDir, indexDir string, spec *backends.JobSpec, resvEn
 
 // statusScript answers for many ids in one remote command and one qmaster
 // request: `bash -c statusScript gridsub-status <qstat> <qacct> <user>
-// <cancelled dir> <index dir> <ids...>` prints the user's live jobs (qstat -xml), then
-// acctMark and the accounting records of the ids that are not live (one
-// qacct pass over the accounting file, kept to those ids by awk, whose
-// list comes through its environment), then cancelledMark and those of
-// them gridsub deleted, then tagsMark and "<id>:<grid id>" of the ids the
-// index has (one grep over their files). qacct reads the accounting file, not the qmaster;
-// without one (accounting off) it prints nothing and the Backend reads the
-// jobs' exit-code files. Globbing is off.
+// <cancelled dir> <index dir> <ids...>` (an id is a job number or an array
+// task "<job>.<task>") prints the user's live jobs (qstat -xml), then
+// acctMark and the accounting records of the ids that are not live, then
+// cancelledMark and those of them gridsub deleted, then tagsMark and
+// "<job>:<grid id or array tag>" of the ids' job numbers the index has
+// (one grep over their files). An array task is live when a qstat entry of
+// its job lists it (a running task alone, pending ones as "8,9,11-19:1");
+// the ids reach awk through its environment.
+//
+// The accounting records come from the accounting file, not the qmaster.
+// qacct -j '*' parses the whole file, whose size grows with the site's
+// history (100,000 records: 4-7 s here), so the script reads the file
+// backwards (tac) and hands qacct only the newest line of each id asked
+// for (job number field 6, task field 36: 0 for a plain job), stopping
+// once every id has one: a poll of jobs that just ended reads the file's
+// tail only, a poll of an id without a record reads the file once with
+// awk (100,000 records: about 1 s). Where the file is not at
+// $SGE_ROOT/$SGE_CELL/common/accounting or not readable, qacct -j '*'
+// reads it whole. Without accounting qacct prints nothing and the
+// Backend reads the jobs' exit-code files. Globbing is off.
 const statusScript = `set -f; qs=$1; qa=$2; u=$3; m=$4; ix=$5; shift 5; x=$("$qs" -xml -u "$u") || exit; printf '%s\n' "$x"; ` +
-	`miss=$(printf '%s\n' "$x" | sed -n 's/.*<JB_job_number>\([0-9]*\)<.*/\1/p' | grep -vxF -f - <(printf '%s\n' "$@")); ` +
-	`echo '` + acctMark + `'; if [ -n "$miss" ]; then "$qa" -j '*' 2>/dev/null | W="$miss" awk ` +
+	`miss=$(printf '%s\n' "$x" | I="$*" awk ` +
+	`'BEGIN { k = split(ENVIRON["I"], a, " "); for (i = 1; i <= k; i++) { split(a[i], q, "."); w[q[1]] = w[q[1]] " " a[i] } } ` +
+	`/<JB_job_number>/ { n = $0; gsub(/.*<JB_job_number>|<\/JB_job_number>.*/, "", n); t = ""; next } ` +
+	`/<tasks>/ { t = $0; gsub(/.*<tasks>|<\/tasks>.*/, "", t); next } ` +
+	`/<\/job_list>/ { if (n in w) { if (t == "") live[n] = 1; else { c = split(w[n], e, " "); np = split(t, p, ","); ` +
+	`for (i = 1; i <= c; i++) { split(e[i], q, "."); for (j = 1; j <= np; j++) { if (split(p[j], r, "[-:]") == 3) { ` +
+	`if (q[2] + 0 >= r[1] + 0 && q[2] + 0 <= r[2] + 0 && r[3] + 0 > 0 && (q[2] - r[1]) % r[3] == 0) live[e[i]] = 1 } else if (q[2] + 0 == p[j] + 0) live[e[i]] = 1 } } } } n = "" } ` +
+	`END { for (i = 1; i <= k; i++) if (!(a[i] in live)) print a[i] }'); ` +
+	`echo '` + acctMark + `'; if [ -n "$miss" ]; then af=${SGE_ROOT:-/var/lib/gridengine}/${SGE_CELL:-default}/common/accounting; ` +
+	`if [ -f "$af" ] && [ -r "$af" ]; then "$qa" -f <(tac -- "$af" | W="$miss" awk -F: ` +
+	`'BEGIN { n = split(ENVIRON["W"], a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1; left = n } ` +
+	`{ k = ($36 == 0 ? $6 : $6 "." $36) } (k in w) { print; delete w[k]; if (--left == 0) exit }') -j '*'; ` +
+	`else "$qa" -j '*'; fi 2>/dev/null | W="$miss" awk ` +
 	`'BEGIN { n = split(ENVIRON["W"], a); for (i = 1; i <= n; i++) w[a[i]] = 1 } ` +
-	`/^=+$/ { if (k) printf "%s", b; b = $0 "\n"; k = 0; next } { b = b $0 "\n" } $1 == "jobnumber" && ($2 in w) { k = 1 } END { if (k) printf "%s", b }'; fi; ` +
+	`function out() { if (b != "" && (t == "undefined" ? (j in w) : ((j "." t) in w))) printf "%s", b } ` +
+	`/^=+$/ { out(); b = $0 "\n"; j = ""; t = ""; next } { b = b $0 "\n" } $1 == "jobnumber" { j = $2 } $1 == "taskid" { t = $2 } END { out() }'; fi; ` +
 	`echo '` + cancelledMark + `'; for i in $miss; do [ -e "$m/$i" ] && printf '%s\n' "$i"; done; ` +
-	`echo '` + tagsMark + `'; cd -- "$ix" 2>/dev/null && grep -s -m 1 -H '' -- "$@"; exit 0`
+	`echo '` + tagsMark + `'; cd -- "$ix" 2>/dev/null && grep -s -m 1 -H '' -- $(printf '%s\n' "$@" | sed 's/[.].*//' | sort -u); exit 0`
 
 // StatusArgv asks for ids (valid job numbers) as the login user.
 func (c Cmds) StatusArgv(user, cancelledDir, indexDir string, ids []backends.JobID) []string {
@@ -191,28 +216,56 @@ func (c Cmds) StatusArgv(user, cancelledDir, indexDir string, ids []backends.Job
 	return a
 }
 
-// tagScript lists the user's jobs with their tags: `bash -c tagScript
-// gridsub-tags <qstat> <user>` keeps, of `qstat -u USER -j '*'` (one
-// qmaster request), the lines ParseTagged reads. No job is exit 1 with
-// "Following jobs do not exist".
-const tagScript = `set -o pipefail; "$1" -u "$2" -j '*' 2>&1 | awk '/^(job_number|owner|cwd|job_name|env_list):/ || /^Following jobs do not exist/'; exit 0`
+// tagLines lists the user's jobs with their tags (the first part of
+// tagScript and findScript, $1 = qstat, $2 = user): of `qstat -u USER -j
+// '*'` (one qmaster request) it keeps the lines ParseTagged reads (an
+// array job's tasks among them). No job is exit 1 with "Following jobs do
+// not exist"; any other failure (the qmaster down) is qstat's exit status
+// with its words on stderr, never an empty listing (which would say no job
+// carries the tag).
+const tagLines = `o=$("$1" -u "$2" -j '*' 2>&1); r=$?; if [ $r -ne 0 ] && ! printf '%s\n' "$o" | grep -q '^Following jobs do not exist'; then ` +
+	`printf '%s\n' "$o" >&2; exit $r; fi; printf '%s\n' "$o" | awk '/^(job_number|owner|cwd|job_name|env_list|job-array tasks):/ || /^Following jobs do not exist/'; `
+
+// tagScript: `bash -c tagScript gridsub-tags <qstat> <user>` (tagLines).
+const tagScript = tagLines + `exit 0`
 
 // TagsArgv lists the user's live jobs with their tags.
 func (c Cmds) TagsArgv(user string) []string {
 	return []string{"bash", "-c", tagScript, "gridsub-tags", c.cmd("qstat"), user}
 }
 
-// idFilesScript prints "<dir>:<id>" for each of a grid job's directories
-// holding an id file: `bash -c idFilesScript gridsub-ids <remote dir> <grid id>`.
-const idFilesScript = `cd -- "$1" 2>/dev/null || exit 0; for f in gridsub/"$2"/` + IDFile + ` gridsub/"$2"-*/` + IDFile +
+// idFileLines prints "<dir>:<id>" for each of a grid job's directories
+// holding an id file ($3 = the remote directory, $4 = the grid id,
+// checked by sshbatch.ValidGridID before, quoted here).
+const idFileLines = `cd -- "$3" 2>/dev/null || exit 0; for f in gridsub/"$4"/` + IDFile + ` gridsub/"$4"-*/` + IDFile +
 	`; do [ -f "$f" ] && [ ! -L "$f" ] && printf '%s:%s\n' "${f%/*}" "$(head -c 64 -- "$f")"; done; exit 0`
 
-// IDFilesArgv lists the id files of gridID's job directories.
-func IDFilesArgv(remoteDir, gridID string) []string {
-	return []string{"bash", "-c", idFilesScript, "gridsub-ids", remoteDir, gridID}
+// idFilesMark separates findScript's two parts.
+const idFilesMark = "#gridsub-idfiles"
+
+// findScript is what Find asks in one command: `bash -c findScript
+// gridsub-find <qstat> <user> <remote dir> <grid id>` prints the tag
+// listing (tagLines), idFilesMark, then the id files of the grid job's
+// directories (idFileLines).
+const findScript = tagLines + `echo '` + idFilesMark + `'; ` + idFileLines
+
+// FindArgv lists the user's live jobs with their tags and the id files of
+// gridID's job directories, in one command.
+func (c Cmds) FindArgv(user, remoteDir, gridID string) []string {
+	return []string{"bash", "-c", findScript, "gridsub-find", c.cmd("qstat"), user, remoteDir, gridID}
 }
 
-// ParseIDFiles reads idFilesScript's "<dir>:<id>" lines; a line whose id
+// SplitFind cuts findScript's output into the tag listing and the id
+// file lines.
+func SplitFind(out []byte) (tags, idFiles []byte, err error) {
+	tags, idFiles, ok := bytes.Cut(out, []byte(idFilesMark+"\n"))
+	if !ok {
+		return nil, nil, sshbatch.BadOutput("qstat -j", out, "no "+idFilesMark+" line")
+	}
+	return tags, idFiles, nil
+}
+
+// ParseIDFiles reads idFileLines' "<dir>:<id>" lines; a line whose id
 // is not a job number is skipped.
 func ParseIDFiles(out []byte) map[string]backends.JobID {
 	m := map[string]backends.JobID{}
@@ -221,22 +274,28 @@ func ParseIDFiles(out []byte) map[string]backends.JobID {
 		if i < 0 {
 			continue
 		}
-		if id := strings.TrimSpace(l[i+1:]); validJobID(id) {
+		if id := strings.TrimSpace(l[i+1:]); validJobOrTask(id) {
 			m[l[:i]] = backends.JobID(id)
 		}
 	}
 	return m
 }
 
-// cancelScript deletes one job and, once qdel accepted, leaves its marker:
-// `bash -c cancelScript gridsub-cancel <qdel> <cancelled dir> <id>`. A
-// refusal is qdel's exit status with its words on stderr.
-const cancelScript = `o=$("$1" "$3" 2>&1); r=$?; if [ $r -ne 0 ]; then printf '%s\n' "$o" >&2; exit $r; fi; ` +
-	`mkdir -p -- "$2" && : > "$2/$3"; printf '%s\n' "$o"`
+// cancelScript deletes one job or array task and, once qdel accepted,
+// leaves its marker: `bash -c cancelScript gridsub-cancel <qdel>
+// <cancelled dir> <marker name> <qdel arguments...>`. A refusal is qdel's
+// exit status with its words on stderr.
+const cancelScript = `q=$1; m=$2; n=$3; shift 3; o=$("$q" "$@" 2>&1); r=$?; if [ $r -ne 0 ]; then printf '%s\n' "$o" >&2; exit $r; fi; ` +
+	`mkdir -p -- "$m" && : > "$m/$n"; printf '%s\n' "$o"`
 
-// CancelArgv deletes one job (qdel) and records that gridsub deleted it.
+// CancelArgv deletes one job (qdel N) or one array task (qdel N -t T)
+// and records that gridsub deleted it.
 func (c Cmds) CancelArgv(cancelledDir string, id backends.JobID) []string {
-	return []string{"bash", "-c", cancelScript, "gridsub-cancel", c.cmd("qdel"), cancelledDir, string(id)}
+	a := []string{"bash", "-c", cancelScript, "gridsub-cancel", c.cmd("qdel"), cancelledDir, string(id)}
+	if job, task, ok := SplitTaskID(string(id)); ok {
+		return append(a, job, "-t", strconv.Itoa(task))
+	}
+	return append(a, string(id))
 }
 
 // infoScript prints the site's hosts, queues, slots and jobs in one remote

@@ -47,7 +47,10 @@ type Config struct {
 	// local times); nil = time.Local.
 	Location *time.Location
 	// Now is the clock for reservation start times; nil = time.Now.
-	Now           func() time.Time
+	Now func() time.Time
+	// NativeArrays: the elements of a grid array that reach the site in
+	// one batch go as one array job (qsub -t; sshbatch.Backend.SubmitArrays).
+	NativeArrays  bool
 	Logger        *slog.Logger
 	MaxJobBytes   int64
 	BatchSessions int
@@ -73,7 +76,7 @@ func Connect(ctx context.Context, cfg Config, ssh transport.Config) (*Backend, e
 
 func shared(cfg Config) sshbatch.Config {
 	return sshbatch.Config{Name: cfg.Name, RemoteDir: cfg.RemoteDir, User: cfg.User, Logger: cfg.Logger,
-		MaxJobBytes: cfg.MaxJobBytes, BatchSessions: cfg.BatchSessions}
+		MaxJobBytes: cfg.MaxJobBytes, BatchSessions: cfg.BatchSessions, NativeArrays: cfg.NativeArrays}
 }
 
 // Options is the site's `plugin.options` section.
@@ -82,6 +85,9 @@ type Options struct {
 	Project  string `json:"project"`   // default project (Config.Project); the site's account is used when unset
 	TimeZone string `json:"time_zone"` // the qmaster's zone, an IANA name ("UTC", "Europe/Berlin"); default the plugin's local zone
 	BinDir   string `json:"bin_dir"`   // Config.BinDir; the site's bin_dir is used when unset
+	// NativeArrays: Config.NativeArrays (the elements of a grid array
+	// that one batch brings go as one qsub -t).
+	NativeArrays bool `json:"native_arrays"`
 }
 
 // FromConfig builds the site from gridsub's configuration of it (the JSON
@@ -99,11 +105,11 @@ func FromConfig(ctx context.Context, raw []byte) (backends.Backend, error) {
 		dec := json.NewDecoder(bytes.NewReader(c.Options))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&o); err != nil {
-			return nil, fmt.Errorf("%w: %w: site %s: plugin.options: %w (known: pe, project, time_zone, bin_dir)", ErrConfig, backends.ErrInvalidSpec, c.Name, err)
+			return nil, fmt.Errorf("%w: %w: site %s: plugin.options: %w (known: pe, project, time_zone, bin_dir, native_arrays)", ErrConfig, backends.ErrInvalidSpec, c.Name, err)
 		}
 	}
 	cfg := Config{Name: c.Name, Queue: c.Partition, PE: o.PE, Project: c.Account, SlotsPerNode: c.CoresPerNode,
-		RemoteDir: c.RemoteDir, BinDir: c.BinDir}
+		RemoteDir: c.RemoteDir, BinDir: c.BinDir, NativeArrays: o.NativeArrays}
 	if o.Project != "" {
 		cfg.Project = o.Project
 	}

@@ -29,8 +29,10 @@ type dialect struct {
 	cfg  Config
 	cmds Cmds
 
-	mu   sync.Mutex
-	ends map[backends.ResvID]time.Time // the ends of the reservations Show read
+	mu         sync.Mutex
+	ends       map[backends.ResvID]time.Time // the ends of the reservations Show read
+	limits     ArrayLimits                   // qconf -sconf's, once haveLimits
+	haveLimits bool
 }
 
 func newDialect(cfg Config) *dialect {
@@ -67,7 +69,8 @@ func (d *dialect) Traits() sshbatch.Traits {
 	return sshbatch.Traits{Kind: Kind, System: "Grid Engine", MaxIDs: MaxIDsPerCommand, Records: "qstat, qacct"}
 }
 
-func (d *dialect) ValidJobID(id string) bool { return validJobID(id) }
+// ValidJobID: a job number, or an array task "<job>.<task>".
+func (d *dialect) ValidJobID(id string) bool { return validJobOrTask(id) }
 
 // CheckSpec refuses what Grid Engine cannot be asked for here: more
 // cores per node than a node's slots, GPUs (no GPU resource is defined),
@@ -103,16 +106,18 @@ func (d *dialect) Command(argv []string) string {
 		switch argv[3] {
 		case "gridsub-submit":
 			return "qsub"
+		case "gridsub-array":
+			return "qsub -t"
 		case "gridsub-status":
 			return "qstat"
 		case "gridsub-tags":
 			return "qstat -j"
+		case "gridsub-find":
+			return "qstat -j, job id files"
 		case "gridsub-cancel":
 			return "qdel"
 		case "gridsub-info":
 			return "qhost/qstat"
-		case "gridsub-ids":
-			return "job id files"
 		}
 	}
 	return path.Base(argv[0])
@@ -174,27 +179,46 @@ func (d *dialect) poll(ctx context.Context, x *sshbatch.Exec, ids []backends.Job
 	return Merge(p, ids, d.cfg.Location), nil
 }
 
-// Merge turns one poll into the statuses of ids: a live job's from qstat
-// (an array job's tasks: running while any runs), an ended one's from its
-// last accounting record, Cancelled when gridsub deleted it and it did
-// not complete cleanly first.
+// Merge turns one poll into the statuses of ids (job numbers and array
+// tasks "<job>.<task>"): a live one's from qstat (an entry of an array job
+// lists its tasks: a running task alone, pending ones as ranges), an
+// ended one's from its last accounting record, Cancelled when gridsub
+// deleted it and it did not complete cleanly first. An array task's grid
+// id follows from its array's tag (the index) and its task number.
 func Merge(p *Polled, ids []backends.JobID, loc *time.Location) map[backends.JobID]backends.JobStatus {
 	want := make(map[backends.JobID]bool, len(ids))
+	tasks := map[string][]int{} // job number -> the tasks asked for
 	for _, id := range ids {
 		want[id] = true
+		if job, task, ok := SplitTaskID(string(id)); ok {
+			tasks[job] = append(tasks[job], task)
+		}
 	}
 	out := map[backends.JobID]backends.JobStatus{}
+	put := func(id backends.JobID, st backends.JobStatus) {
+		if prev, ok := out[id]; ok && prev.State == backends.StateRunning {
+			return
+		}
+		st.ID = id
+		out[id] = st
+	}
 	for i := range p.Live {
 		j := &p.Live[i]
-		id := backends.JobID(j.Number)
-		if !want[id] {
+		if strings.TrimSpace(j.Tasks) == "" {
+			if id := backends.JobID(j.Number); want[id] {
+				put(id, j.Status(loc))
+			}
 			continue
 		}
-		st := j.Status(loc)
-		if prev, ok := out[id]; ok && prev.State == backends.StateRunning {
-			continue
+		ts, err := ParseTaskSet(j.Tasks)
+		if err != nil {
+			continue // ParseQstatXML checked every task list
 		}
-		out[id] = st
+		for _, t := range tasks[j.Number] {
+			if ts.Has(t) {
+				put(TaskID(j.Number, t), j.Status(loc))
+			}
+		}
 	}
 	cancelled := map[string]bool{}
 	for _, c := range p.Cancelled {
@@ -202,12 +226,12 @@ func Merge(p *Polled, ids []backends.JobID, loc *time.Location) map[backends.Job
 	}
 	for i := range p.Acct {
 		a := &p.Acct[i]
-		id := backends.JobID(a.Number)
+		id := a.ID()
 		if _, live := out[id]; live || !want[id] {
 			continue
 		}
 		st := a.Status()
-		if cancelled[a.Number] && st.State != backends.StateCompleted {
+		if cancelled[string(id)] && st.State != backends.StateCompleted {
 			st.State, st.Reason = backends.StateCancelled, "deleted by gridsub (qdel); "+st.Reason
 		}
 		out[id] = st
@@ -219,10 +243,27 @@ func Merge(p *Polled, ids []backends.JobID, loc *time.Location) map[backends.Job
 		}
 	}
 	for id, st := range out {
-		st.GridID = p.GridIDs[string(id)]
+		st.GridID = GridIDOf(p.GridIDs, string(id))
 		out[id] = st
 	}
 	return out
+}
+
+// GridIDOf is the grid id of job or array task id, given the index's
+// job number -> grid id or array tag ("" when the index does not say).
+func GridIDOf(index map[string]string, id string) string {
+	job, task, isTask := SplitTaskID(id)
+	if !isTask {
+		if _, _, arr := sshbatch.FromArrayTag(index[id]); arr {
+			return ""
+		}
+		return index[id]
+	}
+	parent, attempt, ok := sshbatch.FromArrayTag(index[job])
+	if !ok {
+		return ""
+	}
+	return backends.ElementTag(parent, task-1, attempt)
 }
 
 // CancelArgv is qdel of one job, leaving its marker.
@@ -230,9 +271,9 @@ func (d *dialect) CancelArgv(id backends.JobID) []string {
 	return d.cmds.CancelArgv(d.cancelledDir(), id)
 }
 
-// goneRe: qdel's and qrdel's words for a job or reservation that has
-// ended or that they do not know.
-var goneRe = regexp.MustCompile(`denied: (job|advance_reservation) "[0-9]+" does not exist`)
+// goneRe: qdel's and qrdel's words for a job, array task or reservation
+// that has ended or that they do not know.
+var goneRe = regexp.MustCompile(`denied: (job|advance_reservation) "[0-9]+" does not exist|job "[0-9]+" task "[0-9]+" does not exist`)
 
 // Ended: qdel's words for a job that has ended or that it does not know.
 func (d *dialect) Ended(msg string) bool { return goneRe.MatchString(msg) }
@@ -246,13 +287,18 @@ func (d *dialect) tagged(ctx context.Context, x *sshbatch.Exec) ([]Tagged, error
 	if err != nil {
 		return nil, err
 	}
-	ts, err := ParseTagged(r.Stdout)
+	return mine(r.Stdout, x.User)
+}
+
+// mine reads a tag listing and keeps user's jobs.
+func mine(out []byte, user string) ([]Tagged, error) {
+	ts, err := ParseTagged(out)
 	if err != nil {
 		return nil, err
 	}
 	var mine []Tagged
 	for _, t := range ts {
-		if t.Owner == x.User {
+		if t.Owner == user {
 			mine = append(mine, t)
 		}
 	}
@@ -260,7 +306,8 @@ func (d *dialect) tagged(ctx context.Context, x *sshbatch.Exec) ([]Tagged, error
 }
 
 // Live maps the grid ids in the tags of the login user's live jobs to the
-// jobs' numbers.
+// jobs' numbers; each task of a live array job tagged with an array's tag
+// (sshbatch.ArrayTag) is there under its element's tag.
 func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backends.JobID, error) {
 	ts, err := d.tagged(ctx, x)
 	if err != nil {
@@ -272,35 +319,61 @@ func (d *dialect) Live(ctx context.Context, x *sshbatch.Exec) (map[string]backen
 			if _, dup := m[g]; !dup {
 				m[g] = backends.JobID(t.Number)
 			}
+			continue
+		}
+		if parent, attempt, ok := sshbatch.FromArrayTag(t.Tag); ok {
+			t.Tasks.Each(MaxTasks, func(task int) {
+				if g := backends.ElementTag(parent, task-1, attempt); m[g] == "" {
+					m[g] = TaskID(t.Number, task)
+				}
+			})
 		}
 	}
 	return m, nil
 }
 
 // Find lists every job tagged with gridID: the user's live jobs carrying
-// the tag (qstat -j), and the jobs whose directories recorded their
-// numbers (IDFile); all of them are then polled once (qstat, qacct, the
-// cancel markers), and those no record knows are Gone (their exit-code
-// files tell).
+// the tag (qstat -j), for an array element the task of a live array job
+// tagged with its array's tag, and the jobs and tasks whose directories
+// recorded their ids (IDFile) — those two in one command (FindArgv); all
+// of them are then polled once (qstat, qacct, the cancel markers), and
+// those no record knows are Gone (their exit-code files tell).
 func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]sshbatch.Found, error) {
-	ts, err := d.tagged(ctx, x)
+	if x.User == "" {
+		return nil, fmt.Errorf("%w: %s: looking jobs up by tag needs the login user (ssh.user)", backends.ErrInvalidSpec, x.Site)
+	}
+	r, err := x.Output(ctx, d.cmds.FindArgv(x.User, d.remote(), gridID))
 	if err != nil {
 		return nil, err
+	}
+	listing, idFiles, err := SplitFind(r.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := mine(listing, x.User)
+	if err != nil {
+		return nil, err
+	}
+	parent, index, attempt, isElem := backends.ArrayElement(gridID)
+	arrayTag := ""
+	if isElem {
+		arrayTag = sshbatch.ArrayTag(parent, attempt)
 	}
 	dirs := map[backends.JobID]string{}
 	var ids []backends.JobID
 	for _, t := range ts {
-		if t.Tag == GridTag(gridID) {
+		switch {
+		case t.Tag == GridTag(gridID):
 			id := backends.JobID(t.Number)
 			dirs[id] = t.Cwd
 			ids = append(ids, id)
+		case isElem && t.Tag == arrayTag && t.Tasks.Has(index+1):
+			id := TaskID(t.Number, index+1)
+			dirs[id] = path.Join(t.Cwd, gridID) // the array runs from the directory holding the job directories
+			ids = append(ids, id)
 		}
 	}
-	r, err := x.Output(ctx, IDFilesArgv(d.remote(), gridID))
-	if err != nil {
-		return nil, err
-	}
-	for dir, id := range ParseIDFiles(r.Stdout) {
+	for dir, id := range ParseIDFiles(idFiles) {
 		if !strings.HasPrefix(dir, "gridsub/") || !sshbatch.DirBelongs(dir, gridID) {
 			continue
 		}
@@ -329,10 +402,18 @@ func (d *dialect) Find(ctx context.Context, x *sshbatch.Exec, gridID string) ([]
 	return out, nil
 }
 
+// lessID orders job numbers, then tasks: 9 < 10 < 10.2 < 10.10.
 func lessID(a, b string) bool {
-	x, _ := strconv.ParseUint(a, 10, 64)
-	y, _ := strconv.ParseUint(b, 10, 64)
-	return x < y
+	aj, at, _ := strings.Cut(a, ".")
+	bj, bt, _ := strings.Cut(b, ".")
+	x, _ := strconv.ParseUint(aj, 10, 64)
+	y, _ := strconv.ParseUint(bj, 10, 64)
+	if x != y {
+		return x < y
+	}
+	xt, _ := strconv.ParseUint(at, 10, 64)
+	yt, _ := strconv.ParseUint(bt, 10, 64)
+	return xt < yt
 }
 
 // Info reports the site from one command (InfoArgv): nodes are the
@@ -423,7 +504,7 @@ func ParseInfo(out []byte, site, queue string, slotsPerNode int) (*backends.Site
 		if strings.ContainsAny(jobs[i].State, "rt") {
 			info.Running++
 		} else {
-			info.Queued++
+			info.Queued += jobs[i].Count()
 		}
 	}
 	return info, nil

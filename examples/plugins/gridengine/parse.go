@@ -23,7 +23,13 @@ var (
 	resvIDRe = regexp.MustCompile(`^[1-9][0-9]{0,17}$`)
 )
 
-func validJobID(s string) bool  { return jobIDRe.MatchString(s) }
+func validJobID(s string) bool { return jobIDRe.MatchString(s) }
+
+// validJobOrTask: a job number or an array task ("<job>.<task>").
+func validJobOrTask(s string) bool {
+	_, _, ok := SplitTaskID(s)
+	return ok || validJobID(s)
+}
 func validResvID(s string) bool { return resvIDRe.MatchString(s) }
 
 // TagVar is the job variable (qsub -v) that carries the grid tag.
@@ -87,6 +93,9 @@ func ParseQstatXML(out []byte) ([]Job, error) {
 		j.Number, j.State = strings.TrimSpace(j.Number), strings.TrimSpace(j.State)
 		if !validJobID(j.Number) || j.State == "" {
 			return nil, sshbatch.BadOutput("qstat -xml", out, fmt.Sprintf("job entry %d has job number %q and state %q", i, j.Number, j.State))
+		}
+		if _, err := ParseTaskSet(j.Tasks); err != nil {
+			return nil, sshbatch.BadOutput("qstat -xml", out, fmt.Sprintf("job %s: %v", j.Number, err))
 		}
 	}
 	return jobs, nil
@@ -267,6 +276,7 @@ func ParseClusterQueues(out []byte) ([]ClusterQueue, error) {
 // Acct is one record of `qacct -j`: how a job that ran ended.
 type Acct struct {
 	Number     string
+	Task       int // the array task (0: not an array job; qacct's taskid "undefined")
 	Owner      string
 	Name       string
 	Failed     int    // Grid Engine's own failure code (0: the job's script ran to its end)
@@ -292,8 +302,13 @@ func ParseQacct(out []byte, loc *time.Location) ([]Acct, error) {
 		if !validJobID(a.Number) {
 			return sshbatch.BadOutput("qacct -j", out, fmt.Sprintf("record with jobnumber %q", a.Number))
 		}
-		fc, ft, _ := strings.Cut(cur["failed"], ":")
 		var err error
+		if tid := cur["taskid"]; tid != "" && tid != "undefined" {
+			if a.Task, err = strconv.Atoi(tid); err != nil || a.Task < 1 {
+				return sshbatch.BadOutput("qacct -j", out, fmt.Sprintf("job %s: taskid %q", a.Number, tid))
+			}
+		}
+		fc, ft, _ := strings.Cut(cur["failed"], ":")
 		if a.Failed, err = strconv.Atoi(strings.TrimSpace(fc)); err != nil {
 			return sshbatch.BadOutput("qacct -j", out, fmt.Sprintf("job %s: failed %q", a.Number, cur["failed"]))
 		}
@@ -331,11 +346,19 @@ func ParseQacct(out []byte, loc *time.Location) ([]Acct, error) {
 	return recs, nil
 }
 
+// ID is the record's job: its number, or "<job>.<task>" for an array task.
+func (a *Acct) ID() backends.JobID {
+	if a.Task > 0 {
+		return TaskID(a.Number, a.Task)
+	}
+	return backends.JobID(a.Number)
+}
+
 // Status is how the job of an accounting record ended. failed 37 is the
 // qmaster's h_rt enforcement: a timeout. Any other failure code, or a
 // non-zero exit status, is a failure.
 func (a *Acct) Status() backends.JobStatus {
-	st := backends.JobStatus{ID: backends.JobID(a.Number), Name: a.Name, ExitCode: a.ExitStatus, Start: a.Start, End: a.End}
+	st := backends.JobStatus{ID: a.ID(), Name: a.Name, ExitCode: a.ExitStatus, Start: a.Start, End: a.End}
 	if a.ExitStatus > 128 && a.ExitStatus < 160 {
 		st.Signal = a.ExitStatus - 128
 	}
@@ -363,8 +386,8 @@ const (
 type Polled struct {
 	Live      []Job             // qstat -xml
 	Acct      []Acct            // qacct records of jobs no longer live
-	Cancelled []string          // jobs gridsub's qdel deleted (their marker files)
-	GridIDs   map[string]string // job number -> grid id, from the index
+	Cancelled []string          // jobs and array tasks gridsub's qdel deleted (their marker files)
+	GridIDs   map[string]string // job number -> grid id or array tag (sshbatch.ArrayTag), from the index
 }
 
 // ParseStatus reads statusScript's output: qstat -xml, then acctMark and
@@ -394,14 +417,15 @@ func ParseStatus(out []byte, loc *time.Location) (*Polled, error) {
 	p := &Polled{Live: live, Acct: recs, GridIDs: map[string]string{}}
 	for _, l := range sshbatch.Lines(tags) {
 		id, g, ok := strings.Cut(l, ":")
-		if !ok || !validJobID(id) || !sshbatch.ValidGridID(g) {
-			return nil, sshbatch.BadOutput("qstat/qacct", out, fmt.Sprintf("index line %q is not <job number>:<grid id>", l))
+		_, _, isArray := sshbatch.FromArrayTag(g)
+		if !ok || !validJobID(id) || !sshbatch.ValidGridID(g) && !isArray {
+			return nil, sshbatch.BadOutput("qstat/qacct", out, fmt.Sprintf("index line %q is not <job number>:<grid id or array tag>", l))
 		}
 		p.GridIDs[id] = g
 	}
 	for _, l := range sshbatch.Lines(canc) {
-		if !validJobID(strings.TrimSpace(l)) {
-			return nil, sshbatch.BadOutput("qstat/qacct", out, fmt.Sprintf("cancelled line %q is not a job number", l))
+		if !validJobOrTask(strings.TrimSpace(l)) {
+			return nil, sshbatch.BadOutput("qstat/qacct", out, fmt.Sprintf("cancelled line %q is not a job number or array task", l))
 		}
 		p.Cancelled = append(p.Cancelled, strings.TrimSpace(l))
 	}
@@ -411,11 +435,13 @@ func ParseStatus(out []byte, loc *time.Location) (*Polled, error) {
 // Tagged is one job of the `qstat -j` listing (tagScript).
 type Tagged struct {
 	Number, Owner, Cwd, Name string
-	Tag                      string // the value of TagVar in env_list ("" = none)
+	Tag                      string  // the value of TagVar in env_list ("" = none)
+	Tasks                    TaskSet // an array job's tasks ("job-array tasks"; nil = not an array)
 }
 
 // ParseTagged reads `qstat -u USER -j '*'` (whole, or the lines tagScript
-// keeps): job_number, owner, cwd, job_name and env_list of each job. "Following jobs do not exist" (no jobs) is an empty listing.
+// keeps): job_number, owner, cwd, job_name, env_list and job-array tasks of
+// each job. "Following jobs do not exist" (no jobs) is an empty listing.
 func ParseTagged(out []byte) ([]Tagged, error) {
 	var ts []Tagged
 	for _, l := range sshbatch.Lines(out) {
@@ -451,6 +477,12 @@ func ParseTagged(out []byte) ([]Tagged, error) {
 			t.Cwd = v
 		case "job_name":
 			t.Name = v
+		case "job-array tasks":
+			ts, err := ParseTaskSet(v)
+			if err != nil {
+				return nil, sshbatch.BadOutput("qstat -j", out, fmt.Sprintf("job %s: %v", t.Number, err))
+			}
+			t.Tasks = ts
 		case "env_list":
 			for _, kv := range strings.Split(v, ",") {
 				if tag, ok := strings.CutPrefix(kv, TagVar+"="); ok {

@@ -97,7 +97,7 @@ func FuzzParseQacct(f *testing.F) {
 		recs, err := ParseQacct(out, time.UTC)
 		badOnly(t, "ParseQacct", err)
 		for i := range recs {
-			if st := recs[i].Status(); !st.State.Final() || !validJobID(string(st.ID)) {
+			if st := recs[i].Status(); !st.State.Final() || !validJobOrTask(string(st.ID)) {
 				t.Fatalf("record %+v -> %+v", recs[i], st)
 			}
 		}
@@ -112,7 +112,7 @@ func FuzzParseStatus(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ids := []backends.JobID{"1", "2", "208", "211"}
+		ids := []backends.JobID{"1", "2", "208", "211", "4196.1", "4196.3", "4196.12", "4196.14"}
 		for id, st := range Merge(p, ids, time.UTC) {
 			if st.ID != id || st.State == backends.StateUnknown || st.GridID != "" && !sshbatch.ValidGridID(st.GridID) {
 				t.Fatalf("%s -> %+v", id, st)
@@ -130,6 +130,11 @@ func FuzzParseTagged(f *testing.F) {
 			if !validJobID(x.Number) {
 				t.Fatalf("%+v", x)
 			}
+			x.Tasks.Each(100, func(task int) {
+				if task < 1 || !x.Tasks.Has(task) {
+					t.Fatalf("%+v: task %d", x, task)
+				}
+			})
 		}
 	})
 }
@@ -180,9 +185,54 @@ func FuzzParseIDFiles(f *testing.F) {
 	f.Add([]byte("gridsub/x:17\ngridsub/x-1:abc\n"))
 	f.Fuzz(func(t *testing.T, out []byte) {
 		for _, id := range ParseIDFiles(out) {
-			if !validJobID(string(id)) {
+			if !validJobOrTask(string(id)) {
 				t.Fatalf("id %q", id)
 			}
+		}
+	})
+}
+
+func FuzzParseArrayLimits(f *testing.F) {
+	seed(f)
+	f.Fuzz(func(t *testing.T, out []byte) {
+		l, err := ParseArrayLimits(out)
+		badOnly(t, "ParseArrayLimits", err)
+		if err == nil && (l.MaxTasks < 0 || l.MaxInstances < 0) {
+			t.Fatalf("limits %+v", l)
+		}
+	})
+}
+
+func FuzzParseArrayQsub(f *testing.F) {
+	seed(f)
+	f.Add([]byte("3649.1-200:1\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		id, err := ParseArrayQsub(out)
+		badOnly(t, "ParseArrayQsub", err)
+		if err == nil && !validJobID(id) {
+			t.Fatalf("accepted array %q", id)
+		}
+	})
+}
+
+func FuzzParseTaskSet(f *testing.F) {
+	for _, s := range []string{"8,9,11-19:1,23-30:1", "1-200:1", "20-22:1", "4", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ts, err := ParseTaskSet(s)
+		if err != nil {
+			return
+		}
+		n := 0
+		ts.Each(1000, func(task int) {
+			n++
+			if task < 1 || !ts.Has(task) {
+				t.Fatalf("%q: Each gave %d, Has says no", s, task)
+			}
+		})
+		if n > 1000 {
+			t.Fatalf("%q: Each ran past its limit", s)
 		}
 	})
 }
