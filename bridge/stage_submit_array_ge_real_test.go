@@ -34,7 +34,8 @@ func nativeGESite(t *testing.T, run func(backends.Runner) backends.Runner) *grid
 }
 
 // TestNativeArrayGESIGKILLAdoptsReal is TestNativeArraySIGKILLAdoptsReal on
-// the real Grid Engine: ONE qsub -t 1-200:1, the daemon dies before it
+// the real Grid Engine: ONE qsub -t 1-N:1 (50 elements; 200, as on SLURM
+// and PBS, with GRIDSUB_LONG=1: about 2 minutes), the daemon dies before it
 // records the outcome, the restarted broker finds every task by its
 // element's tag (task i+1 is element i) and adopts it — no second qsub —
 // and every element completes.
@@ -45,8 +46,12 @@ func TestNativeArrayGESIGKILLAdoptsReal(t *testing.T) {
 	if os.Getenv("GRIDSUB_GE_SSH_KEY") != "" {
 		gelock.Hold(t) // one queue, shared with the other packages' Grid Engine tests
 	}
+	n := 50
+	if os.Getenv("GRIDSUB_LONG") != "" {
+		n = 200
+	}
 	cnt := &sbatchCounter{}
-	nativeCrashAdopts(t, 200, cnt.count, func() nativeSite {
+	nativeCrashAdopts(t, n, cnt.count, func() nativeSite {
 		return nativeGESite(t, func(r backends.Runner) backends.Runner { cnt.run = r; return cnt })
 	}, ".")
 }
