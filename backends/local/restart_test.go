@@ -99,8 +99,11 @@ func TestRestartFindsJobs(t *testing.T) {
 			t.Fatalf("new job got the id %s of an earlier one", id)
 		}
 	}
-	if info, _ := s2.Info(bg); info.FreeNodes != 3-int(boolInt(status(t, s2, id).State == backends.StateRunning)) {
-		t.Errorf("slots after the restart: %+v", info)
+	// Once every job has ended, no slot is held by one from before the
+	// restart.
+	waitFinal(t, s2, id, 10*time.Second)
+	if info, _ := s2.Info(bg); info.FreeNodes != 3 || info.Running != 0 {
+		t.Errorf("slots after the restart, every job ended: %+v", info)
 	}
 }
 
@@ -132,13 +135,6 @@ func recordStart(t *testing.T, root string, id backends.JobID) time.Time {
 		t.Fatalf("record of job %s: %v (start %v)", id, err, r.Start)
 	}
 	return r.Start
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestHelperSite is the plugin process TestRestartAfterSIGKILL kills: it
