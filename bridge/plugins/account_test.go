@@ -15,14 +15,16 @@ import (
 // TestSLURMSiteAccountInEveryMode: a SLURM site's account reaches sbatch
 // whether its built-in runs in process or isolated (an isolated site once
 // lost it: the JSON a plugin is configured with had no account). Against
-// the real SLURM testbed, whose squeue reports the job's account.
+// the real SLURM testbed, whose squeue reports the job's account: at siteB,
+// which keeps no accounting and so takes any account (the suite's siteA
+// enforces associations).
 func TestSLURMSiteAccountInEveryMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: submits to the real SLURM testbed")
 	}
 	for _, isolate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("isolate=%v", isolate), func(t *testing.T) {
-			spec, tc := slurmSpec(t, "siteA")
+			spec, tc := slurmSpec(t, "siteB")
 			spec.Isolate = isolate
 			acct := fmt.Sprintf("acct%d", time.Now().UnixNano()%1_000_000)
 			spec.Config.Account = acct
