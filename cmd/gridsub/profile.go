@@ -9,7 +9,7 @@ import (
 
 // Profiling the daemon (docs/simsite.md, the load test): with
 // GRIDSUB_CPUPROFILE=<file> `gridsub serve` writes a CPU profile of its
-// whole run to file when it stops, with GRIDSUB_MEMPROFILE=<file> a heap
+// whole run to file when it stops (`gridsub sim`: of the experiment's runs), with GRIDSUB_MEMPROFILE=<file> a heap
 // profile (in-use and allocated) at that moment. Read them with `go tool
 // pprof <gridsub binary> <file>`. Unset, nothing is profiled.
 const (

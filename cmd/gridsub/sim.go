@@ -154,8 +154,10 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	log := g.logger()
 	log.Info("experiment", "file", file, "runs", total, "out", out)
 	bar := experiment.NewBar(g.stderr, isTerminal(g.stderr), e.Name)
+	stopProfiles := startProfiles(log)
 	s, err := experiment.Execute(ctx, e, experiment.Options{Workers: f.workers, Progress: bar.Update, ViaBroker: f.viaBroker})
 	bar.Finish()
+	stopProfiles()
 	switch {
 	case errors.Is(err, experiment.ErrNoTrace):
 		return usageErr(err)
