@@ -65,6 +65,8 @@ It writes DIR/summary.json (the experiment, every run's parameters and
 metrics, wall times), DIR/results.csv (one row per run) and one PNG and one
 SVG per plot of the file. Progress goes to stderr. Traces are looked up in
 $GRIDSUB_WORKLOADS, else ../shared/workloads beside the repository.
+GRIDSUB_CPUPROFILE=FILE (GRIDSUB_MEMPROFILE=FILE) writes a CPU (heap)
+profile of the runs to FILE, for go tool pprof.
 
 configs/experiments/ holds two files per figure of paper 000, paper000-*.yaml
 (the paper's 10,000 jobs over 10 seeds, and a -quick variant), and the CTC-SP2
