@@ -7,11 +7,12 @@ import (
 	"runtime/pprof"
 )
 
-// Profiling the daemon (docs/simsite.md, the load test): with
-// GRIDSUB_CPUPROFILE=<file> `gridsub serve` writes a CPU profile of its
-// whole run to file when it stops, with GRIDSUB_MEMPROFILE=<file> a heap
-// profile (in-use and allocated) at that moment. Read them with `go tool
-// pprof <gridsub binary> <file>`. Unset, nothing is profiled.
+// Profiling the daemon (docs/simsite.md, the load test) and the simulator:
+// with GRIDSUB_CPUPROFILE=<file> `gridsub serve` writes a CPU profile of its
+// whole run to file when it stops (`gridsub sim`: of the experiment's runs,
+// when they end), with GRIDSUB_MEMPROFILE=<file> a heap profile (in-use and
+// allocated) at that moment. Read them with `go tool pprof <gridsub binary>
+// <file>`. Unset, nothing is profiled.
 const (
 	envCPUProfile = "GRIDSUB_CPUPROFILE"
 	envMemProfile = "GRIDSUB_MEMPROFILE"

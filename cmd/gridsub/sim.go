@@ -103,6 +103,8 @@ It writes DIR/summary.json (the experiment, every run's parameters and
 metrics, wall times), DIR/results.csv (one row per run) and one PNG and one
 SVG per plot of the file. Progress goes to stderr. Traces are looked up in
 $GRIDSUB_WORKLOADS, else ../shared/workloads beside the repository.
+GRIDSUB_CPUPROFILE=FILE (GRIDSUB_MEMPROFILE=FILE) writes a CPU (heap)
+profile of the runs to FILE, for go tool pprof.
 
 configs/experiments/ holds two files per figure of paper 000, paper000-*.yaml
 (the paper's 10,000 jobs over 10 seeds, and a -quick variant), and the CTC-SP2
@@ -219,8 +221,10 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	log := g.logger()
 	log.Info("experiment", "file", file, "runs", total, "out", out)
 	bar := experiment.NewBar(g.stderr, isTerminal(g.stderr), e.Name)
+	stopProfiles := startProfiles(log)
 	s, err := experiment.Execute(ctx, e, experiment.Options{Workers: f.workers, Progress: bar.Update, ViaBroker: f.viaBroker})
 	bar.Finish()
+	stopProfiles()
 	switch {
 	case errors.Is(err, experiment.ErrNoTrace):
 		return usageErr(err)

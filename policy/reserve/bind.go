@@ -43,14 +43,48 @@ type job struct {
 	elapsed time.Duration
 }
 
-// option is what one resource offers a reservation.
+// option is what one resource offers a reservation. Its reason is kept as
+// the values it names and formatted by reason() only for the option a
+// caller reports: place runs for every candidate, and most are never named.
 type option struct {
 	ok      bool
 	delayed bool // start found without preemption (cost 0)
 	start   time.Time
 	preempt []string
 	cost    float64
-	why     string
+
+	why   whyKind
+	name  string        // the resource
+	w, c  int           // nodes needed, the resource's capacity
+	n     int           // whyHeld: nodes the holds take; whyPreempt: nodes freed
+	delay time.Duration // whyLater: how much later than the window's first start
+}
+
+// whyKind says which of place's outcomes an option is, for its reason.
+type whyKind int
+
+const (
+	whyNone    whyKind = iota
+	whyFree            // fits at the start, no preemption
+	whyLater           // fits later within the slack, no preemption
+	whyHeld            // bound reservations leave no room
+	whyPreempt         // fits at the start by preempting
+)
+
+// reason says why the option is what it is (empty for a zero option).
+func (o option) reason() string {
+	switch o.why {
+	case whyFree:
+		return fmt.Sprintf("%s: the %d nodes needed (of its %d) are free at the start", o.name, o.w, o.c)
+	case whyLater:
+		return fmt.Sprintf("%s: starts %v later, when the %d nodes needed (of its %d) are free, within the slack", o.name, o.delay, o.w, o.c)
+	case whyHeld:
+		return fmt.Sprintf("%s: bound reservations hold %d of %d nodes during the window, %d needed", o.name, o.n, o.c, o.w)
+	case whyPreempt:
+		return fmt.Sprintf("%s: no start within the slack frees %d of %d nodes; preempting %s frees %d for cost %g",
+			o.name, o.w, o.c, strings.Join(o.preempt, ", "), o.n, o.cost)
+	}
+	return ""
 }
 
 // place computes what resource r offers a reservation of width w and duration
@@ -131,11 +165,9 @@ func place(r Resource, holds []hold, w int, s0, latest time.Time, dur time.Durat
 			continue
 		}
 		if peak(s, true)+w <= c {
-			o := option{ok: true, delayed: true, start: s}
+			o := option{ok: true, delayed: true, start: s, why: whyFree, name: r.Name, w: w, c: c}
 			if d := s.Sub(s0); d > 0 {
-				o.why = fmt.Sprintf("%s: starts %v later, when the %d nodes needed (of its %d) are free, within the slack", r.Name, d, w, c)
-			} else {
-				o.why = fmt.Sprintf("%s: the %d nodes needed (of its %d) are free at the start", r.Name, w, c)
+				o.why, o.delay = whyLater, d
 			}
 			return o
 		}
@@ -143,7 +175,7 @@ func place(r Resource, holds []hold, w int, s0, latest time.Time, dur time.Durat
 
 	hp := peak(s0, false)
 	if hp+w > c {
-		return option{why: fmt.Sprintf("%s: bound reservations hold %d of %d nodes during the window, %d needed", r.Name, hp, c, w)}
+		return option{why: whyHeld, name: r.Name, w: w, c: c, n: hp}
 	}
 	var live []job
 	total := 0
@@ -178,9 +210,19 @@ func place(r Resource, holds []hold, w int, s0, latest time.Time, dur time.Durat
 		}
 	}
 	slices.Reverse(o.preempt)
-	o.why = fmt.Sprintf("%s: no start within the slack frees %d of %d nodes; preempting %s frees %d for cost %g",
-		r.Name, w, c, strings.Join(o.preempt, ", "), need, o.cost)
+	o.why, o.name, o.w, o.c, o.n = whyPreempt, r.Name, w, c, need
 	return o
+}
+
+// byResource groups running by resource, each group in running's order:
+// place reads only its resource's jobs, and callers that offer a
+// reservation to many resources group them once.
+func byResource(running []Running) map[string][]Running {
+	out := make(map[string][]Running, len(running))
+	for _, x := range running {
+		out[x.Resource] = append(out[x.Resource], x)
+	}
+	return out
 }
 
 // holdsOn returns the holds of the reservations bound to resource i, except
@@ -321,15 +363,16 @@ func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, erro
 	}
 	var idx []int
 	var opts []option
+	on := byResource(running)
 	n.edges.each(func(i int) {
 		idx = append(idx, i)
-		opts = append(opts, place(g.res[i].Resource, holds[i], n.q.Width, s0, latest, n.q.Dur, now, running))
+		opts = append(opts, place(g.res[i].Resource, holds[i], n.q.Width, s0, latest, n.q.Dur, now, on[g.res[i].Name]))
 	})
 	ranked := rank(opts)
 	if len(ranked) == 0 {
 		var whys []string
 		for _, o := range opts {
-			whys = append(whys, o.why)
+			whys = append(whys, o.reason())
 		}
 		if len(whys) == 0 {
 			whys = []string{"it has no candidate resource left"}
@@ -359,7 +402,7 @@ func (g *Graph) Bind(id string, now time.Time, running []Running) (Binding, erro
 		note = fmt.Sprintf("; %s would have left %s without a free resource", g.res[idx[ranked[0]]].Name, victim.q.ID)
 	}
 	o, r := opts[b], g.res[idx[b]]
-	why := o.why
+	why := o.reason()
 	if len(idx) > 1 {
 		if o.delayed {
 			why += fmt.Sprintf(" (smallest delay of %d candidates)", len(idx))

@@ -82,6 +82,21 @@ func satisfies(r Resource, q Request) bool {
 	return len(q.Allowed) == 0 || slices.Contains(q.Allowed, r.Name)
 }
 
+// satisfier returns satisfies(·, q) for a loop over many resources: a long
+// list of allowed names is looked up in a set built once.
+func satisfier(q Request) func(Resource) bool {
+	if len(q.Allowed) <= 4 {
+		return func(r Resource) bool { return satisfies(r, q) }
+	}
+	set := make(map[string]bool, len(q.Allowed))
+	for _, a := range q.Allowed {
+		set[a] = true
+	}
+	return func(r Resource) bool {
+		return r.Level >= q.Demand && capacityOf(r) >= q.Width && set[r.Name]
+	}
+}
+
 // noCandidate explains why no live resource satisfies q.
 func noCandidate(res []resource, q Request) string {
 	allowed, maxLevel, maxCap := 0, -1<<31, 0
@@ -304,8 +319,9 @@ func (g *Graph) Admit(q Request) (ok bool, reason string) {
 		return false, fmt.Sprintf("invalid request: id %s is already admitted", q.ID)
 	}
 	n := &resv{q: q}
+	ok4 := satisfier(q)
 	for i, r := range g.res {
-		if r.alive && satisfies(r.Resource, q) {
+		if r.alive && ok4(r.Resource) {
 			n.edges.set(i)
 		}
 	}

@@ -182,7 +182,7 @@ func TestPlaceHolds(t *testing.T) {
 		t.Errorf("waits for the hold: %+v", o)
 	}
 	o := place(r, holds, 1, at(5), at(15), sec(10), at(5), []Running{{Resource: "A", Job: "j", Expected: sec(100)}})
-	if o.ok || !strings.Contains(o.why, "bound reservations hold 1 of 1 nodes") {
+	if o.ok || !strings.Contains(o.reason(), "bound reservations hold 1 of 1 nodes") {
 		t.Errorf("a hold is never preempted: %+v", o)
 	}
 	// a hold starting inside the run counts too

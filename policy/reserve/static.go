@@ -108,8 +108,9 @@ func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bo
 	var idx []int
 	var starts []time.Time
 	var full []string
+	ok4 := satisfier(q)
 	for i, r := range s.res {
-		if s.dead[i] || !satisfies(r, q) {
+		if s.dead[i] || !ok4(r) {
 			continue
 		}
 		o := place(r, s.holds(i, nil), q.Width, s0, latest, q.Dur, now, nil)
@@ -129,7 +130,7 @@ func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bo
 		}
 		return Binding{}, false, fmt.Sprintf("no room: the reservation queues of %s are full over the window", strings.Join(full, ", "))
 	}
-	predict := func(j int) option {
+	predict := func(j int, running []Running) option {
 		return place(s.res[idx[j]], s.holds(idx[j], nil), q.Width, starts[j], latest, q.Dur, now, running)
 	}
 	var c int
@@ -137,11 +138,12 @@ func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bo
 	if s.mode == StaticRandom {
 		// r_schedule does not look at the forecast: only the chosen one's is needed.
 		c = s.rng.IntN(len(idx))
-		p = predict(c)
+		p = predict(c, running)
 	} else {
+		on := byResource(running)
 		preds := make([]option, len(idx))
 		for j := range idx {
-			preds[j] = predict(j)
+			preds[j] = predict(j, on[s.res[idx[j]].Name])
 		}
 		c = choose(preds)
 		p = preds[c]
@@ -150,7 +152,7 @@ func (s *Static) Admit(q Request, now time.Time, running []Running) (Binding, bo
 	b := &booking{q: q, res: i, start: starts[c], end: starts[c].Add(q.Dur)}
 	s.books[i] = append(s.books[i], b)
 	s.byID[q.ID] = b
-	why := fmt.Sprintf("%s: booked from %s (%s of %d with room); predicted %s", s.res[i].Name, b.start.Format(time.RFC3339), s.mode, len(idx), p.why)
+	why := fmt.Sprintf("%s: booked from %s (%s of %d with room); predicted %s", s.res[i].Name, b.start.Format(time.RFC3339), s.mode, len(idx), p.reason())
 	return Binding{Resource: s.res[i].Name, Start: b.start, Preempt: p.preempt, Cost: p.cost, Reason: why}, true, why
 }
 
@@ -173,10 +175,10 @@ func (s *Static) Bind(id string, now time.Time, running []Running) (Binding, err
 	}
 	o := place(s.res[b.res], s.holds(b.res, b), b.q.Width, s0, latest, b.q.Dur, now, running)
 	if !o.ok {
-		return Binding{}, fmt.Errorf("bind %s: %w: %s", id, ErrNoResource, o.why)
+		return Binding{}, fmt.Errorf("bind %s: %w: %s", id, ErrNoResource, o.reason())
 	}
 	b.start, b.end = o.start, o.start.Add(b.q.Dur)
-	return Binding{Resource: s.res[b.res].Name, Start: o.start, Preempt: o.preempt, Cost: o.cost, Reason: o.why}, nil
+	return Binding{Resource: s.res[b.res].Name, Start: o.start, Preempt: o.preempt, Cost: o.cost, Reason: o.reason()}, nil
 }
 
 // Remove deletes reservation id's booking (finished or cancelled); unknown ids

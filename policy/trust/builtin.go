@@ -61,9 +61,10 @@ func (p Policy) Scores(in *policy.TrustInput) (map[string]float64, error) {
 		}
 	}
 	scores := make(map[string]float64, len(in.Sites))
+	score := p.Model.scorer(nodes, out, in.Observer.Name) // Model.Score from the observer
 	for _, s := range in.Sites {
 		if s.Name != "" {
-			scores[s.Name] = p.Model.Score(nodes, out, in.Observer.Name, s.Name)
+			scores[s.Name] = score(s.Name)
 		}
 	}
 	return scores, nil

@@ -51,7 +51,8 @@ type Grid struct {
 	Clusters []Cluster
 	// Bandwidth gives bytes per unit time from one cluster's store to another
 	// cluster; nil means transfers are free. Within one cluster they are.
-	// A value <= 0 means the pair cannot exchange data (MCT = +Inf).
+	// A value <= 0 means the pair cannot exchange data (MCT = +Inf). It must
+	// be pure: one MinMin call asks it once per pair.
 	Bandwidth func(from, to Cluster) float64
 }
 
@@ -81,6 +82,7 @@ type sched struct {
 	starts []float64
 	trust  func(from, to string) float64
 	tcache []float64 // trust(task t's Submit, cluster c) at t*len(clusters)+c; NaN = not asked yet
+	bw     []float64 // Bandwidth(x, c) at x*len(clusters)+c; NaN = not asked yet
 	err    error
 }
 
@@ -102,20 +104,35 @@ func newCache(n int) []float64 {
 // mct is MCT(t,c,s) = max(Data-START(s), START(c)) + TRAN(t,c,s) + ETC(t,c),
 // with START from starts, and the start of that interval.
 func (s *sched) mct(t, c int, starts []float64) (begin, finish float64) {
-	tk, cl := s.tasks[t], s.g.Clusters[c]
+	tk := &s.tasks[t]
 	begin = starts[c]
 	tran := 0.0
 	if x := s.src[t]; x >= 0 {
 		begin = max(begin, s.g.Clusters[x].DataStart)
 		if x != c && s.g.Bandwidth != nil && tk.Data > 0 {
-			bw := s.g.Bandwidth(s.g.Clusters[x], cl)
+			bw := s.bandwidth(x, c)
 			if !(bw > 0) {
 				return begin, math.Inf(1)
 			}
 			tran = tk.Data / bw
 		}
 	}
-	return begin, begin + tran + tk.Work/cl.Power
+	return begin, begin + tran + tk.Work/s.g.Clusters[c].Power
+}
+
+// bandwidth is g.Bandwidth(Clusters[x], Clusters[c]), asked once per pair
+// and call of MinMin (the grid does not change during one).
+func (s *sched) bandwidth(x, c int) float64 {
+	n := len(s.g.Clusters)
+	if s.bw == nil {
+		s.bw = newCache(n * n)
+	}
+	v := s.bw[x*n+c]
+	if math.IsNaN(v) {
+		v = s.g.Bandwidth(s.g.Clusters[x], s.g.Clusters[c])
+		s.bw[x*n+c] = v
+	}
+	return v
 }
 
 // weighted is MCT divided by trust(Submit, cluster), 1 without a trust function.
@@ -142,28 +159,51 @@ func (s *sched) weighted(t, c int, finish float64) float64 {
 // START read from and written to starts; it returns the task chosen at each
 // step and its cluster, in order. Ties go to the earlier task in ts, then the
 // earlier cluster in cs.
+//
+// Each task's best cluster is kept between steps: a step raises START on the
+// chosen cluster only, and MCT (and MCT over a trust > 0) never falls when
+// START rises, so a task whose best cluster was another keeps it (same
+// value, same tie-break); only the tasks whose best was the chosen cluster
+// are looked at again. The choices are those of re-evaluating every pair at
+// every step.
 func (s *sched) minmin(ts, cs []int, starts []float64) []Assignment {
 	left := append([]int(nil), ts...)
-	var res []Assignment
-	for len(left) > 0 {
-		bestX, bestC := -1, -1
-		bestV, bestB, bestF := math.Inf(1), 0.0, 0.0
-		for x, t := range left {
-			tv, tc, tb, tf := math.Inf(1), -1, 0.0, 0.0
-			for _, c := range cs {
-				b, f := s.mct(t, c, starts)
-				if v := s.weighted(t, c, f); v < tv || tc < 0 {
-					tv, tc, tb, tf = v, c, b, f
-				}
-			}
-			if tv < bestV || bestX < 0 {
-				bestX, bestC, bestV, bestB, bestF = x, tc, tv, tb, tf
+	type best struct {
+		v, b, f float64
+		c       int
+	}
+	row := func(t int) best {
+		tv, tc, tb, tf := math.Inf(1), -1, 0.0, 0.0
+		for _, c := range cs {
+			b, f := s.mct(t, c, starts)
+			if v := s.weighted(t, c, f); v < tv || tc < 0 {
+				tv, tc, tb, tf = v, c, b, f
 			}
 		}
-		t := left[bestX]
-		res = append(res, Assignment{Task: t, Cluster: bestC, Start: bestB, Finish: bestF})
-		starts[bestC] = bestF
+		return best{tv, tb, tf, tc}
+	}
+	bests := make([]best, len(left))
+	for x, t := range left {
+		bests[x] = row(t)
+	}
+	res := make([]Assignment, 0, len(left))
+	for len(left) > 0 {
+		bestX := -1
+		for x := range left {
+			if bestX < 0 || bests[x].v < bests[bestX].v {
+				bestX = x
+			}
+		}
+		t, bb := left[bestX], bests[bestX]
+		res = append(res, Assignment{Task: t, Cluster: bb.c, Start: bb.b, Finish: bb.f})
+		starts[bb.c] = bb.f
 		left = append(left[:bestX], left[bestX+1:]...)
+		bests = append(bests[:bestX], bests[bestX+1:]...)
+		for x, t := range left {
+			if bests[x].c == bb.c {
+				bests[x] = row(t)
+			}
+		}
 	}
 	return res
 }

@@ -265,10 +265,15 @@ func betas(rel []float64, skip int) []float64 {
 // Indirect is Indirect_Trust(i,j) = Σ_{k≠i,j} β_(i,k)·Direct_Trust(k,j),
 // over the k in nodes, with β from Betas. 0 when there is no third node.
 func (m Model) Indirect(nodes map[string]Node, out map[Key]Outcomes, i, j string) float64 {
-	bs := m.Betas(nodes, out, i, j)
+	ks := others(nodes, i, j)
+	rel := make([]float64, len(ks))
+	for x, k := range ks {
+		rel[x] = m.reliability(out[Key{i, k}])
+	}
+	bs := betas(rel, -1) // Betas, by index
 	sum := 0.0
-	for _, k := range others(nodes, i, j) {
-		sum += bs[k] * m.Direct(nodes, out, k, j)
+	for x, k := range ks {
+		sum += bs[x] * m.Direct(nodes, out, k, j)
 	}
 	return sum
 }
@@ -278,6 +283,52 @@ func (m Model) Indirect(nodes map[string]Node, out map[Key]Outcomes, i, j string
 // value in (0,1].
 func (m Model) Trust(nodes map[string]Node, out map[Key]Outcomes, i, j string) float64 {
 	return m.Alpha*m.Direct(nodes, out, i, j) + m.Beta*m.Indirect(nodes, out, i, j)
+}
+
+// Trusts is Trust(i, j) for every ordered pair of names in nodes (i = j
+// included), equal to the last bit to calling Trust for each: the Direct
+// terms and reliabilities are computed once for all pairs, and every sum
+// runs over the names in the same sorted order as Trust's.
+func (m Model) Trusts(nodes map[string]Node, out map[Key]Outcomes) map[Key]float64 {
+	names := others(nodes, "", "")
+	if _, ok := nodes[""]; ok { // others leaves the empty name out; Trust does not
+		names = append([]string{""}, names...)
+	}
+	n := len(names)
+	direct := make([]float64, n*n) // direct[a*n+b] = Direct(names[a], names[b])
+	rel := make([]float64, n*n)    // rel[a*n+b] = reliability of out[Key{names[a], names[b]}]
+	for a, x := range names {
+		for b, y := range names {
+			direct[a*n+b] = m.Direct(nodes, out, x, y)
+			rel[a*n+b] = m.reliability(out[Key{x, y}])
+		}
+	}
+	res := make(map[Key]float64, n*n)
+	for i, x := range names {
+		for j, y := range names {
+			// betas(rel over k ≠ i, j, -1), then Σ β_k·Direct(k, j), in name order.
+			sum, cnt := 0.0, 0
+			for k := range names {
+				if k != i && k != j {
+					sum += rel[i*n+k]
+					cnt++
+				}
+			}
+			ind := 0.0
+			for k := range names {
+				if k == i || k == j {
+					continue
+				}
+				b := 1 / float64(cnt)
+				if sum > 0 {
+					b = rel[i*n+k] / sum
+				}
+				ind += b * direct[k*n+j]
+			}
+			res[Key{x, y}] = m.Alpha*direct[i*n+j] + m.Beta*ind
+		}
+	}
+	return res
 }
 
 // view is i's standpoint: the other observers (sorted by name) and how
@@ -366,20 +417,30 @@ func (v *view) score(jx int, jn Node, direct Outcomes, wit []witness) float64 {
 // others unchanged. A site that only fails tends to Floor as its failures
 // grow (K/(K + N) of the way above it); never 0.
 func (m Model) Score(nodes map[string]Node, out map[Key]Outcomes, i, j string) float64 {
+	return m.scorer(nodes, out, i)(j)
+}
+
+// scorer is Score from i to any j: i's view (the observers other than i,
+// sorted, and i's reliability of each) is built once.
+func (m Model) scorer(nodes map[string]Node, out map[Key]Outcomes, i string) func(j string) float64 {
 	ks := others(nodes, i, "")
 	v := view{m: m, i: node(nodes, i), obs: make([]Node, len(ks)), rel: make([]float64, len(ks))}
-	jx := -1
-	var wit []witness
 	for x, k := range ks {
 		v.obs[x] = node(nodes, k)
 		v.rel[x] = m.reliability(out[Key{i, k}])
-		if k == j {
-			jx = x
-		} else if o, ok := out[Key{k, j}]; ok {
-			wit = append(wit, witness{x, o})
-		}
 	}
-	return v.score(jx, node(nodes, j), out[Key{i, j}], wit)
+	return func(j string) float64 {
+		jx := -1
+		var wit []witness
+		for x, k := range ks {
+			if k == j {
+				jx = x
+			} else if o, ok := out[Key{k, j}]; ok {
+				wit = append(wit, witness{x, o})
+			}
+		}
+		return v.score(jx, node(nodes, j), out[Key{i, j}], wit)
+	}
 }
 
 // Scores returns every site's trust as the broker sees it: Score from the

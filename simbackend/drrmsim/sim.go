@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -88,9 +89,11 @@ func (r Result) PP() float64 { return ratio(r.Preempting, r.Admitted) }
 func (r Result) Eta() float64 { return ratio(r.Failed, r.Admitted) }
 
 // running lists the non-reserved job running on each live resource at t,
-// except on resources a reservation holds at t.
-func (w *World) running(t time.Time, held map[string][]holdAt, dead int) []reserve.Running {
-	var out []reserve.Running
+// except on resources a reservation holds at t. bg is the run's view of the
+// non-reserved jobs (newBGView).
+func (w *World) running(t time.Time, held map[string][]holdAt, dead int, bg *bgView) []reserve.Running {
+	out := make([]reserve.Running, 0, len(w.Res))
+	tn := t.UnixNano()
 	for i, r := range w.Res {
 		if i == dead {
 			continue
@@ -102,19 +105,68 @@ func (w *World) running(t time.Time, held map[string][]holdAt, dead int) []reser
 		if busy {
 			continue
 		}
-		bg := w.BG[i]
-		k, _ := slices.BinarySearchFunc(bg, t, func(j BGJob, t time.Time) int {
-			if j.Start.Add(j.Len).After(t) {
-				return 1
-			}
-			return -1
-		})
-		if k < len(bg) && !bg[k].Start.After(t) {
-			j := bg[k]
-			out = append(out, reserve.Running{Resource: r.Name, Job: r.Name + "/" + strconv.Itoa(k), Expected: j.Expected, Elapsed: t.Sub(j.Start)})
+		if k, ok := bg.at(i, tn); ok {
+			j := w.BG[i][k]
+			out = append(out, reserve.Running{Resource: r.Name, Job: bg.id(i, k, r.Name), Expected: j.Expected, Elapsed: t.Sub(j.Start)})
 		}
 	}
 	return out
+}
+
+// bgView finds the non-reserved job running on a resource at an instant:
+// each resource's jobs by end time (Unix nanoseconds), and per resource the
+// last job found and its id, which the next, usually later or equal,
+// instant starts from. One run owns one view.
+type bgView struct {
+	w     *World
+	start [][]int64 // per resource, each job's start
+	end   [][]int64 // per resource, each job's end (start + Len)
+	last  []int     // per resource, the index last found
+	ids   []string  // per resource, the id of BG[i][last[i]] ("" until made)
+}
+
+func newBGView(w *World) *bgView {
+	v := &bgView{w: w, start: make([][]int64, len(w.BG)), end: make([][]int64, len(w.BG)),
+		last: make([]int, len(w.BG)), ids: make([]string, len(w.BG))}
+	for i, jobs := range w.BG {
+		v.start[i] = make([]int64, len(jobs))
+		v.end[i] = make([]int64, len(jobs))
+		for k, j := range jobs {
+			v.start[i][k] = j.Start.UnixNano()
+			v.end[i][k] = j.Start.Add(j.Len).UnixNano()
+		}
+	}
+	return v
+}
+
+// at returns the index of the first job on resource i that ends after tn,
+// and whether it has started by tn (is running then).
+func (v *bgView) at(i int, tn int64) (int, bool) {
+	end := v.end[i]
+	k := v.last[i]
+	if k > 0 && (k > len(end) || end[k-1] > tn) {
+		k = 0 // tn went back: search from the first job
+	}
+	// Forward from k a few steps, then by bisection over the rest.
+	for n := 0; k < len(end) && end[k] <= tn; n++ {
+		if n == 8 {
+			k += sort.Search(len(end)-k, func(x int) bool { return end[k+x] > tn })
+			break
+		}
+		k++
+	}
+	if k != v.last[i] {
+		v.last[i], v.ids[i] = k, ""
+	}
+	return k, k < len(end) && v.start[i][k] <= tn
+}
+
+// id is the job id of BG[i][k], k the index at last returned.
+func (v *bgView) id(i, k int, name string) string {
+	if v.ids[i] == "" {
+		v.ids[i] = name + "/" + strconv.Itoa(k)
+	}
+	return v.ids[i]
 }
 
 type holdAt struct {
@@ -177,6 +229,7 @@ func RunAdmission(w *World, adm policy.Admission, seed uint64, fail *Failure) (R
 
 func runBook(w *World, m policy.ReservationBook, fail *Failure) (Result, error) {
 	booked, _ := m.(policy.BookedStart)
+	bg := newBGView(w)
 	var (
 		o        Result
 		binds    []event
@@ -253,7 +306,7 @@ func runBook(w *World, m policy.ReservationBook, fail *Failure) (Result, error) 
 		case kBind:
 			e := binds[0]
 			binds = binds[1:]
-			b, err := m.Bind(e.id, e.t, w.running(e.t, held, dead))
+			b, err := m.Bind(e.id, e.t, w.running(e.t, held, dead, bg))
 			if err != nil {
 				o.BindFailed++
 				m.Remove(e.id)
@@ -271,7 +324,7 @@ func runBook(w *World, m policy.ReservationBook, fail *Failure) (Result, error) 
 			q, now := w.Reqs[next], w.At[next]
 			next++
 			o.Requests++
-			if m.Admit(q, now, w.running(now, held, dead)).Code == policy.Success {
+			if m.Admit(q, now, w.running(now, held, dead, bg)).Code == policy.Success {
 				at, ok := q.ET, false
 				if booked != nil {
 					if at, ok = booked.Booked(q.ID); !ok {

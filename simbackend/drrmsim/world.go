@@ -293,14 +293,23 @@ func NewOSC(c OSC) (*World, error) {
 	for k, j := range bgJobs {
 		per[k%len(w.Res)] = append(per[k%len(w.Res)], j)
 	}
+	w.BG = make([][]BGJob, len(w.Res))
 	for i := range w.Res {
-		var out []BGJob
-		for t, k := T0, 0; t.Before(end) && len(per[i]) > 0; k++ {
-			l := hold(per[i][k%len(per[i])], cpus[i])
+		lens := make([]time.Duration, len(per[i])) // one cycle through the node's list
+		for k, j := range per[i] {
+			lens[k] = hold(j, cpus[i])
+		}
+		n := 0 // how many jobs until the last window ends, to allocate once
+		for t := T0; t.Before(end) && len(lens) > 0; n++ {
+			t = t.Add(lens[n%len(lens)])
+		}
+		out := make([]BGJob, 0, n)
+		for t, k := T0, 0; t.Before(end) && len(lens) > 0; k++ {
+			l := lens[k%len(lens)]
 			out = append(out, BGJob{Start: t, Len: l, Expected: l})
 			t = t.Add(l)
 		}
-		w.BG = append(w.BG, out)
+		w.BG[i] = out
 	}
 	return w, nil
 }

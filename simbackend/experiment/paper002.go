@@ -249,11 +249,17 @@ func prepareTrust(e *Experiment) (execFunc, error) {
 	return func(ctx context.Context, p Params, progress func(int, int)) (map[string]float64, error) {
 		out := map[string]float64{"seeds": float64(t.Seeds)}
 		var span, rate, rateMean, spanMean, growth, last10 []float64
+		seq := func(key trustKey) ([]trustsim.RunResult, error) {
+			return trustsim.Sequence(ctx, t.config(key.tasks, key.migration, key.policy, key.seed))
+		}
+		keys := make([]trustKey, t.Seeds)
+		for k := range keys {
+			keys[k] = trustKey{p.Tasks, p.Migration, p.Policy, t.Seed + uint64(k)}
+		}
+		seqs.warm(keys, seq) // the points of one policy share its seeds' sequences: split them between the workers
 		for k := range t.Seeds {
-			key := trustKey{p.Tasks, p.Migration, p.Policy, t.Seed + uint64(k)}
-			rs, err := seqs.get(key, func() ([]trustsim.RunResult, error) {
-				return trustsim.Sequence(ctx, t.config(key.tasks, key.migration, key.policy, key.seed))
-			})
+			key := keys[k]
+			rs, err := seqs.get(key, func() ([]trustsim.RunResult, error) { return seq(key) })
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: %w", key.seed, err)
 			}

@@ -290,11 +290,9 @@ func (w *world) paperLevels(learned map[trust.Key]trust.Outcomes) trust.Levels {
 		byArea[ak] = byArea[ak].Add(o)
 	}
 	table := func(nodes map[string]trust.Node, out map[trust.Key]trust.Outcomes) func(from, to string) float64 {
-		t := make(map[trust.Key]float64, len(nodes)*len(nodes))
-		for a := range nodes {
-			for b := range nodes {
-				t[trust.Key{From: a, To: b}] = max(m.Trust(nodes, out, a, b), PaperTrustFloor)
-			}
+		t := m.Trusts(nodes, out) // Trust(a, b) for every pair
+		for k, v := range t {
+			t[k] = max(v, PaperTrustFloor)
 		}
 		return func(from, to string) float64 {
 			if v, ok := t[trust.Key{From: from, To: to}]; ok {
