@@ -35,10 +35,19 @@ func OpenStore(ctx context.Context, cfg StoreConfig, stateDir string, log *slog.
 			return nil, fmt.Errorf("store: dsn, password_file and password_env are for kind %q; the sqlite store is %s",
 				StorePostgres, filepath.Join(stateDir, DBName))
 		}
-		return store.Open(ctx, filepath.Join(stateDir, DBName), store.Options{Logger: log})
+		// A failed Open's nil *SQLite must not become a non-nil Store.
+		s, err := store.Open(ctx, filepath.Join(stateDir, DBName), store.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	case StorePostgres:
-		return pgstore.Open(ctx, pgstore.Config{DSN: cfg.DSN, PasswordFile: cfg.PasswordFile, PasswordEnv: cfg.PasswordEnv},
+		s, err := pgstore.Open(ctx, pgstore.Config{DSN: cfg.DSN, PasswordFile: cfg.PasswordFile, PasswordEnv: cfg.PasswordEnv},
 			pgstore.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("store: kind %q is unknown; use %q (the default) or %q", cfg.Kind, StoreSQLite, StorePostgres)
 }

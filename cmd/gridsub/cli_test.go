@@ -89,7 +89,7 @@ func TestCLIScriptWithoutDaemon(t *testing.T) {
 		{name: "did-you-mean below the root", args: []string{"store", "chek"}, code: exitUsage, stderr: []string{`unknown command 'chek' of gridsub store; did you mean 'check'\?`}},
 		{name: "nothing close", args: []string{"xyzzy"}, code: exitUsage, stderr: []string{`unknown command 'xyzzy', and no job file of that name`}},
 		{name: "missing job file", args: []string{"jobs/none.yaml"}, code: exitUsage, stderr: []string{`job file jobs/none.yaml: no such file`}},
-		{name: "missing argument", args: []string{"status"}, code: exitUsage, stderr: []string{`gridsub status: accepts 1 arg\(s\), received 0`}},
+		{name: "extra argument", args: []string{"status", "a", "b"}, code: exitUsage, stderr: []string{`gridsub status: accepts between 0 and 1 arg\(s\), received 2`}},
 		{name: "missing argument of logs", args: []string{"logs"}, code: exitUsage},
 		{name: "extra argument", args: []string{"list", "x"}, code: exitUsage},
 		{name: "unknown flag", args: []string{"list", "--bogus"}, code: exitUsage, stderr: []string{`unknown flag: --bogus`}},
