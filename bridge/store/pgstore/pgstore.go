@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/gridsub/gridsub/backends/regularfile"
 	"github.com/gridsub/gridsub/bridge"
 	"github.com/gridsub/gridsub/bridge/store"
 )
@@ -123,22 +124,27 @@ func (cfg Config) password() (string, error) {
 	case cfg.PasswordFile != "" && cfg.PasswordEnv != "":
 		return "", fmt.Errorf("store: give password_file or password_env, not both")
 	case cfg.PasswordFile != "":
-		fi, err := os.Stat(cfg.PasswordFile)
+		// One open file is checked and read (a regular file, bounded, its
+		// mode from the same descriptor), so no swap between check and read
+		// slips another file in.
+		f, err := regularfile.Open(cfg.PasswordFile, 4096)
 		if err != nil {
 			return "", fmt.Errorf("store: password_file: %w", err)
 		}
-		if !fi.Mode().IsRegular() {
-			return "", fmt.Errorf("store: password_file %s is not a regular file", cfg.PasswordFile)
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return "", fmt.Errorf("store: password_file: %w", err)
 		}
 		if fi.Mode().Perm()&0o077 != 0 {
 			return "", fmt.Errorf("store: password_file %s has mode %04o: others can read it; chmod 600 it", cfg.PasswordFile, fi.Mode().Perm())
 		}
-		if fi.Size() > 4096 {
-			return "", fmt.Errorf("store: password_file %s is %d bytes: not a password", cfg.PasswordFile, fi.Size())
-		}
-		b, err := os.ReadFile(cfg.PasswordFile)
+		b, err := io.ReadAll(io.LimitReader(f, 4097))
 		if err != nil {
 			return "", fmt.Errorf("store: password_file: %w", err)
+		}
+		if len(b) > 4096 {
+			return "", fmt.Errorf("store: password_file %s is over 4096 bytes: not a password", cfg.PasswordFile)
 		}
 		line, _, _ := strings.Cut(string(b), "\n")
 		return strings.TrimRight(line, "\r"), nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -90,6 +91,19 @@ func TestPasswordNeverInConfig(t *testing.T) {
 	os.Chmod(bad, 0o644)
 	if _, err := pgstore.Open(ctx, pgstore.Config{DSN: db.DSN(), PasswordFile: bad}, pgstore.Options{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("a 0644 password file: %v", err)
+	}
+	// Not a password: a named pipe (which must not block the daemon) and a
+	// file far larger than any password.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	os.WriteFile(big, make([]byte, 1<<20), 0o600)
+	for _, f := range []string{fifo, big} {
+		if _, err := pgstore.Open(ctx, pgstore.Config{DSN: db.DSN(), PasswordFile: f}, pgstore.Options{}); err == nil || !strings.Contains(err.Error(), "password_file") {
+			t.Errorf("password_file %s: %v, want an error naming password_file", f, err)
+		}
 	}
 	// From the environment.
 	t.Setenv("GRIDSUB_TEST_PGPW", db.Server.Password())
