@@ -75,24 +75,8 @@ func (d *dialect) MaxArraySize(ctx context.Context, x *sshbatch.Exec) (int, erro
 // 0-2 and 7-9:2.
 func (d *dialect) ArrayRuns(indices []int) [][]int { return ArrayRuns(indices) }
 
-// ArrayRuns is the dialect's ArrayRuns.
-func ArrayRuns(indices []int) [][]int {
-	var runs [][]int
-	for i := 0; i < len(indices); {
-		if i+1 == len(indices) {
-			runs = append(runs, indices[i:])
-			break
-		}
-		step := indices[i+1] - indices[i]
-		j := i + 1
-		for j+1 < len(indices) && indices[j+1]-indices[j] == step {
-			j++
-		}
-		runs = append(runs, indices[i:j+1])
-		i = j + 1
-	}
-	return runs
-}
+// ArrayRuns is the dialect's ArrayRuns (sshbatch.ArithmeticRuns).
+func ArrayRuns(indices []int) [][]int { return sshbatch.ArithmeticRuns(indices) }
 
 // JRange is qsub -J's value for an arithmetic run of two or more indices.
 func JRange(run []int) string {

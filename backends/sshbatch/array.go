@@ -102,6 +102,28 @@ type arrayKey struct {
 	walltime                       time.Duration
 }
 
+// ArithmeticRuns splits ascending indices into arithmetic runs, longest
+// first from the left (0,1,2,3 is one run; 0,1,2,7,9 is 0-2 and 7-9:2):
+// the ArrayRuns of a batch system whose array ranges are first-last:step
+// (PBS's qsub -J, Grid Engine's qsub -t).
+func ArithmeticRuns(indices []int) [][]int {
+	var runs [][]int
+	for i := 0; i < len(indices); {
+		if i+1 == len(indices) {
+			runs = append(runs, indices[i:])
+			break
+		}
+		step := indices[i+1] - indices[i]
+		j := i + 1
+		for j+1 < len(indices) && indices[j+1]-indices[j] == step {
+			j++
+		}
+		runs = append(runs, indices[i:j+1])
+		i = j + 1
+	}
+	return runs
+}
+
 // NativeArrays reports whether the site submits grid arrays as native
 // arrays (Config.NativeArrays, and a dialect that has them).
 func (b *Backend) NativeArrays() bool {
