@@ -257,20 +257,20 @@ func unixNS(v sql.NullInt64) time.Time {
 // failed or ran out of its walltime says nothing of the site, so it is not
 // counted. putRow calls it once per job, on the Put that first stores that
 // final state.
-func countOutcome(w *wtx, r *row) error {
+func countOutcome(w *wtx, r *Row) error {
 	var done, failed int
-	switch bridge.JobState(r.state) {
+	switch bridge.JobState(r.State) {
 	case bridge.Completed:
 		done = 1
 	case bridge.Failed:
-		if !r.siteFault {
+		if !r.SiteFault {
 			return nil
 		}
 		failed = 1
 	default:
 		return nil
 	}
-	for _, site := range r.siteSet {
+	for _, site := range r.SiteSet {
 		if err := w.exec(qOutcome, site, done, failed); err != nil {
 			return err
 		}

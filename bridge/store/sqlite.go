@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -403,41 +402,6 @@ func (s *SQLite) write(ctx context.Context, apply func(*wtx) error) error {
 	return <-o.err
 }
 
-// row is a job encoded for the database, built in the caller's goroutine
-// so later changes by the caller cannot leak in.
-type row struct {
-	id, state, name, sites string
-	siteSet                []string
-	updated                int64
-	body                   []byte
-	events                 []bridge.Event
-	resv                   *bridge.Reservation // copy; nil for a job without a window
-	nodes                  int
-	siteFault              bool // bridge.Job.SiteFault
-}
-
-func encode(j *bridge.Job, now time.Time) (*row, error) {
-	c := *j
-	c.Events = nil
-	body, err := json.Marshal(&c)
-	if err != nil {
-		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
-	}
-	r := &row{id: j.ID, state: string(j.State), name: j.Req.Name, sites: j.Sites(),
-		updated: now.UnixNano(), body: body, events: slices.Clone(j.Events), nodes: j.Req.Nodes, siteFault: j.SiteFault}
-	if j.Resv != nil {
-		rv := *j.Resv
-		r.resv = &rv
-	}
-	for _, c := range j.Comps {
-		if !slices.Contains(r.siteSet, c.Site) {
-			r.siteSet = append(r.siteSet, c.Site)
-		}
-	}
-	slices.Sort(r.siteSet)
-	return r, nil
-}
-
 // The commit loop's statements, prepared once at Open.
 const (
 	qSelJob    = `SELECT seq, n_events, sites, state FROM jobs WHERE id = ?`
@@ -465,7 +429,7 @@ func (s *SQLite) Put(ctx context.Context, j *bridge.Job) error {
 	if j == nil || j.ID == "" {
 		return fmt.Errorf("store: put: %w: a job needs an id", bridge.ErrBadRequest)
 	}
-	r, err := encode(j, s.opts.Now())
+	r, err := EncodeRow(j, s.opts.Now())
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -487,18 +451,18 @@ func (s *SQLite) wrap(op string, err error) error {
 	return err
 }
 
-func putRow(w *wtx, r *row) error {
+func putRow(w *wtx, r *Row) error {
 	var seq, stored int64
 	var sites, state string
-	err := w.queryRow(qSelJob, []any{r.id}, &seq, &stored, &sites, &state)
+	err := w.queryRow(qSelJob, []any{r.ID}, &seq, &stored, &sites, &state)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		err = w.queryRow(qInsJob,
-			[]any{r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body}, &seq)
+			[]any{r.ID, r.State, r.Name, r.Sites, r.Updated, len(r.Events), r.Body}, &seq)
 		if err != nil {
 			return err
 		}
-		for _, site := range r.siteSet {
+		for _, site := range r.SiteSet {
 			if err := w.exec(qInsSite, site, seq); err != nil {
 				return err
 			}
@@ -509,11 +473,11 @@ func putRow(w *wtx, r *row) error {
 		if err := putResv(w, seq, r); err != nil {
 			return err
 		}
-		return insertEvents(w, seq, 0, r.events)
+		return insertEvents(w, seq, 0, r.Events)
 	case err != nil:
 		return err
 	}
-	if state != r.state {
+	if state != r.State {
 		// The Put that first stores a final state counts the outcome
 		// (final states do not change again, so it is counted once).
 		if err := countOutcome(w, r); err != nil {
@@ -521,34 +485,34 @@ func putRow(w *wtx, r *row) error {
 		}
 	}
 	if err := w.exec(qUpdJob,
-		r.state, r.name, r.sites, r.updated, len(r.events), r.body, seq); err != nil {
+		r.State, r.Name, r.Sites, r.Updated, len(r.Events), r.Body, seq); err != nil {
 		return err
 	}
 	if err := putResv(w, seq, r); err != nil {
 		return err
 	}
-	if sites != r.sites {
+	if sites != r.Sites {
 		if err := w.exec(qDelSites, seq); err != nil {
 			return err
 		}
-		for _, site := range r.siteSet {
+		for _, site := range r.SiteSet {
 			if err := w.exec(qInsSite, site, seq); err != nil {
 				return err
 			}
 		}
 	}
-	n := int64(len(r.events))
+	n := int64(len(r.Events))
 	if n < stored {
 		// The contract says events only grow; a caller that broke it
 		// still gets what it stored, not a mix.
 		return w.exec(qDelEvents, seq, n)
 	}
-	return insertEvents(w, seq, stored, r.events[stored:])
+	return insertEvents(w, seq, stored, r.Events[stored:])
 }
 
 // putResv keeps the job's reservation row in step with the job.
-func putResv(w *wtx, seq int64, r *row) error {
-	v := r.resv
+func putResv(w *wtx, seq int64, r *Row) error {
+	v := r.Resv
 	if v == nil {
 		return nil
 	}
@@ -556,7 +520,7 @@ func putResv(w *wtx, seq int64, r *row) error {
 	if !v.Start.IsZero() {
 		start = v.Start.UnixNano()
 	}
-	return w.exec(qPutResv, seq, string(v.State), v.Earliest.UnixNano(), v.Latest.UnixNano(), r.nodes, v.Site, start, string(v.Native), v.Reason)
+	return w.exec(qPutResv, seq, string(v.State), v.Earliest.UnixNano(), v.Latest.UnixNano(), r.Nodes, v.Site, start, string(v.Native), v.Reason)
 }
 
 func insertEvents(w *wtx, seq, from int64, evs []bridge.Event) error {

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -337,40 +336,6 @@ func (s *Postgres) tx(ctx context.Context, f func(pgx.Tx) error) error {
 	})
 }
 
-// row is a job encoded for the database, built in the caller's goroutine.
-type row struct {
-	id, state, name, sites string
-	siteSet                []string
-	updated                int64
-	body                   []byte
-	events                 []bridge.Event
-	resv                   *bridge.Reservation
-	nodes                  int
-	siteFault              bool
-}
-
-func encode(j *bridge.Job, now time.Time) (*row, error) {
-	c := *j
-	c.Events = nil
-	body, err := json.Marshal(&c)
-	if err != nil {
-		return nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
-	}
-	r := &row{id: j.ID, state: string(j.State), name: j.Req.Name, sites: j.Sites(),
-		updated: now.UnixNano(), body: body, events: slices.Clone(j.Events), nodes: j.Req.Nodes, siteFault: j.SiteFault}
-	if j.Resv != nil {
-		rv := *j.Resv
-		r.resv = &rv
-	}
-	for _, c := range j.Comps {
-		if !slices.Contains(r.siteSet, c.Site) {
-			r.siteSet = append(r.siteSet, c.Site)
-		}
-	}
-	slices.Sort(r.siteSet)
-	return r, nil
-}
-
 const (
 	qInsJob = `INSERT INTO jobs(id, state, name, sites, updated, n_events, body) VALUES ($1, $2, $3, $4, $5, $6, $7)
 	ON CONFLICT (id) DO NOTHING RETURNING seq`
@@ -393,11 +358,11 @@ func (s *Postgres) Put(ctx context.Context, j *bridge.Job) error {
 	if j == nil || j.ID == "" {
 		return fmt.Errorf("store: put: %w: a job needs an id", bridge.ErrBadRequest)
 	}
-	r, err := encode(j, s.opts.Now())
+	r, err := store.EncodeRow(j, s.opts.Now())
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if r.resv == nil && !bridge.JobState(r.state).Final() && s.fence.Load() == nil {
+	if r.Resv == nil && !bridge.JobState(r.State).Final() && s.fence.Load() == nil {
 		// The common case, a new job (a submission): one statement in
 		// one round trip, committed on its own.
 		var ok bool
@@ -433,40 +398,40 @@ SELECT seq FROM j`
 
 // insertNew stores r if its id is new (reporting true), in one statement;
 // r must have no reservation and no final state (they need putRow).
-func (s *Postgres) insertNew(ctx context.Context, r *row) (bool, error) {
+func (s *Postgres) insertNew(ctx context.Context, r *store.Row) (bool, error) {
 	if s.isClosed() {
 		return false, fmt.Errorf("store %s: %w", s.where, store.ErrClosed)
 	}
-	ts, ks, ss, ms := make([]string, len(r.events)), make([]string, len(r.events)), make([]string, len(r.events)), make([]string, len(r.events))
-	for i, e := range r.events {
+	ts, ks, ss, ms := make([]string, len(r.Events)), make([]string, len(r.Events)), make([]string, len(r.Events)), make([]string, len(r.Events))
+	for i, e := range r.Events {
 		ts[i], ks[i], ss[i], ms[i] = e.Time.Format(time.RFC3339Nano), e.Kind, e.Site, e.Msg
 	}
-	sites := r.siteSet
+	sites := r.SiteSet
 	if sites == nil {
 		sites = []string{}
 	}
 	var seq int64
-	err := s.pool.QueryRow(ctx, qInsNew, r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body, sites, ts, ks, ss, ms, s.handoff.Load()).Scan(&seq)
+	err := s.pool.QueryRow(ctx, qInsNew, r.ID, r.State, r.Name, r.Sites, r.Updated, len(r.Events), r.Body, sites, ts, ks, ss, ms, s.handoff.Load()).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-func putRow(ctx context.Context, tx pgx.Tx, r *row, handoff bool) error {
+func putRow(ctx context.Context, tx pgx.Tx, r *store.Row, handoff bool) error {
 	var seq int64
 	b := &pgx.Batch{}
-	err := tx.QueryRow(ctx, qInsJob, r.id, r.state, r.name, r.sites, r.updated, len(r.events), r.body).Scan(&seq)
+	err := tx.QueryRow(ctx, qInsJob, r.ID, r.State, r.Name, r.Sites, r.Updated, len(r.Events), r.Body).Scan(&seq)
 	switch {
 	case err == nil:
-		for _, site := range r.siteSet {
+		for _, site := range r.SiteSet {
 			b.Queue(qInsSite, site, seq)
 		}
 		countOutcome(b, r)
 		putResv(b, seq, r)
-		insertEvents(b, seq, 0, r.events)
+		insertEvents(b, seq, 0, r.Events)
 		if handoff {
-			b.Queue(`INSERT INTO handoff(id) VALUES ($1)`, r.id)
+			b.Queue(`INSERT INTO handoff(id) VALUES ($1)`, r.ID)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -474,30 +439,30 @@ func putRow(ctx context.Context, tx pgx.Tx, r *row, handoff bool) error {
 	}
 	var stored int64
 	var sites, state string
-	if err := tx.QueryRow(ctx, qSelJob, r.id).Scan(&seq, &stored, &sites, &state); err != nil {
+	if err := tx.QueryRow(ctx, qSelJob, r.ID).Scan(&seq, &stored, &sites, &state); err != nil {
 		return err
 	}
-	if state != r.state {
+	if state != r.State {
 		countOutcome(b, r)
 	}
-	b.Queue(qUpdJob, r.state, r.name, r.sites, r.updated, len(r.events), r.body, seq)
+	b.Queue(qUpdJob, r.State, r.Name, r.Sites, r.Updated, len(r.Events), r.Body, seq)
 	putResv(b, seq, r)
-	if sites != r.sites {
+	if sites != r.Sites {
 		b.Queue(qDelSites, seq)
-		for _, site := range r.siteSet {
+		for _, site := range r.SiteSet {
 			b.Queue(qInsSite, site, seq)
 		}
 	}
-	if n := int64(len(r.events)); n < stored {
+	if n := int64(len(r.Events)); n < stored {
 		b.Queue(qDelEvents, seq, n)
 	} else {
-		insertEvents(b, seq, stored, r.events[stored:])
+		insertEvents(b, seq, stored, r.Events[stored:])
 	}
 	return tx.SendBatch(ctx, b).Close()
 }
 
-func putResv(b *pgx.Batch, seq int64, r *row) {
-	v := r.resv
+func putResv(b *pgx.Batch, seq int64, r *store.Row) {
+	v := r.Resv
 	if v == nil {
 		return
 	}
@@ -505,7 +470,7 @@ func putResv(b *pgx.Batch, seq int64, r *row) {
 	if !v.Start.IsZero() {
 		start = v.Start.UnixNano()
 	}
-	b.Queue(qPutResv, seq, string(v.State), v.Earliest.UnixNano(), v.Latest.UnixNano(), r.nodes, v.Site, start, string(v.Native), v.Reason)
+	b.Queue(qPutResv, seq, string(v.State), v.Earliest.UnixNano(), v.Latest.UnixNano(), r.Nodes, v.Site, start, string(v.Native), v.Reason)
 }
 
 func insertEvents(b *pgx.Batch, seq, from int64, evs []bridge.Event) {
@@ -516,20 +481,20 @@ func insertEvents(b *pgx.Batch, seq, from int64, evs []bridge.Event) {
 
 // countOutcome counts a job that completed, or failed through its site's
 // fault, once at each of its sites (as the SQLite store does).
-func countOutcome(b *pgx.Batch, r *row) {
+func countOutcome(b *pgx.Batch, r *store.Row) {
 	var done, failed int
-	switch bridge.JobState(r.state) {
+	switch bridge.JobState(r.State) {
 	case bridge.Completed:
 		done = 1
 	case bridge.Failed:
-		if !r.siteFault {
+		if !r.SiteFault {
 			return
 		}
 		failed = 1
 	default:
 		return
 	}
-	for _, site := range r.siteSet {
+	for _, site := range r.SiteSet {
 		b.Queue(qOutcome, site, done, failed)
 	}
 }
