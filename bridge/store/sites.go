@@ -123,8 +123,10 @@ const (
 	ON CONFLICT(name) DO UPDATE SET completed = completed + excluded.completed, failed = failed + excluded.failed`
 )
 
-// RecordProbe implements SiteHealthStore.
-func (s *SQLite) RecordProbe(ctx context.Context, p SiteProbe) error {
+// Check refuses a probe no store may record (bridge.ErrBadRequest, with
+// the reason): no site or time, negative counts, a link without a finite
+// positive rate.
+func (p SiteProbe) Check() error {
 	switch {
 	case p.Site == "":
 		return fmt.Errorf("store: record probe: %w: no site name", bridge.ErrBadRequest)
@@ -136,6 +138,14 @@ func (s *SQLite) RecordProbe(ctx context.Context, p SiteProbe) error {
 	case p.Link != nil && (!(p.Link.BytesPerSec > 0) || math.IsInf(p.Link.BytesPerSec, 0) || p.Link.Latency < 0):
 		return fmt.Errorf("store: record probe of %s: %w: link %g bytes/s, latency %s; want a finite rate > 0 and a latency >= 0",
 			p.Site, bridge.ErrBadRequest, p.Link.BytesPerSec, p.Link.Latency)
+	}
+	return nil
+}
+
+// RecordProbe implements SiteHealthStore.
+func (s *SQLite) RecordProbe(ctx context.Context, p SiteProbe) error {
+	if err := p.Check(); err != nil {
+		return err
 	}
 	t := p.Time.UnixNano()
 	err := s.write(ctx, func(w *wtx) error {

@@ -95,17 +95,8 @@ func (s *Postgres) DeleteValue(ctx context.Context, key string) error {
 
 // RecordProbe implements store.SiteHealthStore.
 func (s *Postgres) RecordProbe(ctx context.Context, p store.SiteProbe) error {
-	switch {
-	case p.Site == "":
-		return fmt.Errorf("store: record probe: %w: no site name", bridge.ErrBadRequest)
-	case p.Time.IsZero():
-		return fmt.Errorf("store: record probe of %s: %w: no probe time", p.Site, bridge.ErrBadRequest)
-	case p.Err == "" && (p.Nodes < 0 || p.FreeNodes < 0 || p.Queued < 0 || p.Running < 0):
-		return fmt.Errorf("store: record probe of %s: %w: negative counts (nodes %d, free %d, queued %d, running %d); want >= 0",
-			p.Site, bridge.ErrBadRequest, p.Nodes, p.FreeNodes, p.Queued, p.Running)
-	case p.Link != nil && (!(p.Link.BytesPerSec > 0) || math.IsInf(p.Link.BytesPerSec, 0) || p.Link.Latency < 0):
-		return fmt.Errorf("store: record probe of %s: %w: link %g bytes/s, latency %s; want a finite rate > 0 and a latency >= 0",
-			p.Site, bridge.ErrBadRequest, p.Link.BytesPerSec, p.Link.Latency)
+	if err := p.Check(); err != nil {
+		return err
 	}
 	t := p.Time.UnixNano()
 	err := s.tx(ctx, func(tx pgx.Tx) error {
