@@ -130,6 +130,7 @@ type Budget struct {
 	backoff  time.Duration // current back-off step (0: none)
 	until    time.Time     // routine calls wait until then
 	reason   string
+	login    bool // the back-off began with a command not sent for want of a login
 }
 
 // NewBudget makes a full budget; now nil means time.Now.
@@ -185,6 +186,9 @@ func (b *Budget) BackingOff() error {
 func (b *Budget) backingOff(now time.Time) error {
 	if now.Before(b.until) {
 		b.deferred++
+		if b.login { // still what the user must do: errors.Is(err, ErrNeedsLogin) holds
+			return fmt.Errorf("%w: %w: backing off until %s after %q", backends.ErrUnavailable, backends.ErrNeedsLogin, b.until.UTC().Format(time.RFC3339), b.reason)
+		}
 		return fmt.Errorf("%w: backing off until %s after %q", backends.ErrUnavailable, b.until.UTC().Format(time.RFC3339), b.reason)
 	}
 	return nil
@@ -255,7 +259,7 @@ func (b *Budget) Observe(runErr error, msg string) {
 		if b.backoff > 0 {
 			b.log.Info("site answers again; back-off over", "after", b.reason)
 		}
-		b.backoff, b.until, b.reason = 0, time.Time{}, ""
+		b.backoff, b.until, b.reason, b.login = 0, time.Time{}, "", false
 		b.mu.Unlock()
 		return
 	}
@@ -268,7 +272,7 @@ func (b *Budget) Observe(runErr error, msg string) {
 	if runErr != nil {
 		reason = runErr.Error()
 	}
-	b.until, b.reason = b.now().Add(b.backoff), reason
+	b.until, b.reason, b.login = b.now().Add(b.backoff), reason, errors.Is(runErr, backends.ErrNeedsLogin)
 	until, step, cb := b.until, b.backoff, b.OnBackoff
 	b.mu.Unlock()
 	b.log.Warn("site overloaded or not answering; backing off", "for", step, "reason", reason)
