@@ -57,9 +57,15 @@ func TestConformanceSLURMThroughPlugin(t *testing.T) {
 			}
 			defer inst.Kill()
 			// What the plugin process logged reached the host's slog with
-			// the site's name.
-			if l := logs.String(); !strings.Contains(l, `"msg":"ssh connected","plugin":"`+site+`"`) {
-				t.Errorf("the plugin's log line \"ssh connected\" did not reach the host's log with plugin=%s:\n%s", site, l)
+			// the site's name. The plugin's stderr is relayed by its own
+			// goroutine, so the line may arrive a little after LoadBackend
+			// returns.
+			want := `"msg":"ssh connected","plugin":"` + site + `"`
+			for deadline := time.Now().Add(15 * time.Second); !strings.Contains(logs.String(), want) && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if l := logs.String(); !strings.Contains(l, want) {
+				t.Errorf("the plugin's log line \"ssh connected\" did not reach the host's log with plugin=%s within 15 s:\n%s", site, l)
 			}
 			// The suite's own check that nothing hostile ran uses its own
 			// connection, not the plugin's.
