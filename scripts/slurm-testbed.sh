@@ -10,7 +10,8 @@
 #
 # Afterwards: source "${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}/testbed.env".
 # Knobs (environment, read by start): GRIDSUB_TESTBED_DIR, GRIDSUB_SITES,
-# GRIDSUB_<SITE>_NODES/_CPUS/_MEM, GRIDSUB_TEST_USER, GRIDSUB_SLURM_USER,
+# GRIDSUB_<SITE>_NODES/_CPUS/_MEM, GRIDSUB_TEST_USER (and GRIDSUB_TEST_USER2,
+# a second login user with its own key), GRIDSUB_SLURM_USER,
 # GRIDSUB_MIN_JOB_AGE, GRIDSUB_SLURM_PORT_BASE, GRIDSUB_SSH_PORT_BASE,
 # GRIDSUB_CLIENT_MESSAGE_TIMEOUT (seconds; set: the login nodes' SLURM commands
 # use a copy of slurm.conf with this MessageTimeout, so squeue/sinfo/scancel
@@ -30,6 +31,10 @@ umask 022
 
 TB=${GRIDSUB_TESTBED_DIR:-/var/tmp/gridsub-local-testbed}
 LOGIN=${GRIDSUB_TEST_USER:-griduser}
+# A second login user with a key of its own (and, with enforced accounting,
+# its own account "gridsub2"): another person's identity at the same sites,
+# for gridsub's per-user site credentials (docs/users.md).
+LOGIN2=${GRIDSUB_TEST_USER2:-griduser2}
 # Without slurmdbd only root and SlurmUser are SLURM operators; making the test
 # user SlurmUser lets it create and delete reservations over ssh.
 SUSER=${GRIDSUB_SLURM_USER:-$LOGIN}
@@ -210,19 +215,24 @@ install_packages() {
 }
 
 # ------------------------------------------------------------ user, keys --
-setup_user() {
-  id "$LOGIN" >/dev/null 2>&1 || useradd --create-home --user-group --shell /bin/bash "$LOGIN"
+setup_user() { setup_login "$LOGIN" "$TB/client"; setup_login "$LOGIN2" "$TB/client2"; }
+
+# setup_login USER DIR: the local account USER (the sites' login and compute
+# nodes are this machine) and a client key in DIR that logs in as it.
+setup_login() {
+  local u=$1 c=$2
+  id "$u" >/dev/null 2>&1 || useradd --create-home --user-group --shell /bin/bash "$u"
   # sshd without PAM refuses locked accounts ('!' in shadow): '*' means no password but not locked.
-  case $(getent shadow "$LOGIN" | cut -d: -f2) in '' | '!'*) usermod -p '*' "$LOGIN" ;; esac
-  local home; home=$(getent passwd "$LOGIN" | cut -d: -f6)
-  install -d -m 0755 -o "$LOGIN" -g "$(id -gn "$LOGIN")" "$home"
-  install -d -m 0700 -o "$LOGIN" -g "$(id -gn "$LOGIN")" "$home/.ssh"
-  install -d -m 0700 "$TB/client"
-  [[ -s $TB/client/id_ed25519 && -s $TB/client/id_ed25519.pub ]] ||
-    { rm -f "$TB/client/id_ed25519"*; ssh-keygen -q -t ed25519 -N '' -C gridsub-local-testbed -f "$TB/client/id_ed25519"; }
-  local pub keys=$home/.ssh/authorized_keys; pub=$(<"$TB/client/id_ed25519.pub")
+  case $(getent shadow "$u" | cut -d: -f2) in '' | '!'*) usermod -p '*' "$u" ;; esac
+  local home; home=$(getent passwd "$u" | cut -d: -f6)
+  install -d -m 0755 -o "$u" -g "$(id -gn "$u")" "$home"
+  install -d -m 0700 -o "$u" -g "$(id -gn "$u")" "$home/.ssh"
+  install -d -m 0700 "$c"
+  [[ -s $c/id_ed25519 && -s $c/id_ed25519.pub ]] ||
+    { rm -f "$c/id_ed25519"*; ssh-keygen -q -t ed25519 -N '' -C "gridsub-local-testbed-$u" -f "$c/id_ed25519"; }
+  local pub keys=$home/.ssh/authorized_keys; pub=$(<"$c/id_ed25519.pub")
   grep -qxF "$pub" "$keys" 2>/dev/null || echo "$pub" >>"$keys"
-  chown "$LOGIN:" "$keys"; chmod 0600 "$keys"
+  chown "$u:" "$keys"; chmod 0600 "$keys"
 }
 
 # ----------------------------------------------------------------- munge --
@@ -356,6 +366,10 @@ register_cluster() {
       SLURM_CONF=$conf.acct sacctmgr -i add account gridsub cluster="$(cluster_of "$s")" >/dev/null &&
         SLURM_CONF=$conf.acct sacctmgr -i add user "$LOGIN" account=gridsub cluster="$(cluster_of "$s")" >/dev/null
     } || fail "$s: cannot add the association of $LOGIN with account gridsub"
+    SLURM_CONF=$conf.acct sacctmgr -n -P show assoc cluster="$(cluster_of "$s")" user="$LOGIN2" account=gridsub2 format=account 2>/dev/null | grep -qx gridsub2 || {
+      SLURM_CONF=$conf.acct sacctmgr -i add account gridsub2 cluster="$(cluster_of "$s")" >/dev/null &&
+        SLURM_CONF=$conf.acct sacctmgr -i add user "$LOGIN2" account=gridsub2 cluster="$(cluster_of "$s")" >/dev/null
+    } || fail "$s: cannot add the association of $LOGIN2 with account gridsub2"
   fi
   rm -f "$conf.acct"
 }
@@ -501,7 +515,7 @@ start_sshd() {
 ListenAddress 127.0.0.1:$port
 HostKey $d/host_ed25519
 PidFile $d/sshd.pid
-AllowUsers $LOGIN
+AllowUsers $LOGIN $LOGIN2
 AuthenticationMethods publickey
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -546,6 +560,8 @@ write_client_and_env() {
     echo "export GRIDSUB_SSH_HOST=127.0.0.1"
     echo "export GRIDSUB_SSH_USER=$LOGIN"
     echo "export GRIDSUB_SSH_KEY=$c/id_ed25519"
+    echo "export GRIDSUB_SSH_USER2=$LOGIN2"
+    echo "export GRIDSUB_SSH_KEY2=$TB/client2/id_ed25519"
     echo "export GRIDSUB_SSH_KNOWN_HOSTS=$c/known_hosts"
     echo "export GRIDSUB_SSH_CONFIG=$c/ssh_config"
     echo "export GRIDSUB_MUNGE_SOCKET=$TB/munge/munge.socket"
@@ -624,14 +640,16 @@ do_status() {
   return $bad
 }
 
-# forget_key: take this testbed's client key out of the login user's authorized_keys.
-forget_key() {
-  local pub home keys
-  [[ -s $TB/client/id_ed25519.pub ]] && id "$LOGIN" >/dev/null 2>&1 || return 0
-  pub=$(<"$TB/client/id_ed25519.pub"); home=$(getent passwd "$LOGIN" | cut -d: -f6); keys=$home/.ssh/authorized_keys
+# forget_key: take this testbed's client keys out of the login users' authorized_keys.
+forget_key() { forget_login_key "$LOGIN" "$TB/client"; forget_login_key "$LOGIN2" "$TB/client2"; }
+
+forget_login_key() {
+  local u=$1 c=$2 pub home keys
+  [[ -s $c/id_ed25519.pub ]] && id "$u" >/dev/null 2>&1 || return 0
+  pub=$(<"$c/id_ed25519.pub"); home=$(getent passwd "$u" | cut -d: -f6); keys=$home/.ssh/authorized_keys
   [[ -f $keys ]] || return 0
   grep -vxF "$pub" "$keys" >"$keys.next" || true
-  chown "$LOGIN:" "$keys.next"; chmod 0600 "$keys.next"; mv -f "$keys.next" "$keys"
+  chown "$u:" "$keys.next"; chmod 0600 "$keys.next"; mv -f "$keys.next" "$keys"
 }
 
 locked() { install -d -m 0755 "$TB"; exec 8>"$TB/.lock"; flock -w 300 8 || fail "cannot lock $TB/.lock"; "$@"; }
