@@ -87,6 +87,10 @@ type Options struct {
 	// Owner is the daemon's own user: the owner of jobs whose
 	// Request.Owner is "" (limits and fair share count them as theirs).
 	Owner string
+	// Identities gives each user's own backend at a site (identity.go):
+	// their jobs are submitted, polled, cancelled, found and fetched
+	// through it. nil: every job uses its site's configured backend.
+	Identities Identities
 	// Order orders the queue before each plan (policy.Order: fair share);
 	// nil keeps the broker's own order. It sees each user's shares
 	// (UserLimits.Shares) and their use of the sites decayed with
@@ -189,7 +193,7 @@ func New(opts Options) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b.siteTable = &siteTable{sites: opts.Sites, siteIdx: map[string]int{}, links: opts.Links, multiSite: opts.MultiSite, tiers: opts.Tiers,
+	b.siteTable = &siteTable{sites: opts.Sites, siteIdx: map[string]int{}, links: opts.Links, multiSite: opts.MultiSite, tiers: opts.Tiers, ids: opts.Identities, self: opts.Owner,
 		capacity: make([]int, len(opts.Sites)), trust: make([]float64, len(opts.Sites))}
 	b.ledger = newLedger(&opts, b.siteTable, log)
 	b.wire()

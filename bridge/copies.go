@@ -171,7 +171,7 @@ func (cp *copies) dispatchCopies(ctx context.Context, now time.Time, j *Job, d p
 	specs := cp.copySpecs(j, d.Chosen)
 	cp.mu.Unlock()
 
-	ids, errs := cp.submitSpecs(ctx, j.Comps, specs, j.Req.SiteInputs)
+	ids, errs := cp.submitSpecs(ctx, cp.identityOwner(j), j.Comps, specs, j.Req.SiteInputs)
 
 	cp.mu.Lock()
 	undo := cp.applySubmits(ctx, now, j, ids, errs)
@@ -261,7 +261,7 @@ func (cp *copies) copySpecs(j *Job, chosen policy.Option) []*backends.JobSpec {
 
 // submitSpecs stages the site inputs of the non-nil specs and hands them
 // to the submit stage (submitAll), without the ledger's lock.
-func (cp *copies) submitSpecs(ctx context.Context, comps []Component, specs []*backends.JobSpec, ins []backends.SiteFile) ([]backends.JobID, []error) {
+func (cp *copies) submitSpecs(ctx context.Context, owner string, comps []Component, specs []*backends.JobSpec, ins []backends.SiteFile) ([]backends.JobID, []error) {
 	ids := make([]backends.JobID, len(specs))
 	errs := make([]error, len(specs))
 	var data relays // inputs that lie at a site
@@ -273,10 +273,10 @@ func (cp *copies) submitSpecs(ctx context.Context, comps []Component, specs []*b
 			continue
 		}
 		s := cp.siteIdx[comps[k].Site]
-		if _, errs[k] = cp.stageData(ctx, &data, s, sp, ins); errs[k] != nil {
+		if _, errs[k] = cp.stageData(ctx, &data, s, owner, sp, ins); errs[k] != nil {
 			continue
 		}
-		reqs = append(reqs, submitReq{s, sp})
+		reqs = append(reqs, submitReq{s, sp, owner})
 		at = append(at, k)
 	}
 	rids, serrs := cp.submitAll(ctx, reqs)
@@ -444,7 +444,7 @@ func (cp *copies) submitCopies(ctx context.Context, now time.Time, rep *CycleRep
 		j.Intent = now // a restart gives these submissions SubmitGrace to land (recover.go)
 		_ = cp.save(ctx, j)
 		cp.mu.Unlock()
-		rids, errs := cp.submitSpecs(ctx, comps, specs, j.Req.SiteInputs)
+		rids, errs := cp.submitSpecs(ctx, cp.identityOwner(j), comps, specs, j.Req.SiteInputs)
 		cp.mu.Lock()
 		if len(j.Comps) != len(comps) || (j.State != Dispatched && j.State != Running) {
 			// Changed meanwhile (a cancel by the user): withdraw what was submitted.

@@ -253,12 +253,20 @@ func (d *duties) watchLate(ctx context.Context, now time.Time) {
 	}
 	d.watches = keep
 	ws := slices.Clone(keep)
+	owners := make([]string, len(ws))
+	for i, w := range ws {
+		owners[i] = d.identityOwner(d.jobs[w.Job])
+	}
 	d.saveDuties(ctx)
 	d.mu.Unlock()
 
 	found := make([][]backends.JobStatus, len(ws))
 	for i, w := range ws {
-		if f, ok := backends.AsFinder(d.sites[d.siteIdx[w.Site]].Backend); ok {
+		be, err := d.backendFor(ctx, d.siteIdx[w.Site], owners[i])
+		if err != nil {
+			continue // asked again next time
+		}
+		if f, ok := backends.AsFinder(be); ok {
 			found[i], _ = f.FindByGridID(ctx, w.Tag) // no answer: asked again next time
 		}
 	}

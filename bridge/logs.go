@@ -57,9 +57,13 @@ func (b *Broker) ReadLog(ctx context.Context, id string, part int, stream string
 	}
 	c := j.Comps[part]
 	spec := b.spec(j, part, len(j.Comps), c.Site, c.Nodes, policy.Option{})
-	be := b.sites[b.siteIdx[c.Site]].Backend
+	s, owner := b.siteIdx[c.Site], b.identityOwner(j)
 	b.mu.Unlock()
 	ch.Site, ch.RemoteID = c.Site, c.RemoteID
+	be, err := b.backendFor(ctx, s, owner)
+	if err != nil {
+		return ch, err
+	}
 	lr, ok := be.(backends.LogReader)
 	if !ok {
 		ch.Pending, ch.Note = true, fmt.Sprintf("site %s cannot show a job's output while it runs", c.Site)

@@ -91,7 +91,14 @@ func (st *siteTable) optionMisfits(req *Request, only []string) []optionMisfit {
 		if !ok || st.offers == nil || st.offers[s].parts == nil {
 			return siteOffer{}, false
 		}
-		return st.offers[s], true
+		off := st.offers[s]
+		if st.ids != nil && req.Owner != "" && req.Owner != st.self && st.ids.Has(name, req.Owner) {
+			// The accounts listed are the site login's; the owner logs
+			// in as someone else there, whose accounts the site names
+			// when it refuses one.
+			off.accts = nil
+		}
+		return off, true
 	})
 }
 

@@ -316,11 +316,18 @@ const (
 // on the job (written), and the caller holds the job for the next cycle.
 // The ledger's lock held.
 func (rc *reconciler) lookup(ctx context.Context, j *Job, c *Component, tag string, now time.Time, rep *RecoverReport) (tagLookup, []cancelReq) {
-	f, ok := backends.AsFinder(rc.sites[rc.siteIdx[c.Site]].Backend)
-	if !ok {
-		return tagUnknowable, nil
+	be, err := rc.backendFor(ctx, rc.siteIdx[c.Site], rc.identityOwner(j))
+	var f backends.Finder
+	if err == nil {
+		var ok bool
+		if f, ok = backends.AsFinder(be); !ok {
+			return tagUnknowable, nil
+		}
 	}
-	sts, err := f.FindByGridID(ctx, tag)
+	var sts []backends.JobStatus
+	if err == nil {
+		sts, err = f.FindByGridID(ctx, tag)
+	}
 	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: %w", j.ID, c.Site, err))
 		rep.Unresolved++

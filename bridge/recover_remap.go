@@ -31,7 +31,7 @@ func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep 
 		// The old attempt was confirmed gone before this intent was
 		// written. Asked once more all the same: a job in two queues is
 		// the outcome never allowed.
-		there, sts := rm.oldStillThere(ctx, mv.From)
+		there, sts := rm.oldStillThere(ctx, rm.identityOwner(j), mv.From)
 		if !there {
 			j.Moving = nil // an ordinary dispatch intent now: reconcile (Recover) adopts or requeues it
 			return false, nil
@@ -39,7 +39,11 @@ func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep 
 		var cancels []cancelReq
 		tag := RemoteTag(j.ID, j.Attempts)
 		for _, c := range j.Comps {
-			be := rm.sites[rm.siteIdx[c.Site]].Backend
+			be, err := rm.backendFor(ctx, rm.siteIdx[c.Site], rm.identityOwner(j))
+			if err != nil {
+				rep.Errors = append(rep.Errors, fmt.Errorf("job %s at %s: looking up %s: %w", j.ID, c.Site, tag, err))
+				continue
+			}
 			f, ok := backends.AsFinder(be)
 			if !ok {
 				continue
@@ -80,12 +84,16 @@ func (rm *remapper) recoverMove(ctx context.Context, j *Job, now time.Time, rep 
 // components: true when one of them is not cancelled or gone (with the
 // statuses, in order). A site that does not answer counts as confirmed:
 // the withdrawal was confirmed before the move went on.
-func (rm *remapper) oldStillThere(ctx context.Context, from []Component) (bool, []backends.JobStatus) {
+func (rm *remapper) oldStillThere(ctx context.Context, owner string, from []Component) (bool, []backends.JobStatus) {
 	sts := make([]backends.JobStatus, len(from))
 	there := false
 	for k, c := range from {
 		s := rm.siteIdx[c.Site]
-		got, err := rm.sites[s].Backend.Status(ctx, []backends.JobID{c.RemoteID})
+		be, err := rm.backendFor(ctx, s, owner)
+		var got []backends.JobStatus
+		if err == nil {
+			got, err = be.Status(ctx, []backends.JobID{c.RemoteID})
+		}
 		if err != nil || len(got) != 1 {
 			sts[k] = backends.JobStatus{ID: c.RemoteID, State: backends.StateCancelled}
 			continue

@@ -341,12 +341,18 @@ func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, fre
 	}
 	mv := j.Moving
 	from := slices.Clone(mv.From)
+	owner := rm.identityOwner(j)
 	rm.mu.Unlock()
 
 	errs := make([]error, len(from))
 	for k, c := range from {
 		s := rm.siteIdx[c.Site]
-		w, ok := backends.AsWithdrawer(rm.sites[s].Backend)
+		be, err := rm.backendFor(ctx, s, owner)
+		if err != nil {
+			errs[k] = err
+			continue
+		}
+		w, ok := backends.AsWithdrawer(be)
 		if !ok {
 			errs[k] = fmt.Errorf("%w: site %s cannot withdraw a waiting job", backends.ErrUnsupported, c.Site)
 			continue
@@ -450,7 +456,7 @@ func (rm *remapper) carryMove(ctx context.Context, now time.Time, id string, fre
 		return
 	}
 	d := policy.Decision{Job: id, Action: policy.Start, Chosen: opt}
-	rids, errs := rm.submitAll(ctx, []submitReq{{ts, spec}})
+	rids, errs := rm.submitAll(ctx, []submitReq{{ts, spec, rm.identityOwner(j)}})
 	if rm.crash(crashAfterSubmit, id) {
 		return
 	}

@@ -488,7 +488,7 @@ func (rsv *reservations) submitReserved(ctx context.Context, j *Job, now time.Ti
 	sp.Reservation = string(r.Native)
 	rsv.mu.Unlock()
 	var crep CycleReport
-	rsv.submitParts(ctx, now, j.ID, policy.Decision{Job: j.ID, Action: policy.Start, Chosen: opt}, []*backends.JobSpec{sp}, &crep)
+	rsv.submitParts(ctx, now, j.ID, rsv.identityOwner(j), policy.Decision{Job: j.ID, Action: policy.Start, Chosen: opt}, []*backends.JobSpec{sp}, &crep)
 	rep.Submitted += crep.Started
 	rep.Errors = append(rep.Errors, crep.Errors...)
 }

@@ -141,8 +141,11 @@ func (r *relays) close() {
 
 // stageData makes the inputs that lie at a site available to sp, the spec
 // of a component to be submitted at site s: linked there in place, or
-// relayed (a spool file added to sp.Inputs). Outside the ledger's lock.
-func (sm *submitter) stageData(ctx context.Context, r *relays, s int, sp *backends.JobSpec, ins []backends.SiteFile) ([]string, error) {
+// relayed (a spool file added to sp.Inputs). Both go through owner's
+// identity at the site that holds the file (siteTable.backendFor): a user
+// reads at a site only what their own login may read there. Outside the
+// ledger's lock.
+func (sm *submitter) stageData(ctx context.Context, r *relays, s int, owner string, sp *backends.JobSpec, ins []backends.SiteFile) ([]string, error) {
 	if len(ins) == 0 || sm.sites[s].Simulated {
 		return nil, nil
 	}
@@ -150,7 +153,11 @@ func (sm *submitter) stageData(ctx context.Context, r *relays, s int, sp *backen
 	dst := sm.names[s]
 	for _, in := range ins {
 		if in.Site == dst {
-			dh, ok := backends.AsDataHolder(sm.sites[s].Backend)
+			be, err := sm.backendFor(ctx, s, owner)
+			if err != nil {
+				return notes, fmt.Errorf("input %s:%s: %w", in.Site, in.Path, err)
+			}
+			dh, ok := backends.AsDataHolder(be)
 			if !ok {
 				return notes, fmt.Errorf("%w: input %s:%s: site %s cannot show a job the files that lie there (no DataHolder capability)", backends.ErrUnsupported, in.Site, in.Path, dst)
 			}
@@ -164,7 +171,7 @@ func (sm *submitter) stageData(ctx context.Context, r *relays, s int, sp *backen
 			notes = append(notes, fmt.Sprintf("%s:%s used in place as %s (%s, no copy)", in.Site, in.Path, in.Remote, sizeText(n)))
 			continue
 		}
-		local, note, err := sm.relay(ctx, r, in)
+		local, note, err := sm.relay(ctx, r, owner, in)
 		if err != nil {
 			return notes, err
 		}
@@ -176,10 +183,11 @@ func (sm *submitter) stageData(ctx context.Context, r *relays, s int, sp *backen
 	return notes, nil
 }
 
-// relay reads in from its site into a spool file (once per round) and
-// returns its local path and what happened ("" when it was read already).
-func (sm *submitter) relay(ctx context.Context, r *relays, in backends.SiteFile) (string, string, error) {
-	key := in.Site + "\x00" + in.Path
+// relay reads in from its site, through owner's identity there, into a
+// spool file (once per round and owner) and returns its local path and
+// what happened ("" when it was read already).
+func (sm *submitter) relay(ctx context.Context, r *relays, owner string, in backends.SiteFile) (string, string, error) {
+	key := owner + "\x00" + in.Site + "\x00" + in.Path
 	if f, ok := r.files[key]; ok {
 		return f, "", nil
 	}
@@ -187,7 +195,11 @@ func (sm *submitter) relay(ctx context.Context, r *relays, in backends.SiteFile)
 	if !ok {
 		return "", "", fmt.Errorf("%w: input %s:%s: unknown site %s", backends.ErrInvalidSpec, in.Site, in.Path, in.Site)
 	}
-	dh, ok := backends.AsDataHolder(sm.sites[src].Backend)
+	be, err := sm.backendFor(ctx, src, owner)
+	if err != nil {
+		return "", "", fmt.Errorf("input %s:%s: %w", in.Site, in.Path, err)
+	}
+	dh, ok := backends.AsDataHolder(be)
 	if !ok {
 		why := "it cannot hand out the files that lie there (no DataHolder capability)"
 		if sm.sites[src].Simulated {
@@ -258,7 +270,7 @@ func (sm *submitter) stagePending(ctx context.Context, now time.Time, r *relays,
 		var err error
 		for k, part := range ps.d.Chosen.Parts {
 			var n []string
-			n, err = sm.stageData(ctx, r, part.Site, ps.specs[k], ins)
+			n, err = sm.stageData(ctx, r, part.Site, ps.owner, ps.specs[k], ins)
 			notes = append(notes, n...)
 			if err != nil {
 				break

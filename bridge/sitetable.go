@@ -33,6 +33,8 @@ type siteTable struct {
 	links     [][]policy.Link // Options.Links; nil = free
 	multiSite float64         // Options.MultiSite
 	polling   bool            // some site must be polled (does not push its changes)
+	ids       Identities      // Options.Identities: per-user site identities (identity.go); nil = none
+	self      string          // Options.Owner: the daemon's own user, whose jobs use the sites' backends
 
 	capacity  []int         // nodes per site as last seen; 0 = not known yet
 	trust     []float64     // per-site trust for the policy (SetTrust); 0 = unset
@@ -420,7 +422,11 @@ func (st *siteTable) remember(j *Job) {
 		if !ok || c.RemoteID == "" || c.State.Final() {
 			continue
 		}
-		if r, ok := backends.AsRememberer(st.sites[s].Backend); ok {
+		be, err := st.backendFor(context.Background(), s, st.identityOwner(j))
+		if err != nil {
+			continue // the identity's backend, once built, reads the job's record from the site (StateLost without it)
+		}
+		if r, ok := backends.AsRememberer(be); ok {
 			r.Remember(c.RemoteID, tag, k, len(j.Comps))
 		}
 	}

@@ -74,7 +74,20 @@ func (d *duties) cancelOne(ctx context.Context, now time.Time, c cancelReq) {
 }
 
 // sendCancel is the one place that cancels a remote job at a site
-// (Backend.Cancel).
+// (Backend.Cancel), through the identity of the job's owner there
+// (siteTable.backendFor; a job the ledger no longer holds goes through
+// the site's own). Called without the ledger's lock.
 func (d *duties) sendCancel(ctx context.Context, c cancelReq) error {
-	return d.sites[d.siteIdx[c.site]].Backend.Cancel(ctx, c.id)
+	s := d.siteIdx[c.site]
+	owner := ""
+	if d.ids != nil {
+		d.mu.Lock()
+		owner = d.identityOwner(d.jobs[c.job])
+		d.mu.Unlock()
+	}
+	be, err := d.backendFor(ctx, s, owner)
+	if err != nil {
+		return err
+	}
+	return be.Cancel(ctx, c.id)
 }

@@ -138,7 +138,7 @@ func (dp *dispatcher) dispatch(ctx context.Context, now time.Time, plan *policy.
 				specs[k].ArrayLimit = dp.arrayLimit(j)
 			}
 			dp.mu.Unlock()
-			intents = append(intents, pendingSubmit{id: j.ID, d: d, specs: specs})
+			intents = append(intents, pendingSubmit{id: j.ID, owner: dp.identityOwner(j), d: d, specs: specs})
 		}
 	}
 	// The intents are written together (one store commit for many, not

@@ -65,11 +65,13 @@ type fetchTask struct {
 }
 
 type fetchComp struct {
-	site string
-	id   backends.JobID
-	spec *backends.JobSpec
-	dir  string
-	fe   backends.Fetcher
+	site  string
+	id    backends.JobID
+	spec  *backends.JobSpec
+	dir   string
+	fe    backends.Fetcher // the site's own; runFetch takes owner's identity's when owner is set
+	s     int
+	owner string // whose identity fetches (siteTable.identityOwner)
 	// Results.
 	paths []string
 	err   error
@@ -125,7 +127,7 @@ func (ft *fetcher) fetchEnded(ctx context.Context, now time.Time) {
 			if c.Tag != "" { // a QoS-tier copy: its own tag, its own remote directory
 				sp.GridID = c.Tag
 			}
-			t.comps = append(t.comps, fetchComp{site: c.Site, id: c.RemoteID, dir: dir, fe: fe, spec: sp})
+			t.comps = append(t.comps, fetchComp{site: c.Site, id: c.RemoteID, dir: dir, fe: fe, spec: sp, s: s, owner: ft.identityOwner(j)})
 			sim = sim && ft.sites[s].Simulated
 		}
 		if sim {
@@ -171,7 +173,20 @@ func (ft *fetcher) runFetch(ctx context.Context, t *fetchTask) {
 	defer cancel()
 	for i := range t.comps {
 		c := &t.comps[i]
-		c.paths, c.err = c.fe.FetchOutputs(fctx, c.id, c.spec, c.dir)
+		fe := c.fe
+		if c.owner != "" {
+			be, err := ft.backendFor(fctx, c.s, c.owner)
+			if err != nil {
+				c.err = err
+				continue
+			}
+			var ok bool
+			if fe, ok = backends.AsFetcher(be); !ok {
+				c.err = fmt.Errorf("%w: site %s: the identity of user %s cannot fetch outputs", backends.ErrUnsupported, c.site, c.owner)
+				continue
+			}
+		}
+		c.paths, c.err = fe.FetchOutputs(fctx, c.id, c.spec, c.dir)
 		if c.err != nil && fctx.Err() != nil && ctx.Err() == nil {
 			c.err = fmt.Errorf("%w (%w)", context.Cause(fctx), c.err)
 		}

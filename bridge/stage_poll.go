@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridsub/gridsub/backends"
+	"github.com/gridsub/gridsub/backends/transport"
 )
 
 // poller is the poll stage. It asks every site that does not push its
@@ -31,37 +32,66 @@ type poller struct {
 func (p *poller) run(ctx context.Context, cs *cycleState) {
 	now := cs.now
 	p.mu.Lock()
-	var ids [][]backends.JobID
+	var groups [][]pollGroup
 	if p.polling {
-		ids = make([][]backends.JobID, len(p.sites))
+		groups = make([][]pollGroup, len(p.sites))
 		for _, id := range p.live {
-			for _, c := range p.jobs[id].Comps {
+			j := p.jobs[id]
+			for _, c := range j.Comps {
 				if s := p.siteIdx[c.Site]; !c.State.Final() && !p.sites[s].Pushes && c.RemoteID != "" {
-					ids[s] = append(ids[s], c.RemoteID)
+					groups[s] = addToGroup(groups[s], p.identityOwner(j), c.RemoteID)
 				}
 			}
 		}
 	}
 	p.mu.Unlock()
 
+	// ids[s] are the jobs of site s whose statuses came back, in the
+	// order of results[s]. A site's jobs are asked about once per owner
+	// with an identity of their own (Options.Identities), through that
+	// identity; the rest in one call through the site's backend. A site
+	// has failed (errs[s]) when none of its calls answered for a reason
+	// of the site's; a call that failed for a reason of one user's own
+	// (their identity unusable, their login refused: userFault), or while
+	// another call answered, is that user's trouble, reported beside
+	// (userErrs[s]), and their jobs have no news.
+	var ids [][]backends.JobID
 	var results [][]backends.JobStatus
 	var errs []error
-	if ids != nil {
+	var userErrs [][]error
+	if groups != nil {
+		ids = make([][]backends.JobID, len(p.sites))
 		results = make([][]backends.JobStatus, len(p.sites))
 		errs = make([]error, len(p.sites))
+		userErrs = make([][]error, len(p.sites))
 		p.eachSite(func(s int) {
-			if len(ids[s]) == 0 {
-				return
+			var failed []error
+			answered := false
+			for _, g := range groups[s] {
+				st, err := p.pollGroup(ctx, s, g)
+				switch {
+				case errors.Is(err, backends.ErrDeferred):
+					// Not asked this cycle (the site's poll schedule or
+					// command budget): no news, and no failure either.
+				case err != nil && g.owner != "" && userFault(err):
+					userErrs[s] = append(userErrs[s], fmt.Errorf("jobs of user %s: %w", g.owner, err))
+				case err != nil:
+					if g.owner != "" {
+						err = fmt.Errorf("jobs of user %s: %w", g.owner, err)
+					}
+					failed = append(failed, err)
+				default:
+					answered = true
+					ids[s] = append(ids[s], g.ids...)
+					results[s] = append(results[s], st...)
+				}
 			}
-			results[s], errs[s] = p.sites[s].Backend.Status(ctx, ids[s])
-			if errors.Is(errs[s], backends.ErrDeferred) {
-				// Not asked this cycle (the site's poll schedule or command
-				// budget): no news, and no failure either.
-				results[s], errs[s] = nil, nil
-				return
-			}
-			if errs[s] == nil && len(results[s]) != len(ids[s]) {
-				errs[s] = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(results[s]), len(ids[s]))
+			switch {
+			case len(failed) == 0:
+			case answered:
+				userErrs[s] = append(userErrs[s], failed...)
+			default:
+				errs[s] = errors.Join(failed...)
 			}
 		})
 	}
@@ -78,6 +108,10 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 		}
 	}
 	for s := range results {
+		for _, err := range userErrs[s] {
+			cs.rep.Errors = append(cs.rep.Errors, fmt.Errorf("site %s: status: %w", p.sites[s].Name, err))
+			p.log.Warn("status poll failed", "site", p.sites[s].Name, "err", err)
+		}
 		if errs[s] != nil {
 			cs.rep.Errors = append(cs.rep.Errors, fmt.Errorf("site %s: status: %w", p.sites[s].Name, errs[s]))
 			lvl := slog.LevelWarn
@@ -96,6 +130,47 @@ func (p *poller) run(ctx context.Context, cs *cycleState) {
 		}
 	}
 	cs.touched = touched
+}
+
+// pollGroup is the remote jobs of one site polled through one owner's
+// identity ("" for the site's own backend).
+type pollGroup struct {
+	owner string
+	ids   []backends.JobID
+}
+
+// addToGroup adds id to owner's group among gs (a site has few owners with
+// identities of their own: a linear scan).
+func addToGroup(gs []pollGroup, owner string, id backends.JobID) []pollGroup {
+	for k := range gs {
+		if gs[k].owner == owner {
+			gs[k].ids = append(gs[k].ids, id)
+			return gs
+		}
+	}
+	return append(gs, pollGroup{owner: owner, ids: []backends.JobID{id}})
+}
+
+// userFault reports whether a call made through a user's own identity
+// failed for a reason of that user's, not the site's: the identity could
+// not be used (ErrIdentity) or the site refused the user's login
+// (transport.ErrAuth).
+func userFault(err error) bool {
+	return errors.Is(err, ErrIdentity) || errors.Is(err, transport.ErrAuth)
+}
+
+// pollGroup asks site s for the statuses of g's jobs, in one Status call
+// through g's owner's backend.
+func (p *poller) pollGroup(ctx context.Context, s int, g pollGroup) ([]backends.JobStatus, error) {
+	be, err := p.backendFor(ctx, s, g.owner)
+	if err != nil {
+		return nil, err
+	}
+	st, err := be.Status(ctx, g.ids)
+	if err == nil && len(st) != len(g.ids) {
+		err = fmt.Errorf("%w: %d statuses for %d jobs", backends.ErrBadOutput, len(st), len(g.ids))
+	}
+	return st, err
 }
 
 // apply records one component status and returns its job the first time the

@@ -26,59 +26,80 @@ const MaxSiteSubmits = 16
 // components are still to be submitted.
 type pendingSubmit struct {
 	id    string
+	owner string // whose identity submits it (siteTable.identityOwner)
 	d     policy.Decision
 	specs []*backends.JobSpec
 }
 
-// submitReq is one component to submit: its spec, at site.
+// submitReq is one component to submit: its spec, at site, through
+// owner's identity there (siteTable.backendFor).
 type submitReq struct {
-	site int
-	spec *backends.JobSpec
+	site  int
+	spec  *backends.JobSpec
+	owner string
 }
 
 // submitAll is the submit stage: the one place that hands JobSpecs to the
 // sites (Backend.Submit, BatchSubmitter.SubmitBatch). It returns each
-// request's remote id or error, in the order of reqs. A site with the batch
-// capability (backends.BatchSubmitter) and two or more of the requests gets
-// them all in one SubmitBatch — one remote command instead of one per job;
-// the other sites' requests get one Submit each, in order. Real sites are
-// submitted to concurrently (at most MaxSiteSubmits at a time), simulated
-// ones in order: a cycle with jobs for 50 sites costs about the slowest
-// site's submission, not the sum of all, and a replay stays deterministic.
-// Every site asked is marked stale (its Info changed). Called without the
-// ledger's lock.
+// request's remote id or error, in the order of reqs. Each request goes
+// through its owner's identity at its site (siteTable.backendFor): a
+// site's requests are handed over per identity, a "unit". A unit whose
+// backend has the batch capability (backends.BatchSubmitter) and two or
+// more of the requests gets them all in one SubmitBatch — one remote
+// command instead of one per job; the other units' requests get one
+// Submit each, in order. Real sites are submitted to concurrently (at
+// most MaxSiteSubmits units at a time), simulated ones in order: a cycle
+// with jobs for 50 sites costs about the slowest site's submission, not
+// the sum of all, and a replay stays deterministic. Every site asked is
+// marked stale (its Info changed). Called without the ledger's lock.
 func (sm *submitter) submitAll(ctx context.Context, reqs []submitReq) ([]backends.JobID, []error) {
 	rids := make([]backends.JobID, len(reqs))
 	errs := make([]error, len(reqs))
-	bySite := map[int][]int{}
-	var order []int
+	type unit struct {
+		site  int
+		owner string
+	}
+	byUnit := map[unit][]int{}
+	var order []unit
 	for i, r := range reqs {
-		if _, seen := bySite[r.site]; !seen {
-			order = append(order, r.site)
+		u := unit{r.site, r.owner}
+		if sm.sites[r.site].Simulated {
+			u.owner = "" // a simulated site has no identities (backendFor)
 		}
-		bySite[r.site] = append(bySite[r.site], i)
+		if _, seen := byUnit[u]; !seen {
+			order = append(order, u)
+		}
+		byUnit[u] = append(byUnit[u], i)
 	}
-	batched := map[int]bool{}
-	for si, idx := range bySite {
-		_, ok := siteSubmitBatch(sm.sites[si].Backend)
-		batched[si] = ok && len(idx) > 1
+	backend := func(u unit) (backends.Backend, error) { return sm.backendFor(ctx, u.site, u.owner) }
+	batched := func(u unit) bool {
+		be, err := backend(u)
+		_, ok := siteSubmitBatch(be)
+		return err == nil && ok && len(byUnit[u]) > 1
 	}
-	one := func(i int) {
-		si := reqs[i].site
-		rids[i], errs[i] = sm.sites[si].Backend.Submit(ctx, reqs[i].spec)
-		sm.markStale(si)
+	// one submits request i alone, through the backend of unit u.
+	one := func(u unit, i int) {
+		be, err := backend(u)
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		rids[i], errs[i] = be.Submit(ctx, reqs[i].spec)
+		sm.markStale(u.site)
 	}
-	// submitAt submits site si's requests: one SubmitBatch when it is
+	// submitAt submits unit u's requests: one SubmitBatch when it is
 	// batched, else one Submit each in order.
-	submitAt := func(si int) {
-		idx := bySite[si]
-		if !batched[si] {
+	submitAt := func(u unit) {
+		idx := byUnit[u]
+		si := u.site
+		if !batched(u) {
 			for _, i := range idx {
-				one(i)
+				one(u, i)
 			}
 			return
 		}
-		submitBatch, _ := siteSubmitBatch(sm.sites[si].Backend)
+		be, _ := backend(u)
+		submitBatch, _ := siteSubmitBatch(be)
 		specs := make([]*backends.JobSpec, len(idx))
 		for k, i := range idx {
 			specs[k] = reqs[i].spec
@@ -105,27 +126,28 @@ func (sm *submitter) submitAll(ctx context.Context, reqs []submitReq) ([]backend
 			rids[i], errs[i] = res[k].ID, res[k].Err
 		}
 	}
-	// Simulated sites one request after the other in order; real sites
-	// concurrently (each site's requests stay in order, each slot of
-	// rids/errs is written by its own site only).
+	// Simulated sites one request after the other in order (then their
+	// batches, site by site); real sites concurrently (each unit's
+	// requests stay in order, each slot of rids/errs is written by its
+	// own unit only).
 	for i, r := range reqs {
-		if sm.sites[r.site].Simulated && !batched[r.site] {
-			one(i)
+		if u := (unit{site: r.site}); sm.sites[r.site].Simulated && !batched(u) {
+			one(u, i)
 		}
 	}
 	sem := make(chan struct{}, MaxSiteSubmits)
 	var wg sync.WaitGroup
-	for _, si := range order {
-		if sm.sites[si].Simulated {
-			if batched[si] {
-				submitAt(si)
+	for _, u := range order {
+		if sm.sites[u.site].Simulated {
+			if batched(u) {
+				submitAt(u)
 			}
 			continue
 		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			submitAt(si)
+			submitAt(u)
 		})
 	}
 	wg.Wait()
@@ -152,7 +174,7 @@ func (sm *submitter) submitPending(ctx context.Context, now time.Time, pend []pe
 	var reqs []submitReq
 	for _, ps := range pend {
 		for k, part := range ps.d.Chosen.Parts {
-			reqs = append(reqs, submitReq{part.Site, ps.specs[k]})
+			reqs = append(reqs, submitReq{part.Site, ps.specs[k], ps.owner})
 		}
 	}
 	ids, errs := sm.submitAll(ctx, reqs)
@@ -214,10 +236,10 @@ func (sm *submitter) unknownParts(ctx context.Context, now time.Time, j *Job, co
 // succeeded are cancelled and the job goes back to the queue (or fails, when
 // the error cannot be cured by waiting or the attempts are used up). A
 // replicated job only needs one copy to be accepted.
-func (sm *submitter) submitParts(ctx context.Context, now time.Time, id string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
+func (sm *submitter) submitParts(ctx context.Context, now time.Time, id, owner string, d policy.Decision, specs []*backends.JobSpec, rep *CycleReport) {
 	reqs := make([]submitReq, len(specs))
 	for k, p := range d.Chosen.Parts {
-		reqs[k] = submitReq{p.Site, specs[k]}
+		reqs[k] = submitReq{p.Site, specs[k], owner}
 	}
 	rids, errs := sm.submitAll(ctx, reqs)
 	sm.finishParts(ctx, now, id, d, rids, errs, rep)

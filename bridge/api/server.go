@@ -119,6 +119,9 @@ type ServerOptions struct {
 	// listener (and serves the /v1/tokens routes when it is a
 	// TokenAdmin). On the unix socket the peer's credentials say who asks.
 	Tokens TokenBook
+	// Credentials, when set, serves the /v1/credentials routes: each
+	// user's own identities at the sites (docs/users.md).
+	Credentials CredentialAdmin
 	// Owner is the daemon's own user (default DaemonUser()): the owner of
 	// jobs stored without one, and who the service token speaks for.
 	Owner  string
@@ -177,6 +180,9 @@ var Routes = []string{
 	"GET /v1/tokens",
 	"POST /v1/tokens/{id}/revoke",
 	"GET /v1/whoami",
+	"POST /v1/credentials",
+	"GET /v1/credentials",
+	"DELETE /v1/credentials/{site}",
 }
 
 // PageRoute is the status page (statuspage.go): the caller's jobs only.
@@ -210,7 +216,7 @@ func NewServer(b Broker, opts ServerOptions) *Server {
 	mux := http.NewServeMux()
 	handlers := []http.HandlerFunc{s.submit, s.list, s.get, s.events, s.cancel, s.sites, s.reservations, s.health, s.openapi, s.plugins, s.dryRun, s.explainJob, s.logs,
 		s.login, s.control("hold"), s.control("release"), s.control("requeue"), s.queue,
-		s.tokenCreate, s.tokenList, s.tokenRevoke, s.whoami}
+		s.tokenCreate, s.tokenList, s.tokenRevoke, s.whoami, s.credentialAdd, s.credentialList, s.credentialRemove}
 	for i, r := range Routes {
 		mux.HandleFunc(r, handlers[i])
 	}

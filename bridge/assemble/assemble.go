@@ -72,6 +72,12 @@ type Spec struct {
 	// (bridge.Options.Users, Owner).
 	Users map[string]bridge.UserLimits
 	Owner string
+	// Credentials, when set, are the users' own identities at the sites
+	// (users.Credentials): a user's jobs at a site where they have one are
+	// submitted, polled, cancelled, found and fetched over an SSH
+	// connection of their own (bridge.Options.Identities). nil: every job
+	// uses its site's configured login.
+	Credentials CredentialBook
 	// Order names the queue-order policy (policy/registry.Order: "" is
 	// fcfs) and FairShareHalfLife its decay (bridge.Options).
 	Order             string
@@ -229,6 +235,19 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	if env.Engine != nil {
 		grace = 0 // in-process simulated sites die with the broker: nothing is in flight
 	}
+	var ids bridge.Identities
+	if spec.Credentials != nil {
+		bySite := map[string]*SiteSpec{}
+		for i := range env.Sites {
+			bySite[env.Sites[i].Name] = &env.Sites[i]
+		}
+		id := &identities{book: spec.Credentials, sites: bySite, built: map[[2]string]builtIdentity{},
+			build: func(ctx context.Context, s *SiteSpec) (backends.Backend, io.Closer, error) {
+				return buildSite(ctx, s, env.Engine, opts.OnPlugin)
+			}}
+		ids = id
+		env.closers = append(env.closers, id)
+	}
 	order, err := registry.Order(spec.Order)
 	if err != nil {
 		env.Close()
@@ -238,7 +257,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
 		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap,
-		Policies: policies, Users: spec.Users, Owner: spec.Owner, Order: order, FairShareHalfLife: spec.FairShareHalfLife})
+		Policies: policies, Users: spec.Users, Owner: spec.Owner, Identities: ids, Order: order, FairShareHalfLife: spec.FairShareHalfLife})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -267,6 +267,13 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if simulated(spec) {
 		spec.Epoch = d.loadClock()
 	}
+	creds, err := users.OpenCredentials(filepath.Join(opts.StateDir, users.CredentialsDir))
+	if err != nil {
+		return nil, fmt.Errorf("%w: per-user site credentials: %w", ErrOptions, err)
+	}
+	if !simulated(spec) {
+		spec.Credentials = creds
+	}
 	d.env, err = assemble.Build(ctx, spec, assemble.Options{Logger: log, OnEvent: d.m.onEvent, OnPlugin: d.onPlugin})
 	if err != nil {
 		return nil, err
@@ -331,7 +338,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		sockMux.HandleFunc(ServiceRoute, serviceHandler(l.lease, role))
 		d.m.reg.MustRegister(newLeaderCollector(l.lease, role))
 	}
-	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix, Tokens: tokens}), ""))
+	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix, Tokens: tokens, Credentials: newCredentialAdmin(creds, spec.Sites)}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
@@ -343,7 +350,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		d.tcp = tl.Addr().String()
 		listeners = append(listeners, tl)
-		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix, Tokens: tokens}), opts.Token))
+		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix, Tokens: tokens, Credentials: newCredentialAdmin(creds, spec.Sites)}), opts.Token))
 	}
 	if opts.MetricsListen != "" {
 		ml, err := net.Listen("tcp", opts.MetricsListen)

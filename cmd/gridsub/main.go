@@ -131,6 +131,7 @@ goes on in the daemon.`,
 		newPluginCmd(), newPluginsCmd(g), newExplainCmd(g), newVersionCmd(g), newLogsCmd(g), newConfigCmd(g), newSimsiteCmd(g),
 		newLoginCmd(g), newDoctorCmd(g))
 	root.AddCommand(newTokenCmd(g), newWhoamiCmd(g)) // users.go
+	root.AddCommand(newCredentialsCmd(g))            // credentials.go
 	root.AddCommand(newFrontEndCmds(g)...)           // fe_*.go: sbatch, squeue... and shims
 	usageArgs(root)
 	return root
