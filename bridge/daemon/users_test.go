@@ -99,9 +99,17 @@ func ownershipCases() map[string][]probe {
 		"GET /v1/tokens":              admin("GET", "/v1/tokens", ""),
 		"POST /v1/tokens/{id}/revoke": admin("POST", "/v1/tokens/user:alice/revoke", ""),
 		"GET /v1/whoami":              open("GET", "/v1/whoami", ""),
-		api.PageRoute:                 open("GET", "/", ""),
-		daemon.MetricsRoute:           {{"GET", "/metrics", "", unauth, ownOnly}},
-		daemon.BackupRoute:            {{"POST", "/v1/store/backup", `{"path":"/tmp/gridsub-users-test-backup.db"}`, noRoute, forbidden}},
+		// Another user's site credentials: administrators only; one's own
+		// list holds nothing of A's.
+		"POST /v1/credentials": admin("POST", "/v1/credentials", `{"user":"alice","site":"Harbin","key":"x"}`),
+		"GET /v1/credentials": {
+			{"GET", "/v1/credentials", "", ownOnly, ownOnly},
+			{"GET", "/v1/credentials?user=alice", "", forbidden, forbidden},
+		},
+		"DELETE /v1/credentials/{site}": admin("DELETE", "/v1/credentials/Harbin?user=alice", ""),
+		api.PageRoute:                   open("GET", "/", ""),
+		daemon.MetricsRoute:             {{"GET", "/metrics", "", unauth, ownOnly}},
+		daemon.BackupRoute:              {{"POST", "/v1/store/backup", `{"path":"/tmp/gridsub-users-test-backup.db"}`, noRoute, forbidden}},
 	}
 }
 

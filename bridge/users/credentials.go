@@ -126,6 +126,9 @@ func OpenCredentials(dir string) (*Credentials, error) {
 			if !s.IsDir() || !siteRE.MatchString(s.Name()) {
 				return nil, fmt.Errorf("%w: %s: unexpected entry %q (one directory per site)", ErrFile, udir, s.Name())
 			}
+			if err := checkPrivateDir(sdir); err != nil {
+				return nil, err
+			}
 			cr, err := readCredential(sdir)
 			if err != nil {
 				return nil, err
