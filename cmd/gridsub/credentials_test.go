@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,11 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gridsub/gridsub/bridge/api"
 )
 
 // TestRealSlurmPerUserCredentials runs one daemon for two users on the
@@ -69,40 +65,8 @@ broker: {interval: 1s}
 	addr := l.Addr().String()
 	l.Close()
 	service := strings.Repeat("c", 40)
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--log-level", "debug")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GRIDSUB_") }),
+	logs := serveForUsers(t, bin, sock, time.Minute, []string{"serve", "--listen", addr, "--log-level", "debug"},
 		envStateDir+"="+state, envSocket+"="+sock, "GRIDSUB_CONFIG="+conf, envToken+"="+service)
-	logs := &logBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	root := api.NewUnixClient(sock)
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if _, err := root.Health(context.Background()); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("gridsub serve exited: %v\n%s", err, logs)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no daemon after 60s:\n%s", logs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	t.Setenv(envSocket, sock)
 	t.Setenv(envURL, "")
 	t.Setenv("GRIDSUB_CONFIG", conf)

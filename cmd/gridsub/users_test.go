@@ -57,41 +57,9 @@ func TestCLIUsersSeeOnlyTheirOwnJobs(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	service := strings.Repeat("s", 40)
-	cmd := exec.Command(pub, "serve", "--listen", addr, "--time-scale", "1")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GRIDSUB_") }),
+	serveForUsers(t, pub, sock, 30*time.Second, []string{"serve", "--listen", addr, "--time-scale", "1"},
 		envStateDir+"="+state, envSocket+"="+sock, "GRIDSUB_CONFIG="+os.Getenv("GRIDSUB_CONFIG"), envToken+"="+service,
 		config.EnvName("broker.shared_socket")+"=true", config.EnvName("broker.output_root")+"="+top)
-	logs := &logBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	root := api.NewUnixClient(sock)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if _, err := root.Health(context.Background()); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("gridsub serve exited: %v\n%s", err, logs)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no daemon after 30s:\n%s", logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 
 	// The administrator (this process, on the socket) makes the tokens
 	// with the CLI.
@@ -209,5 +177,46 @@ func TestCLIUsersSeeOnlyTheirOwnJobs(t *testing.T) {
 	}
 	if code, out, errs := cli("cancel", id); code != 0 {
 		t.Errorf("alice: cancel: exit %d %q %q", code, out, errs)
+	}
+}
+
+// serveForUsers starts bin with args (a `gridsub serve`) and env (and no
+// other GRIDSUB_ variable), waits up to wait for its socket sock to
+// answer, and stops it with SIGTERM at the end of the test. It returns
+// the daemon's log.
+func serveForUsers(t *testing.T, bin, sock string, wait time.Duration, args []string, env ...string) *logBuffer {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GRIDSUB_") }), env...)
+	logs := &logBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	root := api.NewUnixClient(sock)
+	for deadline := time.Now().Add(wait); ; {
+		if _, err := root.Health(context.Background()); err == nil {
+			return logs
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("gridsub serve exited: %v\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no daemon after %s:\n%s", wait, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
