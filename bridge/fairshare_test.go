@@ -21,7 +21,7 @@ func TestFairShareChangesTheOrder(t *testing.T) {
 		t.Run(tc.order.Name(), func(t *testing.T) {
 			a := newFake("A", 4)
 			b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a, H: 1}}, Planner: scriptPlanner{allowedFit},
-				Order: tc.order, FairShareHalfLife: time.Hour})
+				Policies: Policies{Order: tc.order}, FairShareHalfLife: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}

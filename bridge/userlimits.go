@@ -24,7 +24,7 @@ type UserLimits struct {
 	MaxRunning        int `json:"max_running,omitempty"`
 	MaxRunningPerSite int `json:"max_running_per_site,omitempty"`
 	// Shares are the user's shares of the machine for fair share
-	// (Options.Order); 0: the default entry's, or 1.
+	// (Policies.Order); 0: the default entry's, or 1.
 	Shares float64 `json:"shares,omitempty"`
 }
 
@@ -246,7 +246,7 @@ func (ps *planStage) trimOverLimit(ctx context.Context, now time.Time, snap *pol
 // Order that fails or answers something that is not a permutation leaves
 // the broker's order, with a log line. The ledger's lock is taken here.
 func (ps *planStage) orderQueue(snap *policy.Snapshot, now time.Time) {
-	o := ps.opts.Order
+	o := ps.opts.Policies.Order
 	if o == nil || len(snap.Queue) < 2 {
 		return
 	}
