@@ -68,6 +68,7 @@ type MemStore struct {
 	ord  map[string]uint64
 	seq  uint64
 	vals map[string][]byte // ValueStore (values.go)
+	use  map[string]UserUse // UsageStore (usage.go)
 }
 
 var _ Store = (*MemStore)(nil)
