@@ -186,3 +186,52 @@ func TestFairShareSurvivesARestart(t *testing.T) {
 		t.Errorf("after the restart the order saw running jobs %+v and accounts %+v; want the two accounts only", after.in.Usage, after.in.Accounted)
 	}
 }
+
+// TestFairShareChargesArrayElementsOnly: an array's elements are each
+// charged for their own run, and its parent — which "runs" from its first
+// element's start to its last one's end — is not charged on top of them,
+// in the ledger's account and in the store's.
+func TestFairShareChargesArrayElementsOnly(t *testing.T) {
+	a := newFake("A", 100)
+	st := NewMemStore()
+	b, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: a, H: 1}}, Planner: scriptPlanner{firstFit}, Store: st,
+		Policies: Policies{Order: fairshare.FairShare{}}, FairShareHalfLife: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ownedReq("alice")
+	r.Nodes, r.Array = 2, "1-6%2"
+	p, err := b.Submit(context.Background(), r, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	for i := 0; i < 40 && mustJob(t, b, p.ID).State == Running; i++ {
+		now = now.Add(time.Minute)
+		mustCycle(t, b, now)
+		a.runAll(backends.StateRunning, 0)
+		now = now.Add(10 * time.Minute)
+		mustCycle(t, b, now)
+		a.runAll(backends.StateCompleted, 0)
+	}
+	if p = mustJob(t, b, p.ID); p.State != Completed || p.Start.IsZero() {
+		t.Fatalf("parent %s, started %v", p.State, p.Start)
+	}
+	var want UserUse
+	for i := 1; i <= 6; i++ {
+		e := mustJob(t, b, ElementID(p.ID, i))
+		if e.State != Completed || !e.End.After(e.Start) {
+			t.Fatalf("element %d: %s from %v to %v", i, e.State, e.Start, e.End)
+		}
+		want = want.Add(Charge{User: "alice", NodeSeconds: ChargeOf(2, e.Start, e.End, time.Hour), At: e.End, HalfLife: time.Hour})
+	}
+	stored, _ := st.Usage(context.Background())
+	b.mu.Lock()
+	got := b.used["alice"]
+	b.mu.Unlock()
+	for name, u := range map[string]UserUse{"ledger": got, "store": stored["alice"]} {
+		if math.Abs(u.NodeSeconds-want.NodeSeconds) > 1e-6 || !u.At.Equal(want.At) {
+			t.Errorf("the %s's account: %+v, want the six elements' %+v", name, u, want)
+		}
+	}
+}

@@ -248,13 +248,14 @@ func (l *ledger) persist(ctx context.Context, j *Job) error {
 }
 
 // chargeOf is the charge of j's run to its owner's accounted use once j
-// is final (nil for a job that is not, or that never ran): its nodes from
-// Start to End, decayed to End. The first time it sees j final it adds
+// is final (nil for a job that is not, that never ran, or that is a
+// group's parent, whose elements are charged each for its own run): its
+// nodes from Start to End, decayed to End. The first time it sees j final it adds
 // the charge to the ledger's account (used); the Store adds it to its own
 // when it first stores j final (UsageStore), so every later write may
 // carry it again. The ledger's lock held.
 func (l *ledger) chargeOf(j *Job) *Charge {
-	if !j.State.Final() || j.Start.IsZero() || !j.End.After(j.Start) {
+	if !j.State.Final() || j.Start.IsZero() || !j.End.After(j.Start) || j.Group != nil {
 		return nil
 	}
 	c := &Charge{User: l.owner(&j.Req), NodeSeconds: ChargeOf(j.Req.Nodes, j.Start, j.End, l.halfLife), At: j.End, HalfLife: l.halfLife}

@@ -267,8 +267,9 @@ func (ps *planStage) orderQueue(snap *policy.Snapshot, now time.Time) {
 		in.Queue = append(in.Queue, q)
 	}
 	for _, j := range ps.jobs {
-		// A job that ended is in its owner's accounted use (chargeOf).
-		if j.Start.IsZero() || j.State.Final() {
+		// A job that ended is in its owner's accounted use (chargeOf); a
+		// group's parent runs only through its elements.
+		if j.Start.IsZero() || j.State.Final() || j.Group != nil {
 			continue
 		}
 		in.Usage = append(in.Usage, policy.UsageRecord{User: ps.opts.ownerOf(&j.Req), Nodes: j.Req.Nodes, Start: j.Start})
