@@ -91,11 +91,8 @@ type Options struct {
 	// their jobs are submitted, polled, cancelled, found and fetched
 	// through it. nil: every job uses its site's configured backend.
 	Identities Identities
-	// Order orders the queue before each plan (policy.Order: fair share);
-	// nil keeps the broker's own order. It sees each user's shares
-	// (UserLimits.Shares) and their use of the sites decayed with
-	// FairShareHalfLife (0: policy.DefaultHalfLife).
-	Order             policy.Order
+	// FairShareHalfLife is how fast the queue order (Policies.Order)
+	// forgets each user's use of the sites (0: policy.DefaultHalfLife).
 	FairShareHalfLife time.Duration
 	// NoHistory keeps no per-job event history (trace replays of many
 	// thousands of jobs do not need it). States, times and reasons are kept.

@@ -299,6 +299,7 @@ type Job struct {
 	touched bool     // changed in the cycle being processed
 	won     bool     // a copy won; the copy-won event is recorded (copies.go)
 	final   *outcome // how it ends, once its outputs are fetched
+	charged bool     // its run is in its owner's accounted use (ledger.chargeOf)
 }
 
 // Sites lists the sites of the job's placement ("Beijing:32+Shanghai:16").

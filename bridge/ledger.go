@@ -71,6 +71,13 @@ type ledger struct {
 	store   Store
 	log     *slog.Logger
 
+	// used is each user's accounted use (usage.go): the charges of the
+	// jobs that ended, loaded from the Store at Recover; owner and
+	// halfLife say whose each job is and how fast use decays.
+	used     map[string]UserUse
+	owner    func(*Request) string
+	halfLife time.Duration
+
 	noHistory bool              // Options.NoHistory
 	onEvent   func(*Job, Event) // Options.OnEvent
 	drop      func(*Job)        // Options.Drop
@@ -80,7 +87,8 @@ type ledger struct {
 
 func newLedger(opts *Options, st *siteTable, log *slog.Logger) *ledger {
 	l := &ledger{jobs: map[string]*Job{}, where: map[compKey]string{}, groups: map[string]*groupInfo{},
-		store: opts.Store, log: log, noHistory: opts.NoHistory, onEvent: opts.OnEvent, drop: opts.Drop, st: st}
+		store: opts.Store, log: log, noHistory: opts.NoHistory, onEvent: opts.OnEvent, drop: opts.Drop, st: st,
+		used: map[string]UserUse{}, owner: opts.ownerOf, halfLife: opts.FairShareHalfLife}
 	if l.store == nil {
 		l.store = NewMemStore()
 	}
@@ -228,14 +236,75 @@ func (l *ledger) persist(ctx context.Context, j *Job) error {
 		l.toDrop = append(l.toDrop, j.ID)
 	}
 	l.written(j)
+	c := l.chargeOf(j)
 	l.writeMu.Lock()
-	err := l.store.Put(ctx, j)
+	err := l.put(ctx, j, c)
 	l.writeMu.Unlock()
 	if err != nil {
 		l.log.Error("store write failed", "job", j.ID, "err", err)
 		return err
 	}
 	return nil
+}
+
+// chargeOf is the charge of j's run to its owner's accounted use once j
+// is final (nil for a job that is not, that never ran, or that is a
+// group's parent, whose elements are charged each for its own run): its
+// nodes from Start to End, decayed to End. The first time it sees j final it adds
+// the charge to the ledger's account (used); the Store adds it to its own
+// when it first stores j final (UsageStore), so every later write may
+// carry it again. The ledger's lock held.
+func (l *ledger) chargeOf(j *Job) *Charge {
+	if !j.State.Final() || j.Start.IsZero() || !j.End.After(j.Start) || j.Group != nil {
+		return nil
+	}
+	c := &Charge{User: l.owner(&j.Req), NodeSeconds: ChargeOf(j.Req.Nodes, j.Start, j.End, l.halfLife), At: j.End, HalfLife: l.halfLife}
+	if !j.charged {
+		j.charged = true
+		l.used[c.User] = l.used[c.User].Add(*c)
+	}
+	return c
+}
+
+// put writes j to the Store, with its charge (chargeOf) when it has one
+// and the Store keeps the users' use (UsageStore). A helper of persist and
+// putAll; the ledger's lock need not be held (j is not changed meanwhile).
+func (l *ledger) put(ctx context.Context, j *Job, c *Charge) error {
+	if c != nil {
+		if us, ok := l.store.(UsageStore); ok {
+			return us.PutCharged(ctx, j, *c)
+		}
+	}
+	return l.store.Put(ctx, j)
+}
+
+// accounted is the users' accounted use as the queue order reads it,
+// sorted by user. The ledger's lock held.
+func (l *ledger) accounted() []policy.AccountedUse {
+	out := make([]policy.AccountedUse, 0, len(l.used))
+	for u, x := range l.used {
+		out = append(out, policy.AccountedUse{User: u, NodeSeconds: x.NodeSeconds, At: x.At})
+	}
+	slices.SortFunc(out, func(a, b policy.AccountedUse) int { return strings.Compare(a.User, b.User) })
+	return out
+}
+
+// loadUsage takes the users' accounted use from the Store (Recover): a
+// Store that cannot give it is logged, and the use counted from then on
+// only. The ledger's lock held.
+func (l *ledger) loadUsage(ctx context.Context) {
+	us, ok := l.store.(UsageStore)
+	if !ok {
+		return
+	}
+	used, err := us.Usage(ctx)
+	if err != nil {
+		l.log.Error("reading the users' accounted use failed: fair share counts only the use from now on", "err", err)
+		return
+	}
+	for u, x := range used {
+		l.used[u] = x
+	}
 }
 
 // dropEnded hands the jobs that ended to Options.Drop and forgets them.

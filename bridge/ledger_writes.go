@@ -90,12 +90,14 @@ func (l *ledger) writeCopies(ctx context.Context, js []*Job) []error {
 		}
 		chunk := js[lo:min(lo+writeChunk, len(js))]
 		cs := make([]*Job, len(chunk))
+		charges := make([]*Charge, len(chunk))
 		for i, j := range chunk {
 			cs[i] = j.Clone()
+			charges[i] = l.chargeOf(j)
 			l.written(j)
 		}
 		l.mu.Unlock()
-		errs = append(errs, l.putAll(ctx, cs)...)
+		errs = append(errs, l.putAll(ctx, cs, charges)...)
 	}
 	if len(js) == 0 {
 		l.mu.Unlock()
@@ -109,13 +111,14 @@ func (l *ledger) writeCopies(ctx context.Context, js []*Job) []error {
 // writeChunk is how many jobs writeCopies copies at a time.
 const writeChunk = 256
 
-// putAll writes jobs concurrently (at most maxParallelPuts at once) and
-// returns each one's error. The store reads each job while it is written:
-// nothing may change them meanwhile (writeCopies gives it copies).
-func (l *ledger) putAll(ctx context.Context, js []*Job) []error {
+// putAll writes jobs concurrently (at most maxParallelPuts at once), each
+// with its charge (charges[i], nil for none), and returns each one's
+// error. The store reads each job while it is written: nothing may change
+// them meanwhile (writeCopies gives it copies).
+func (l *ledger) putAll(ctx context.Context, js []*Job, charges []*Charge) []error {
 	errs := make([]error, len(js))
 	if len(js) == 1 {
-		errs[0] = l.store.Put(ctx, js[0])
+		errs[0] = l.put(ctx, js[0], charges[0])
 		return errs
 	}
 	sem := make(chan struct{}, maxParallelPuts)
@@ -124,7 +127,7 @@ func (l *ledger) putAll(ctx context.Context, js []*Job) []error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			errs[i] = l.store.Put(ctx, j)
+			errs[i] = l.put(ctx, j, charges[i])
 		})
 	}
 	wg.Wait()

@@ -30,6 +30,13 @@ type Policies struct {
 	// Remap picks the waiting jobs worth moving (with Options.Remap;
 	// nil: the least-gain rule).
 	Remap policy.Remap
+	// Order orders the queue before each plan (fair share; nil keeps the
+	// broker's own order, fcfs). It sees each user's shares
+	// (UserLimits.Shares) and their use of the sites decayed with
+	// Options.FairShareHalfLife: the running jobs and each user's
+	// accounted use of the jobs that ended, kept in the Store
+	// (UsageStore) across restarts.
+	Order policy.Order
 }
 
 // admission is the reservation mechanism in use.
@@ -140,8 +147,8 @@ func (b *Broker) PolicyNames() map[policy.Kind]string {
 
 // orderName is the queue order's name: fcfs when none is set.
 func (o *Options) orderName() string {
-	if o.Order == nil {
+	if o.Policies.Order == nil {
 		return "fcfs"
 	}
-	return o.Order.Name()
+	return o.Policies.Order.Name()
 }

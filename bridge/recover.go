@@ -53,6 +53,7 @@ func (b *Broker) Recover(ctx context.Context, now time.Time) (RecoverReport, err
 		b.resv.learnCapacity(ctx, now)
 	}
 	b.mu.Lock()
+	b.loadUsage(ctx) // the users' accounted use, for fair share (usage.go)
 	if resv {
 		b.resv.readmit(ctx, jobs, now)
 	}

@@ -67,7 +67,8 @@ type MemStore struct {
 	jobs map[string]*Job
 	ord  map[string]uint64
 	seq  uint64
-	vals map[string][]byte // ValueStore (values.go)
+	vals map[string][]byte  // ValueStore (values.go)
+	use  map[string]UserUse // UsageStore (usage.go)
 }
 
 var _ Store = (*MemStore)(nil)

@@ -24,7 +24,7 @@ type UserLimits struct {
 	MaxRunning        int `json:"max_running,omitempty"`
 	MaxRunningPerSite int `json:"max_running_per_site,omitempty"`
 	// Shares are the user's shares of the machine for fair share
-	// (Options.Order); 0: the default entry's, or 1.
+	// (Policies.Order); 0: the default entry's, or 1.
 	Shares float64 `json:"shares,omitempty"`
 }
 
@@ -241,12 +241,13 @@ func (ps *planStage) trimOverLimit(ctx context.Context, now time.Time, snap *pol
 	}
 }
 
-// orderQueue puts the snapshot's queue in the order of Options.Order,
-// which sees every job in memory that ran or runs as its user's use. An
+// orderQueue puts the snapshot's queue in the order of Policies.Order,
+// which sees the running jobs and the users' accounted use of the jobs
+// that ended (the ledger's, kept in the Store across restarts). An
 // Order that fails or answers something that is not a permutation leaves
 // the broker's order, with a log line. The ledger's lock is taken here.
 func (ps *planStage) orderQueue(snap *policy.Snapshot, now time.Time) {
-	o := ps.opts.Order
+	o := ps.opts.Policies.Order
 	if o == nil || len(snap.Queue) < 2 {
 		return
 	}
@@ -266,15 +267,14 @@ func (ps *planStage) orderQueue(snap *policy.Snapshot, now time.Time) {
 		in.Queue = append(in.Queue, q)
 	}
 	for _, j := range ps.jobs {
-		if j.Start.IsZero() {
+		// A job that ended is in its owner's accounted use (chargeOf); a
+		// group's parent runs only through its elements.
+		if j.Start.IsZero() || j.State.Final() || j.Group != nil {
 			continue
 		}
-		r := policy.UsageRecord{User: ps.opts.ownerOf(&j.Req), Nodes: j.Req.Nodes, Start: j.Start}
-		if j.State.Final() {
-			r.End = j.End
-		}
-		in.Usage = append(in.Usage, r)
+		in.Usage = append(in.Usage, policy.UsageRecord{User: ps.opts.ownerOf(&j.Req), Nodes: j.Req.Nodes, Start: j.Start})
 	}
+	in.Accounted = ps.accounted()
 	ps.mu.Unlock()
 	// Map iteration order must not reach the policy.
 	slices.SortFunc(in.Usage, func(a, b policy.UsageRecord) int {

@@ -25,6 +25,10 @@ type OrderInput struct {
 	// Usage are the jobs that ran or run, for the users' recent use:
 	// each from Start to End (zero End: still running, until Now).
 	Usage []UsageRecord
+	// Accounted is the use already summed up per user (the broker's
+	// durable account of the jobs that ended), each as node-seconds
+	// decayed to its At; a job is in Usage or in Accounted, never both.
+	Accounted []AccountedUse
 	// Shares are each user's shares of the machine (a user not listed
 	// has DefaultShares, or 1 when that is 0).
 	Shares        map[string]float64
@@ -52,4 +56,12 @@ type UsageRecord struct {
 	User       string
 	Nodes      int
 	Start, End time.Time
+}
+
+// AccountedUse is a user's use summed up: NodeSeconds of decayed use as
+// of At (it weighs NodeSeconds · 2^(-(Now - At)/HalfLife) at Now).
+type AccountedUse struct {
+	User        string
+	NodeSeconds float64
+	At          time.Time
 }

@@ -78,9 +78,8 @@ type Spec struct {
 	// connection of their own (bridge.Options.Identities). nil: every job
 	// uses its site's configured login.
 	Credentials CredentialBook
-	// Order names the queue-order policy (policy/registry.Order: "" is
-	// fcfs) and FairShareHalfLife its decay (bridge.Options).
-	Order             string
+	// FairShareHalfLife is the decay of the queue order's use
+	// (Policies.Order; bridge.Options).
 	FairShareHalfLife time.Duration
 	// OutputRoot and InputRoots confine where outputs are written and
 	// inputs read (bridge.Options.OutputRoot, InputRoots).
@@ -248,16 +247,11 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		ids = id
 		env.closers = append(env.closers, id)
 	}
-	order, err := registry.Order(spec.Order)
-	if err != nil {
-		env.Close()
-		return nil, fmt.Errorf("%w: broker.order: %w", ErrConfig, err)
-	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links, SubmitGrace: grace,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
 		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
 		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap,
-		Policies: policies, Users: spec.Users, Owner: spec.Owner, Identities: ids, Order: order, FairShareHalfLife: spec.FairShareHalfLife})
+		Policies: policies, Users: spec.Users, Owner: spec.Owner, Identities: ids, FairShareHalfLife: spec.FairShareHalfLife})
 	if err != nil {
 		env.Close()
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -317,7 +311,7 @@ func (e *Env) PlannerPlugin() (l plugins.Listing, ok bool) {
 }
 
 // PolicyPlugins lists the policy plugins beside the planner (feasibility,
-// admission, trust, tiering, remap) that the broker runs out of process,
+// admission, trust, tiering, remap, order) that the broker runs out of process,
 // in that order; none when every one is a built-in in process.
 func (e *Env) PolicyPlugins() []plugins.Listing {
 	if e.policies == nil {
@@ -334,7 +328,7 @@ func (e *Env) ConfiguredPolicies() map[string]string {
 	n := e.spec.Policies
 	out := map[string]string{plugins.KindPlacement: PlannerName(e.spec.Planner)}
 	for kind, name := range map[string]string{plugins.KindFeasibility: n.Feasibility, plugins.KindAdmission: n.Admission,
-		plugins.KindTrust: n.Trust, plugins.KindTiering: n.Tiering, plugins.KindRemap: n.Remap} {
+		plugins.KindTrust: n.Trust, plugins.KindTiering: n.Tiering, plugins.KindRemap: n.Remap, plugins.KindOrder: n.Order} {
 		if name == "" {
 			name = registry.Default(policy.Kind(kind))
 		}

@@ -16,8 +16,7 @@ import (
 func TestPolicyNamesReachTheBroker(t *testing.T) {
 	ctx := context.Background()
 	spec := simSpec(bridge.NewMemStore(), epoch)
-	spec.Policies = PolicyNames{Admission: "srrm", Trust: "paper002"}
-	spec.Order = "fairshare"
+	spec.Policies = PolicyNames{Admission: "srrm", Trust: "paper002", Order: "fairshare"}
 	e, err := Build(ctx, spec, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -30,17 +29,12 @@ func TestPolicyNamesReachTheBroker(t *testing.T) {
 			t.Fatalf("%s: %q, want %q (all: %v)", k, got[k], want, got)
 		}
 	}
-	for _, bad := range []PolicyNames{{Feasibility: "x"}, {Admission: "drm"}, {Trust: "x"}, {Tiering: "x"}, {Remap: "x"}} {
+	for _, bad := range []PolicyNames{{Feasibility: "x"}, {Admission: "drm"}, {Trust: "x"}, {Tiering: "x"}, {Remap: "x"}, {Order: "lottery"}} {
 		spec := simSpec(bridge.NewMemStore(), epoch)
 		spec.Policies = bad
 		_, err := Build(ctx, spec, Options{})
 		if !errors.Is(err, ErrConfig) || !errors.Is(err, registry.ErrUnknown) || !strings.Contains(err.Error(), "valid are") {
 			t.Fatalf("%+v: %v", bad, err)
 		}
-	}
-	spec = simSpec(bridge.NewMemStore(), epoch)
-	spec.Order = "lottery"
-	if _, err := Build(ctx, spec, Options{}); !errors.Is(err, ErrConfig) || !errors.Is(err, registry.ErrUnknown) || !strings.Contains(err.Error(), "fairshare") {
-		t.Fatalf("order lottery: %v", err)
 	}
 }

@@ -61,6 +61,7 @@ func (n PolicyNames) Open(ctx context.Context, pp PolicyPlugins) (bridge.Policie
 		{plugins.KindTrust, "broker.trust", n.Trust, func(v any) (ok bool) { p.Trust, ok = v.(policy.Trust); return }},
 		{plugins.KindTiering, "broker.tiering", n.Tiering, func(v any) (ok bool) { p.Tiering, ok = v.(policy.Tiering); return }},
 		{plugins.KindRemap, "broker.remap.policy", n.Remap, func(v any) (ok bool) { p.Remap, ok = v.(policy.Remap); return }},
+		{plugins.KindOrder, "broker.order", n.Order, func(v any) (ok bool) { p.Order, ok = v.(policy.Order); return }},
 	} {
 		cfg := pp.Base
 		cfg.SHA256 = pp.SHA256[x.kind]

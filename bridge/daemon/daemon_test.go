@@ -68,7 +68,7 @@ func startOpts(t testing.TB, opts daemon.Options) *daemon.Daemon {
 	spec := testbed()
 	// Outputs only below the test's directory unless the test says otherwise.
 	spec.OutputRoot, spec.InputRoots = filepath.Dir(opts.StateDir), opts.Spec.InputRoots
-	spec.Users, spec.Order, spec.FairShareHalfLife = opts.Spec.Users, opts.Spec.Order, opts.Spec.FairShareHalfLife
+	spec.Users, spec.Policies.Order, spec.FairShareHalfLife = opts.Spec.Users, opts.Spec.Policies.Order, opts.Spec.FairShareHalfLife
 	if opts.Spec.OutputRoot != "" {
 		spec.OutputRoot = opts.Spec.OutputRoot
 	}

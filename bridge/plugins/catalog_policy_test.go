@@ -49,8 +49,8 @@ func TestPolicyCatalog(t *testing.T) {
 			t.Errorf("%s %q: %v, want an error (%v)", c.spec.Kind, c.spec.Ref, err, c.want)
 		}
 	}
-	// The planner, and the five kinds catalog_policykinds.go adds.
-	if ks := plugins.PolicyKinds(); len(ks) != 6 || !slices.Contains(ks, plugins.KindPlanner) || !slices.Contains(ks, plugins.KindTrust) {
+	// The planner, and the six kinds catalog_policykinds.go adds.
+	if ks := plugins.PolicyKinds(); len(ks) != 7 || !slices.Contains(ks, plugins.KindPlanner) || !slices.Contains(ks, plugins.KindTrust) || !slices.Contains(ks, plugins.KindOrder) {
 		t.Errorf("policy kinds %v", ks)
 	}
 }

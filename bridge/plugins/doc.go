@@ -10,7 +10,7 @@
 // The layout follows go-plugin's examples and Nomad's plugins/: the
 // Handshake and protocol version here, protobuf under proto/v1, and one
 // sub-package per kind with its client and server shims side by side
-// (backendrpc, plannerrpc, and policyrpc for the five policy kinds beside
+// (backendrpc, plannerrpc, and policyrpc for the six policy kinds beside
 // placement: feasibility, admission, trust, tiering, remap); wire holds
 // the error kinds and codecs they share. Domain types (backends, policy) never import protobuf or
 // go-plugin.

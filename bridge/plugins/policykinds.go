@@ -9,6 +9,7 @@ const (
 	KindTrust       = "trust"       // a trust model: per-site trust from outcomes
 	KindTiering     = "tiering"     // QoS tiers: a job's tier and its copy plan
 	KindRemap       = "remap"       // remapping: move waiting or failed work elsewhere
+	KindOrder       = "order"       // queue order: which waiting job is considered first (fair share)
 )
 
 // KindPlacement is the name `gridsub plugins` gives the placement kind; its
@@ -16,8 +17,8 @@ const (
 // before the other kinds.
 const KindPlacement = "placement"
 
-// ExtensionPoints are the six policy extension points, in the order `gridsub
+// ExtensionPoints are the seven policy extension points, in the order `gridsub
 // plugins` lists them.
 func ExtensionPoints() []string {
-	return []string{KindPlacement, KindFeasibility, KindAdmission, KindTrust, KindTiering, KindRemap}
+	return []string{KindPlacement, KindFeasibility, KindAdmission, KindTrust, KindTiering, KindRemap, KindOrder}
 }

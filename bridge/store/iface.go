@@ -15,8 +15,8 @@ import (
 // shared by several brokers) implement it; storetest.Durable is the
 // conformance suite both pass.
 //
-// Contract, beyond bridge.Store's, bridge.ValueStore's and
-// SiteHealthStore's:
+// Contract, beyond bridge.Store's, bridge.ValueStore's,
+// bridge.UsageStore's and SiteHealthStore's:
 //   - Every write is durable when it returns (a crash or a power cut
 //     after it loses nothing of it); a write that fails left nothing of
 //     itself behind.
@@ -50,6 +50,7 @@ import (
 type Store interface {
 	bridge.Store
 	bridge.ValueStore
+	bridge.UsageStore
 	bridge.IDMatcher
 	SiteHealthStore
 	Values(ctx context.Context, prefix string) (map[string][]byte, error)

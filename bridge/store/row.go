@@ -22,6 +22,9 @@ type Row struct {
 	Resv                   *bridge.Reservation // copy; nil for a job without a window
 	Nodes                  int
 	SiteFault              bool // bridge.Job.SiteFault
+	// Charge is the job's use for its owner's account, added by the write
+	// that first stores the job final (bridge.UsageStore); nil: none.
+	Charge *bridge.Charge
 }
 
 // EncodeRow encodes j as written at now.

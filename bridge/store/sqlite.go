@@ -420,7 +420,7 @@ const (
 )
 
 var writeQueries = []string{qSelJob, qInsJob, qUpdJob, qDelSites, qInsSite, qDelEvents, qInsEvent, qNextID, qSetValue, qDelValue,
-	qProbeOK, qProbeErr, qProbeLink, qTrust, qOutcome, qPutResv}
+	qProbeOK, qProbeErr, qProbeLink, qTrust, qOutcome, qPutResv, qGetValue}
 
 // Put implements bridge.Store: one job, written in one transaction (shared
 // with concurrent Puts by group commit) and committed with fsync before Put
@@ -470,6 +470,11 @@ func putRow(w *wtx, r *Row) error {
 		if err := countOutcome(w, r); err != nil {
 			return err
 		}
+		if r.Charge != nil && ChargesNow("", false, r.State) {
+			if err := charge(w, r); err != nil {
+				return err
+			}
+		}
 		if err := putResv(w, seq, r); err != nil {
 			return err
 		}
@@ -481,6 +486,11 @@ func putRow(w *wtx, r *Row) error {
 		// The Put that first stores a final state counts the outcome
 		// (final states do not change again, so it is counted once).
 		if err := countOutcome(w, r); err != nil {
+			return err
+		}
+	}
+	if r.Charge != nil && ChargesNow(state, true, r.State) {
+		if err := charge(w, r); err != nil {
 			return err
 		}
 	}

@@ -67,8 +67,8 @@ func newPluginsCmd(g *globals) *cobra.Command {
 		Long: `Plugins loads the configuration's sites as a broker would and lists, for each,
 what serves its backend, then the broker's planner plugin when
 broker.policy names one (plugin:/path/to/exe, plugin:builtin:NAME), then
-each policy plugin broker.feasibility, admission, trust, tiering or
-remap.policy names (NAME is then the policy kind):
+each policy plugin broker.feasibility, admission, trust, tiering,
+remap.policy or order names (NAME is then the policy kind):
 
   MODE     in-process (a built-in inside gridsub, the fast path), isolated (a
            built-in re-executed as "gridsub plugin serve backend NAME") or
@@ -89,8 +89,8 @@ daemon has loaded (GET /v1/plugins), restarts and crash loops included.
 Without one, or with --embedded, it loads the configuration's sites here,
 lists them and stops them again.
 
-The table ends with the six policy kinds (placement, feasibility,
-admission, trust, tiering, remap), what the configuration chose for each
+The table ends with the seven policy kinds (placement, feasibility,
+admission, trust, tiering, remap, order), what the configuration chose for each
 (CONFIGURED: a built-in's name or a plugin reference) and their
 built-ins, each of which "gridsub plugin serve KIND NAME" runs out of
 process. --builtins prints only that list, without loading the

@@ -24,7 +24,7 @@ type policyKind struct {
 	byName func(string) (any, error)
 }
 
-// policyKinds are the six policy extension points, placement first: their
+// policyKinds are the seven policy extension points, placement first: their
 // built-ins' names from policy/registry, each built by the plugin catalog.
 func policyKinds() []policyKind {
 	kinds := []struct {
@@ -37,6 +37,7 @@ func policyKinds() []policyKind {
 		{plugins.KindTrust, plugins.KindTrust, policy.KindTrust},
 		{plugins.KindTiering, plugins.KindTiering, policy.KindTiering},
 		{plugins.KindRemap, plugins.KindRemap, policy.KindRemap},
+		{plugins.KindOrder, plugins.KindOrder, policy.KindOrder},
 	}
 	out := make([]policyKind, len(kinds))
 	for i, k := range kinds {
@@ -47,7 +48,7 @@ func policyKinds() []policyKind {
 	return out
 }
 
-// addPolicyServeCmds adds `gridsub plugin serve KIND NAME` for the five
+// addPolicyServeCmds adds `gridsub plugin serve KIND NAME` for the six
 // policy kinds beside placement to serve, and `placement` as another name
 // of its `planner`.
 func addPolicyServeCmds(serve *cobra.Command) {
@@ -60,7 +61,7 @@ func addPolicyServeCmds(serve *cobra.Command) {
 	serve.AddCommand(servePolicyCmds()...)
 }
 
-// servePolicyCmds are `gridsub plugin serve KIND NAME` for the five
+// servePolicyCmds are `gridsub plugin serve KIND NAME` for the six
 // policy kinds beside placement (served by `serve planner`).
 func servePolicyCmds() []*cobra.Command {
 	var out []*cobra.Command

@@ -33,11 +33,11 @@ func TestPluginsListsPolicyKinds(t *testing.T) {
 	for _, r := range rows {
 		kinds = append(kinds, r.Kind)
 	}
-	if strings.Join(kinds, " ") != strings.Join(plugins.ExtensionPoints(), " ") || len(kinds) != 6 {
+	if strings.Join(kinds, " ") != strings.Join(plugins.ExtensionPoints(), " ") || len(kinds) != 7 {
 		t.Errorf("kinds %v, want %v", kinds, plugins.ExtensionPoints())
 	}
 	code, out, _ = cli("plugins", "--builtins")
-	for _, want := range []string{"placement", "greedy-easy", "feasibility", "capacity", "admission", "drrm", "trust", "paper002", "tiering", "remap", "gridsub plugin serve trust NAME"} {
+	for _, want := range []string{"placement", "greedy-easy", "feasibility", "capacity", "admission", "drrm", "trust", "paper002", "tiering", "remap", "order", "fairshare", "gridsub plugin serve order NAME"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("table (exit %d) lacks %q:\n%s", code, want, out)
 		}

@@ -226,10 +226,12 @@ type Broker struct {
 	// (default 30s).
 	PolicySHA256   string `mapstructure:"policy_sha256"`
 	FallbackPolicy string `mapstructure:"fallback_policy"`
-	// Order is the queue-order policy (policy.Order): fcfs (default) or
-	// fairshare; FairShareHalfLife how fast past use is forgotten (0:
-	// 7 days). docs/users.md.
+	// Order is the queue-order policy (policy.Order): fcfs (default),
+	// fairshare, or a policy plugin as the keys below (OrderSHA256 is a
+	// plugin:/path's checksum); FairShareHalfLife how fast past use is
+	// forgotten (0: 7 days). docs/users.md.
 	Order             string        `mapstructure:"order"`
+	OrderSHA256       string        `mapstructure:"order_sha256"`
 	FairShareHalfLife time.Duration `mapstructure:"fairshare_half_life"`
 	PolicyTimeout     time.Duration `mapstructure:"policy_timeout"`
 
@@ -321,6 +323,7 @@ var defaults = map[string]any{
 	"broker.policy_sha256":       "",
 	"broker.fallback_policy":     "greedy-easy",
 	"broker.order":               "fcfs",
+	"broker.order_sha256":        "",
 	"broker.fairshare_half_life": "168h",
 	"broker.policy_timeout":      "30s",
 	"broker.feasibility":         "capacity",

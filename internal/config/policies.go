@@ -20,8 +20,8 @@ type policyKey struct {
 	name, sum string
 }
 
-// policyKeys are broker.feasibility, admission, trust, tiering and
-// remap.policy with what the configuration gives them.
+// policyKeys are broker.feasibility, admission, trust, tiering,
+// remap.policy and order with what the configuration gives them.
 func policyKeys(b *Broker) []policyKey {
 	return []policyKey{
 		{"broker.feasibility", policy.KindFeasibility, b.Feasibility, b.FeasibilitySHA256},
@@ -29,11 +29,12 @@ func policyKeys(b *Broker) []policyKey {
 		{"broker.trust", policy.KindTrust, b.Trust, b.TrustSHA256},
 		{"broker.tiering", policy.KindTiering, b.Tiering, b.TieringSHA256},
 		{"broker.remap.policy", policy.KindRemap, b.Remap.Policy, b.Remap.PolicySHA256},
+		{"broker.order", policy.KindOrder, b.Order, b.OrderSHA256},
 	}
 }
 
-// validatePolicies checks broker.feasibility, admission, trust, tiering
-// and remap.policy and their *_sha256 keys. Each names a built-in of its
+// validatePolicies checks broker.feasibility, admission, trust, tiering,
+// remap.policy and order and their *_sha256 keys. Each names a built-in of its
 // extension point ("" is the default) or, as broker.policy does, a policy
 // plugin: plugin:/path/to/exe ARGS, whose checksum the *_sha256 key must
 // give, or plugin:builtin:NAME with NAME a built-in of the kind (no

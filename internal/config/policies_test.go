@@ -48,7 +48,7 @@ func TestPolicyKeys(t *testing.T) {
 	}
 }
 
-// TestPolicyPluginKeys: each of the five keys takes a built-in, a
+// TestPolicyPluginKeys: each of the six keys takes a built-in, a
 // plugin:builtin: of its kind or a plugin:/path with its checksum in the
 // sibling *_sha256 key, which Spec carries by kind; a plugin:/path
 // without a checksum and a name of no built-in are refused naming the
@@ -67,6 +67,7 @@ func TestPolicyPluginKeys(t *testing.T) {
 		{"trust", "paper002", "", func(v string) string { return "broker: {trust: '" + v + "'" }, "broker.trust_sha256"},
 		{"tiering", "dgjs", "", func(v string) string { return "broker: {tiering: '" + v + "'" }, "broker.tiering_sha256"},
 		{"remap", "gain", "", func(v string) string { return "broker: {remap: {enabled: true, policy: '" + v + "'" }, "broker.remap.policy_sha256"},
+		{"order", "fairshare", "fcfs", func(v string) string { return "broker: {order: '" + v + "'" }, "broker.order_sha256"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			key := strings.TrimSuffix(tc.sumKey, "_sha256")

@@ -32,14 +32,14 @@ func (c *Config) Spec(log *slog.Logger) (assemble.Spec, error) {
 			spec.Users[u] = bridge.UserLimits{MaxQueued: l.MaxQueued, MaxRunning: l.MaxRunning, MaxRunningPerSite: l.MaxRunningPerSite, Shares: l.Shares}
 		}
 	}
-	spec.Order, spec.FairShareHalfLife = c.Broker.Order, c.Broker.FairShareHalfLife
+	spec.FairShareHalfLife = c.Broker.FairShareHalfLife
 	spec.Tiers = bridge.TierOptions{Lambda: c.Broker.QoS.Lambda, DownAfter: c.Broker.QoS.DownAfter}
 	if r := c.Broker.Remap; r.Enabled {
 		spec.Remap = &bridge.RemapOptions{MinGain: r.MinGain, MaxMoves: r.MaxMoves, Interval: r.Interval}
 	}
 	spec.PlannerSHA256, spec.FallbackPlanner, spec.PlannerTimeout = c.Broker.PolicySHA256, c.Broker.FallbackPolicy, c.Broker.PolicyTimeout
 	spec.Policies = assemble.PolicyNames{Feasibility: c.Broker.Feasibility, Admission: c.Broker.Admission,
-		Trust: c.Broker.Trust, Tiering: c.Broker.Tiering, Remap: c.Broker.Remap.Policy}
+		Trust: c.Broker.Trust, Tiering: c.Broker.Tiering, Remap: c.Broker.Remap.Policy, Order: c.Broker.Order}
 	spec.PolicySHA256 = policySHA256(&c.Broker) // policies.go
 	for i := range c.Sites {
 		s := &c.Sites[i]

@@ -24,8 +24,8 @@ func TestUsersSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := bridge.UserLimits{MaxQueued: 10, MaxRunning: 2, MaxRunningPerSite: 1, Shares: 3}
-	if spec.Users["alice"] != want || spec.Users[bridge.DefaultUser].MaxRunning != 4 || spec.Order != "fairshare" || spec.FairShareHalfLife != 24*time.Hour {
-		t.Fatalf("spec: users %+v order %q half-life %v", spec.Users, spec.Order, spec.FairShareHalfLife)
+	if spec.Users["alice"] != want || spec.Users[bridge.DefaultUser].MaxRunning != 4 || spec.Policies.Order != "fairshare" || spec.FairShareHalfLife != 24*time.Hour {
+		t.Fatalf("spec: users %+v order %q half-life %v", spec.Users, spec.Policies.Order, spec.FairShareHalfLife)
 	}
 	for _, tc := range []struct{ src, key string }{
 		{base + "users: {alice: {max_queued: -1}}\n", "users.alice.max_queued"},

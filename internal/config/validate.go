@@ -19,8 +19,6 @@ import (
 	"github.com/gridsub/gridsub/bridge/jobrules"
 	"github.com/gridsub/gridsub/bridge/store/pgstore"
 	"github.com/gridsub/gridsub/bridge/users"
-	"github.com/gridsub/gridsub/policy"
-	"github.com/gridsub/gridsub/policy/registry"
 )
 
 var (
@@ -59,9 +57,6 @@ func (c *Config) validate() Errors {
 	}
 	if len(c.Sites) == 0 {
 		bad("sites", "at least one site is required (a list of {name, kind, nodes, ...})")
-	}
-	if err := registry.Valid(policy.KindOrder, c.Broker.Order); err != nil {
-		bad("broker.order", "%v", err)
 	}
 	if c.Broker.FairShareHalfLife < 0 {
 		bad("broker.fairshare_half_life", "must be a positive duration (168h: a week), got %s", c.Broker.FairShareHalfLife)

@@ -69,7 +69,8 @@ func (FairShare) Order(in *policy.OrderInput) ([]int, error) {
 	return out, nil
 }
 
-// Usage is each user's decayed use at in.Now, in node-seconds.
+// Usage is each user's decayed use at in.Now, in node-seconds: the jobs
+// of in.Usage and the accounts of in.Accounted, decayed to in.Now.
 func Usage(in *policy.OrderInput) map[string]float64 {
 	h := in.HalfLife
 	if h <= 0 {
@@ -88,6 +89,13 @@ func Usage(in *policy.OrderInput) map[string]float64 {
 		ageEnd, ageStart := in.Now.Sub(end).Seconds(), in.Now.Sub(r.Start).Seconds()
 		// n · ∫_s^e 2^(-(now-t)/h) dt = n · h/ln2 · (2^(-ageEnd/h) - 2^(-ageStart/h))
 		u[r.User] += float64(r.Nodes) * hs / math.Ln2 * (math.Exp2(-ageEnd/hs) - math.Exp2(-ageStart/hs))
+	}
+	for _, a := range in.Accounted {
+		if a.NodeSeconds <= 0 || math.IsNaN(a.NodeSeconds) || math.IsInf(a.NodeSeconds, 0) {
+			continue
+		}
+		age := max(in.Now.Sub(a.At).Seconds(), 0) // an account dated after Now weighs fully
+		u[a.User] += a.NodeSeconds * math.Exp2(-age/hs)
 	}
 	return u
 }

@@ -54,3 +54,25 @@ func TestFairShareExample(t *testing.T) {
 		t.Fatalf("a running job's use %v", u)
 	}
 }
+
+// TestAccountedUseIsTheSameUse: a job's use summed up as an account at its
+// end (the broker's durable form) weighs at now what the job's record
+// does, for any now after it.
+func TestAccountedUseIsTheSameUse(t *testing.T) {
+	end := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	start := end.Add(-90 * time.Minute)
+	h := time.Hour
+	atEnd := 8 * h.Seconds() / math.Ln2 * (1 - math.Exp2(-1.5)) // 8 nodes for 1.5 half-lives, at its end
+	for _, later := range []time.Duration{0, time.Minute, 3 * time.Hour, 30 * time.Hour} {
+		now := end.Add(later)
+		rec := Usage(&policy.OrderInput{Now: now, HalfLife: h, Usage: []policy.UsageRecord{{User: "a", Nodes: 8, Start: start, End: end}}})
+		acc := Usage(&policy.OrderInput{Now: now, HalfLife: h, Accounted: []policy.AccountedUse{{User: "a", NodeSeconds: atEnd, At: end}}})
+		if math.Abs(rec["a"]-acc["a"]) > 1e-9*math.Max(1, rec["a"]) {
+			t.Errorf("%s after the end: the record weighs %v, the account %v", later, rec["a"], acc["a"])
+		}
+	}
+	// An account dated after now weighs fully, never more.
+	if u := Usage(&policy.OrderInput{Now: end, HalfLife: h, Accounted: []policy.AccountedUse{{User: "a", NodeSeconds: 10, At: end.Add(time.Hour)}}}); u["a"] != 10 {
+		t.Errorf("an account from the future weighs %v", u["a"])
+	}
+}

@@ -394,6 +394,7 @@ func Order(t *testing.T, o policy.Order) {
 	for i := range 6 {
 		in.Usage = append(in.Usage, policy.UsageRecord{User: []string{"a", "b", "c"}[i%3], Nodes: 1 + i, Start: now.Add(-time.Duration(3+i) * time.Hour), End: now.Add(-time.Duration(i) * time.Hour)})
 	}
+	in.Accounted = []policy.AccountedUse{{User: "c", NodeSeconds: 7200, At: now.Add(-30 * time.Minute)}, {User: "d", NodeSeconds: 1e5, At: now.Add(-time.Hour)}}
 	before := fmt.Sprintf("%+v", *in)
 	p1, err := o.Order(in)
 	if err != nil {

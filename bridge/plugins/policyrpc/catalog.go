@@ -7,7 +7,7 @@ import (
 	"github.com/gridsub/gridsub/bridge/plugins/plannerrpc"
 )
 
-// The plugin catalog (plugins.Policy) starts the five policy kinds'
+// The plugin catalog (plugins.Policy) starts the six policy kinds'
 // plugins through this package, as it starts planners through plannerrpc.
 func init() {
 	for _, k := range Kinds() {

@@ -17,7 +17,7 @@ func TestCatalogBuildsEveryKind(t *testing.T) {
 	bin, sum := testPolicy(t)
 	for _, c := range []struct{ kind, name string }{
 		{plugins.KindFeasibility, "capacity"}, {plugins.KindAdmission, "drrm"}, {plugins.KindTrust, "paper002"},
-		{plugins.KindTiering, "dgjs"}, {plugins.KindRemap, "gain"},
+		{plugins.KindTiering, "dgjs"}, {plugins.KindRemap, "gain"}, {plugins.KindOrder, "fairshare"},
 	} {
 		in, err := plugins.Policy(context.Background(), plugins.PolicySpec{Kind: c.kind, Ref: c.name})
 		if err != nil || in.Mode != plugins.ModeInProcess || in.Value.(interface{ Name() string }).Name() != c.name {

@@ -67,4 +67,14 @@ func TestContractsThroughTheSeam(t *testing.T) {
 			policytest.Remap(t, raw.(*RemapClient))
 		})
 	}
+	for _, name := range registry.NamesOf(policy.KindOrder) {
+		t.Run("order/"+name, func(t *testing.T) {
+			impl, err := registry.Order(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := Test(t, plugins.KindOrder, impl)
+			policytest.Order(t, raw.(*OrderClient))
+		})
+	}
 }

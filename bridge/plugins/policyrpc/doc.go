@@ -1,8 +1,8 @@
 // Package policyrpc carries the policy extension points other than
 // placement (plannerrpc has that one) across a process boundary, over
 // go-plugin's gRPC transport and bridge/plugins/proto/v1's
-// feasibility.proto, admission.proto, trust.proto, tiering.proto and
-// remap.proto:
+// feasibility.proto, admission.proto, trust.proto, tiering.proto,
+// remap.proto and order.proto:
 //
 //	host (gridsub)                                     plugin process
 //	  policy.Feasibility ── FeasibilityClient ══gRPC══ feasibilityServer ── policy.Feasibility
@@ -11,6 +11,7 @@
 //	  policy.Trust       ── TrustClient       ══gRPC══ trustServer       ── policy.Trust
 //	  policy.Tiering     ── TieringClient     ══gRPC══ tieringServer     ── policy.Tiering
 //	  policy.Remap       ── RemapClient       ══gRPC══ remapServer       ── policy.Remap
+//	  policy.Order       ── OrderClient       ══gRPC══ orderServer       ── policy.Order
 //
 // Each kind's file holds its client and server shims side by side and its
 // converters; the policy types stay free of protobuf. Every shim is a

@@ -31,6 +31,8 @@ func newHandle(p *Plugin) any {
 		return &tieringHandle{handle{p: p}}
 	case plugins.KindRemap:
 		return &remapHandle{handle{p: p}}
+	case plugins.KindOrder:
+		return &orderHandle{handle{p: p}}
 	}
 	return nil
 }
@@ -144,6 +146,15 @@ var _ policy.Remap = (*remapHandle)(nil)
 func (h *remapHandle) Moves(in *policy.RemapInput) ([]policy.Move, error) {
 	return again(h.p, func(c *RemapClient) ([]policy.Move, error) { return c.Moves(in) },
 		func(fb any) ([]policy.Move, error) { return fb.(policy.Remap).Moves(in) })
+}
+
+type orderHandle struct{ handle }
+
+var _ policy.Order = (*orderHandle)(nil)
+
+func (h *orderHandle) Order(in *policy.OrderInput) ([]int, error) {
+	return again(h.p, func(c *OrderClient) ([]int, error) { return c.Order(in) },
+		func(fb any) ([]int, error) { return fb.(policy.Order).Order(in) })
 }
 
 type tieringHandle struct{ handle }

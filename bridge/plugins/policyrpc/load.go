@@ -298,7 +298,7 @@ func (p *Plugin) conn() (any, uint64) {
 }
 
 // Policy is the plugin's policy, a value of its kind's interface
-// (policy.Feasibility, Admission, Trust, Tiering or Remap) that stays valid
+// (policy.Feasibility, Admission, Trust, Tiering, Remap or Order) that stays valid
 // across restarts: a call that finds the process gone restarts it (at most
 // once per MinRestartInterval) and is made again, which is safe as the
 // policies are pure and an admission book is rebuilt from its calls. Its

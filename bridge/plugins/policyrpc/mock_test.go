@@ -60,3 +60,10 @@ func (m mockFeasibility) Feasible(d *policy.Demand, s *policy.Snapshot) (policy.
 func (m mockFeasibility) Late(d *policy.Demand, s *policy.Snapshot) (string, error) {
 	return m.late(d, s)
 }
+
+type mockOrder struct {
+	order func(*policy.OrderInput) ([]int, error)
+}
+
+func (mockOrder) Name() string                                 { return "mock-order" }
+func (m mockOrder) Order(in *policy.OrderInput) ([]int, error) { return m.order(in) }

@@ -43,7 +43,7 @@ func (p *GRPCPlugin) GRPCClient(done context.Context, _ *goplugin.GRPCBroker, cc
 
 // Kinds are the kinds this package carries, in `gridsub plugins` order.
 func Kinds() []string {
-	return []string{plugins.KindFeasibility, plugins.KindAdmission, plugins.KindTrust, plugins.KindTiering, plugins.KindRemap}
+	return []string{plugins.KindFeasibility, plugins.KindAdmission, plugins.KindTrust, plugins.KindTiering, plugins.KindRemap, plugins.KindOrder}
 }
 
 // register registers impl's server for kind on s.
@@ -80,6 +80,12 @@ func register(s *grpc.Server, kind string, impl any, version string) error {
 			return bad()
 		}
 		registerRemap(s, x, version)
+	case plugins.KindOrder:
+		x, ok := impl.(policy.Order)
+		if !ok {
+			return bad()
+		}
+		registerOrder(s, x, version)
 	default:
 		return fmt.Errorf("policyrpc: unknown policy kind %q", kind)
 	}
@@ -100,6 +106,8 @@ func isKind(kind string, v any) bool {
 		_, ok = v.(policy.Tiering)
 	case plugins.KindRemap:
 		_, ok = v.(policy.Remap)
+	case plugins.KindOrder:
+		_, ok = v.(policy.Order)
 	}
 	return ok
 }
@@ -117,6 +125,8 @@ func dispense(done context.Context, kind string, cc *grpc.ClientConn, timeout ti
 		return newTieringClient(done, cc, timeout)
 	case plugins.KindRemap:
 		return newRemapClient(done, cc, timeout)
+	case plugins.KindOrder:
+		return newOrderClient(done, cc, timeout)
 	}
 	return nil, fmt.Errorf("policyrpc: unknown policy kind %q", kind)
 }

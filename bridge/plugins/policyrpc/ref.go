@@ -41,7 +41,7 @@ func RefConfig(kind string, r plannerrpc.Ref, self func() (string, error)) (Conf
 // process (closer nil), or a plugin started from a plugin: reference
 // (base gives its checksum, timeouts, logging and the gridsub executable
 // for plugin:builtin:; its Path and Args are replaced). It is the one call a wiring point needs per extension point;
-// the value is a policy.Feasibility, Admission, Trust, Tiering or Remap by
+// the value is a policy.Feasibility, Admission, Trust, Tiering, Remap or Order by
 // kind, and the closer stops the plugin.
 func Open(ctx context.Context, kind, name string, base Config) (any, io.Closer, error) {
 	r, isRef, err := plannerrpc.ParseRef(name)
@@ -94,6 +94,8 @@ func builtin(kind, name string) (any, error) {
 		impl, err = registry.Tiering(name)
 	case plugins.KindRemap:
 		impl, err = registry.Remap(name)
+	case plugins.KindOrder:
+		impl, err = registry.Order(name)
 	default:
 		return nil, fmt.Errorf("%w: no policy kind %q", plugins.ErrUnknownPlugin, kind)
 	}

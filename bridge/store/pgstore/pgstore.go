@@ -424,6 +424,11 @@ func putRow(ctx context.Context, tx pgx.Tx, r *store.Row, handoff bool) error {
 	err := tx.QueryRow(ctx, qInsJob, r.ID, r.State, r.Name, r.Sites, r.Updated, len(r.Events), r.Body).Scan(&seq)
 	switch {
 	case err == nil:
+		if r.Charge != nil && store.ChargesNow("", false, r.State) {
+			if err := charge(ctx, tx, r); err != nil {
+				return err
+			}
+		}
 		for _, site := range r.SiteSet {
 			b.Queue(qInsSite, site, seq)
 		}
@@ -444,6 +449,11 @@ func putRow(ctx context.Context, tx pgx.Tx, r *store.Row, handoff bool) error {
 	}
 	if state != r.State {
 		countOutcome(b, r)
+	}
+	if r.Charge != nil && store.ChargesNow(state, true, r.State) {
+		if err := charge(ctx, tx, r); err != nil {
+			return err
+		}
 	}
 	b.Queue(qUpdJob, r.State, r.Name, r.Sites, r.Updated, len(r.Events), r.Body, seq)
 	putResv(b, seq, r)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -221,5 +222,39 @@ func TestServerGone(t *testing.T) {
 	}
 	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("Open of an unreachable server = %v, want ErrUnavailable naming it", err)
+	}
+}
+
+// TestUsageAcrossBrokers: the accounted use one store wrote is what
+// another store opened on the same database reads (a restarted broker, or
+// a follower that takes over), and charges from both add up.
+func TestUsageAcrossBrokers(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.DB(t)
+	open := func() *pgstore.Postgres {
+		s, err := pgstore.Open(ctx, pgstore.Config{DSN: db.DSN(), PasswordFile: db.Server.PasswordFile}, pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := open()
+	c := bridge.Charge{User: "alice", NodeSeconds: 3600, At: storetest.T0, HalfLife: time.Hour}
+	if err := a.PutCharged(ctx, storetest.Job("j1", "n", bridge.Completed), c); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b := open()
+	defer b.Close()
+	u, err := b.Usage(ctx)
+	if err != nil || u["alice"].NodeSeconds != 3600 || !u["alice"].At.Equal(storetest.T0) {
+		t.Fatalf("after reopening: %+v %v", u, err)
+	}
+	c.At = c.At.Add(time.Hour)
+	if err := b.PutCharged(ctx, storetest.Job("j2", "n", bridge.Completed), c); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := b.Usage(ctx); u["alice"].NodeSeconds != 3600*1.5 {
+		t.Fatalf("two charges an hour apart: %+v, want 5400 node-seconds", u)
 	}
 }

@@ -257,6 +257,10 @@ func Durable(t *testing.T, newStore func(*testing.T) store.Store) {
 		}
 	})
 
+	t.Run("usage", func(t *testing.T) {
+		Usage(t, newStore(t))
+	})
+
 	t.Run("dump and load", func(t *testing.T) {
 		DumpAcross(t, newStore, newStore)
 	})
@@ -286,6 +290,13 @@ func Fill(t *testing.T, s store.Store) {
 		j := Job(fmt.Sprintf("f-%02d", i), fmt.Sprintf("n%d", i%4), st, "A")
 		if i == 7 {
 			j.Resv = &bridge.Reservation{State: bridge.ResvBound, Earliest: T0, Latest: T0.Add(time.Hour), Site: "A", Start: T0.Add(time.Minute), Native: "r.1"}
+		}
+		if st == bridge.Completed && i < 10 {
+			// An ended job charged to its owner's account (bridge.UsageStore).
+			if err := s.PutCharged(ctx, j, bridge.Charge{User: "alice", NodeSeconds: float64(100 * i), At: T0.Add(time.Duration(i) * time.Minute), HalfLife: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
 		MustPut(t, s, j)
 	}
@@ -361,6 +372,13 @@ func DumpAcross(t *testing.T, from, to func(*testing.T) store.Store) {
 	delete(gv, "store.health_probe")
 	if !reflect.DeepEqual(gv, wv) {
 		t.Fatalf("values after the load: got %q, want %q", gv, wv)
+	}
+	wu, err := a.Usage(ctx)
+	if err != nil || len(wu) != 1 {
+		t.Fatalf("the filled store's accounted use: %+v %v", wu, err)
+	}
+	if gu, err := b.Usage(ctx); err != nil || !reflect.DeepEqual(gu, wu) {
+		t.Fatalf("accounted use after the load: got %+v %v, want %+v", gu, err, wu)
 	}
 	wr, _ := a.Reservations(ctx, false)
 	gr, _ := b.Reservations(ctx, false)

@@ -1,5 +1,5 @@
 // What the policy kinds' protocols share (feasibility.proto,
-// admission.proto, trust.proto, tiering.proto, remap.proto): a policy
+// admission.proto, trust.proto, tiering.proto, remap.proto, order.proto): a policy
 // plugin's Info, and the error every reply carries in band. They also
 // reuse planner.proto's snapshot, job, status, option and plan messages.
 // bridge/plugins/policyrpc holds the shims; domain types never import this.
@@ -148,7 +148,7 @@ func (*PolicyInfoRequest) Descriptor() ([]byte, []int) {
 type PolicyInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`          // the policy's Name()
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`          // the extension point: feasibility, admission, trust, tiering, remap
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`          // the extension point: feasibility, admission, trust, tiering, remap, order
 	Protocol      int32                  `protobuf:"varint,3,opt,name=protocol,proto3" json:"protocol,omitempty"` // plugins.ProtocolVersion the plugin was built with
 	Version       string                 `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`    // the plugin's own version, for `gridsub plugins`
 	unknownFields protoimpl.UnknownFields

@@ -10,7 +10,7 @@ import (
 
 // policyProtos are the policy kinds' protocols, as generate_policy.go
 // names them.
-var policyProtos = []string{"policy_common.proto", "feasibility.proto", "admission.proto", "trust.proto", "tiering.proto", "remap.proto"}
+var policyProtos = []string{"policy_common.proto", "feasibility.proto", "admission.proto", "trust.proto", "tiering.proto", "remap.proto", "order.proto"}
 
 // TestPolicyGeneratedCodeIsFresh regenerates the policy kinds' .proto files
 // into a temporary directory with generate_policy.go's command and fails
