@@ -586,6 +586,7 @@ func (d *Daemon) run(ctx context.Context, task string) {
 	switch task {
 	case TaskCycle:
 		d.takeHandoffs(ctx)
+		d.takeRequests(ctx)
 		t0 := time.Now()
 		rep, err := d.env.Broker.Cycle(ctx, d.env.Now())
 		el := time.Since(t0)

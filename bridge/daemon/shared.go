@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -261,8 +264,119 @@ func (f *follower) ListJobs(ctx context.Context, fl bridge.Filter) ([]*bridge.Jo
 	return f.st.List(ctx, fl)
 }
 
+// Cancel asks the leader to cancel id (request) and waits a little for it.
 func (f *follower) Cancel(ctx context.Context, id string, now time.Time) error {
-	return fmt.Errorf("%w: this broker follows; cancel %s at the leader (gridsub status says which)", store.ErrUnavailable, id)
+	return f.request(ctx, id, "cancel", now)
+}
+
+// Hold, Release and Requeue ask the leader as Cancel does (api.Controller).
+func (f *follower) Hold(ctx context.Context, id string, now time.Time) error {
+	return f.request(ctx, id, "hold", now)
+}
+
+func (f *follower) Release(ctx context.Context, id string, now time.Time) error {
+	return f.request(ctx, id, "release", now)
+}
+
+func (f *follower) Requeue(ctx context.Context, id string, now time.Time) error {
+	return f.request(ctx, id, "requeue", now)
+}
+
+var _ api.Controller = (*follower)(nil)
+
+// RequestPrefix starts the store values by which a follower hands the
+// leader what a user asked of a job (cancel, hold, release, requeue):
+// RequestPrefix + <unix nanoseconds, 20 digits> + "/" + <job id>, whose
+// value is the action. The leader carries them out in key order before
+// each cycle (takeRequests) and deletes each once done.
+const RequestPrefix = "request/"
+
+// followerWait is how long a follower waits for the leader to carry out a
+// request before it answers with the job as it stands.
+const followerWait = 10 * time.Second
+
+// request stores action on id for the leader and waits up to followerWait
+// for the job to change. A job that does not exist is ErrNotFound; an
+// ended one ErrFinal; the leader's own refusal (a running job held) is
+// not known here: the leader logs it, and the job stays as it was.
+func (f *follower) request(ctx context.Context, id, action string, now time.Time) error {
+	j, err := f.st.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.State.Final() {
+		return fmt.Errorf("%w: %s is %s", bridge.ErrFinal, id, j.State)
+	}
+	key := fmt.Sprintf("%s%020d/%s", RequestPrefix, time.Now().UnixNano(), id)
+	if err := f.st.SetValue(ctx, key, []byte(action)); err != nil {
+		return fmt.Errorf("handing the %s of %s to the leader: %w", action, id, err)
+	}
+	before := j.State
+	for deadline := time.Now().Add(followerWait); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil // stored: the leader carries it out
+		case <-time.After(200 * time.Millisecond):
+		}
+		if _, pending, err := f.st.Value(ctx, key); err == nil && !pending {
+			return nil // done by the leader
+		}
+		if j, err := f.st.Get(ctx, id); err == nil && j.State != before {
+			return nil
+		}
+	}
+	return nil
+}
+
+// takeRequests carries out, before a cycle, what users asked of jobs
+// through the followers (follower.request), in the order asked, and
+// deletes each request once done. A request the broker refuses is logged
+// with why and dropped: the job is as the leader's rules say.
+func (d *Daemon) takeRequests(ctx context.Context) {
+	l := d.opts.shared
+	if l == nil {
+		return
+	}
+	reqs, err := l.st.Values(ctx, RequestPrefix)
+	if err != nil || len(reqs) == 0 {
+		if err != nil {
+			d.log.Warn("reading the followers' requests", "err", err)
+		}
+		return
+	}
+	b := d.env.Broker
+	do := map[string]func(context.Context, string, time.Time) error{"cancel": b.Cancel, "hold": b.Hold, "release": b.Release, "requeue": b.Requeue}
+	for _, key := range slices.Sorted(maps.Keys(reqs)) {
+		_, id, ok := strings.Cut(strings.TrimPrefix(key, RequestPrefix), "/")
+		action := string(reqs[key])
+		fn := do[action]
+		if !ok || fn == nil {
+			d.log.Warn("dropping a malformed request from a follower", "key", key)
+		}
+		// Cancel, hold and release are idempotent: each is deleted once
+		// done, so a crash in between does it again. A requeue is not (the
+		// job may be placed again meanwhile): it is deleted first, and a
+		// crash in between loses it.
+		once := action == "requeue"
+		if once || fn == nil {
+			if err := l.st.DeleteValue(ctx, key); err != nil {
+				d.log.Warn("deleting a follower's request", "key", key, "err", err)
+				return // asked again next cycle
+			}
+		}
+		if fn == nil {
+			continue
+		}
+		if err := fn(ctx, id, d.env.Now()); err != nil && !errors.Is(err, bridge.ErrFinal) {
+			d.log.Warn("a request handed over by a follower was refused", "job", id, "action", action, "err", err)
+		}
+		if !once {
+			if err := l.st.DeleteValue(ctx, key); err != nil {
+				d.log.Warn("deleting a follower's request", "key", key, "err", err)
+				return // done again next cycle: idempotent
+			}
+		}
+	}
 }
 
 func (f *follower) SiteNames() []string { return f.b.SiteNames() }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -374,6 +375,45 @@ func TestSharedStoreStoppedLeader(t *testing.T) {
 		t.Fatalf("a keyed submission sent twice to a follower: %v %v, ids %v %v", err1, err2, j1, j2)
 	}
 	acked[j1.ID] = time.Now()
+
+	// A follower hands a hold, a release and a cancel to the leader: a job
+	// waiting for a long one is held and released, the long one cancelled,
+	// each asked of the follower.
+	ctx := context.Background()
+	long, err := fc.Submit(ctx, bridge.Request{Name: "long", Nodes: 1, Estimate: 20 * time.Minute, Script: "#!/bin/sh\nsleep 600\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := fc.Submit(ctx, bridge.Request{Name: "after-long", Nodes: 1, Estimate: time.Minute, Script: "#!/bin/sh\ntrue\n", AfterOK: []string{long.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := func(what string, ok func(j *bridge.Job) bool, id string) {
+		t.Helper()
+		var j *bridge.Job
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if j, err = fc.Job(ctx, id); err == nil && ok(j) {
+				return
+			}
+		}
+		t.Fatalf("asked of the follower: %s of %s never happened: %+v %v", what, id, j, err)
+	}
+	until("taken by the leader", func(j *bridge.Job) bool { return j.State == bridge.Held }, dep.ID)
+	if _, err := fc.Control(ctx, dep.ID, "hold"); err != nil {
+		t.Fatalf("hold through the follower: %v", err)
+	}
+	until("the hold", func(j *bridge.Job) bool { return j.UserHold }, dep.ID)
+	if _, err := fc.Control(ctx, dep.ID, "release"); err != nil {
+		t.Fatalf("release through the follower: %v", err)
+	}
+	until("the release", func(j *bridge.Job) bool { return !j.UserHold }, dep.ID)
+	if _, err := fc.Cancel(ctx, long.ID); err != nil {
+		t.Fatalf("cancel through the follower: %v", err)
+	}
+	until("the cancel", func(j *bridge.Job) bool { return j.State == bridge.Cancelled }, long.ID)
+	if _, err := fc.Cancel(ctx, long.ID); !errors.Is(err, bridge.ErrFinal) && (err == nil || !strings.Contains(err.Error(), "ended")) {
+		t.Errorf("cancelling an ended job through the follower: %v, want it refused as ended", err)
+	}
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
