@@ -116,6 +116,11 @@ type Options struct {
 	// be read from, symbolic links resolved. None: no request may stage
 	// inputs. See bridge/validate.go for every check Submit makes.
 	InputRoots []string
+	// OffLimits are directories no job may read an input from or write
+	// an output into, even inside the roots: the daemon's state directory
+	// (its job store, the tokens' hashes, every user's site keys). An
+	// output directory that holds one is refused too.
+	OffLimits []string
 	// FetchWorkers bounds the output fetches of real sites running at once
 	// (default DefaultFetchWorkers); FetchTimeout bounds each job's fetch
 	// (default DefaultFetchTimeout). See stage_fetch.go.

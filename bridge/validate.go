@@ -82,6 +82,7 @@ type intake struct {
 	limitMu sync.Mutex // serialises submissions while a user limit is counted (userlimits.go)
 	outRoot []string   // Options.OutputRoot resolved (none or one)
 	inRoots []string   // Options.InputRoots resolved
+	offLim  []string   // Options.OffLimits resolved
 }
 
 // validate checks a request at submission time now against the rules every
@@ -256,6 +257,9 @@ func (ik *intake) inputFile(local string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := ik.offLimits(local, r, false); err != nil {
+		return "", err
+	}
 	st, err := os.Stat(r)
 	switch {
 	case err != nil:
@@ -275,7 +279,27 @@ func (ik *intake) outputDir(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(ik.outRoot[0], dir)
 	}
-	return jobrules.Confine(dir, ik.outRoot, "the output root")
+	r, err := jobrules.Confine(dir, ik.outRoot, "the output root")
+	if err != nil {
+		return "", err
+	}
+	return r, ik.offLimits(dir, r, true)
+}
+
+// offLimits refuses a resolved path r (asked as p) inside one of the
+// Options.OffLimits directories — or, for an output directory (holds),
+// one that holds such a directory, where an output's relative name could
+// reach it.
+func (ik *intake) offLimits(p, r string, holds bool) error {
+	for _, o := range ik.offLim {
+		_, in := jobrules.Within(o, r)
+		_, over := jobrules.Within(r, o)
+		if in || (holds && over) {
+			return &jobrules.Error{Msg: fmt.Sprintf("%s reaches %s, the daemon's own state (its job store, tokens and users' site keys), which no job may read or write", p, o),
+				Err: jobrules.ErrOutsideRoot}
+		}
+	}
+	return nil
 }
 
 // fetchAllowed checks again, when a job's outputs are about to be fetched,
@@ -307,6 +331,13 @@ func (ik *intake) setRoots(o Options) error {
 		return fmt.Errorf("%w: input %w", ErrBadRequest, err)
 	}
 	ik.inRoots = r
+	for _, o := range o.OffLimits {
+		if r, err := jobrules.Resolve(o); err == nil {
+			ik.offLim = append(ik.offLim, r)
+		} else {
+			ik.offLim = append(ik.offLim, filepath.Clean(o))
+		}
+	}
 	return nil
 }
 

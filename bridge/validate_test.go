@@ -338,3 +338,49 @@ func BenchmarkValidate(b *testing.B) {
 		})
 	}
 }
+
+// TestOffLimits: a directory off limits (the daemon's state directory)
+// inside the roots is neither read as an input nor written as an output
+// directory, nor held by one (an output's relative name could reach it).
+func TestOffLimits(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(base, "state")
+	os.MkdirAll(filepath.Join(state, "credentials"), 0o700)
+	key := filepath.Join(state, "credentials", "key")
+	os.WriteFile(key, []byte("secret"), 0o600)
+	ok := filepath.Join(base, "in.dat")
+	os.WriteFile(ok, []byte("x"), 0o600)
+	br, err := New(Options{Sites: []SiteConfig{{Name: "A", Backend: newFake("A", 1)}}, Planner: scriptPlanner{firstFit},
+		OutputRoot: base, InputRoots: []string{base}, OffLimits: []string{state}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		in, out string
+		bad     bool
+	}{
+		"input inside":        {in: key, bad: true},
+		"output inside":       {out: filepath.Join(state, "x"), bad: true},
+		"output holding it":   {out: base, bad: true},
+		"relative output":     {out: "state", bad: true},
+		"an input beside":     {in: ok},
+		"an output beside":    {out: filepath.Join(base, "out")},
+		"relative output dir": {out: "out"},
+	} {
+		r := req(1)
+		if c.in != "" {
+			r.Inputs = []backends.StageFile{{Local: c.in, Remote: "in"}}
+		}
+		r.OutputDir = c.out
+		_, err := br.Submit(context.Background(), r, t0)
+		if c.bad && (err == nil || !strings.Contains(err.Error(), "the daemon's own state")) {
+			t.Errorf("%s: %v, want a refusal naming the daemon's state", name, err)
+		}
+		if !c.bad && err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

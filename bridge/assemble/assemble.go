@@ -85,6 +85,9 @@ type Spec struct {
 	// inputs read (bridge.Options.OutputRoot, InputRoots).
 	OutputRoot string
 	InputRoots []string
+	// OffLimits are directories no job may read or write
+	// (bridge.Options.OffLimits): the daemon's state directory.
+	OffLimits []string
 	// FetchWorkers and FetchTimeout bound output fetching (staging.*; see
 	// bridge.Options); 0 = the bridge's defaults.
 	FetchWorkers int
@@ -249,7 +252,7 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 	}
 	b, err := bridge.New(bridge.Options{Sites: sites, Planner: planner, Store: spec.Store, IDPrefix: spec.IDPrefix, Links: spec.Links, SubmitGrace: grace,
 		MultiSite: spec.MultiSite, Logger: log, OnEvent: opts.OnEvent, BindLead: BindLead,
-		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots,
+		OutputRoot: spec.OutputRoot, InputRoots: spec.InputRoots, OffLimits: spec.OffLimits,
 		FetchWorkers: spec.FetchWorkers, FetchTimeout: spec.FetchTimeout, CheckFeasible: true, Tiers: &tiers, Remap: spec.Remap,
 		Policies: policies, Users: spec.Users, Owner: spec.Owner, Identities: ids, FairShareHalfLife: spec.FairShareHalfLife})
 	if err != nil {

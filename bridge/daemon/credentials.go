@@ -50,3 +50,4 @@ func (a *credentialAdmin) Add(n users.NewCredential, now time.Time) (users.Crede
 	}
 	return a.Credentials.Add(n, now)
 }
+

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,6 +268,8 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if simulated(spec) {
 		spec.Epoch = d.loadClock()
 	}
+	// No job reads or writes the state directory, even inside the roots.
+	spec.OffLimits = append(slices.Clone(spec.OffLimits), opts.StateDir)
 	creds, err := users.OpenCredentials(filepath.Join(opts.StateDir, users.CredentialsDir))
 	if err != nil {
 		return nil, fmt.Errorf("%w: per-user site credentials: %w", ErrOptions, err)

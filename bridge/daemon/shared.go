@@ -415,6 +415,7 @@ func runShared(ctx context.Context, opts Options) error {
 	st.SetHandoff(true)
 	spec := opts.Spec
 	spec.Store = st
+	spec.OffLimits = append(slices.Clone(spec.OffLimits), opts.StateDir) // as the leader's (Start)
 	if spec.IDPrefix, err = idPrefix(ctx, st); err != nil {
 		st.Close()
 		lock.Release()
