@@ -61,6 +61,7 @@ type fetchPool struct {
 type fetchTask struct {
 	ctx   context.Context // of the cycle that queued it
 	job   string
+	owner string // the job's owner, whose files the outputs become (handOver)
 	comps []fetchComp
 }
 
@@ -111,7 +112,7 @@ func (ft *fetcher) fetchEnded(ctx context.Context, now time.Time) {
 			j.final = nil
 			continue
 		}
-		t := &fetchTask{ctx: ctx, job: j.ID}
+		t := &fetchTask{ctx: ctx, job: j.ID, owner: j.Req.Owner}
 		sim := true
 		for k, c := range j.Comps {
 			s := ft.siteIdx[c.Site]
@@ -187,6 +188,9 @@ func (ft *fetcher) runFetch(ctx context.Context, t *fetchTask) {
 			}
 		}
 		c.paths, c.err = fe.FetchOutputs(fctx, c.id, c.spec, c.dir)
+		if err := ft.handOver(t.owner, c.paths); err != nil && c.err == nil {
+			c.err = err
+		}
 		if c.err != nil && fctx.Err() != nil && ctx.Err() == nil {
 			c.err = fmt.Errorf("%w (%w)", context.Cause(fctx), c.err)
 		}

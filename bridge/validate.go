@@ -210,7 +210,7 @@ func (ik *intake) validateFiles(req *Request, p *problems) {
 		for i := range req.Inputs {
 			in := &req.Inputs[i]
 			f := "Inputs[" + strconv.Itoa(i) + "]"
-			if local, err := ik.inputFile(in.Local); err != nil {
+			if local, err := ik.inputFile(req.Owner, in.Local); err != nil {
 				p.add(f+".Local", err)
 			} else {
 				in.Local = local
@@ -236,7 +236,7 @@ func (ik *intake) validateFiles(req *Request, p *problems) {
 	}
 	ik.validateSiteInputs(req, p)
 	if req.OutputDir != "" {
-		if dir, err := ik.outputDir(req.OutputDir); err != nil {
+		if dir, err := ik.outputDir(req.Owner, req.OutputDir); err != nil {
 			p.add("OutputDir", err)
 		} else {
 			req.OutputDir = dir
@@ -246,7 +246,7 @@ func (ik *intake) validateFiles(req *Request, p *problems) {
 
 // inputFile confines an input's local path to the input roots and checks
 // that it is a regular file; it returns the path with its links resolved.
-func (ik *intake) inputFile(local string) (string, error) {
+func (ik *intake) inputFile(owner, local string) (string, error) {
 	if local == "" {
 		return "", &jobrules.Error{Msg: "must be the absolute path of a file on the broker's machine, got an empty string", Err: jobrules.ErrValue}
 	}
@@ -260,6 +260,9 @@ func (ik *intake) inputFile(local string) (string, error) {
 	if err := ik.offLimits(local, r, false); err != nil {
 		return "", err
 	}
+	if err := ik.checkOwnerInput(owner, local, r); err != nil {
+		return "", err
+	}
 	st, err := os.Stat(r)
 	switch {
 	case err != nil:
@@ -270,16 +273,24 @@ func (ik *intake) inputFile(local string) (string, error) {
 	return r, nil
 }
 
-// outputDir resolves a requested output directory: relative ones below the
-// output root; every one confined to it.
-func (ik *intake) outputDir(dir string) (string, error) {
+// outputDir resolves owner's requested output directory: relative ones
+// below the owner's output root (userOutputRoot); every one confined to it.
+func (ik *intake) outputDir(owner, dir string) (string, error) {
 	if len(ik.outRoot) == 0 {
 		return "", &jobrules.Error{Msg: fmt.Sprintf("%s is not allowed: this broker has no output root, it fetches no outputs", dir), Err: jobrules.ErrOutsideRoot}
 	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(ik.outRoot[0], dir)
+	roots, err := ik.userOutputRoot(owner)
+	if err != nil {
+		return "", err
 	}
-	r, err := jobrules.Confine(dir, ik.outRoot, "the output root")
+	what := "the output root"
+	if ik.otherUser(owner) {
+		what = "user " + owner + "'s directory of the output root"
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(roots[0], dir)
+	}
+	r, err := jobrules.Confine(dir, roots, what)
 	if err != nil {
 		return "", err
 	}
@@ -308,7 +319,7 @@ func (ik *intake) offLimits(p, r string, holds bool) error {
 // broker). When it is not, the refusal is recorded and nothing is fetched.
 // The ledger's lock held.
 func (ik *intake) fetchAllowed(j *Job, now time.Time) bool {
-	if _, err := ik.outputDir(j.Req.OutputDir); err != nil {
+	if _, err := ik.outputDir(j.Req.Owner, j.Req.OutputDir); err != nil {
 		msg := fmt.Sprintf("outputs not fetched: OutputDir: %v", err)
 		j.FetchErrors = append(j.FetchErrors, msg)
 		ik.note(j, now, "fetch-failed", "", msg)
