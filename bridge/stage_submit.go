@@ -73,9 +73,15 @@ func (sm *submitter) submitAll(ctx context.Context, reqs []submitReq) ([]backend
 	}
 	backend := func(u unit) (backends.Backend, error) { return sm.backendFor(ctx, u.site, u.owner) }
 	batched := func(u unit) bool {
+		if len(byUnit[u]) < 2 {
+			return false
+		}
 		be, err := backend(u)
+		if err != nil {
+			return false // one Submit each, each failing with err
+		}
 		_, ok := siteSubmitBatch(be)
-		return err == nil && ok && len(byUnit[u]) > 1
+		return ok
 	}
 	// one submits request i alone, through the backend of unit u.
 	one := func(u unit, i int) {
