@@ -243,10 +243,9 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Env, error) {
 		for i := range env.Sites {
 			bySite[env.Sites[i].Name] = &env.Sites[i]
 		}
-		id := &identities{book: spec.Credentials, sites: bySite, built: map[[2]string]builtIdentity{},
-			build: func(ctx context.Context, s *SiteSpec) (backends.Backend, io.Closer, error) {
-				return buildSite(ctx, s, env.Engine, opts.OnPlugin)
-			}}
+		id := newIdentities(spec.Credentials, bySite, func(ctx context.Context, s *SiteSpec) (backends.Backend, io.Closer, error) {
+			return buildSite(ctx, s, env.Engine, opts.OnPlugin)
+		})
 		ids = id
 		env.closers = append(env.closers, id)
 	}

@@ -37,9 +37,11 @@ type identities struct {
 	sites map[string]*SiteSpec
 	build func(ctx context.Context, s *SiteSpec) (backends.Backend, io.Closer, error)
 
-	mu      sync.Mutex
-	built   map[[2]string]builtIdentity // (site, user)
-	closers []io.Closer
+	mu       sync.Mutex
+	built    map[[2]string]builtIdentity // (site, user)
+	building map[[2]string]*sync.Mutex   // one build at a time per (site, user); others wait for it, not for each other
+	closers  []io.Closer
+	closed   bool
 }
 
 type builtIdentity struct {
@@ -49,8 +51,16 @@ type builtIdentity struct {
 
 var _ bridge.Identities = (*identities)(nil)
 
+// newIdentities is the identities of book at sites, each built by build.
+func newIdentities(book CredentialBook, sites map[string]*SiteSpec, build func(context.Context, *SiteSpec) (backends.Backend, io.Closer, error)) *identities {
+	return &identities{book: book, sites: sites, build: build, built: map[[2]string]builtIdentity{}, building: map[[2]string]*sync.Mutex{}}
+}
+
 // ErrNoSSH: a per-user identity names a site not reached over SSH.
 var ErrNoSSH = errors.New("the site is not reached over SSH")
+
+// ErrClosed: the broker's identities were closed (it is shutting down).
+var ErrClosed = errors.New("identities closed")
 
 // Backend is bridge.Identities' Backend.
 func (id *identities) Backend(ctx context.Context, site, owner string) (backends.Backend, error) {
@@ -60,9 +70,25 @@ func (id *identities) Backend(ctx context.Context, site, owner string) (backends
 	}
 	key := [2]string{site, owner}
 	id.mu.Lock()
-	defer id.mu.Unlock()
 	if b, ok := id.built[key]; ok && b.version == cr.Version {
+		id.mu.Unlock()
 		return b.be, nil
+	}
+	km := id.building[key]
+	if km == nil {
+		km = &sync.Mutex{}
+		id.building[key] = km
+	}
+	id.mu.Unlock()
+	// A build may take a while (a plugin process, an SSH dial): other
+	// users' identities are not held up by it.
+	km.Lock()
+	defer km.Unlock()
+	id.mu.Lock()
+	b, ok := id.built[key]
+	id.mu.Unlock()
+	if ok && b.version == cr.Version {
+		return b.be, nil // built while this call waited
 	}
 	s, ok := id.sites[site]
 	if !ok {
@@ -75,6 +101,14 @@ func (id *identities) Backend(ctx context.Context, site, owner string) (backends
 	be, c, err := id.build(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("building the backend of user %s at %s (login %s): %w", owner, site, cr.Login(), err)
+	}
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.closed {
+		if c != nil {
+			c.Close()
+		}
+		return nil, fmt.Errorf("building the backend of user %s at %s: %w", owner, site, ErrClosed)
 	}
 	if c != nil {
 		id.closers = append(id.closers, c)
@@ -128,6 +162,6 @@ func (id *identities) Close() error {
 	for _, c := range id.closers {
 		errs = append(errs, c.Close())
 	}
-	id.closers, id.built = nil, map[[2]string]builtIdentity{}
+	id.closers, id.built, id.closed = nil, map[[2]string]builtIdentity{}, true
 	return errors.Join(errs...)
 }
