@@ -350,7 +350,8 @@ func (d *Daemon) takeRequests(ctx context.Context) {
 		_, id, ok := strings.Cut(strings.TrimPrefix(key, RequestPrefix), "/")
 		action := string(reqs[key])
 		fn := do[action]
-		if !ok || fn == nil {
+		if !ok || id == "" || fn == nil {
+			fn = nil
 			d.log.Warn("dropping a malformed request from a follower", "key", key)
 		}
 		// Cancel, hold and release are idempotent: each is deleted once
