@@ -19,10 +19,11 @@ type credentialAdmin struct {
 	*users.Credentials
 	ssh   map[string]bool // site name -> reached over SSH
 	names []string
+	self  string // the daemon's own user, whose jobs use the sites' configured logins
 }
 
-func newCredentialAdmin(c *users.Credentials, sites []assemble.SiteSpec) api.CredentialAdmin {
-	a := &credentialAdmin{Credentials: c, ssh: map[string]bool{}}
+func newCredentialAdmin(c *users.Credentials, sites []assemble.SiteSpec, self string) api.CredentialAdmin {
+	a := &credentialAdmin{Credentials: c, ssh: map[string]bool{}, self: self}
 	for _, s := range sites {
 		a.names = append(a.names, s.Name)
 		a.ssh[s.Name] = s.Open == nil && s.Backend != nil && s.Backend.Config.SSH != nil
@@ -35,6 +36,9 @@ func newCredentialAdmin(c *users.Credentials, sites []assemble.SiteSpec) api.Cre
 func (a *credentialAdmin) Add(n users.NewCredential, now time.Time) (users.Credential, error) {
 	sshOK, known := a.ssh[n.Site]
 	switch {
+	case n.User == a.self:
+		return users.Credential{}, fmt.Errorf("%w: %s is the daemon's own user, whose jobs use each site's configured login (its ssh: block); a credential would never be used",
+			bridge.ErrBadRequest, n.User)
 	case !known:
 		return users.Credential{}, fmt.Errorf("%w: %q; known sites: %s", bridge.ErrUnknownSite, n.Site, strings.Join(a.names, ", "))
 	case !sshOK:

@@ -341,7 +341,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		sockMux.HandleFunc(ServiceRoute, serviceHandler(l.lease, role))
 		d.m.reg.MustRegister(newLeaderCollector(l.lease, role))
 	}
-	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix, Tokens: tokens, Credentials: newCredentialAdmin(creds, spec.Sites)}), ""))
+	sockMux.Handle("/", mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, IDPrefix: spec.IDPrefix, Tokens: tokens, Credentials: newCredentialAdmin(creds, spec.Sites, spec.Owner)}), ""))
 	handlers = append(handlers, sockMux)
 	if opts.Listen != "" {
 		tl, err := api.ListenTCP(opts.Listen, api.TCPOptions{Token: opts.Token, TLS: tlsConf,
@@ -353,7 +353,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		}
 		d.tcp = tl.Addr().String()
 		listeners = append(listeners, tl)
-		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix, Tokens: tokens, Credentials: newCredentialAdmin(creds, spec.Sites)}), opts.Token))
+		handlers = append(handlers, mux(api.NewServer(svc, api.ServerOptions{Now: d.env.Now, Simulated: d.env.Engine != nil, Logger: log, Token: opts.Token, IDPrefix: spec.IDPrefix, Tokens: tokens, Credentials: newCredentialAdmin(creds, spec.Sites, spec.Owner)}), opts.Token))
 	}
 	if opts.MetricsListen != "" {
 		ml, err := net.Listen("tcp", opts.MetricsListen)

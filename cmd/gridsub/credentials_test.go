@@ -77,6 +77,11 @@ broker: {interval: 1s}
 			t.Fatalf("token create %s: exit %d %q", u, code, stderr)
 		}
 	}
+	// The daemon's own user (this process, on the socket) has no use for
+	// a credential: its jobs use the site's configured login.
+	if code, _, stderr := cli("credentials", "add", "siteA", "--key", key2); code == 0 || !strings.Contains(stderr, "the daemon's own user") {
+		t.Errorf("credentials add as the daemon's own user: exit %d %q, want a refusal", code, stderr)
+	}
 	as := func(u string, args ...string) (int, string, string) {
 		t.Setenv(envURL, "http://"+addr)
 		t.Setenv(envToken, tokens[u])
