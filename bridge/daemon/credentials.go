@@ -54,4 +54,3 @@ func (a *credentialAdmin) Add(n users.NewCredential, now time.Time) (users.Crede
 	}
 	return a.Credentials.Add(n, now)
 }
-
