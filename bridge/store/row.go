@@ -49,3 +49,17 @@ func EncodeRow(j *bridge.Job, now time.Time) (*Row, error) {
 	slices.Sort(r.SiteSet)
 	return r, nil
 }
+
+// Outcome is what a job's row counts at each of its sites (countOutcome,
+// in both SQL stores): done 1 for a completed job, failed 1 for one that
+// failed through its site's fault (bridge.Job.SiteFault); ok is false for
+// anything else, which counts nothing.
+func (r *Row) Outcome() (done, failed int, ok bool) {
+	switch bridge.JobState(r.State) {
+	case bridge.Completed:
+		return 1, 0, true
+	case bridge.Failed:
+		return 0, 1, r.SiteFault
+	}
+	return 0, 0, false
+}

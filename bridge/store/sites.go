@@ -168,7 +168,7 @@ func (s *SQLite) RecordProbe(ctx context.Context, p SiteProbe) error {
 
 // SetTrust implements SiteHealthStore.
 func (s *SQLite) SetTrust(ctx context.Context, site string, trust float64, at time.Time) error {
-	if err := checkTrust(site, trust, at); err != nil {
+	if err := CheckTrust(site, trust, at); err != nil {
 		return err
 	}
 	err := s.write(ctx, func(w *wtx) error { return w.exec(qTrust, site, trust, at.UnixNano()) })
@@ -178,9 +178,10 @@ func (s *SQLite) SetTrust(ctx context.Context, site string, trust float64, at ti
 	return nil
 }
 
-// checkTrust refuses a trust write without a site name, with a score that
-// is not a finite value >= 0, or without a computation time.
-func checkTrust(site string, trust float64, at time.Time) error {
+// CheckTrust refuses a trust write without a site name, with a score that
+// is not a finite value >= 0, or without a computation time: the check of
+// every store's SetTrust.
+func CheckTrust(site string, trust float64, at time.Time) error {
 	switch {
 	case site == "":
 		return fmt.Errorf("store: set trust: %w: no site name", bridge.ErrBadRequest)
@@ -195,14 +196,24 @@ func checkTrust(site string, trust float64, at time.Time) error {
 // finite reports whether v is a finite number >= 0.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
-// SetTrustRecent implements SiteHealthStore: the score, computed at r.At,
-// and the decayed counts it was computed from, in one write.
-func (s *SQLite) SetTrustRecent(ctx context.Context, site string, trust float64, r Recent) error {
-	if err := checkTrust(site, trust, r.At); err != nil {
+// CheckTrustRecent is CheckTrust for a score computed at r.At, and
+// refuses decayed counts that are not finite values >= 0: the check of
+// every store's SetTrustRecent.
+func CheckTrustRecent(site string, trust float64, r Recent) error {
+	if err := CheckTrust(site, trust, r.At); err != nil {
 		return err
 	}
 	if !finite(r.Completed) || !finite(r.Failed) || !finite(r.Outages) || r.Folded.Completed < 0 || r.Folded.Failed < 0 || r.Folded.Outages < 0 {
 		return fmt.Errorf("store: set trust of %s: %w: recent counts %+v; want finite values >= 0", site, bridge.ErrBadRequest, r)
+	}
+	return nil
+}
+
+// SetTrustRecent implements SiteHealthStore: the score, computed at r.At,
+// and the decayed counts it was computed from, in one write.
+func (s *SQLite) SetTrustRecent(ctx context.Context, site string, trust float64, r Recent) error {
+	if err := CheckTrustRecent(site, trust, r); err != nil {
+		return err
 	}
 	at := r.At.UnixNano()
 	err := s.write(ctx, func(w *wtx) error {
@@ -268,16 +279,8 @@ func unixNS(v sql.NullInt64) time.Time {
 // counted. putRow calls it once per job, on the Put that first stores that
 // final state.
 func countOutcome(w *wtx, r *Row) error {
-	var done, failed int
-	switch bridge.JobState(r.State) {
-	case bridge.Completed:
-		done = 1
-	case bridge.Failed:
-		if !r.SiteFault {
-			return nil
-		}
-		failed = 1
-	default:
+	done, failed, ok := r.Outcome()
+	if !ok {
 		return nil
 	}
 	for _, site := range r.SiteSet {

@@ -492,16 +492,8 @@ func insertEvents(b *pgx.Batch, seq, from int64, evs []bridge.Event) {
 // countOutcome counts a job that completed, or failed through its site's
 // fault, once at each of its sites (as the SQLite store does).
 func countOutcome(b *pgx.Batch, r *store.Row) {
-	var done, failed int
-	switch bridge.JobState(r.State) {
-	case bridge.Completed:
-		done = 1
-	case bridge.Failed:
-		if !r.SiteFault {
-			return
-		}
-		failed = 1
-	default:
+	done, failed, ok := r.Outcome()
+	if !ok {
 		return
 	}
 	for _, site := range r.SiteSet {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -125,23 +124,9 @@ func (s *Postgres) RecordProbe(ctx context.Context, p store.SiteProbe) error {
 	return nil
 }
 
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
-
-func checkTrust(site string, trust float64, at time.Time) error {
-	switch {
-	case site == "":
-		return fmt.Errorf("store: set trust: %w: no site name", bridge.ErrBadRequest)
-	case !finite(trust):
-		return fmt.Errorf("store: set trust of %s: %w: %g; want a finite value >= 0", site, bridge.ErrBadRequest, trust)
-	case at.IsZero():
-		return fmt.Errorf("store: set trust of %s: %w: no computation time", site, bridge.ErrBadRequest)
-	}
-	return nil
-}
-
 // SetTrust implements store.SiteHealthStore.
 func (s *Postgres) SetTrust(ctx context.Context, site string, trust float64, at time.Time) error {
-	if err := checkTrust(site, trust, at); err != nil {
+	if err := store.CheckTrust(site, trust, at); err != nil {
 		return err
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -157,11 +142,8 @@ func (s *Postgres) SetTrust(ctx context.Context, site string, trust float64, at 
 
 // SetTrustRecent implements store.SiteHealthStore.
 func (s *Postgres) SetTrustRecent(ctx context.Context, site string, trust float64, r store.Recent) error {
-	if err := checkTrust(site, trust, r.At); err != nil {
+	if err := store.CheckTrustRecent(site, trust, r); err != nil {
 		return err
-	}
-	if !finite(r.Completed) || !finite(r.Failed) || !finite(r.Outages) || r.Folded.Completed < 0 || r.Folded.Failed < 0 || r.Folded.Outages < 0 {
-		return fmt.Errorf("store: set trust of %s: %w: recent counts %+v; want finite values >= 0", site, bridge.ErrBadRequest, r)
 	}
 	at := r.At.UnixNano()
 	err := s.tx(ctx, func(tx pgx.Tx) error {
