@@ -233,17 +233,7 @@ func runSim(ctx context.Context, g *globals, f *simFlags, file string) error {
 	case err != nil:
 		return &exitError{exitInternal, fmt.Errorf("sim %s: %w", file, err)}
 	}
-	files, err := experiment.WriteAll(out, s)
-	if err != nil {
-		return &exitError{exitInternal, fmt.Errorf("sim %s: writing results: %w", file, err)}
-	}
-	if g.json() {
-		return experiment.WriteJSON(g.stdout, s)
-	}
-	writeSimTable(g.stdout, s)
-	fmt.Fprintf(g.stdout, "\n%d runs on %d workers in %s; wrote %s\n", len(s.Runs), s.Workers,
-		time.Duration(s.WallSeconds*float64(time.Second)).Round(100*time.Millisecond), strings.Join(files, ", "))
-	return nil
+	return writeSimResults(g, file, out, s, fmt.Sprintf("%d workers", s.Workers))
 }
 
 // loadSimExperiment loads an experiment file and applies --jobs, --seeds
@@ -297,6 +287,23 @@ func simColumns(kind string) []string {
 
 // simShare are the metrics shown as shares (3 decimals) besides au, multisite and start_match.
 var simShare = map[string]bool{"ap": true, "pp": true, "eta": true, "makespan_growth": true, "migration_rate": true, "migration_rate_mean": true}
+
+// writeSimResults writes an experiment's results into out (the same
+// files for a local run and a sweep on the clusters) and shows them: the
+// summary as JSON, or the table and a line saying where the runs ran.
+func writeSimResults(g *globals, file, out string, s *experiment.Summary, where string) error {
+	files, err := experiment.WriteAll(out, s)
+	if err != nil {
+		return &exitError{exitInternal, fmt.Errorf("sim %s: writing results: %w", file, err)}
+	}
+	if g.json() {
+		return experiment.WriteJSON(g.stdout, s)
+	}
+	writeSimTable(g.stdout, s)
+	fmt.Fprintf(g.stdout, "\n%d runs on %s in %s; wrote %s\n", len(s.Runs), where,
+		time.Duration(s.WallSeconds*float64(time.Second)).Round(100*time.Millisecond), strings.Join(files, ", "))
+	return nil
+}
 
 func writeSimTable(w io.Writer, s *experiment.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

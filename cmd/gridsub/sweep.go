@@ -203,17 +203,7 @@ func runSweep(ctx context.Context, g *globals, f *simFlags, file string) error {
 	if err != nil {
 		return &exitError{exitInternal, fmt.Errorf("sweep: %w", err)}
 	}
-	files, err := experiment.WriteAll(out, s)
-	if err != nil {
-		return &exitError{exitInternal, fmt.Errorf("sim %s: writing results: %w", file, err)}
-	}
-	if g.json() {
-		return experiment.WriteJSON(g.stdout, s)
-	}
-	writeSimTable(g.stdout, s)
-	fmt.Fprintf(g.stdout, "\n%d runs on %s in %s; wrote %s\n", len(s.Runs), strings.Join(f.on, ", "),
-		time.Duration(s.WallSeconds*float64(time.Second)).Round(100*time.Millisecond), strings.Join(files, ", "))
-	return nil
+	return writeSimResults(g, file, out, s, strings.Join(f.on, ", "))
 }
 
 // sweeper drives one sweep to its end.
