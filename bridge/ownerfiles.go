@@ -105,18 +105,36 @@ func (u *fileUser) mayRead(p string) error {
 	return nil
 }
 
-// checkOwnerInput refuses an input (resolved path r, asked as p) that
-// owner could not read themselves.
-func (ik *intake) checkOwnerInput(owner, p, r string) error {
-	if !ik.otherUser(owner) {
+// inputReader is whose rights a request's local inputs are read with:
+// nothing to check for the daemon's own user; else the owner's local
+// account, looked up once per request.
+type inputReader struct {
+	owner string
+	other bool
+	u     *fileUser
+	err   error // the owner has no local account
+}
+
+// inputReader is the inputReader of owner's request.
+func (ik *intake) inputReader(owner string) *inputReader {
+	r := &inputReader{owner: owner, other: ik.otherUser(owner)}
+	if r.other {
+		r.u, r.err = lookupFileUser(owner)
+	}
+	return r
+}
+
+// check refuses an input (resolved path r, asked as p) that the owner
+// could not read themselves.
+func (ir *inputReader) check(p, r string) error {
+	if !ir.other {
 		return nil
 	}
-	u, err := lookupFileUser(owner)
-	if err != nil {
-		return &jobrules.Error{Msg: fmt.Sprintf("%s: user %s has no account on the broker's machine, so has no local files to stage (inputs that lie at a site need none)", p, owner),
+	if ir.err != nil {
+		return &jobrules.Error{Msg: fmt.Sprintf("%s: user %s has no account on the broker's machine, so has no local files to stage (inputs that lie at a site need none)", p, ir.owner),
 			Err: jobrules.ErrOutsideRoot}
 	}
-	if err := u.mayRead(r); err != nil {
+	if err := ir.u.mayRead(r); err != nil {
 		return &jobrules.Error{Msg: fmt.Sprintf("%s: %v; the daemon reads inputs with its user's rights only for its user", p, err), Err: jobrules.ErrOutsideRoot}
 	}
 	return nil

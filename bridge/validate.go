@@ -207,10 +207,14 @@ func (ik *intake) validateFiles(req *Request, p *problems) {
 		p.addf("Inputs", "has %d files; at most %d", len(req.Inputs), jobrules.MaxFiles)
 	} else {
 		seen := map[string]bool{}
+		var who *inputReader
+		if len(req.Inputs) > 0 {
+			who = ik.inputReader(req.Owner)
+		}
 		for i := range req.Inputs {
 			in := &req.Inputs[i]
 			f := "Inputs[" + strconv.Itoa(i) + "]"
-			if local, err := ik.inputFile(req.Owner, in.Local); err != nil {
+			if local, err := ik.inputFile(who, in.Local); err != nil {
 				p.add(f+".Local", err)
 			} else {
 				in.Local = local
@@ -244,9 +248,10 @@ func (ik *intake) validateFiles(req *Request, p *problems) {
 	}
 }
 
-// inputFile confines an input's local path to the input roots and checks
-// that it is a regular file; it returns the path with its links resolved.
-func (ik *intake) inputFile(owner, local string) (string, error) {
+// inputFile confines an input's local path to the input roots (and to
+// what who may read) and checks that it is a regular file; it returns the
+// path with its links resolved.
+func (ik *intake) inputFile(who *inputReader, local string) (string, error) {
 	if local == "" {
 		return "", &jobrules.Error{Msg: "must be the absolute path of a file on the broker's machine, got an empty string", Err: jobrules.ErrValue}
 	}
@@ -260,7 +265,7 @@ func (ik *intake) inputFile(owner, local string) (string, error) {
 	if err := ik.offLimits(local, r, false); err != nil {
 		return "", err
 	}
-	if err := ik.checkOwnerInput(owner, local, r); err != nil {
+	if err := who.check(local, r); err != nil {
 		return "", err
 	}
 	st, err := os.Stat(r)
