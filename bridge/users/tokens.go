@@ -107,8 +107,8 @@ func readPrivate(path string) ([]byte, error) {
 	if m := fi.Mode().Perm(); m&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o; it holds secrets: chmod 600 %s", ErrFile, path, m, path)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return nil, fmt.Errorf("%w: %s belongs to uid %d, not to this daemon's user (uid %d)", ErrFile, path, st.Uid, os.Getuid())
+	if uid, ok := ownerUID(fi); ok && uid != os.Getuid() {
+		return nil, fmt.Errorf("%w: %s belongs to uid %d, not to this daemon's user (uid %d)", ErrFile, path, uid, os.Getuid())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
